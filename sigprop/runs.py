@@ -1,0 +1,147 @@
+"""Runs are values; shards are the unit of work.
+
+A :class:`RunSpec` is a frozen set of hyperparameters.  Its id hashes only the
+fields that differ from their defaults, so adding a new field *with a default*
+keeps every old id (and every cached result) valid.  Never change a default
+value: add a field instead.
+
+A :class:`Shard` is a list of runs that share tensor shapes (architecture,
+widths, depth, batch size, data set, step budget) and so train together as one
+batched model.  Its id hashes its member run ids in order, so editing one grid
+value changes the ids of the shards that contain it and of no other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+
+# Fields that must be equal for runs to be stacked into one shard.
+SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "activation", "optimizer",
+                "batch_size", "steps", "eval_every", "precision")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run (one model) of a study grid.
+
+    ``seed`` is a replicate index; the random key actually used is derived from
+    the run id (:attr:`key`), so two runs never share random numbers by accident.
+    """
+
+    arch: str = "fc"
+    dataset: str = "digits"
+    width: int = 64
+    depth: int = 10
+    activation: str = "tanh"
+    sigma_w2: float = 1.0
+    sigma_b2: float = 0.05
+    keep_rate: float = 1.0
+    init: str = "gaussian"
+    optimizer: str = "sgd"
+    lr: float = 1e-3
+    momentum: float = 0.0
+    batch_size: int = 128
+    steps: int = 300
+    eval_every: int = 100
+    precision: str = "float32"
+    seed: int = 0
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunSpec":
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown run field(s) {unknown}; known: {sorted(names)}")
+        kw = {}
+        for f in fields(cls):
+            if f.name in d:
+                kw[f.name] = _coerce(f.name, type(getattr(cls, f.name)), d[f.name])
+        return cls(**kw)
+
+    def non_default(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) != f.default}
+
+    @property
+    def run_id(self) -> str:
+        return "r" + _digest(self.non_default())[:12]
+
+    @property
+    def key(self) -> int:
+        """31-bit random key derived from the run id (seeds derive from run ids)."""
+        return int(_digest({"run": self.run_id})[:8], 16) & 0x7FFFFFFF
+
+    def shape_key(self) -> tuple:
+        return tuple(getattr(self, f) for f in SHAPE_FIELDS)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Shard:
+    study: str
+    runs: tuple[RunSpec, ...] = field(default_factory=tuple)
+
+    @property
+    def shard_id(self) -> str:
+        return "s" + _digest({"study": self.study,
+                              "runs": [r.run_id for r in self.runs]})[:12]
+
+    def to_json(self) -> str:
+        return json.dumps({"study": self.study, "shard_id": self.shard_id,
+                           "runs": [r.non_default() for r in self.runs]}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Shard":
+        d = json.loads(text)
+        shard = cls(d["study"], tuple(RunSpec.from_dict(r) for r in d["runs"]))
+        if "shard_id" in d and d["shard_id"] != shard.shard_id:
+            raise ValueError(f"shard id mismatch: file says {d['shard_id']}, "
+                             f"members hash to {shard.shard_id}")
+        return shard
+
+
+def make_shards(study: str, runs: list[RunSpec], shard_size: int) -> list[Shard]:
+    """Group runs by shape, keep the grid's order, cut each group into chunks.
+
+    Chunking follows the order in which the grid lists its values, so changing
+    one value in place changes only the chunks that hold the affected runs.
+    Duplicate runs (same id) are dropped with their first occurrence kept.
+    """
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be >= 1, got {shard_size}")
+    groups: dict[tuple, list[RunSpec]] = {}
+    seen = set()
+    for r in runs:
+        if r.run_id in seen:
+            continue
+        seen.add(r.run_id)
+        groups.setdefault(r.shape_key(), []).append(r)
+    shards = []
+    for members in groups.values():
+        for i in range(0, len(members), shard_size):
+            shards.append(Shard(study, tuple(members[i:i + shard_size])))
+    return shards
+
+
+def _coerce(name: str, typ: type, value):
+    if typ is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if typ is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if typ is str and isinstance(value, str):
+        return value
+    raise TypeError(f"run field '{name}' expects {typ.__name__}, got {value!r}")
+
+
+def _digest(obj) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_canon)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canon(x):
+    raise TypeError(f"cannot hash {type(x).__name__}")

@@ -1,0 +1,58 @@
+"""Optimizers over stacked parameters with one learning rate per model.
+
+They follow ``torch.optim.SGD`` and ``torch.optim.RMSprop`` update rules exactly
+(defaults: no dampening; RMSProp α = 0.99, ε = 1e-8), so a shard can be checked
+against models trained one by one with the stock optimizers.  ``lr`` is a
+``[M]`` tensor; a model whose ``lr`` is 0 is frozen (used for diverged models).
+"""
+
+from __future__ import annotations
+
+import torch
+
+OPTIMIZERS = ("sgd", "rmsprop")
+
+
+class StackedOptimizer:
+    def __init__(self, params: list[torch.Tensor], kind: str, momentum: torch.Tensor,
+                 nesterov: bool = False, alpha: float = 0.99, eps: float = 1e-8):
+        if kind not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer '{kind}'; known: {list(OPTIMIZERS)}")
+        self.params, self.kind = params, kind
+        self.momentum, self.nesterov = momentum, nesterov
+        self.alpha, self.eps = alpha, eps
+        self.state: list[torch.Tensor | None] = [None] * len(params)
+
+    @torch.no_grad()
+    def step(self, lr: torch.Tensor) -> None:
+        for i, p in enumerate(self.params):
+            g = p.grad
+            if g is None:
+                continue
+            shape = (-1,) + (1,) * (p.dim() - 1)
+            lr_ = lr.view(shape).to(p.dtype)
+            if self.kind == "sgd":
+                mom = self.momentum.view(shape).to(p.dtype)
+                if bool((self.momentum != 0).any()):
+                    buf = self.state[i]
+                    buf = g.clone() if buf is None else buf.mul_(mom).add_(g)
+                    self.state[i] = buf
+                    d = g + mom * buf if self.nesterov else buf
+                    # models without momentum use the plain gradient
+                    g = torch.where(mom != 0, d, g)
+                p.sub_(lr_ * g)
+            else:
+                sq = self.state[i]
+                if sq is None:
+                    sq = torch.zeros_like(p)
+                sq.mul_(self.alpha).addcmul_(g, g, value=1 - self.alpha)
+                self.state[i] = sq
+                p.sub_(lr_ * g / (sq.sqrt() + self.eps))
+
+    def state_dict(self) -> dict:
+        return {"kind": self.kind, "state": [s for s in self.state]}
+
+    def load_state_dict(self, d: dict) -> None:
+        if d["kind"] != self.kind:
+            raise ValueError(f"optimizer state is for '{d['kind']}', not '{self.kind}'")
+        self.state = list(d["state"])
