@@ -1,0 +1,50 @@
+# Helpers shared by the rules: which files each study needs.
+
+import json
+
+from sigprop.data import registry
+
+
+wildcard_constraints:
+    study="|".join(STUDIES) or "NONE",
+    shard="s[0-9a-f]{12}",
+    dataset="[a-z0-9_]+",
+
+
+def study_of(wildcards):
+    return STUDIES[wildcards.study]
+
+
+def shard_json(wildcards):
+    return study_of(wildcards).shard(wildcards.shard).to_json()
+
+
+def shard_dataset(wildcards):
+    shard = study_of(wildcards).shard(wildcards.shard)
+    return f"results/data/{shard.runs[0].dataset}.npz"
+
+
+def shard_tables(wildcards):
+    st = study_of(wildcards)
+    return [f"results/{st.name}/runs/{s.shard_id}.parquet" for s in st.shards]
+
+
+def study_figures(name):
+    from sigprop import studies
+
+    return list(studies.get(STUDIES[name].kind).FIGURES)
+
+
+def figure_caption(wildcards):
+    from sigprop import studies
+
+    return studies.get(study_of(wildcards).kind).CAPTIONS[wildcards.figure]
+
+
+def all_outputs():
+    out = []
+    for name in STUDIES:
+        for fig in study_figures(name):
+            out += [f"results/{name}/figures/{fig}.png", f"results/{name}/figures/{fig}.pdf"]
+        out += [f"results/{name}/claims.parquet", f"results/{name}/claims.html"]
+    return out

@@ -1,0 +1,53 @@
+# Data sets: embedded ones are generated, downloadable ones fetched (checksummed)
+# and parsed from their raw format.  Facts (URL, sha256) live in sigprop.data.registry.
+
+
+def raw_files(wildcards):
+    spec = registry.get(wildcards.dataset)
+    return [f"results/raw/{spec.name}/{f.filename}" for f in spec.files]
+
+
+def raw_sha256(wildcards):
+    spec = registry.get(wildcards.dataset)
+    pinned = {f.filename: f.sha256 for f in spec.files}
+    pinned.update(config["data"]["sha256_overrides"])
+    return pinned[wildcards.filename]
+
+
+def raw_url(wildcards):
+    spec = registry.get(wildcards.dataset)
+    return {f.filename: f.url for f in spec.files}[wildcards.filename]
+
+
+rule fetch_raw:
+    output:
+        ensure("results/raw/{dataset}/{filename}", sha256=raw_sha256),
+    params:
+        url=raw_url,
+        sha256=raw_sha256,
+        mirror=config["data"]["mirror"],
+        local_dir=config["data"]["local_dir"],
+    retries: 3
+    cache: "omit-software"
+    localrule: True
+    log:
+        "results/logs/fetch/{dataset}/{filename}.log",
+    script:
+        "../scripts/fetch_raw.py"
+
+
+rule prepare_dataset:
+    input:
+        raw_files,
+    output:
+        "results/data/{dataset}.npz",
+    params:
+        options=lambda w: config["data"]["options"].get(w.dataset, {}),
+        raw_dir=lambda w: f"results/raw/{w.dataset}",
+    cache: "omit-software"
+    log:
+        "results/logs/data/{dataset}.log",
+    benchmark:
+        "results/benchmarks/data/{dataset}.tsv"
+    script:
+        "../scripts/prepare_dataset.py"

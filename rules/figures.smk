@@ -1,0 +1,46 @@
+# Figures and claims read only Parquet tables.
+
+
+rule figure:
+    input:
+        runs="results/{study}/metrics.parquet",
+        theory="results/{study}/theory.parquet",
+    output:
+        png=report(
+            "results/{study}/figures/{figure}.png",
+            caption="../workflow/report/figure.rst",
+            category="{study}",
+            subcategory="Figures",
+            labels={"study": "{study}", "figure": "{figure}"},
+        ),
+        pdf="results/{study}/figures/{figure}.pdf",
+    params:
+        kind=lambda w: study_of(w).kind,
+        cfg=lambda w: study_of(w).cfg,
+        caption=figure_caption,
+    log:
+        "results/logs/{study}/figures/{figure}.log",
+    script:
+        "../scripts/figure.py"
+
+
+rule claims:
+    input:
+        runs="results/{study}/metrics.parquet",
+        theory="results/{study}/theory.parquet",
+    output:
+        table="results/{study}/claims.parquet",
+        html=report(
+            "results/{study}/claims.html",
+            caption="../workflow/report/claims.rst",
+            category="{study}",
+            subcategory="Claims",
+            labels={"study": "{study}", "table": "claims"},
+        ),
+    params:
+        kind=lambda w: study_of(w).kind,
+        cfg=lambda w: study_of(w).cfg,
+    log:
+        "results/logs/{study}/claims.log",
+    script:
+        "../scripts/claims.py"

@@ -1,0 +1,20 @@
+# Initial weights of every model of a shard, drawn on the GPU when there is one.
+
+
+rule init_shard:
+    input:
+        data=shard_dataset,
+    output:
+        temp("results/{study}/init/{shard}.pt"),
+    params:
+        shard=shard_json,
+        device=config["device"],
+    threads: config["threads_per_job"]
+    resources:
+        mem_mb=2000,
+    log:
+        "results/logs/{study}/init/{shard}.log",
+    benchmark:
+        "results/benchmarks/{study}/init/{shard}.tsv"
+    script:
+        "../scripts/init_shard.py"

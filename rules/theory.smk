@@ -1,0 +1,16 @@
+# Theory beside experiment: the study's predictions on the same keys as its runs.
+
+
+rule theory:
+    output:
+        "results/{study}/theory.parquet",
+    params:
+        kind=lambda w: study_of(w).kind,
+        theory=lambda w: study_of(w).cfg.get("theory", {}),
+        keep_rates=lambda w: sorted({r.keep_rate for r in study_of(w).runs}),
+    log:
+        "results/logs/{study}/theory.log",
+    benchmark:
+        "results/benchmarks/{study}/theory.tsv"
+    script:
+        "../scripts/theory.py"

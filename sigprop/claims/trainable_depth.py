@@ -1,0 +1,48 @@
+"""Claims of 000 §5.2 / Table 1 on the trainable depth of dropout networks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import frame, row
+from ..measure import trainability
+
+SOURCE = "000 §5.2, Table 1, Fig. 7"
+
+
+def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict) -> pd.DataFrame:
+    """'The trainable region's boundary follows min(12ξ1, 12ξ2) better than 6ξ2.'
+
+    Measure: for each curve, the fraction of (σ_w², L) cells whose trainability
+    the rule 'trainable iff L ≤ curve(σ_w²)' gets wrong (the fit error).  The
+    measured value is err(6ξ2) − err(min(12ξ1, 12ξ2)); verdict 'pass' when it
+    exceeds the tolerance, 'fail' when it is below −tolerance, 'inconclusive'
+    when both rules classify the grid equally well within the tolerance.
+    """
+    from ..studies.trainable_depth import curve
+    an = cfg.get("analysis", {})
+    metric = an.get("metric", "train_acc")
+    fraction = float(an.get("trainable_fraction", 0.5))
+    tol = float(an.get("error_tolerance", 0.02))
+    study = cfg["name"]
+    chance = 1.0 / trainability._n_classes(runs)
+    acc = trainability.final_accuracy(runs, metric, chance)
+    cells = trainability.trainable(acc, fraction, chance)
+    rule_min = curve(theory, "min_12xi1_12xi2")
+    rule_6 = curve(theory, "6xi2")
+    rows = []
+    panels = [("all", cells)] + [(f"rho={k:g}", g) for k, g in cells.groupby("keep_rate")]
+    for label, g in panels:
+        e_min = trainability.boundary_error(g, rule_min)
+        e_6 = trainability.boundary_error(g, rule_6)
+        diff = e_6 - e_min
+        verdict = "pass" if diff > tol else ("fail" if diff < -tol else "inconclusive")
+        rows.append(row(
+            study, f"boundary_min12xi_vs_6xi2[{label}]",
+            "The trainable region's boundary follows min(12ξ1, 12ξ2) better than 6ξ2",
+            SOURCE, measured=diff, expected="> 0 (err(6ξ2) − err(min(12ξ1,12ξ2)))", tolerance=tol,
+            verdict=verdict,
+            detail=(f"misclassified cells: min(12ξ1,12ξ2) {e_min:.3f}, 6ξ2 {e_6:.3f} over {len(g)} cells; "
+                    f"trainable = {metric} ≥ chance + {fraction:g}·(panel best − chance)")))
+    return frame(rows)

@@ -1,0 +1,159 @@
+"""Configuration: validation messages that name the file and the key, and the
+expansion of a study's grid blocks into runs and shards.
+
+The JSON Schemas live in ``workflow/schemas``; the Snakefile validates with
+``snakemake.utils.validate`` and passes failures through :func:`explain` so the
+user sees ``config/studies/x.yaml: key 'scales.quick.blocks[0].grid.sigma_w2':
+...`` instead of a bare schema dump.  Checks a schema cannot express (known
+data sets, activations, architectures; consistent shapes) are in
+:func:`check_study`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .runs import RunSpec, Shard, make_shards
+
+KNOWN_ARCHS = ("fc",)
+# names of sigprop.nets.activations.ACTIVATIONS, kept here so parsing a config needs no torch
+KNOWN_ACTIVATIONS = ("linear", "tanh", "relu", "hard_tanh", "erf", "sigmoid", "elu")
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the file and the key."""
+
+
+def key_path(path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def explain(exc: BaseException, filename: str) -> str:
+    """Turn a jsonschema ValidationError (possibly wrapped by Snakemake) into one line."""
+    err = _find_validation_error(exc)
+    if err is None:
+        return f"{filename}: {exc}"
+    where = key_path(err.absolute_path)
+    msg = err.message
+    if err.validator == "additionalProperties":
+        known = sorted(err.schema.get("properties", {}))
+        msg += f" (known keys: {', '.join(known)})" if known else ""
+    return f"{filename}: key '{where}': {msg}"
+
+
+def _find_validation_error(exc):
+    import jsonschema
+    seen = set()
+    stack = [exc]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen or e is None:
+            continue
+        seen.add(id(e))
+        if isinstance(e, jsonschema.ValidationError):
+            return e
+        stack += [a for a in getattr(e, "args", ()) if isinstance(a, BaseException)]
+        stack += [e.__cause__, e.__context__]
+    return None
+
+
+def load_yaml(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: file not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML ({e})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    path: str
+    cfg: dict
+    scale: str
+    runs: tuple[RunSpec, ...]
+    shards: tuple[Shard, ...]
+
+    @property
+    def kind(self) -> str:
+        return self.cfg["kind"]
+
+    def shard(self, shard_id: str) -> Shard:
+        for s in self.shards:
+            if s.shard_id == shard_id:
+                return s
+        raise KeyError(f"study {self.name} has no shard {shard_id}")
+
+    @property
+    def datasets(self) -> list[str]:
+        return sorted({r.dataset for r in self.runs})
+
+
+def expand_runs(study_cfg: dict, scale: str, filename: str = "<study>") -> list[RunSpec]:
+    """The runs of one scale: for each block, fixed fields times the grid product."""
+    try:
+        blocks = study_cfg["scales"][scale]["blocks"]
+    except KeyError:
+        raise ConfigError(f"{filename}: key 'scales.{scale}': missing") from None
+    runs = []
+    for b, block in enumerate(blocks):
+        fixed = dict(block.get("fixed") or {})
+        grid = block["grid"]
+        clash = sorted(set(fixed) & set(grid))
+        if clash:
+            raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}]': {clash} set in both "
+                              "'fixed' and 'grid'")
+        names = list(grid)
+        for k in names:
+            if not grid[k]:
+                raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}].grid.{k}': empty list")
+        for values in itertools.product(*(grid[k] for k in names)):
+            d = {**fixed, **dict(zip(names, values))}
+            try:
+                runs.append(RunSpec.from_dict(d))
+            except (TypeError, ValueError) as e:
+                raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}]': {e}") from None
+    if not runs:
+        raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': the grid is empty")
+    return runs
+
+
+def check_runs(runs: list[RunSpec], filename: str, scale: str) -> None:
+    """Semantic checks the schema cannot make: names must exist in the registries."""
+    from .data import registry
+    where = f"{filename}: key 'scales.{scale}.blocks'"
+    for r in runs:
+        if r.arch not in KNOWN_ARCHS:
+            raise ConfigError(f"{where}: unknown arch '{r.arch}' (known: {', '.join(KNOWN_ARCHS)})")
+        if r.activation not in KNOWN_ACTIVATIONS:
+            raise ConfigError(f"{where}: unknown activation '{r.activation}' "
+                              f"(known: {', '.join(KNOWN_ACTIVATIONS)})")
+        if r.dataset not in registry.DATASETS:
+            raise ConfigError(f"{where}: unknown dataset '{r.dataset}' "
+                              f"(known: {', '.join(sorted(registry.DATASETS))})")
+        if r.eval_every > r.steps:
+            raise ConfigError(f"{where}: eval_every ({r.eval_every}) exceeds steps ({r.steps})")
+
+
+def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size: int) -> Study:
+    path = str(path)
+    if study_cfg.get("name") != name:
+        raise ConfigError(f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file "
+                          f"name '{name}'")
+    runs = expand_runs(study_cfg, scale, path)
+    check_runs(runs, path, scale)
+    size = study_cfg["scales"][scale].get("shard_size", shard_size)
+    shards = make_shards(name, runs, size)
+    return Study(name, path, study_cfg, scale, tuple(runs), tuple(shards))

@@ -1,0 +1,72 @@
+"""Parquet tables: the interface between stages.
+
+Schemas (long format; documented in docs/tables.md):
+
+* run rows (``results/{study}/runs/{shard}.parquet`` and the merged
+  ``results/{study}/metrics.parquet``): ``study, shard_id, run_id, step,
+  metric, value`` plus every :class:`~sigprop.runs.RunSpec` field as a column
+  and ``device, tf32``.
+* theory rows (``results/{study}/theory.parquet``): ``study, quantity, value``
+  plus the hyperparameter columns the quantity depends on.
+* claims (``results/{study}/claims.parquet``): :data:`CLAIM_COLUMNS`.
+
+Writes are atomic (temp file in the same folder, then rename), so a killed
+job never leaves a half-written table behind.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+RUN_KEY = ["run_id", "step", "metric"]
+RUN_COLUMNS = ["study", "shard_id", "run_id", "step", "metric", "value"]
+THEORY_COLUMNS = ["study", "quantity", "value"]
+CLAIM_COLUMNS = ["study", "claim_id", "claim", "source", "measured", "expected",
+                 "tolerance", "verdict", "detail"]
+
+
+class TableError(ValueError):
+    """A table is missing, malformed or inconsistent; the message names the path."""
+
+
+def write_atomic(df: pd.DataFrame, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def read(path: str | Path, required: list[str] | None = None) -> pd.DataFrame:
+    path = Path(path)
+    try:
+        df = pd.read_parquet(path)
+    except FileNotFoundError:
+        raise TableError(f"{path}: table not found") from None
+    except Exception as e:
+        raise TableError(f"{path}: not a readable Parquet table ({type(e).__name__}: {e})") from None
+    missing = [c for c in (required or []) if c not in df.columns]
+    if missing:
+        raise TableError(f"{path}: missing column(s) {missing}")
+    return df
+
+
+def merge_runs(paths: list[str | Path]) -> pd.DataFrame:
+    """Concatenate shard tables; refuse duplicated (run_id, step, metric) rows."""
+    frames = [read(p, RUN_COLUMNS) for p in paths]
+    if not frames:
+        raise TableError("no shard tables to merge")
+    df = pd.concat(frames, ignore_index=True)
+    dup = df.duplicated(RUN_KEY, keep=False)
+    if dup.any():
+        ex = df.loc[dup, RUN_KEY + ["shard_id"]].head(4).to_dict("records")
+        raise TableError(f"duplicated rows across shard tables, e.g. {ex}")
+    return df.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)

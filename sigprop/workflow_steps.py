@@ -1,0 +1,67 @@
+"""The heavy workflow steps as plain functions (scripts/ only parse arguments)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import torch
+
+from . import tables
+from .data.prepare import load as load_dataset
+from .runs import Shard
+from .train import shard as engine
+
+log = logging.getLogger("sigprop.steps")
+
+
+def _setup(device: str, threads: int | None) -> torch.device:
+    if threads:
+        torch.set_num_threads(int(threads))
+    dev = engine.pick_device(device)
+    log.info("device %s, torch %s, %d threads", dev, torch.__version__, torch.get_num_threads())
+    return dev
+
+
+def _dims(ds) -> tuple[int, int]:
+    d_in = int(ds.x_train[0].size)
+    n_classes = int(ds.meta.get("n_classes") or int(ds.y_train.max()) + 1)
+    return d_in, n_classes
+
+
+def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
+               threads: int | None = None) -> None:
+    """Draw every model's initial parameters (on the GPU when there is one) and save them."""
+    dev = _setup(device, threads)
+    shard = Shard.from_json(shard_json)
+    ds = load_dataset(data_path)
+    d_in, d_out = _dims(ds)
+    dtype = engine.set_precision_policy(shard.runs[0].precision)
+    t0 = time.time()
+    params = engine.initial_params(shard, d_in, d_out, dev, dtype)
+    engine.save_params(params, shard, Path(out))
+    log.info("shard %s: %d models, %d parameters each, initialized in %.2fs",
+             shard.shard_id, len(shard.runs), sum(p[0].numel() for p in params), time.time() - t0)
+
+
+def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
+                checkpoint: str | None = None, checkpoint_every: int = 0,
+                device: str = "auto", threads: int | None = None) -> None:
+    """Train a shard and write its long-format run table; remove the checkpoint after."""
+    dev = _setup(device, threads)
+    shard = Shard.from_json(shard_json)
+    dtype = engine.set_precision_policy(shard.runs[0].precision)
+    data = engine.to_data(load_dataset(data_path), dev, dtype)
+    params = engine.load_params(Path(init_path), shard)
+    t0 = time.time()
+    trainer = engine.ShardTrainer(shard, data, params, dev,
+                                  checkpoint=Path(checkpoint) if checkpoint else None,
+                                  checkpoint_every=checkpoint_every)
+    df = trainer.run()
+    tables.write_atomic(df, out)
+    log.info("shard %s: %d models x %d steps in %.1fs; %d diverged; %d rows",
+             shard.shard_id, len(shard.runs), shard.runs[0].steps, time.time() - t0,
+             sum(s >= 0 for s in trainer.diverged_step), len(df))
+    if checkpoint and Path(checkpoint).exists():
+        Path(checkpoint).unlink()

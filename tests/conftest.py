@@ -1,0 +1,67 @@
+"""Shared helpers: run the real workflow on tiny configs in a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "workflow" / "Snakefile"
+
+
+def tiny_study(**overrides) -> dict:
+    """A trainable-depth study small enough for seconds-long jobs."""
+    fixed = {"arch": "fc", "dataset": "digits", "width": 8, "activation": "tanh",
+             "sigma_b2": 0.05, "init": "gaussian", "optimizer": "sgd", "lr": 0.05,
+             "batch_size": 32, "steps": 20, "eval_every": 10}
+    fixed.update(overrides.pop("fixed", {}))
+    grid = {"keep_rate": [1.0, 0.9], "depth": [2, 3], "sigma_w2": [1.0, 2.0]}
+    grid.update(overrides.pop("grid", {}))
+    study = {"name": "trainable_depth", "paper": "000", "kind": "trainable_depth",
+             "title": "tiny", "theory": {"activation": "tanh", "sigma_b2": 0.05,
+                                         "sigma_w2_range": [1.0, 2.0], "points": 21},
+             "analysis": {"metric": "train_acc"},
+             "scales": {"quick": {"blocks": [{"fixed": fixed, "grid": grid}]},
+                        "paper": {"blocks": [{"fixed": fixed, "grid": grid}]}}}
+    study.update(overrides)
+    return study
+
+
+def write_config(workdir: Path, study: dict | None = None, **cfg) -> Path:
+    """Write config.yaml and studies/<name>.yaml into ``workdir``; return the config path."""
+    study = study if study is not None else tiny_study()
+    sdir = workdir / "studies"
+    sdir.mkdir(parents=True, exist_ok=True)
+    (sdir / f"{study.get('name', 'trainable_depth')}.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
+    config = {"studies": [study.get("name", "trainable_depth")], "studies_dir": str(sdir),
+              "shard_size": 64, "checkpoint_every": 0, "device": "cpu"}
+    config.update(cfg)
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def snakemake_cmd(workdir: Path, configfile: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE),
+            "--directory", str(workdir), "--configfile", str(configfile),
+            "--cores", "2", *args]
+
+
+def run_snakemake(workdir: Path, configfile: Path, *args: str, check: bool = True,
+                  timeout: float = 600) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    p = subprocess.run(snakemake_cmd(workdir, configfile, *args), capture_output=True,
+                       text=True, env=env, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"snakemake failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}")
+    return p
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    return tmp_path
