@@ -44,6 +44,7 @@ rule prepare_dataset:
     params:
         options=lambda w: config["data"]["options"].get(w.dataset, {}),
         raw_dir=lambda w: f"results/raw/{w.dataset}",
+        sha256_overrides=config["data"]["sha256_overrides"],
     cache: "omit-software"
     log:
         "results/logs/data/{dataset}.log",

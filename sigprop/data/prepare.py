@@ -1,0 +1,247 @@
+"""Turn a registry dataset into one normalised ``.npz`` file, and load it back.
+
+The file holds ``x_train, y_train, x_test, y_test`` (x float32; y int64 for
+classification, float32 for regression) and ``meta``, a JSON string stored
+as a numpy unicode array, so it loads with ``allow_pickle=False``.  Images
+keep their ``[N, C, H, W]`` shape and vectors ``[N, D]``.
+
+Normalisation uses train statistics only: vectors per feature to zero mean
+and unit variance (features constant on train become 0), images per channel.
+The generated sets (``synthetic_regression``, ``gaussian``) are already
+standard normal and are stored as drawn, so the linear teacher stays exact.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import embedded, formats, registry
+from .fetch import verify
+
+FORMAT_VERSION = 1
+_KEYS = ("x_train", "y_train", "x_test", "y_test")
+_GENERATORS = {"digits": embedded.digits,
+               "synthetic_regression": embedded.synthetic_regression,
+               "gaussian": embedded.gaussian}
+_ALREADY_STANDARD = {"synthetic_regression", "gaussian"}  # stored as generated
+_CHUNK_ROWS = 2048
+
+
+@dataclass
+class Dataset:
+    """Arrays of one prepared dataset plus its metadata."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+
+def _generate(spec: registry.DatasetSpec, options: dict):
+    gen = _GENERATORS[spec.fmt]
+    allowed = inspect.signature(gen).parameters
+    for key in options:
+        if key not in allowed:
+            raise ValueError(f"unknown option {key!r} for dataset {spec.name!r}; "
+                             f"allowed: {', '.join(allowed)}")
+    return gen(**options)
+
+
+def _raw_paths(spec, raw_dir, overrides) -> tuple[list[Path], dict]:
+    """Locate each raw file (``raw_dir/<file>`` or ``raw_dir/<name>/<file>``) and verify it."""
+    if raw_dir is None:
+        raise ValueError(f"dataset {spec.name!r} is downloaded: pass raw_dir")
+    paths, digests = [], {}
+    for remote in spec.files:
+        candidates = [Path(raw_dir) / remote.filename, Path(raw_dir) / spec.name / remote.filename]
+        path = next((p for p in candidates if p.is_file()), None)
+        if path is None:
+            raise FileNotFoundError(
+                f"{spec.name}: raw file {remote.filename} not found in {raw_dir}; fetch it "
+                f"first (sigprop.data.fetch.fetch_dataset) or copy it there")
+        sha = registry.pinned_sha256(remote, overrides)
+        verify(path, sha)  # a corrupt file is rejected here, before any parsing
+        paths.append(path)
+        digests[remote.filename] = sha
+    return paths, digests
+
+
+def _parse(spec, paths: list[Path]):
+    if spec.fmt == "idx":
+        x_tr, y_tr, x_te, y_te = (formats.read_idx(p) for p in paths)
+        return x_tr[:, None], y_tr.astype(np.int64), x_te[:, None], y_te.astype(np.int64)
+    if spec.fmt == "emnist":
+        x_tr, y_tr, x_te, y_te = formats.read_emnist(paths[0], spec.name.removeprefix("emnist_"))
+        return x_tr[:, None], y_tr, x_te[:, None], y_te
+    if spec.fmt in ("cifar10_bin", "cifar100_bin"):
+        return formats.read_cifar_binary(paths[0], 10 if spec.fmt == "cifar10_bin" else 100)
+    if spec.fmt == "gisette":
+        return formats.read_gisette(paths)
+    if spec.fmt == "tiny_imagenet":
+        return formats.read_tiny_imagenet(paths[0])
+    raise ValueError(f"dataset {spec.name!r}: no parser for format {spec.fmt!r}")
+
+
+def _check_parsed(spec, arrays) -> None:
+    x_tr, y_tr, x_te, y_te = arrays
+    for want, x, split in ((spec.n_train, x_tr, "train"), (spec.n_test, x_te, "test")):
+        if want is not None and len(x) != want:
+            raise ValueError(f"{spec.name}: parsed {len(x)} {split} samples, expected {want}")
+    if tuple(x_tr.shape[1:]) != spec.input_shape:
+        raise ValueError(f"{spec.name}: parsed inputs of shape {x_tr.shape[1:]}, "
+                         f"expected {spec.input_shape}")
+
+
+def _standardise(x_train, x_test, per_channel: bool):
+    """Float32 copies standardised with train statistics (chunked; constant -> 0)."""
+    if len(x_train) == 0:
+        raise ValueError("cannot standardise an empty training set")
+    axes = (0,) + tuple(range(2, x_train.ndim)) if per_channel else (0,)
+    keep = [1] * x_train.ndim
+    keep[1] = x_train.shape[1]
+    count = x_train.size // x_train.shape[1]
+    chunks = range(0, len(x_train), _CHUNK_ROWS)
+    total = sum(x_train[i:i + _CHUNK_ROWS].sum(axis=axes, dtype=np.float64) for i in chunks)
+    mean = (total / count).reshape(keep)
+    sq = sum(((x_train[i:i + _CHUNK_ROWS] - mean) ** 2).sum(axis=axes) for i in chunks)
+    std = np.sqrt(sq / count).reshape(keep)
+    inv = np.divide(1.0, std, out=np.zeros_like(std), where=std > 0)
+    out = []
+    for x in (x_train, x_test):
+        y = np.empty(x.shape, np.float32)
+        for i in range(0, len(x), _CHUNK_ROWS):
+            y[i:i + _CHUNK_ROWS] = (x[i:i + _CHUNK_ROWS] - mean) * inv
+        out.append(y)
+    return out, mean.ravel(), std.ravel()
+
+
+def _normalise(spec, x_train, x_test):
+    if spec.fmt in _ALREADY_STANDARD:
+        return x_train.astype(np.float32), x_test.astype(np.float32), {"kind": "none"}
+    per_channel = x_train.ndim == 4
+    (x_train, x_test), mean, std = _standardise(x_train, x_test, per_channel)
+    if per_channel:
+        info = {"kind": "per_channel", "mean": mean.tolist(), "std": std.tolist()}
+    else:
+        info = {"kind": "per_feature", "n_constant_features": int((std == 0).sum())}
+    return x_train, x_test, info
+
+
+def _labels(spec, y: np.ndarray, split: str) -> np.ndarray:
+    if spec.task == "regression":
+        return y.astype(np.float32)
+    y = y.astype(np.int64)
+    if y.size and (y.min() < 0 or (spec.n_classes is not None and y.max() >= spec.n_classes)):
+        raise ValueError(f"{spec.name}: {split} labels outside [0, {spec.n_classes})")
+    return y
+
+
+def _save_npz(out: Path, arrays: dict) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
+            sha256_overrides: Mapping[str, str] | None = None) -> Path:
+    """Build dataset ``name`` and write it atomically to ``out`` (one ``.npz``); return ``out``.
+
+    Embedded sets are generated with ``options`` as generator keyword
+    arguments (an unknown key raises ValueError naming it).  Downloaded sets
+    are parsed from ``raw_dir`` after each raw file's SHA-256 is checked
+    against the registry (or ``sha256_overrides``); they take no options.
+    """
+    spec = registry.get(name)
+    options = dict(options or {})
+    digests: dict = {}
+    if spec.source == "embedded":
+        x_tr, y_tr, x_te, y_te = _generate(spec, options)
+    else:
+        if options:
+            raise ValueError(f"unknown option {next(iter(options))!r} for dataset {name!r}; "
+                             f"downloaded datasets take no options")
+        paths, digests = _raw_paths(spec, raw_dir, sha256_overrides)
+        arrays = _parse(spec, paths)
+        _check_parsed(spec, arrays)
+        x_tr, y_tr, x_te, y_te = arrays
+    x_tr, x_te, norm = _normalise(spec, x_tr, x_te)
+    y_tr, y_te = _labels(spec, y_tr, "train"), _labels(spec, y_te, "test")
+    meta = {"format_version": FORMAT_VERSION, "name": spec.name, "fmt": spec.fmt,
+            "source": spec.source, "task": spec.task, "n_classes": spec.n_classes,
+            "input_shape": list(x_tr.shape[1:]), "n_train": len(x_tr), "n_test": len(x_te),
+            "options": options, "raw_sha256": digests, "normalization": norm}
+    out = Path(out)
+    _save_npz(out, {"x_train": x_tr, "y_train": y_tr, "x_test": x_te, "y_test": y_te,
+                    "meta": np.array(json.dumps(meta, sort_keys=True))})
+    return out
+
+
+def _read_meta(path: Path, arr: np.ndarray) -> dict:
+    if arr.dtype.kind != "U" or arr.size != 1:
+        raise ValueError(f"{path}: key 'meta' must be one JSON string, got {arr.dtype} {arr.shape}")
+    try:
+        meta = json.loads(str(arr.reshape(())[()]))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: key 'meta' is not valid JSON: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: key 'meta' must hold a JSON object")
+    return meta
+
+
+def load(path) -> Dataset:
+    """Read and validate a file written by :func:`prepare` (never unpickles)."""
+    path = Path(path)
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"{path}: not a readable .npz file: {exc}") from exc
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: not an .npz archive (a bare array?)")
+    arrays = {}
+    with npz:
+        for key in _KEYS + ("meta",):
+            if key not in npz.files:
+                raise ValueError(f"{path}: missing key {key!r}")
+            try:
+                arrays[key] = npz[key]
+            except (ValueError, OSError, zipfile.BadZipFile) as exc:  # e.g. a pickled array
+                raise ValueError(f"{path}: key {key!r} cannot be read: {exc}") from exc
+    meta = _read_meta(path, arrays.pop("meta"))
+    x_tr, y_tr, x_te, y_te = (arrays[k] for k in _KEYS)
+    for key in ("x_train", "x_test"):
+        if arrays[key].dtype != np.float32:
+            raise ValueError(f"{path}: key {key!r} must be float32, not {arrays[key].dtype}")
+    if x_tr.ndim < 2 or x_te.shape[1:] != x_tr.shape[1:]:
+        raise ValueError(f"{path}: key 'x_test' has shape {x_te.shape}, "
+                         f"incompatible with x_train {x_tr.shape}")
+    want = {"classification": (np.int64,), "regression": (np.float32,)}.get(
+        meta.get("task"), (np.int64, np.float32))
+    for key, x_key in (("y_train", "x_train"), ("y_test", "x_test")):
+        y = arrays[key]
+        if y.dtype not in want:
+            raise ValueError(f"{path}: key {key!r} has dtype {y.dtype}, expected "
+                             f"{' or '.join(np.dtype(d).name for d in want)}")
+        if len(y) != len(arrays[x_key]):
+            raise ValueError(f"{path}: key {key!r} has {len(y)} rows but {x_key!r} "
+                             f"has {len(arrays[x_key])}")
+    if y_tr.dtype != y_te.dtype:
+        raise ValueError(f"{path}: key 'y_test' dtype {y_te.dtype} differs from y_train")
+    return Dataset(x_tr, y_tr, x_te, y_te, meta)
