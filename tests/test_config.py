@@ -1,0 +1,73 @@
+"""Bad configuration stops the run before any job, naming the file and the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_snakemake, tiny_study, write_config
+
+from sigprop.config import ConfigError, build_study, expand_runs
+
+
+def _fails(workdir, cfg):
+    p = run_snakemake(workdir, cfg, "-n", check=False)
+    assert p.returncode != 0
+    assert not (workdir / "results").exists(), "a job ran despite the bad config"
+    return p.stdout + p.stderr
+
+
+def test_typo_in_study_file_names_file_and_key(workdir):
+    study = tiny_study()
+    study["scales"]["quick"]["blocks"][0]["grid"]["sigma_w"] = [1.0]  # typo of sigma_w2
+    cfg = write_config(workdir, study)
+    out = _fails(workdir, cfg)
+    assert "studies/trainable_depth.yaml" in out
+    assert "scales.quick.blocks[0].grid" in out and "'sigma_w'" in out
+
+
+def test_wrong_type_in_study_file(workdir):
+    study = tiny_study(fixed={"width": "wide"})
+    out = _fails(workdir, write_config(workdir, study))
+    assert "trainable_depth.yaml" in out and "scales.quick.blocks[0].fixed.width" in out
+
+
+def test_out_of_range_keep_rate(workdir):
+    study = tiny_study(grid={"keep_rate": [1.5]})
+    out = _fails(workdir, write_config(workdir, study))
+    assert "scales.quick.blocks[0].grid.keep_rate[0]" in out
+
+
+def test_typo_and_wrong_type_in_top_level_config(workdir):
+    out = _fails(workdir, write_config(workdir, shard_sise=4))
+    assert "config.yaml" in out and "shard_sise" in out
+    out = _fails(workdir, write_config(workdir, shard_size="big"))
+    assert "config.yaml" in out and "key 'shard_size'" in out
+
+
+def test_unknown_dataset_and_activation(workdir):
+    out = _fails(workdir, write_config(workdir, tiny_study(fixed={"dataset": "mnits"})))
+    assert "trainable_depth.yaml" in out and "unknown dataset 'mnits'" in out
+    out = _fails(workdir, write_config(workdir, tiny_study(fixed={"activation": "tahn"})))
+    assert "unknown activation 'tahn'" in out
+
+
+def test_empty_grid_and_clashing_keys_in_process():
+    study = tiny_study(grid={"depth": []})
+    with pytest.raises(ConfigError, match=r"f.yaml: key 'scales.quick.blocks\[0\].grid.depth': empty"):
+        expand_runs(study, "quick", "f.yaml")
+    study = tiny_study(grid={"width": [8]})  # width also in fixed
+    with pytest.raises(ConfigError, match="both 'fixed' and 'grid'"):
+        expand_runs(study, "quick", "f.yaml")
+    with pytest.raises(ConfigError, match="does not match the file name"):
+        build_study("other", "f.yaml", tiny_study(), "quick", 64)
+
+
+def test_shipped_configs_expand():
+    import yaml
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted((root / "config/studies").glob("*.yaml")):
+        cfg = yaml.safe_load(path.read_text())
+        for scale in ("quick", "paper"):
+            st = build_study(path.stem, path, cfg, scale, 64)
+            assert st.runs and st.shards

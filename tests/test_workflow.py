@@ -1,0 +1,128 @@
+"""The real workflow on tiny configs: outputs, caching, partial reruns, kill and resume.
+
+These run Snakemake in a subprocess (as users do) in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from conftest import run_snakemake, snakemake_cmd, tiny_study, write_config
+
+from sigprop.config import build_study
+
+pytestmark = pytest.mark.slow
+
+
+def _jobs(output: str, rule: str) -> int:
+    """Count of `rule` in Snakemake's 'Job stats' table (0 when absent)."""
+    m = re.search(rf"^{rule}\s+(\d+)\s*$", output, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def _study(cfg_path, workdir, study):
+    return build_study("trainable_depth", workdir / "studies" / "trainable_depth.yaml", study, "quick", 64)
+
+
+def test_default_pipeline_outputs_then_nothing_to_do(workdir):
+    cfg = write_config(workdir)
+    p = run_snakemake(workdir, cfg)
+    res = workdir / "results" / "trainable_depth"
+    for f in ("figures/trainable_depth.png", "figures/trainable_depth.pdf", "claims.parquet",
+              "claims.html", "metrics.parquet", "theory.parquet"):
+        assert (res / f).stat().st_size > 0, f
+    runs = pd.read_parquet(res / "metrics.parquet")
+    assert runs.run_id.nunique() == 8
+    assert not runs.duplicated(["run_id", "step", "metric"]).any()
+    claims = pd.read_parquet(res / "claims.parquet")
+    assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
+    assert {"claim", "source", "measured", "expected", "tolerance", "verdict"} <= set(claims.columns)
+    # the init weights are temporary: consumed by training, then removed
+    assert not list((res / "init").glob("*.pt")) if (res / "init").exists() else True
+
+    again = run_snakemake(workdir, cfg)
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+    rep = run_snakemake(workdir, cfg, "--report", str(workdir / "report.html"))
+    html = (workdir / "report.html").read_text(errors="ignore")
+    assert "trainable_depth" in html and len(html) > 10_000, rep.stderr[-2000:]
+
+
+def test_changing_one_grid_value_reruns_only_its_shards(workdir):
+    study = tiny_study()
+    cfg = write_config(workdir, study, shard_size=2)
+    run_snakemake(workdir, cfg)
+    before = {p.name: p.stat().st_mtime_ns for p in (workdir / "results/trainable_depth/runs").glob("*.parquet")}
+    old = {s.shard_id for s in _study(cfg, workdir, study).shards}
+    assert len(old) == 4  # 2 depths x (2 keep rates x 2 sigma_w2) / shard_size 2
+
+    study["scales"]["quick"]["blocks"][0]["grid"]["keep_rate"] = [1.0, 0.8]  # edit one value
+    write_config(workdir, study, shard_size=2)
+    new = {s.shard_id for s in _study(cfg, workdir, study).shards}
+    changed = new - old
+    assert len(changed) == 2  # one chunk per depth holds the keep_rate 0.8 runs
+
+    p = run_snakemake(workdir, cfg)
+    out = p.stdout + p.stderr
+    assert _jobs(out, "train_shard") == 2, out[-3000:]
+    assert _jobs(out, "init_shard") == 2
+    after = {q.name: q.stat().st_mtime_ns for q in (workdir / "results/trainable_depth/runs").glob("*.parquet")}
+    for sid in new & old:  # untouched shards keep their files
+        assert after[f"{sid}.parquet"] == before[f"{sid}.parquet"]
+    merged = pd.read_parquet(workdir / "results/trainable_depth/metrics.parquet")
+    assert set(merged.shard_id) == new
+    assert sorted(merged.keep_rate.unique()) == [0.8, 1.0]
+
+
+def test_kill_mid_shard_then_rerun_resumes_without_lost_or_duplicated_rows(workdir):
+    study = tiny_study(fixed={"steps": 6000, "eval_every": 500},
+                       grid={"depth": [2], "keep_rate": [1.0, 0.9], "sigma_w2": [1.0, 2.0]})
+    cfg = write_config(workdir, study, checkpoint_every=200)
+    ckpt_dir = workdir / "results/trainable_depth/checkpoints"
+    proc = subprocess.Popen(snakemake_cmd(workdir, cfg), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    t0 = time.time()
+    try:
+        while not list(ckpt_dir.glob("*.pt")):
+            assert proc.poll() is None, "workflow ended before the first checkpoint"
+            assert time.time() - t0 < 300, "no checkpoint within 300 s"
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole run: Snakemake and its job
+        proc.wait()
+    runs_dir = workdir / "results/trainable_depth/runs"
+    assert not list(runs_dir.glob("*.parquet")), "the shard finished before the kill; raise steps"
+
+    run_snakemake(workdir, cfg, "--unlock")
+    p = run_snakemake(workdir, cfg)
+    log = next((workdir / "results/logs/trainable_depth/train").glob("*.log")).read_text()
+    m = re.search(r"resumed from checkpoint at step (\d+)", log)
+    assert m and 0 < int(m.group(1)) < 6000, log[-2000:]
+    assert not list(ckpt_dir.glob("*.pt")), "checkpoint left behind after success"
+
+    got = pd.read_parquet(workdir / "results/trainable_depth/metrics.parquet")
+    assert not got.duplicated(["run_id", "step", "metric"]).any()
+    # the same shard trained without interruption, in this process, single-threaded like the job
+    from sigprop.data.prepare import load
+    from sigprop.train import shard as engine
+    st = _study(cfg, workdir, study)
+    shard = st.shards[0]
+    torch.set_num_threads(1)
+    data = engine.to_data(load(workdir / "results/data/digits.npz"), torch.device("cpu"), torch.float32)
+    params = engine.initial_params(shard, 64, 10, torch.device("cpu"), torch.float32)
+    ref = engine.ShardTrainer(shard, data, params, torch.device("cpu")).run()
+    key = ["run_id", "step", "metric"]
+    a = got.sort_values(key).reset_index(drop=True)
+    b = ref.sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a[key], b[key])
+    np.testing.assert_allclose(a.value.to_numpy(), b.value.to_numpy(), rtol=1e-6, atol=1e-9, equal_nan=True)
