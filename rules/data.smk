@@ -36,6 +36,7 @@ rule fetch_raw:
         "../scripts/fetch_raw.py"
 
 
+# Cached between workflows (`--cache`), so no benchmark: a cached result has no timing.
 rule prepare_dataset:
     input:
         raw_files,
@@ -48,7 +49,5 @@ rule prepare_dataset:
     cache: "omit-software"
     log:
         "results/logs/data/{dataset}.log",
-    benchmark:
-        "results/benchmarks/data/{dataset}.tsv"
     script:
         "../scripts/prepare_dataset.py"

@@ -29,8 +29,9 @@ def _jobs(output: str, rule: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _study(cfg_path, workdir, study):
-    return build_study("trainable_depth", workdir / "studies" / "trainable_depth.yaml", study, "quick", 64)
+def _study(workdir, study, shard_size=64):
+    return build_study("trainable_depth", workdir / "studies" / "trainable_depth.yaml", study, "quick",
+                       shard_size)
 
 
 def test_default_pipeline_outputs_then_nothing_to_do(workdir):
@@ -62,12 +63,12 @@ def test_changing_one_grid_value_reruns_only_its_shards(workdir):
     cfg = write_config(workdir, study, shard_size=2)
     run_snakemake(workdir, cfg)
     before = {p.name: p.stat().st_mtime_ns for p in (workdir / "results/trainable_depth/runs").glob("*.parquet")}
-    old = {s.shard_id for s in _study(cfg, workdir, study).shards}
+    old = {s.shard_id for s in _study(workdir, study, 2).shards}
     assert len(old) == 4  # 2 depths x (2 keep rates x 2 sigma_w2) / shard_size 2
 
     study["scales"]["quick"]["blocks"][0]["grid"]["keep_rate"] = [1.0, 0.8]  # edit one value
     write_config(workdir, study, shard_size=2)
-    new = {s.shard_id for s in _study(cfg, workdir, study).shards}
+    new = {s.shard_id for s in _study(workdir, study, 2).shards}
     changed = new - old
     assert len(changed) == 2  # one chunk per depth holds the keep_rate 0.8 runs
 
@@ -115,7 +116,7 @@ def test_kill_mid_shard_then_rerun_resumes_without_lost_or_duplicated_rows(workd
     # the same shard trained without interruption, in this process, single-threaded like the job
     from sigprop.data.prepare import load
     from sigprop.train import shard as engine
-    st = _study(cfg, workdir, study)
+    st = _study(workdir, study)
     shard = st.shards[0]
     torch.set_num_threads(1)
     data = engine.to_data(load(workdir / "results/data/digits.npz"), torch.device("cpu"), torch.float32)
