@@ -127,3 +127,21 @@ def test_kill_mid_shard_then_rerun_resumes_without_lost_or_duplicated_rows(workd
     b = ref.sort_values(key).reset_index(drop=True)
     pd.testing.assert_frame_equal(a[key], b[key])
     np.testing.assert_allclose(a.value.to_numpy(), b.value.to_numpy(), rtol=1e-6, atol=1e-9, equal_nan=True)
+
+
+def test_corrupt_raw_file_is_rejected_and_leaves_nothing(workdir):
+    """A raw file whose sha256 differs from the registry's stops the fetch rule; no partial file."""
+    from sigprop.data import registry
+    local = workdir / "mirror"
+    local.mkdir()
+    for f in registry.get("mnist").files:
+        (local / f.filename).write_bytes(b"not the real file")
+    study = tiny_study(fixed={"dataset": "mnist"})
+    cfg = write_config(workdir, study, data={"local_dir": str(local)})
+    p = run_snakemake(workdir, cfg, "results/data/mnist.npz", check=False)
+    assert p.returncode != 0
+    logs = "".join(x.read_text() for x in (workdir / "results/logs/fetch/mnist").glob("*.log"))
+    assert "sha256" in (logs + p.stderr).lower() and "train-images-idx3-ubyte.gz" in logs + p.stderr
+    raw = workdir / "results/raw/mnist"
+    assert not raw.exists() or not [x for x in raw.iterdir() if x.is_file()]
+    assert not (workdir / "results/data/mnist.npz").exists()
