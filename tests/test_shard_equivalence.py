@@ -47,12 +47,11 @@ def _reference(run: RunSpec, data: Data, steps: int) -> list[torch.Tensor]:
         perm = rng.permutations(key, epoch, n)[0]
         idx = perm[i * run.batch_size:(i + 1) * run.batch_size]
         h, y = data.x_train[idx], data.y_train[idx]
+        masks = rng.dropout_masks(key, step, [(run.batch_size, d) for d, _ in dims[:-1]], keep)
         for li, lin in enumerate(model):
             if li < len(model) - 1:
                 if run.keep_rate < 1:
-                    mask = rng.bernoulli_mask(key, rng.STREAM_DROPOUT, step, li,
-                                              tuple(h.shape), keep)[0]
-                    h = h * mask / run.keep_rate
+                    h = h * masks[li][0] / run.keep_rate
                 h = phi(lin(h))
             else:
                 h = lin(h)

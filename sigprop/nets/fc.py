@@ -84,14 +84,17 @@ def forward(params: list[torch.Tensor], x: torch.Tensor, act: str,
     """
     phi = activations.get(act)
     n_layers = len(params) // 2
+    masks = None
+    if keep is not None:
+        shapes = [(x.shape[1], params[2 * i].shape[2]) for i in range(n_layers - 1)]
+        masks = rng.dropout_masks(keys, step, shapes, keep)
+        inv_keep = (1.0 / keep).view(-1, 1, 1)
     h = x
     for layer in range(n_layers):
         w, b = params[2 * layer], params[2 * layer + 1]
         if layer < n_layers - 1:
-            if keep is not None:
-                mask = rng.bernoulli_mask(keys, rng.STREAM_DROPOUT, step, layer,
-                                          tuple(h.shape[1:]), keep)
-                h = h * (mask / keep.view(-1, 1, 1)).to(h.dtype)
+            if masks is not None:
+                h = h * (masks[layer] * inv_keep).to(h.dtype)
             h = phi(torch.baddbmm(b, h, w.transpose(1, 2)))
         else:
             h = torch.baddbmm(b, h, w.transpose(1, 2))

@@ -1,0 +1,78 @@
+"""The counter-based RNG: right distributions, independent streams, composition-free."""
+
+import numpy as np
+import torch
+
+from sigprop.nets import rng
+
+KEYS = torch.tensor([1, 2, 12345, 2**31 - 1])
+
+
+def test_uniform_moments_and_range():
+    u = rng.uniform(KEYS, 7, torch.arange(200_000)).double()
+    assert (u > 0).all() and (u < 1).all()
+    # sample of 2e5 per key: sd of the mean is 0.29/sqrt(2e5) = 6.5e-4; 5 sd
+    assert (u.mean(1) - 0.5).abs().max() < 3.3e-3
+    assert (u.var(1) - 1 / 12).abs().max() < 2e-3
+
+
+def test_normal_moments():
+    z = rng.normal(KEYS, rng.STREAM_INIT_W, (400, 500), dtype=torch.float64).reshape(4, -1)
+    assert (z.mean(1)).abs().max() < 5 * (1 / 200_000) ** 0.5
+    assert (z.var(1) - 1).abs().max() < 5 * (2 / 200_000) ** 0.5
+    kurt = (z ** 4).mean(1)
+    assert (kurt - 3).abs().max() < 5 * (96 / 200_000) ** 0.5
+
+
+def test_streams_models_and_blocks_are_uncorrelated():
+    a = rng.uniform(KEYS, 3, torch.arange(100_000)).double() - 0.5
+    b = rng.uniform(KEYS, 4, torch.arange(100_000)).double() - 0.5
+    lim = 5 / 100_000 ** 0.5  # correlation of independent samples: sd 1/sqrt(n)
+    corr = lambda x, y: float((x * y).mean() / (x.std() * y.std()))
+    assert abs(corr(a[0], b[0])) < lim          # streams
+    assert abs(corr(a[0], a[1])) < lim          # models
+    assert abs(corr(a[0, :-1], a[0, 1:])) < lim  # neighbouring counters
+    half = torch.full((4,), 0.5)
+    m1, m3 = rng.dropout_masks(KEYS, 0, [(100_000,), (100_000,)], half)  # layers 0 and 1
+    (m2,) = rng.dropout_masks(KEYS, 1, [(100_000,)], half)               # next step
+    assert abs(corr(m1[0] - 0.5, m2[0] - 0.5)) < lim and abs(corr(m1[0] - 0.5, m3[0] - 0.5)) < lim
+
+
+def test_mask_keep_fraction():
+    keep = torch.tensor([1.0, 0.99, 0.9, 0.5])
+    m = rng.dropout_masks(KEYS, 3, [(500, 200)], keep)[0]
+    frac = m.reshape(4, -1).mean(1).double()
+    sd = (keep.double() * (1 - keep.double()) / 100_000).sqrt()
+    assert (frac - keep.double()).abs().le(5 * sd + 1e-12).all()
+    assert set(np.unique(m.numpy())) <= {0.0, 1.0}
+
+
+def test_numbers_depend_on_the_key_only():
+    """A model's numbers are the same alone or stacked with others (shard-free)."""
+    full = rng.normal(KEYS, 1, (30, 20))
+    alone = rng.normal(KEYS[2:3], 1, (30, 20))
+    assert torch.equal(full[2], alone[0])
+    keep = torch.tensor([0.9, 0.8, 0.7, 0.6])
+    mf = rng.dropout_masks(KEYS, 5, [(8, 16), (8, 4)], keep)
+    ma = rng.dropout_masks(KEYS[1:2], 5, [(8, 16), (8, 4)], keep[1:2])
+    assert torch.equal(mf[1][1], ma[1][0])
+    # chunking the step's block into several calls does not change the numbers
+    mc = rng.dropout_masks(KEYS, 5, [(8, 16), (8, 4)], keep, max_elements=1)
+    assert all(torch.equal(a, b) for a, b in zip(mf, mc))
+    assert torch.equal(rng.permutations(KEYS, 2, 50)[3], rng.permutations(KEYS[3:], 2, 50)[0])
+
+
+def test_permutations_are_permutations_and_change_per_epoch():
+    p0 = rng.permutations(KEYS, 0, 1000)
+    p1 = rng.permutations(KEYS, 1, 1000)
+    for p in (p0, p1):
+        assert (p.sort(1).values == torch.arange(1000)).all()
+    assert not torch.equal(p0, p1) and not torch.equal(p0[0], p0[1])
+
+
+def test_int32_tensor_hash_matches_python_reference_bit_for_bit():
+    """fmix32 on int32 tensors relies on wrap-around multiplication; check it exactly."""
+    g = np.random.default_rng(0)
+    xs = [int(v) for v in g.integers(0, 2**32, size=2000)] + [0, 1, 2**31 - 1, 2**31, 2**32 - 1]
+    got = rng.fmix32(rng.to_i32(torch.tensor(xs, dtype=torch.int64))).to(torch.int64) & 0xFFFFFFFF
+    assert got.tolist() == [rng.fmix32_int(x) for x in xs]
