@@ -40,12 +40,13 @@ def heatmap(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict):
             ax.plot(c.sigma_w2, c.value, color=colour, ls=ls, lw=1.6, label=label)
         ax.set_xlim(_edges(xs)[[0, -1]])
         ax.set_ylim(_edges(ys)[[0, -1]])
-        ax.set_title(rf"$\rho = {rho:g}$")
+        steps = sorted(runs.loc[runs.keep_rate == rho, "steps"].unique())
+        ax.set_title(rf"$\rho = {rho:g}$, " + "/".join(str(int(t)) for t in steps) + " steps")
         ax.set_xlabel(r"$\sigma_w^2$")
     axes[0][0].set_ylabel("depth L")
     axes[0][0].legend(loc="upper right", fontsize=8, facecolor="0.3", labelcolor="white", framealpha=0.7)
     fig.colorbar(mesh, ax=axes[0].tolist(), label=metric.replace("_", " "))
     sb2 = runs.sigma_b2.iloc[0]
-    fig.suptitle(f"Trainable depth, {runs.activation.iloc[0]}, $\\sigma_b^2$ = {sb2:g}, "
-                 f"{runs.dataset.iloc[0]}, {int(runs.steps.iloc[0])} steps")
+    fig.suptitle(f"Trainable depth: {runs.activation.iloc[0]}, $\\sigma_b^2$ = {sb2:g}, "
+                 f"width {int(runs.width.iloc[0])}, {runs.dataset.iloc[0]}")
     return fig

@@ -1,0 +1,73 @@
+"""The trainable-depth analysis on synthetic run tables whose answer is known."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigprop.claims.trainable_depth import claims_table
+from sigprop.measure import trainability
+from sigprop.studies import trainable_depth as study
+
+CFG = {"name": "td", "analysis": {"metric": "train_acc", "trainable_fraction": 0.5,
+                                  "error_tolerance": 0.02}}
+SW2 = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
+DEPTHS = [4, 8, 16, 24, 32, 48, 64, 96]
+
+
+@pytest.fixture(scope="module")
+def theory():
+    return study.theory_table("td", {"activation": "tanh", "sigma_b2": 0.05,
+                                     "sigma_w2_range": [1.0, 4.0], "points": 61}, [1.0, 0.98])
+
+
+def _runs(theory, rule: str) -> pd.DataFrame:
+    """A run table where exactly the cells with L <= rule(σ_w²) reach accuracy 0.95."""
+    f = study.curve(theory, rule)
+    rows = []
+    for rho in (1.0, 0.98):
+        for sw in SW2:
+            for d in DEPTHS:
+                acc = 0.95 if d <= f(rho, sw) else 0.11
+                rid = f"r{rho}{sw}{d}"
+                for step, v in ((0, 0.1), (300, acc)):
+                    rows.append(dict(study="td", shard_id="s", run_id=rid, step=step, metric="train_acc",
+                                     value=v, keep_rate=rho, sigma_w2=sw, depth=d, dataset="digits",
+                                     sigma_b2=0.05, activation="tanh", steps=300, width=8))
+    return pd.DataFrame(rows)
+
+
+def test_theory_table_has_the_overlays(theory):
+    assert set(theory.quantity) >= {"xi1", "xi2", "12xi1", "6xi2", "12xi2", "min_12xi1_12xi2"}
+    t = theory[(theory.quantity == "min_12xi1_12xi2")]
+    a = theory[theory.quantity == "12xi1"].value.to_numpy()
+    b = theory[theory.quantity == "12xi2"].value.to_numpy()
+    np.testing.assert_allclose(t.value.to_numpy(), np.minimum(a, b))
+
+
+def test_claim_passes_when_the_boundary_is_min_12xi(theory):
+    c = claims_table(_runs(theory, "min_12xi1_12xi2"), theory, CFG).set_index("claim_id")
+    assert (c.verdict == "pass").all(), c[["measured", "detail"]]
+    assert c.loc["boundary_min12xi_vs_6xi2[all]", "measured"] > 0.02
+
+
+def test_claim_fails_when_the_boundary_is_6xi2(theory):
+    c = claims_table(_runs(theory, "6xi2"), theory, CFG).set_index("claim_id")
+    assert c.loc["boundary_min12xi_vs_6xi2[all]", "verdict"] == "fail"
+
+
+def test_diverged_runs_count_as_chance_and_boundary(theory):
+    runs = _runs(theory, "6xi2")
+    runs.loc[runs.index[-1], "value"] = np.nan  # a diverged run
+    acc = trainability.final_accuracy(runs, "train_acc", chance=0.1)
+    assert acc.n_diverged.sum() == 1 and acc.acc.min() == pytest.approx(0.1)
+    cells = trainability.trainable(acc, 0.5, 0.1)
+    b = trainability.measured_boundary(cells)
+    assert len(b) == 2 * len(SW2)
+
+
+def test_heatmap_figure_builds(theory):
+    import matplotlib
+    fig = study.FIGURES["trainable_depth"](_runs(theory, "12xi1"), theory, CFG)
+    assert isinstance(fig, matplotlib.figure.Figure)
+    panels = [ax for ax in fig.axes if ax.get_title().startswith("$\\rho")]
+    assert len(panels) == 2 and all(len(ax.lines) == 3 for ax in panels)
