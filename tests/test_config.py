@@ -71,3 +71,10 @@ def test_shipped_configs_expand():
         for scale in ("quick", "paper"):
             st = build_study(path.stem, path, cfg, scale, 64)
             assert st.runs and st.shards
+
+
+def test_activation_names_agree_across_config_nets_and_theory():
+    from sigprop.config import KNOWN_ACTIVATIONS
+    from sigprop.nets.activations import ACTIVATIONS
+    from sigprop.theory import activations as theory_acts
+    assert set(KNOWN_ACTIVATIONS) == set(ACTIVATIONS) == set(theory_acts.names())

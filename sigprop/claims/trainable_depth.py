@@ -26,7 +26,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict) -> pd.Data
     fraction = float(an.get("trainable_fraction", 0.5))
     tol = float(an.get("error_tolerance", 0.02))
     study = cfg["name"]
-    chance = 1.0 / trainability._n_classes(runs)
+    chance = 1.0 / trainability.n_classes(runs)
     acc = trainability.final_accuracy(runs, metric, chance)
     cells = trainability.trainable(acc, fraction, chance)
     rule_min = curve(theory, "min_12xi1_12xi2")

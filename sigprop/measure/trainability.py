@@ -23,14 +23,14 @@ def final_accuracy(runs: pd.DataFrame, metric: str = "train_acc", chance: float 
         raise ValueError(f"no '{metric}' rows in the run table")
     last = df[df.step == df.groupby("run_id").step.transform("max")].copy()
     if chance is None:
-        chance = 1.0 / _n_classes(runs)
+        chance = 1.0 / n_classes(runs)
     last["diverged"] = last.value.isna()
     last["acc"] = last.value.fillna(chance)
     g = last.groupby(PANEL + ["sigma_w2", "depth"], as_index=False)
     return g.agg(acc=("acc", "mean"), n_runs=("acc", "size"), n_diverged=("diverged", "sum"))
 
 
-def _n_classes(runs: pd.DataFrame) -> int:
+def n_classes(runs: pd.DataFrame) -> int:
     ds = set(runs.dataset)
     from ..data import registry
     n = {registry.get(d).n_classes for d in ds}
