@@ -437,3 +437,58 @@ def edge_of_chaos_sigma_w2(sigma_b2, rho, act):
         todo = todo[(fhi[todo] <= 0) & (hi[todo] < 1e6)]
     out = bracketed_root(f, lo, hi, args=(sb, rho), flo=flo, fhi=fhi, xrtol=4 * _EPS)
     return _out(out, shape)
+
+
+# ----------------------------------------------------------------- command line
+
+
+def _grid(sigma_w2, rho):
+    sw = np.asarray(sigma_w2, dtype=float)
+    r = np.asarray(rho, dtype=float).reshape(-1, 1)
+    return sw, r
+
+
+def _cli_summary(act, sigma_w2, sigma_b2, rho):
+    sw, r = _grid(sigma_w2, rho)
+    s = fixed_point_summary(sw, sigma_b2, r, act)
+    return {"rows": "rho", "columns": "sigma_w2", "rho": r.ravel(), "sigma_w2": sw, **s}
+
+
+def _cli_eoc(act, sigma_b2, rho):
+    sb = np.asarray(sigma_b2, dtype=float)
+    r = np.asarray(rho, dtype=float).reshape(-1, 1)
+    return {"rows": "rho", "columns": "sigma_b2", "rho": r.ravel(), "sigma_b2": sb,
+            "sigma_w2": edge_of_chaos_sigma_w2(sb, r, act)}
+
+
+def _cli_trajectory(act, q0, c0, depth, sigma_w2, sigma_b2, rho):
+    q, c = trajectory(q0, c0, depth, sigma_w2, sigma_b2, rho, act)
+    return {"layer": list(range(int(depth) + 1)), "q": q, "c": c}
+
+
+_ACT = {"type": str, "default": "tanh", "help": "activation (linear, relu, tanh, hard_tanh, erf, "
+                                                 "sigmoid, elu)"}
+CLI_COMMANDS = [
+    {"name": "meanfield", "fn": _cli_summary,
+     "help": "q*, c*, chi1, chi2, xi1, xi2 and phase with dropout (000 Eqs. 2-6, 10-11), "
+             "on a rho x sigma_w2 grid",
+     "params": {"act": _ACT,
+                "sigma_w2": {"type": float, "default": [1.0, 2.0, 3.0], "list": True,
+                             "help": "weight variances"},
+                "sigma_b2": {"type": float, "default": 0.05, "help": "bias variance"},
+                "rho": {"type": float, "default": [1.0], "list": True, "help": "keep rates"}}},
+    {"name": "eoc", "fn": _cli_eoc,
+     "help": "edge of chaos: sigma_w2 with chi1 = 1 (000 Eq. 10) on a rho x sigma_b2 grid",
+     "params": {"act": _ACT,
+                "sigma_b2": {"type": float, "default": [0.05], "list": True, "help": "bias variances"},
+                "rho": {"type": float, "default": [1.0], "list": True, "help": "keep rates"}}},
+    {"name": "trajectory", "fn": _cli_trajectory,
+     "help": "per-layer q^l and c^l from q0, c0 (000 Eqs. 2-4)",
+     "params": {"act": _ACT,
+                "q0": {"type": float, "default": 1.0, "help": "layer-0 length"},
+                "c0": {"type": float, "default": 0.5, "help": "layer-0 correlation"},
+                "depth": {"type": int, "default": 20, "help": "number of layers"},
+                "sigma_w2": {"type": float, "default": 1.5, "help": "weight variance"},
+                "sigma_b2": {"type": float, "default": 0.05, "help": "bias variance"},
+                "rho": {"type": float, "default": 1.0, "help": "keep rate"}}},
+]

@@ -1,0 +1,115 @@
+"""Command line: ``sigprop theory <command> [--param value ...]`` prints JSON.
+
+Each theory module declares its commands in a module-level ``CLI_COMMANDS``
+list (name, help, params, fn); this file only turns them into argparse
+sub-commands, so a new theory function becomes a command where it is defined.
+Parameters marked ``list`` take comma-separated values (``--rho 1,0.99,0.98``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+
+import numpy as np
+
+THEORY_MODULES = ("meanfield", "gradients", "kernels", "finite_width", "ensembles", "pruning",
+                  "diversity")
+
+
+def theory_commands() -> dict[str, dict]:
+    """All commands of the theory modules, by name (a clash is a programming error)."""
+    out: dict[str, dict] = {}
+    for mod in THEORY_MODULES:
+        module = importlib.import_module(f"sigprop.theory.{mod}")
+        for cmd in getattr(module, "CLI_COMMANDS", []):
+            if cmd["name"] in out:
+                raise RuntimeError(f"theory command '{cmd['name']}' defined twice")
+            out[cmd["name"]] = {**cmd, "module": mod}
+    return out
+
+
+def _parse_value(text: str, typ, name: str):
+    try:
+        if typ is bool:
+            if text.lower() in ("1", "true", "yes"):
+                return True
+            if text.lower() in ("0", "false", "no"):
+                return False
+            raise ValueError
+        return typ(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--{name}: expected {typ.__name__}, got {text!r}") from None
+
+
+def _converter(spec: dict, name: str):
+    typ = spec.get("type", float)
+    if spec.get("list"):
+        return lambda s: [_parse_value(t.strip(), typ, name) for t in s.split(",") if t.strip()]
+    return lambda s: _parse_value(s, typ, name)
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        v = float(x)
+        return v if math.isfinite(v) else ("inf" if v > 0 else "-inf" if v < 0 else "nan")
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
+
+
+def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sigprop", description="sigprop: theory predictions as JSON (and more to come).")
+    sub = parser.add_subparsers(dest="group", required=True)
+    theory = sub.add_parser(
+        "theory", help="print theory predictions as JSON",
+        description="Print theory predictions of the five papers as JSON. "
+                    "Use 'sigprop theory <command> --help' for a command's parameters.")
+    tsub = theory.add_subparsers(dest="command", required=True, metavar="<command>")
+    for name, cmd in sorted(commands.items()):
+        p = tsub.add_parser(name, help=f"{cmd['help']} [{cmd['module']}]", description=cmd["help"])
+        for pname, spec in cmd.get("params", {}).items():
+            flag = "--" + pname.replace("_", "-")
+            default = spec.get("default")
+            required = default is None and not spec.get("optional", False)
+            helptext = spec.get("help", "")
+            if spec.get("list"):
+                helptext += " (comma-separated list)"
+            if not required:
+                helptext += f" [default: {default}]"
+            p.add_argument(flag, dest=pname, type=_converter(spec, pname), default=default,
+                           required=required, help=helptext)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    commands = theory_commands()
+    parser = build_parser(commands)
+    args = vars(parser.parse_args(argv))
+    cmd = commands[args.pop("command")]
+    args.pop("group")
+    try:
+        result = cmd["fn"](**args)
+    except (ValueError, TypeError) as e:
+        print(f"sigprop theory {cmd['name']}: {e}", file=sys.stderr)
+        return 2
+    json.dump({"command": cmd["name"], "params": _jsonable(args), "result": _jsonable(result)},
+              sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
