@@ -132,7 +132,9 @@ CLI_COMMANDS = [
                 "a_dense": {"type": float, "default": 10.0, "help": "Cor. 2 constant: n = a L", "list": False}},
      "fn": _cli_scaling},
     {"name": "fit-constant", "help": "least-squares (log space) multiplicative constant of a curve",
-     "params": {"curve": {"type": float, "default": None, "help": "predicted values", "list": True},
-                "measured": {"type": float, "default": None, "help": "measured values", "list": True}},
+     "params": {"curve": {"type": float, "default": [1.0, 2.0, 4.0], "help": "predicted values",
+                          "list": True},
+                "measured": {"type": float, "default": [2.1, 3.9, 8.2], "help": "measured values",
+                             "list": True}},
      "fn": _cli_fit},
 ]
