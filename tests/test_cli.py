@@ -1,0 +1,49 @@
+"""`sigprop theory ...` prints JSON for every theory command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sigprop import cli
+
+COMMANDS = cli.theory_commands()
+
+
+def test_every_theory_module_declares_commands():
+    modules = {c["module"] for c in COMMANDS.values()}
+    assert modules == set(cli.THEORY_MODULES)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_command_runs_with_defaults_and_prints_json(name, capsys):
+    cmd = COMMANDS[name]
+    missing = [p for p, s in cmd.get("params", {}).items() if s.get("default") is None
+               and not s.get("optional", False)]
+    assert not missing, f"{name}: give every parameter a default so the command demonstrates itself"
+    assert cli.main(["theory", name]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["command"] == name and out["result"]
+
+
+def test_entry_point_help_and_a_command():
+    help_ = subprocess.run([sys.executable, "-m", "sigprop.cli", "theory", "--help"],
+                           capture_output=True, text=True)
+    assert help_.returncode == 0 and "meanfield" in help_.stdout and "eoc" in help_.stdout
+    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "theory", "eoc", "--act", "relu",
+                        "--rho", "1,0.5", "--sigma-b2", "0"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)["result"]
+    assert res["sigma_w2"] == [[pytest.approx(2.0)], [pytest.approx(1.0)]]  # relu EOC: 2 rho
+
+
+def test_bad_values_give_a_clear_error():
+    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "theory", "meanfield", "--sigma-b2", "x"],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "--sigma_b2: expected float" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "theory", "meanfield", "--act", "tahn"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "tahn" in p.stderr
