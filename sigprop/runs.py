@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field, fields
 
 # Fields that must be equal for runs to be stacked into one shard.
-SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "activation", "optimizer",
+SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "branch_depth", "activation", "optimizer",
                 "batch_size", "steps", "eval_every", "precision")
 
 
@@ -29,6 +29,13 @@ class RunSpec:
 
     ``seed`` is a replicate index; the random key actually used is derived from
     the run id (:attr:`key`), so two runs never share random numbers by accident.
+
+    Schedules: ``lr_milestones`` is a comma-separated list of steps (values < 1
+    are fractions of ``steps``) at which the learning rate is multiplied by
+    ``lr_gamma``; ``lr_step_every`` > 0 does the same every that many steps.
+    ``target_acc`` > 0 stops a model when its test accuracy reaches it,
+    ``target_loss`` > 0 when its training loss falls to it; the step is
+    recorded as the ``target_step`` metric.
     """
 
     arch: str = "fc"
@@ -48,6 +55,16 @@ class RunSpec:
     eval_every: int = 100
     precision: str = "float32"
     seed: int = 0
+    # added after the skeleton; defaults keep earlier run ids
+    branch_depth: int = 1
+    alpha: float = 1.0
+    weight_decay: float = 0.0
+    nesterov: bool = False
+    lr_milestones: str = ""
+    lr_step_every: int = 0
+    lr_gamma: float = 0.1
+    target_acc: float = 0.0
+    target_loss: float = 0.0
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunSpec":
@@ -129,6 +146,8 @@ def make_shards(study: str, runs: list[RunSpec], shard_size: int) -> list[Shard]
 
 
 def _coerce(name: str, typ: type, value):
+    if typ is bool and isinstance(value, bool):
+        return value
     if typ is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if typ is int and isinstance(value, int) and not isinstance(value, bool):

@@ -24,10 +24,9 @@ def _setup(device: str, threads: int | None) -> torch.device:
     return dev
 
 
-def _dims(ds) -> tuple[int, int]:
-    d_in = int(ds.x_train[0].size)
+def _dims(ds) -> tuple[tuple[int, ...], int]:
     n_classes = int(ds.meta.get("n_classes") or int(ds.y_train.max()) + 1)
-    return d_in, n_classes
+    return tuple(ds.x_train.shape[1:]), n_classes
 
 
 def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
@@ -36,11 +35,11 @@ def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
     dev = _setup(device, threads)
     shard = Shard.from_json(shard_json)
     ds = load_dataset(data_path)
-    d_in, d_out = _dims(ds)
+    in_shape, n_out = _dims(ds)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
     t0 = time.time()
-    params = engine.initial_params(shard, d_in, d_out, dev, dtype)
-    engine.save_params(params, shard, Path(out))
+    params, buffers = engine.initial_state(shard, in_shape, n_out, dev, dtype)
+    engine.save_state(params, buffers, shard, Path(out))
     log.info("shard %s: %d models, %d parameters each, initialized in %.2fs",
              shard.shard_id, len(shard.runs), sum(p[0].numel() for p in params), time.time() - t0)
 
@@ -53,9 +52,9 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
     shard = Shard.from_json(shard_json)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
     data = engine.to_data(load_dataset(data_path), dev, dtype)
-    params = engine.load_params(Path(init_path), shard)
+    params, buffers = engine.load_state(Path(init_path), shard)
     t0 = time.time()
-    trainer = engine.ShardTrainer(shard, data, params, dev,
+    trainer = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
                                   checkpoint=Path(checkpoint) if checkpoint else None,
                                   checkpoint_every=checkpoint_every)
     df = trainer.run()

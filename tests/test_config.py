@@ -78,3 +78,15 @@ def test_activation_names_agree_across_config_nets_and_theory():
     from sigprop.nets.activations import ACTIVATIONS
     from sigprop.theory import activations as theory_acts
     assert set(KNOWN_ACTIVATIONS) == set(ACTIVATIONS) == set(theory_acts.names())
+
+
+def test_schema_run_fields_match_runspec():
+    """Every RunSpec field is in the study schema (fixed and grid), and nothing else."""
+    import dataclasses
+    from pathlib import Path
+    import yaml
+    from sigprop.runs import RunSpec
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/study.schema.yaml").read_text())
+    names = {f.name for f in dataclasses.fields(RunSpec)}
+    assert set(schema["$defs"]["run_fields"]["properties"]) == names
+    assert set(schema["$defs"]["grid_fields"]["properties"]) == names

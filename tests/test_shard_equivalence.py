@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from sigprop.nets import activations, fc, rng
 from sigprop.runs import RunSpec, Shard
-from sigprop.train.shard import Data, ShardTrainer, initial_params
+from sigprop.train.shard import Data, ShardTrainer, initial_state
 
 
 def _data(n=96, d=12, classes=4, seed=0):
@@ -75,8 +75,8 @@ def test_shard_equals_separate_models(optimizer, momentum):
             for j, (s, k, i, f) in enumerate([(1.0, 1.0, "gaussian", 1.0), (2.0, 0.9, "gaussian", 0.5),
                                               (1.5, 0.8, "orthogonal", 2.0), (3.0, 1.0, "orthogonal", 1.0)])]
     shard = Shard("test", tuple(runs))
-    params = initial_params(shard, data.x_train.shape[1], data.n_classes, torch.device("cpu"),
-                            torch.float32)
+    params, _ = initial_state(shard, data.in_shape, data.n_classes, torch.device("cpu"),
+                              torch.float32)
     tr = ShardTrainer(shard, data, params, torch.device("cpu"))
     tr.run()
     worst = 0.0
@@ -99,7 +99,7 @@ def test_shard_composition_does_not_change_a_run():
     out = {}
     for runs in ((a,), (b, a)):
         shard = Shard("t", runs)
-        p = initial_params(shard, 12, 4, torch.device("cpu"), torch.float32)
+        p, _ = initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)
         tr = ShardTrainer(shard, data, p, torch.device("cpu"))
         df = tr.run()
         out[len(runs)] = df[df.run_id == a.run_id].reset_index(drop=True)
@@ -113,7 +113,7 @@ def test_divergent_model_is_recorded_and_others_continue():
     ok = RunSpec(**base, lr=0.05)
     bad = RunSpec(**base, lr=1e6, sigma_w2=50.0)
     shard = Shard("t", (ok, bad))
-    tr = ShardTrainer(shard, data, initial_params(shard, 12, 4, torch.device("cpu"), torch.float32),
+    tr = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
                       torch.device("cpu"))
     df = tr.run()
     div = df[df.metric == "diverged_step"].set_index("run_id").value
@@ -121,3 +121,78 @@ def test_divergent_model_is_recorded_and_others_continue():
     assert div[bad.run_id] >= 0
     final = df[(df.metric == "test_acc") & (df.step == 10)].set_index("run_id").value
     assert np.isfinite(final[ok.run_id]) and np.isnan(final[bad.run_id])
+
+
+def test_weight_decay_nesterov_and_multistep_schedule_match_torch():
+    """SGD with weight decay, Nesterov momentum and a multi-step schedule, against torch.optim."""
+    data = _data()
+    base = dict(width=8, depth=2, batch_size=16, steps=10, eval_every=5, dataset="toy", lr=0.1,
+                momentum=0.9, nesterov=True, weight_decay=5e-3, lr_milestones="0.5,8", lr_gamma=0.2)
+    runs = [RunSpec(**base, sigma_w2=s) for s in (1.0, 2.0)]
+    shard = Shard("t", tuple(runs))
+    params, _ = initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)
+    tr = ShardTrainer(shard, data, params, torch.device("cpu"))
+    tr.run()
+    for m, run in enumerate(runs):
+        key = torch.tensor([run.key])
+        dims = fc.layer_dims(12, run.width, run.depth, 4)
+        ws = [p[m].clone().requires_grad_(True) for p in params]
+        opt = torch.optim.SGD(ws, lr=run.lr, momentum=0.9, nesterov=True, weight_decay=5e-3)
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[5, 8], gamma=0.2)
+        n = data.x_train.shape[0]
+        for step in range(run.steps):
+            epoch, i = divmod(step, n // 16)
+            idx = rng.permutations(key, epoch, n)[0][i * 16:(i + 1) * 16]
+            logits = fc.forward([w.unsqueeze(0) for w in ws], data.x_train[idx].unsqueeze(0), "tanh")[0]
+            loss = F.cross_entropy(logits, data.y_train[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+        for p, q in zip(tr.params, ws):
+            torch.testing.assert_close(p.detach()[m], q.detach(), rtol=1e-5, atol=1e-6)
+    assert len(dims) == 3
+
+
+def test_target_accuracy_stops_a_model_and_records_the_step():
+    data = _data()
+    base = dict(width=16, depth=2, batch_size=16, steps=60, eval_every=5, dataset="toy", lr=0.1)
+    easy = RunSpec(**base, target_acc=0.5)
+    never = RunSpec(**base, target_acc=0.999, sigma_w2=2.0)
+    shard = Shard("t", (easy, never))
+    tr = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
+                      torch.device("cpu"))
+    df = tr.run()
+    ts = df[df.metric == "target_step"].set_index("run_id").value
+    assert 0 < ts[easy.run_id] < 60 and ts[never.run_id] == -1
+    acc = df[(df.metric == "test_acc") & (df.run_id == easy.run_id)].set_index("step").value
+    assert acc[int(ts[easy.run_id])] >= 0.5
+    # frozen after the target: later evaluations repeat the same value
+    assert acc[acc.index > ts[easy.run_id]].nunique() <= 1
+
+
+def test_pruning_masks_stay_zero_through_training():
+    data = _data()
+    run = RunSpec(width=16, depth=2, batch_size=16, steps=10, eval_every=5, dataset="toy", lr=0.1,
+                  momentum=0.9)
+    shard = Shard("t", (run, RunSpec(**{**run.non_default(), "seed": 1})))
+    params, _ = initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)
+    g = torch.Generator().manual_seed(0)
+    masks = [(torch.rand(w.shape, generator=g) > 0.7).float() for w in params[0::2]]
+    tr = ShardTrainer(shard, data, params, torch.device("cpu"), buffers=masks)
+    tr.run()
+    for w, mask in zip(tr.params[0::2], masks):
+        assert torch.all(w.detach()[mask == 0] == 0)
+        assert torch.all(w.detach()[mask == 1] != 0)
+
+
+def test_bf16_training_runs_and_is_recorded():
+    data = _data()
+    run = RunSpec(width=16, depth=2, batch_size=16, steps=6, eval_every=3, dataset="toy", lr=0.1,
+                  precision="bf16")
+    shard = Shard("t", (run,))
+    tr = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
+                      torch.device("cpu"))
+    df = tr.run()
+    assert set(df.precision) == {"bf16"} and not df.tf32.any()
+    assert np.isfinite(df[df.metric == "test_loss"].value).all()

@@ -120,7 +120,7 @@ def test_kill_mid_shard_then_rerun_resumes_without_lost_or_duplicated_rows(workd
     shard = st.shards[0]
     torch.set_num_threads(1)
     data = engine.to_data(load(workdir / "results/data/digits.npz"), torch.device("cpu"), torch.float32)
-    params = engine.initial_params(shard, 64, 10, torch.device("cpu"), torch.float32)
+    params, _ = engine.initial_state(shard, (64,), 10, torch.device("cpu"), torch.float32)
     ref = engine.ShardTrainer(shard, data, params, torch.device("cpu")).run()
     key = ["run_id", "step", "metric"]
     a = got.sort_values(key).reset_index(drop=True)

@@ -1,7 +1,8 @@
 """Optimizers over stacked parameters with one learning rate per model.
 
 They follow ``torch.optim.SGD`` and ``torch.optim.RMSprop`` update rules exactly
-(defaults: no dampening; RMSProp α = 0.99, ε = 1e-8), so a shard can be checked
+(defaults: no dampening; RMSProp α = 0.99, ε = 1e-8; weight decay added to
+the gradient as ``weight_decay`` does there), so a shard can be checked
 against models trained one by one with the stock optimizers.  ``lr`` is a
 ``[M]`` tensor; a model whose ``lr`` is 0 is frozen (used for diverged models).
 """
@@ -15,12 +16,14 @@ OPTIMIZERS = ("sgd", "rmsprop")
 
 class StackedOptimizer:
     def __init__(self, params: list[torch.Tensor], kind: str, momentum: torch.Tensor,
-                 nesterov: bool = False, alpha: float = 0.99, eps: float = 1e-8):
+                 nesterov: bool = False, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: torch.Tensor | None = None):
         if kind not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer '{kind}'; known: {list(OPTIMIZERS)}")
         self.params, self.kind = params, kind
         self.momentum, self.nesterov = momentum, nesterov
         self.alpha, self.eps = alpha, eps
+        self.weight_decay = weight_decay
         self.state: list[torch.Tensor | None] = [None] * len(params)
 
     @torch.no_grad()
@@ -31,6 +34,8 @@ class StackedOptimizer:
                 continue
             shape = (-1,) + (1,) * (p.dim() - 1)
             lr_ = lr.view(shape).to(p.dtype)
+            if self.weight_decay is not None and bool((self.weight_decay != 0).any()):
+                g = g + self.weight_decay.view(shape).to(p.dtype) * p
             if self.kind == "sgd":
                 mom = self.momentum.view(shape).to(p.dtype)
                 if bool((self.momentum != 0).any()):

@@ -1,9 +1,12 @@
-"""The shard trainer: M fully connected models trained as one batched model.
+"""The shard trainer: M models of one architecture family trained as one batched model.
 
 Each model draws its own minibatches (a per-model permutation per epoch),
 dropout masks and initial weights from its run key, so its trajectory is the
-same whichever shard it is trained in.  A model whose loss becomes NaN or inf
-is recorded as diverged at that step and frozen; the others go on.
+same whichever shard it is trained in.  The loss is the sum over models of
+each model's mean cross-entropy, so every model gets exactly its own gradient.
+A model whose loss becomes NaN or inf is recorded as diverged at that step and
+frozen; a model that reaches its target (``target_acc`` / ``target_loss``) is
+recorded and frozen; the others go on, and the shard stops when none is left.
 
 Long shards checkpoint every ``checkpoint_every`` steps (atomically, loaded
 with ``weights_only=True``); a rerun after a kill resumes from the last
@@ -13,6 +16,7 @@ random number is a function of (key, step) rather than of a generator state.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -25,14 +29,21 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..nets import fc, rng
-from ..runs import Shard
+from ..nets import families, rng
+from ..runs import RunSpec, Shard
 from .optim import StackedOptimizer
 
 log = logging.getLogger("sigprop.train")
 
-PRECISIONS = {"float32": torch.float32, "float64": torch.float64}
+# precision -> (parameter dtype, TF32 allowed, autocast dtype for training)
+PRECISIONS = {
+    "float32": (torch.float32, False, None),
+    "float64": (torch.float64, False, None),
+    "tf32": (torch.float32, True, None),
+    "bf16": (torch.float32, False, torch.bfloat16),
+}
 EVAL_TRAIN_MAX = 2048  # examples of the training set scored at each evaluation
+EVAL_CHUNK = 4096      # examples per model per forward pass at evaluation
 
 
 @dataclass
@@ -43,39 +54,51 @@ class Data:
     y_test: torch.Tensor
     n_classes: int
 
+    @property
+    def in_shape(self) -> tuple[int, ...]:
+        return tuple(self.x_train.shape[1:])
+
 
 def pick_device(requested: str = "auto") -> torch.device:
+    """CUDA when present (the device the scheduler exposes, see docs), else CPU."""
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(requested)
+    dev = torch.device(requested)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device '{requested}' requested but CUDA is not available")
+    return dev
 
 
 def set_precision_policy(precision: str) -> torch.dtype:
-    """Statistics and the default run use IEEE float32: TF32 is switched off."""
+    """Set TF32 flags for ``precision`` and return the parameter dtype.
+
+    ``float32`` (the default, and always for statistics at initialization) is
+    IEEE float32 with TF32 off; ``float64`` on request; ``tf32`` and ``bf16``
+    are for training only.
+    """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision '{precision}'; known: {sorted(PRECISIONS)}")
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    return PRECISIONS[precision]
+    dtype, tf32, _ = PRECISIONS[precision]
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    return dtype
 
 
 def to_data(ds, device: torch.device, dtype: torch.dtype) -> Data:
-    """Flatten a prepared data set (``sigprop.data.prepare.Dataset``) onto a device."""
-    def flat(x):
-        return torch.as_tensor(np.asarray(x).reshape(len(x), -1), dtype=dtype, device=device)
+    """A prepared data set (``sigprop.data.prepare.Dataset``) on a device, shapes kept."""
+    def arr(x):
+        return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
     n_classes = int(ds.meta.get("n_classes") or int(np.max(ds.y_train)) + 1)
-    return Data(flat(ds.x_train), torch.as_tensor(ds.y_train, device=device).long(),
-                flat(ds.x_test), torch.as_tensor(ds.y_test, device=device).long(), n_classes)
+    return Data(arr(ds.x_train), torch.as_tensor(ds.y_train, device=device).long(),
+                arr(ds.x_test), torch.as_tensor(ds.y_test, device=device).long(), n_classes)
 
 
-def initial_params(shard: Shard, d_in: int, d_out: int, device: torch.device,
-                   dtype: torch.dtype) -> list[torch.Tensor]:
-    r0 = shard.runs[0]
+def initial_state(shard: Shard, in_shape: tuple[int, ...], n_out: int, device: torch.device,
+                  dtype: torch.dtype) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Initial parameters and buffers of every model of the shard (stacked)."""
     keys = torch.tensor([r.key for r in shard.runs], device=device, dtype=torch.int64)
-    dims = fc.layer_dims(d_in, r0.width, r0.depth, d_out)
-    sw = torch.tensor([r.sigma_w2 for r in shard.runs], dtype=torch.float64)
-    sb = torch.tensor([r.sigma_b2 for r in shard.runs], dtype=torch.float64)
-    return fc.init_params(keys, sw, sb, [r.init for r in shard.runs], dims, dtype)
+    fam = families.get(shard.runs[0].arch)
+    return fam.init(shard.runs, keys, tuple(in_shape), n_out, device, dtype)
 
 
 def _atomic_save(obj, path: Path) -> None:
@@ -86,48 +109,70 @@ def _atomic_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def save_params(params: list[torch.Tensor], shard: Shard, path: Path) -> None:
-    _atomic_save({"shard_id": shard.shard_id, "params": [p.detach().cpu() for p in params]}, path)
+def save_state(params, buffers, shard: Shard, path: Path) -> None:
+    _atomic_save({"shard_id": shard.shard_id, "params": [p.detach().cpu() for p in params],
+                  "buffers": [b.detach().cpu() for b in buffers]}, path)
 
 
-def load_params(path: Path, shard: Shard) -> list[torch.Tensor]:
+def load_state(path: Path, shard: Shard) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     try:
         d = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated or foreign file
         raise ValueError(f"{path}: not a readable parameter file ({e})") from e
     if not isinstance(d, dict) or d.get("shard_id") != shard.shard_id:
-        raise ValueError(f"{path}: parameters are for shard {d.get('shard_id') if isinstance(d, dict) else '?'},"
-                         f" expected {shard.shard_id}")
-    return list(d["params"])
+        found = d.get("shard_id") if isinstance(d, dict) else "?"
+        raise ValueError(f"{path}: parameters are for shard {found}, expected {shard.shard_id}")
+    return list(d["params"]), list(d.get("buffers", []))
+
+
+def milestones(run: RunSpec) -> list[int]:
+    """Steps at which the learning rate is multiplied by ``lr_gamma``."""
+    out = []
+    for tok in filter(None, (t.strip() for t in run.lr_milestones.split(","))):
+        v = float(tok)
+        out.append(int(round(v * run.steps)) if v < 1 else int(v))
+    if run.lr_step_every > 0:
+        out += list(range(run.lr_step_every, run.steps, run.lr_step_every))
+    return sorted(out)
 
 
 class ShardTrainer:
-    """Train every model of a fully connected shard for its step budget."""
+    """Train every model of a shard for its step budget (or until its target)."""
 
     def __init__(self, shard: Shard, data: Data, params: list[torch.Tensor],
-                 device: torch.device, checkpoint: Path | None = None,
-                 checkpoint_every: int = 0):
+                 device: torch.device, buffers: list[torch.Tensor] | None = None,
+                 checkpoint: Path | None = None, checkpoint_every: int = 0):
         runs = shard.runs
         r0 = runs[0]
         for r in runs:
             if r.shape_key() != r0.shape_key():
                 raise ValueError(f"shard {shard.shard_id}: run {r.run_id} does not share shapes")
-        if r0.arch != "fc":
-            raise ValueError(f"shard {shard.shard_id}: architecture '{r0.arch}' is not supported "
-                             "by the fully connected trainer")
-        self.shard, self.data, self.device = shard, data, device
+        self.family = families.get(r0.arch)
+        self.shard, self.runs, self.data, self.device = shard, runs, data, device
         self.dtype = set_precision_policy(r0.precision)
+        self.autocast = PRECISIONS[r0.precision][2]
         self.r0 = r0
         self.M = len(runs)
+
+        def vec(name):
+            return torch.tensor([float(getattr(r, name)) for r in runs], device=device,
+                                dtype=self.dtype)
         self.keys = torch.tensor([r.key for r in runs], device=device, dtype=torch.int64)
-        self.keep = torch.tensor([r.keep_rate for r in runs], device=device, dtype=self.dtype)
-        self.lr = torch.tensor([r.lr for r in runs], device=device, dtype=self.dtype)
-        mom = torch.tensor([r.momentum for r in runs], device=device, dtype=self.dtype)
+        self.lr0 = vec("lr")
+        self.target_acc, self.target_loss = vec("target_acc"), vec("target_loss")
+        self._milestones = [milestones(r) for r in runs]
         self.params = [p.to(device=device, dtype=self.dtype).clone().requires_grad_(True)
                        for p in params]
-        self.opt = StackedOptimizer(self.params, r0.optimizer, mom)
-        self.alive = torch.ones(self.M, dtype=torch.bool, device=device)
+        self.buffers = [b.to(device=device) for b in (buffers or [])]
+        nesterov = {r.nesterov for r in runs}
+        if len(nesterov) > 1:
+            raise ValueError(f"shard {shard.shard_id}: mixed nesterov settings")
+        self.opt = StackedOptimizer(self.params, r0.optimizer, vec("momentum"),
+                                    nesterov=nesterov.pop(), weight_decay=vec("weight_decay"))
+        self.alive = torch.ones(self.M, dtype=torch.bool, device=device)    # not diverged
+        self.active = torch.ones(self.M, dtype=torch.bool, device=device)   # still training
         self.diverged_step = [-1] * self.M
+        self.target_step = [-1] * self.M
         self.step = 0
         self.rows: list[tuple] = []  # (model index, step, metric, value)
         self.loss_acc = torch.zeros(self.M, dtype=torch.float64, device=device)
@@ -138,7 +183,6 @@ class ShardTrainer:
             raise ValueError(f"batch_size {r0.batch_size} exceeds the {n} training examples")
         self.batches_per_epoch = n // r0.batch_size
         self._perm_epoch, self._perm = -1, None
-        self._use_dropout = bool((self.keep < 1).any())
 
     # -- data -------------------------------------------------------------
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -150,11 +194,25 @@ class ShardTrainer:
         idx = self._perm[:, i * b:(i + 1) * b]
         return self.data.x_train[idx], self.data.y_train[idx]
 
+    def lr(self, step: int) -> torch.Tensor:
+        """Per-model learning rates at ``step`` (schedules applied), 0 for stopped models."""
+        factor = torch.tensor([r.lr_gamma ** sum(step >= s for s in ms)
+                               for r, ms in zip(self.runs, self._milestones)],
+                              device=self.device, dtype=self.dtype)
+        return self.lr0 * factor * self.active.to(self.dtype)
+
+    def _forward(self, x, train: bool):
+        ctx = (torch.autocast(self.device.type, dtype=self.autocast)
+               if train and self.autocast is not None else contextlib.nullcontext())
+        with ctx:
+            logits, buffers = self.family.apply(self.runs, self.params, self.buffers, x, train,
+                                                self.keys, self.step)
+        return logits.float() if self.autocast is not None else logits, buffers
+
     # -- training -----------------------------------------------------------
     def train_step(self) -> None:
         x, y = self.batch(self.step)
-        keep = self.keep if self._use_dropout else None
-        logits = fc.forward(self.params, x, self.r0.activation, keep, self.keys, self.step)
+        logits, buffers = self._forward(x, train=True)
         m, b, c = logits.shape
         loss = F.cross_entropy(logits.reshape(m * b, c), y.reshape(-1),
                                reduction="none").view(m, b).mean(1)
@@ -163,17 +221,22 @@ class ShardTrainer:
         if bool(newly.any()):
             for i in torch.nonzero(newly).flatten().tolist():
                 self.diverged_step[i] = self.step
-                log.warning("run %s diverged at step %d", self.shard.runs[i].run_id, self.step)
+                log.warning("run %s diverged at step %d", self.runs[i].run_id, self.step)
             self.alive &= finite
+            self.active &= finite
         for p in self.params:
             p.grad = None
-        total = torch.where(self.alive, loss, torch.zeros_like(loss)).sum()
+        total = torch.where(self.active, loss, torch.zeros_like(loss)).sum()
         total.backward()
         for p in self.params:  # a diverged model's NaNs must not reach optimizer state
-            p.grad = torch.where(self.alive.view((-1,) + (1,) * (p.dim() - 1)),
-                                 p.grad, torch.zeros_like(p.grad))
-        self.opt.step(self.lr * self.alive.to(self.lr.dtype))
-        self.loss_acc += torch.where(self.alive, loss.detach().double(),
+            if p.grad is not None:
+                p.grad = torch.where(self.active.view((-1,) + (1,) * (p.dim() - 1)),
+                                     p.grad, torch.zeros_like(p.grad))
+        self.opt.step(self.lr(self.step))
+        self.buffers = [torch.where(self.active.view((-1,) + (1,) * (nb.dim() - 1)), nb, ob)
+                        for nb, ob in zip(buffers, self.buffers)]
+        self.family.constrain(self.runs, self.params, self.buffers)
+        self.loss_acc += torch.where(self.active, loss.detach().double(),
                                      torch.zeros_like(self.loss_acc))
         self.loss_n += 1
         self.step += 1
@@ -182,22 +245,40 @@ class ShardTrainer:
     def evaluate(self) -> None:
         d = self.data
         n_tr = min(EVAL_TRAIN_MAX, d.x_train.shape[0])
+        scores = {}
         for split, x, y in (("train", d.x_train[:n_tr], d.y_train[:n_tr]),
                             ("test", d.x_test, d.y_test)):
             if x.shape[0] == 0:
                 continue
-            logits = fc.forward(self.params, x.unsqueeze(0).expand(self.M, -1, -1),
-                                self.r0.activation)
-            m, b, c = logits.shape
-            loss = F.cross_entropy(logits.reshape(m * b, c), y.repeat(m),
-                                   reduction="none").view(m, b).mean(1)
-            acc = (logits.argmax(-1) == y.unsqueeze(0)).double().mean(1)
-            self._record(f"{split}_loss", loss)
-            self._record(f"{split}_acc", acc)
+            loss_sum = torch.zeros(self.M, dtype=torch.float64, device=self.device)
+            correct = torch.zeros(self.M, dtype=torch.float64, device=self.device)
+            for s in range(0, x.shape[0], EVAL_CHUNK):
+                xc, yc = x[s:s + EVAL_CHUNK], y[s:s + EVAL_CHUNK]
+                logits, _ = self._forward(xc.unsqueeze(0).expand(self.M, *xc.shape), train=False)
+                m, b, c = logits.shape
+                loss_sum += F.cross_entropy(logits.reshape(m * b, c), yc.repeat(m),
+                                            reduction="none").view(m, b).double().sum(1)
+                correct += (logits.argmax(-1) == yc.unsqueeze(0)).double().sum(1)
+            scores[f"{split}_loss"] = loss_sum / x.shape[0]
+            scores[f"{split}_acc"] = correct / x.shape[0]
+        for k, v in scores.items():
+            self._record(k, v)
         if self.loss_n:
             self._record("batch_loss", self.loss_acc / self.loss_n)
             self.loss_acc.zero_()
             self.loss_n = 0
+        self._check_targets(scores)
+
+    def _check_targets(self, scores: dict) -> None:
+        hit = torch.zeros(self.M, dtype=torch.bool, device=self.device)
+        if "test_acc" in scores:
+            hit |= (self.target_acc > 0) & (scores["test_acc"] >= self.target_acc.double())
+        if "train_loss" in scores:
+            hit |= (self.target_loss > 0) & (scores["train_loss"] <= self.target_loss.double())
+        hit &= self.active
+        for i in torch.nonzero(hit).flatten().tolist():
+            self.target_step[i] = self.step
+        self.active &= ~hit
 
     def _record(self, metric: str, values: torch.Tensor) -> None:
         vals = values.double().cpu().tolist()
@@ -212,7 +293,7 @@ class ShardTrainer:
             self.evaluate()
         t0, last = time.time(), time.time()
         start_step = self.step
-        while self.step < total:
+        while self.step < total and bool(self.active.any()):
             self.train_step()
             if self.step % self.r0.eval_every == 0 or self.step == total:
                 self.evaluate()
@@ -220,21 +301,25 @@ class ShardTrainer:
                 self._save_checkpoint()
             if time.time() - last > progress_every:
                 rate = (self.step - start_step) / (time.time() - t0)
-                log.info("shard %s: step %d/%d, %.1f steps/s, %d/%d models alive",
+                log.info("shard %s: step %d/%d, %.1f steps/s, %d/%d models training",
                          self.shard.shard_id, self.step, total, rate,
-                         int(self.alive.sum()), self.M)
+                         int(self.active.sum()), self.M)
                 last = time.time()
-        for i, s in enumerate(self.diverged_step):
-            self.rows.append((i, s, "diverged_step", float(s)))
+        for i in range(self.M):
+            self.rows.append((i, self.diverged_step[i], "diverged_step", float(self.diverged_step[i])))
+            if self.runs[i].target_acc > 0 or self.runs[i].target_loss > 0:
+                self.rows.append((i, self.target_step[i], "target_step", float(self.target_step[i])))
         return self.frame()
 
     # -- checkpoints ----------------------------------------------------------
     def _state(self) -> dict:
         return {"shard_id": self.shard.shard_id, "step": self.step,
                 "params": [p.detach().cpu() for p in self.params],
+                "buffers": [b.detach().cpu() for b in self.buffers],
                 "opt": {"kind": self.opt.kind,
                         "state": [None if s is None else s.cpu() for s in self.opt.state]},
-                "alive": self.alive.cpu(), "diverged_step": list(self.diverged_step),
+                "alive": self.alive.cpu(), "active": self.active.cpu(),
+                "diverged_step": list(self.diverged_step), "target_step": list(self.target_step),
                 "loss_acc": self.loss_acc.cpu(), "loss_n": self.loss_n,
                 "rows": [list(r) for r in self.rows]}
 
@@ -257,11 +342,14 @@ class ShardTrainer:
         with torch.no_grad():
             for p, q in zip(self.params, st["params"]):
                 p.copy_(q.to(p.device, p.dtype))
+        self.buffers = [b.to(self.device) for b in st["buffers"]]
         self.opt.load_state_dict({"kind": st["opt"]["kind"],
                                   "state": [None if s is None else s.to(self.device)
                                             for s in st["opt"]["state"]]})
         self.alive = st["alive"].to(self.device)
+        self.active = st["active"].to(self.device)
         self.diverged_step = list(st["diverged_step"])
+        self.target_step = list(st["target_step"])
         self.loss_acc = st["loss_acc"].to(self.device)
         self.loss_n = int(st["loss_n"])
         self.rows = [tuple(r) for r in st["rows"]]
@@ -275,10 +363,10 @@ class ShardTrainer:
                            "step": np.asarray(step, dtype=np.int64),
                            "metric": pd.array(metric, dtype="string"),
                            "value": np.asarray(value, dtype=np.float64)})
-        hp = pd.DataFrame([{"run_id": r.run_id, **r.as_dict()} for r in self.shard.runs])
+        hp = pd.DataFrame([{"run_id": r.run_id, **r.as_dict()} for r in self.runs])
         df = df.merge(hp, left_on="model", right_index=True).drop(columns="model")
         df.insert(0, "study", self.shard.study)
         df.insert(1, "shard_id", self.shard.shard_id)
         df["device"] = self.device.type
-        df["tf32"] = False
+        df["tf32"] = bool(PRECISIONS[self.r0.precision][1])
         return df.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
