@@ -71,7 +71,7 @@ def _jsonable(x):
 
 def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="sigprop", description="sigprop: theory predictions as JSON (and more to come).")
+        prog="sigprop", description="sigprop: theory predictions and benchmarks as JSON.")
     sub = parser.add_subparsers(dest="group", required=True)
     theory = sub.add_parser(
         "theory", help="print theory predictions as JSON",
@@ -91,15 +91,41 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                 helptext += f" [default: {default}]"
             p.add_argument(flag, dest=pname, type=_converter(spec, pname), default=default,
                            required=required, help=helptext)
+    bench = sub.add_parser(
+        "bench", help="benchmark a shard against the same models trained one by one (JSON)",
+        description="Train the same M fully connected models as one shard and one after another "
+                    "as ordinary nn.Modules; print wall times, speed-up and FLOP/s as JSON.")
+    bench.add_argument("--widths", type=lambda s: [int(t) for t in s.split(",")], default=None,
+                       help="comma-separated widths [default: 32,256,1024]")
+    bench.add_argument("--models", type=int, default=None, help="models per shard [default: 64]")
+    bench.add_argument("--depth", type=int, default=20, help="hidden layers [default: 20]")
+    bench.add_argument("--steps", type=int, default=None, help="timed steps [default: 20]")
+    bench.add_argument("--batch", type=int, default=128, help="batch size [default: 128]")
+    bench.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
     return parser
+
+
+def _bench(args: dict) -> int:
+    from . import bench
+    if args["widths"] is None and args["models"] is None and args["steps"] is None:
+        cases = bench.default_cases(args["device"])
+    else:
+        cases = [{"width": w, "models": args["models"] or 64, **({"steps": args["steps"]} if args["steps"] else {})}
+                 for w in (args["widths"] or [32, 256, 1024])]
+    for c in cases:
+        c.update(depth=args["depth"], batch=args["batch"])
+    json.dump(_jsonable(bench.run(cases, args["device"])), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     commands = theory_commands()
     parser = build_parser(commands)
     args = vars(parser.parse_args(argv))
+    if args.pop("group") == "bench":
+        return _bench(args)
     cmd = commands[args.pop("command")]
-    args.pop("group")
     try:
         result = cmd["fn"](**args)
     except (ValueError, TypeError) as e:

@@ -147,7 +147,23 @@ def check_runs(runs: list[RunSpec], filename: str, scale: str) -> None:
             raise ConfigError(f"{where}: eval_every ({r.eval_every}) exceeds steps ({r.steps})")
 
 
-def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size: int) -> Study:
+def shard_sizer(shard_size: int, memory_budget_mb: float):
+    """``shard_size`` as given, or (0) a function choosing it from the memory budget."""
+    if shard_size:
+        return shard_size
+    from . import sizing
+    from .data import registry
+
+    def size(run: RunSpec) -> int:
+        spec = registry.get(run.dataset)
+        n_out = spec.n_classes or 1
+        return sizing.auto_shard_size(sizing.run_bytes(run, spec.input_shape, n_out),
+                                      int(memory_budget_mb * 2 ** 20))
+    return size
+
+
+def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size,
+                memory_budget_mb: float = 8000) -> Study:
     path = str(path)
     if study_cfg.get("name") != name:
         raise ConfigError(f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file "
@@ -155,5 +171,5 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
     runs = expand_runs(study_cfg, scale, path)
     check_runs(runs, path, scale)
     size = study_cfg["scales"][scale].get("shard_size", shard_size)
-    shards = make_shards(name, runs, size)
+    shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb))
     return Study(name, path, study_cfg, scale, tuple(runs), tuple(shards))

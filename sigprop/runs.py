@@ -122,15 +122,16 @@ class Shard:
         return shard
 
 
-def make_shards(study: str, runs: list[RunSpec], shard_size: int) -> list[Shard]:
+def make_shards(study: str, runs: list[RunSpec], shard_size) -> list[Shard]:
     """Group runs by shape, keep the grid's order, cut each group into chunks.
 
-    Chunking follows the order in which the grid lists its values, so changing
-    one value in place changes only the chunks that hold the affected runs.
-    Duplicate runs (same id) are dropped with their first occurrence kept.
+    ``shard_size`` is an int, or a function of a group's first run returning one
+    (memory-based sizing, :mod:`sigprop.sizing`).  Chunking follows the order in
+    which the grid lists its values, so changing one value in place changes only
+    the chunks that hold the affected runs.  Duplicate runs (same id) are
+    dropped with their first occurrence kept.
     """
-    if shard_size < 1:
-        raise ValueError(f"shard_size must be >= 1, got {shard_size}")
+    size_of = shard_size if callable(shard_size) else (lambda run: shard_size)
     groups: dict[tuple, list[RunSpec]] = {}
     seen = set()
     for r in runs:
@@ -140,8 +141,11 @@ def make_shards(study: str, runs: list[RunSpec], shard_size: int) -> list[Shard]
         groups.setdefault(r.shape_key(), []).append(r)
     shards = []
     for members in groups.values():
-        for i in range(0, len(members), shard_size):
-            shards.append(Shard(study, tuple(members[i:i + shard_size])))
+        size = int(size_of(members[0]))
+        if size < 1:
+            raise ValueError(f"shard_size must be >= 1, got {size}")
+        for i in range(0, len(members), size):
+            shards.append(Shard(study, tuple(members[i:i + size])))
     return shards
 
 

@@ -11,15 +11,19 @@ import torch
 from . import tables
 from .data.prepare import load as load_dataset
 from .runs import Shard
+from .train import devices
 from .train import shard as engine
 
 log = logging.getLogger("sigprop.steps")
 
 
+GPU_LOCK_DIR = "results/.gpu_locks"
+
+
 def _setup(device: str, threads: int | None) -> torch.device:
     if threads:
         torch.set_num_threads(int(threads))
-    dev = engine.pick_device(device)
+    dev = devices.acquire(device, lock_dir=GPU_LOCK_DIR)
     log.info("device %s, torch %s, %d threads", dev, torch.__version__, torch.get_num_threads())
     return dev
 

@@ -47,3 +47,13 @@ def test_bad_values_give_a_clear_error():
     p = subprocess.run([sys.executable, "-m", "sigprop.cli", "theory", "meanfield", "--act", "tahn"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "tahn" in p.stderr
+
+
+def test_bench_command_prints_both_timings():
+    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench", "--widths", "16", "--models", "3",
+                        "--depth", "2", "--steps", "2", "--batch", "8", "--device", "cpu"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)["results"][0]
+    assert res["models"] == 3 and res["shard_s"] > 0 and res["loop_s"] > 0
+    assert res["speedup"] == pytest.approx(res["loop_s"] / res["shard_s"])

@@ -168,18 +168,18 @@ def test_2d_collapses_to_1d_at_c_equal_1():
                                rtol=1e-14)
 
 
-def test_relu_2d_kink_looser_tolerance_and_second_order():
-    # relu has a kink on the line c z1 + s z2 = 0, which a tensor grid does not
-    # follow: the error is O(h^2) (h = grid spacing <= 0.4) instead of spectral.
-    # With h^2/12 ~ 1e-2 times the jump in the slope and the Gaussian density near
-    # the kink, the absolute error is ~1e-3 of the scale sqrt(q1 q2); we allow 5e-3.
+def test_relu_2d_uniform_grid_is_only_second_order():
+    # The uniform grid (method='uniform') does not follow the kink on the line
+    # c z1 + s z2 = 0: the error is O(h^2) instead of spectral, ~1e-3 of the
+    # scale sqrt(q1 q2) at the default spacing.  This is why activations with
+    # breakpoints use the breakpoint rule by default (next tests).
     r = A.get("relu")
     q1 = np.array([0.5, 2.0, 10.0])[:, None]
     c = CS[None, :]
     exact = A.expect_phiphi("relu", q1, q1, c)
-    approx = A.expect_phiphi("relu", q1, q1, c, closed_form=False)
-    np.testing.assert_allclose(approx, exact, atol=5e-3 * np.max(q1), rtol=0)
+    approx = A.expect_phiphi("relu", q1, q1, c, closed_form=False, method="uniform")
     np.testing.assert_allclose(approx / q1, exact / q1, atol=5e-3)
+    assert np.max(np.abs(approx - exact) / q1) > 1e-5
     # ... and the error falls at least like h^2 when the spacing is refined 2x.
     qq, cc = 1.0, 0.3
     e1 = abs(Q.gauss_expect_2d(r.phi, r.phi, qq, qq, cc, h=0.2) - A.expect_phiphi("relu", qq, qq, cc))
@@ -191,6 +191,117 @@ def test_relu_2d_kink_looser_tolerance_and_second_order():
                                np.sqrt(6.0) / (2 * np.pi), rtol=1e-15)
     np.testing.assert_allclose(A.expect_dphidphi("relu", 2.0, 3.0, [0.0, 1.0, -1.0]),
                                [0.25, 0.5, 0.0], atol=1e-15)
+
+
+# Grid of the acceptance check for the breakpoint rule: q1, q2 in [0.1, 50],
+# c in [-0.99, 0.99] (broadcast to 7 x 7 x 9 elements).
+QG = np.array([0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 50.0])
+CG = np.array([-0.99, -0.9, -0.5, -0.2, 0.0, 0.3, 0.7, 0.9, 0.99])
+Q1G, Q2G, CGG = QG[:, None, None], QG[None, :, None], CG[None, None, :]
+
+
+@pytest.mark.parametrize("name", ["relu", "hard_tanh", "elu"])
+def test_breakpoint_rule_1d_against_closed_forms(name):
+    # Default quadrature for activations with breakpoints: composite
+    # Gauss-Legendre split at k / sqrt(q).  Measured max relative error over
+    # q in [0.01, 100]: relu 3e-14 / 1e-15, hard_tanh 2e-14 / 2e-16,
+    # elu 4e-14 / 2e-15 (E[phi^2] / E[phi'^2]).
+    q = np.concatenate([QS, [100.0]])
+    np.testing.assert_allclose(A.expect_phi2(name, q, closed_form=False), A.expect_phi2(name, q),
+                               rtol=1e-12)
+    np.testing.assert_allclose(A.expect_dphi2(name, q, closed_form=False),
+                               A.expect_dphi2(name, q), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["relu", "hard_tanh"])
+def test_breakpoint_rule_2d_against_closed_forms(name):
+    # relu: arc-cosine kernels; hard_tanh: the Price's-theorem forms.  Measured
+    # over the 7 x 7 x 9 grid: relu E[phi phi] 1.3e-11 relative (2.8e-14 of the
+    # scale sqrt(E[phi(u1)^2] E[phi(u2)^2])), E[phi' phi'] 4.4e-12 relative;
+    # hard_tanh 9.2e-12 of the scale (E[phi phi] vanishes at c = 0), E[phi' phi']
+    # 5.0e-12 relative.  The acceptance criterion is 1e-6; the uniform grid is
+    # off by 4e-3 (E[phi phi], of the scale) and 0.6 / 0.17 (E[phi' phi']).
+    pp = A.expect_phiphi(name, Q1G, Q2G, CGG, closed_form=False)
+    dd = A.expect_dphidphi(name, Q1G, Q2G, CGG, closed_form=False)
+    assert pp.shape == dd.shape == (QG.size, QG.size, CG.size)
+    scale = np.sqrt(A.expect_phi2(name, Q1G) * A.expect_phi2(name, Q2G))
+    exact_pp = A.expect_phiphi(name, Q1G, Q2G, CGG)
+    np.testing.assert_allclose(pp / scale, exact_pp / scale, rtol=1e-9, atol=1e-10)
+    nz = CGG != 0 if name == "hard_tanh" else np.ones_like(CGG, dtype=bool)
+    rel = np.abs(pp - exact_pp) / np.abs(exact_pp)
+    assert np.max(rel[np.broadcast_to(nz, rel.shape)]) < 1e-9
+    np.testing.assert_allclose(dd, A.expect_dphidphi(name, Q1G, Q2G, CGG), rtol=1e-9)
+
+
+def _elu_2d_reference(f, q1, q2, c):
+    """Adaptive nested scipy quad of E[f(u1) f(u2)], inner split at the kink of
+    f(u2) (z2 = -c z1 / s), outer at the kink of f(u1) (z1 = 0)."""
+    from scipy.stats import norm
+
+    s = np.sqrt(1 - c * c)
+
+    def inner(z1):
+        zk = -c * z1 / s
+        pts = sorted({-12.0, 12.0, *([zk] if abs(zk) < 12 else [])})
+        return sum(quad(lambda z2: f(np.sqrt(q2) * (c * z1 + s * z2)) * norm.pdf(z2), a, b,
+                        epsabs=1e-15, epsrel=1e-13, limit=200)[0]
+                   for a, b in zip(pts[:-1], pts[1:]))
+
+    return sum(quad(lambda z1: f(np.sqrt(q1) * z1) * norm.pdf(z1) * inner(z1), a, b,
+                    epsabs=1e-14, epsrel=1e-12, limit=200)[0]
+               for a, b in ((-12.0, 0.0), (0.0, 12.0)))
+
+
+@pytest.mark.parametrize("q1,q2,c", [(0.5, 0.5, 0.3), (2.0, 1.0, -0.7), (10.0, 10.0, 0.9),
+                                     (50.0, 20.0, 0.99)])
+def test_elu_2d_breakpoint_rule_against_adaptive_reference(q1, q2, c):
+    # elu has no 2-D closed form.  Measured against the nested adaptive
+    # reference at these points: <= 2.5e-15 relative for both E[phi phi] and
+    # E[phi' phi'] (the uniform grid: 2e-5 / 5e-3).
+    e = A.get("elu")
+    for f, expect in ((e.phi, A.expect_phiphi), (e.dphi, A.expect_dphidphi)):
+        assert expect("elu", q1, q2, c) == pytest.approx(_elu_2d_reference(f, q1, q2, c),
+                                                         rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["relu", "hard_tanh", "elu"])
+def test_breakpoint_rule_2d_equals_1d_at_c_equal_1(name):
+    # The quadrature c-map relies on this (elu: q_aa' by the 1-D rule, q_ab' by
+    # the 2-D one): at c = 1, q1 = q2 the two rules agree bit for bit.
+    q = np.array([0.0, 0.01, 0.3, 1.0, 4.0, 30.0, 1e4, 1e100])
+    np.testing.assert_array_equal(A.expect_phiphi(name, q, q, 1.0, closed_form=False),
+                                  A.expect_phi2(name, q, closed_form=False))
+    np.testing.assert_array_equal(A.expect_dphidphi(name, q, q, 1.0, closed_form=False),
+                                  A.expect_dphi2(name, q, closed_form=False))
+    # and c -> 1, c = -1 join continuously / match the mirrored 1-D integral
+    a = A.get(name)
+    qq = np.array([0.3, 4.0])
+    near = A.expect_phiphi(name, qq, 2 * qq, 1 - 1e-10, closed_form=False)
+    at = A.expect_phiphi(name, qq, 2 * qq, 1.0, closed_form=False)
+    np.testing.assert_allclose(near, at, rtol=1e-6)
+    minus = A.expect_phiphi(name, qq, 2 * qq, -1.0, closed_form=False)
+    ref = [_quad1(lambda u, r=np.sqrt(2): a.phi(u) * a.phi(-r * u), v,
+                  points=sorted({k / np.sqrt(v) for k in a.breakpoints}
+                                | {-k / np.sqrt(2 * v) for k in a.breakpoints})) for v in qq]
+    np.testing.assert_allclose(minus, ref, rtol=1e-10)
+
+
+def test_breakpoint_rule_edge_cases():
+    # q = 0 (all mass at u = 0), c = 0 (independent), unequal q, broadcasting.
+    r = A.get("relu")
+    h = A.get("hard_tanh")
+    assert Q.breakpoint_expect_1d(lambda u: r.phi(u) ** 2, 0.0, [0.0]) == 0.0
+    out = Q.breakpoint_expect_2d(h.dphi, h.dphi, np.ones((4, 1, 1)), np.ones((1, 3, 1)),
+                                 np.array([0.0, 0.5]), [-1.0, 1.0], [-1.0, 1.0])
+    assert out.shape == (4, 3, 2)
+    np.testing.assert_allclose(out[..., 0], erf(1 / np.sqrt(2)) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(
+        A.expect_dphidphi("hard_tanh", 0.0, [0.0, 1.0], 0.3, closed_form=False),
+        [1.0, erf(1 / np.sqrt(2))], rtol=1e-12)
+    # no breakpoints: a plain composite Gauss-Legendre rule
+    assert Q.breakpoint_expect_1d(lambda u: u ** 4, 2.0) == pytest.approx(12.0, rel=1e-12)
+    with pytest.raises(ValueError):
+        A.expect_phi2("relu", 1.0, closed_form=False, method="simpson")
 
 
 def _hard_tanh_pp_reference(q1, q2, c):

@@ -77,7 +77,11 @@ class Activation:
 
     ``sup_phi2`` is ``sup_x phi(x)^2`` (``inf`` for unbounded activations) and
     ``sup_dphi2`` is ``sup_x phi'(x)^2``; the fixed-point and edge-of-chaos
-    solvers use them to bracket their roots.
+    solvers use them to bracket their roots.  ``breakpoints`` lists the
+    pre-activations where ``phi`` or ``phi'`` has a kink or jump (relu ``(0,)``,
+    hard_tanh ``(-1, 1)``, elu ``(0,)``); quadrature then splits the Gaussian
+    integrals there (:func:`sigprop.theory.quadrature.breakpoint_expect_1d`),
+    which converges exponentially instead of algebraically.
     """
 
     name: str
@@ -87,6 +91,13 @@ class Activation:
     sup_dphi2: float = 1.0
     quad_scale: float = 1.0  # feature width relative to tanh, for the grid spacing
     quad_max_half_nodes: Optional[int] = None  # lower grid cap for kinked activations
+    # Points (in pre-activation units u) where phi or phi' is not smooth; when
+    # non-empty the quadrature path uses the breakpoint-aware composite
+    # Gauss--Legendre rule of the quadrature module instead of the uniform grid.
+    breakpoints: tuple = ()
+    # Width (in u) of the narrowest feature of the smooth pieces next to a
+    # breakpoint (1 for elu's e^u); None for polynomial pieces (relu, hard_tanh).
+    breakpoint_width: Optional[float] = None
     phi2: Optional[Callable] = None  # q -> E[phi(u)^2]
     dphi2: Optional[Callable] = None  # q -> E[phi'(u)^2]
     phiphi: Optional[Callable] = None  # (q1, q2, c) -> E[phi(u1) phi(u2)]
@@ -301,7 +312,7 @@ ACTIVATIONS: dict[str, Activation] = {
             dphidphi=_const(1.0),
         ),
         Activation(
-            "relu", _relu, _drelu,
+            "relu", _relu, _drelu, breakpoints=(0.0,),
             phi2=lambda q: 0.5 * np.asarray(q, dtype=float),
             dphi2=_const(0.5),
             phiphi=_relu_phiphi,
@@ -309,7 +320,7 @@ ACTIVATIONS: dict[str, Activation] = {
         ),
         Activation("tanh", _tanh, _dtanh, sup_phi2=1.0),
         Activation(
-            "hard_tanh", _hard_tanh, _dhard_tanh, sup_phi2=1.0,
+            "hard_tanh", _hard_tanh, _dhard_tanh, sup_phi2=1.0, breakpoints=(-1.0, 1.0),
             phi2=_hard_tanh_phi2, dphi2=_hard_tanh_dphi2,
             phiphi=_hard_tanh_phiphi, dphidphi=_hard_tanh_dphidphi,
         ),
@@ -319,9 +330,10 @@ ACTIVATIONS: dict[str, Activation] = {
         ),
         Activation("sigmoid", _sigmoid, _dsigmoid, sup_phi2=1.0, sup_dphi2=1.0 / 16.0,
                    quad_scale=2.0),  # poles at u = +-i pi, twice as far as tanh's
-        # kinked: the O(h^2) grid error does not improve much on finer grids
+        # kinked: the uniform grid (method='uniform') has an O(h^2) error that does not
+        # improve much on finer grids; the default quadrature splits at the kink
         Activation("elu", _elu, _delu, phi2=_elu_phi2, dphi2=_elu_dphi2,
-                   quad_max_half_nodes=80),
+                   quad_max_half_nodes=80, breakpoints=(0.0,), breakpoint_width=1.0),
     ]
 }
 
@@ -349,22 +361,35 @@ def has_closed_form(name: str, which: str) -> bool:
 # -------------------------------------------------------------- expectations
 
 
+_METHODS = ("grid", "uniform", "hermite")
+
+
 def _one_d(a, f, q, method, deg):
-    if method == "grid":
+    """1-D quadrature: 'grid' is the default rule (breakpoint-aware Gauss--Legendre
+    for activations with ``breakpoints``, else the adaptive uniform grid);
+    'uniform' forces the uniform grid, 'hermite' Gauss--Hermite."""
+    if method == "grid" and a.breakpoints:
+        return _quad.breakpoint_expect_1d(f, q, a.breakpoints, a.breakpoint_width)
+    if method in ("grid", "uniform"):
         return _quad.gauss_expect_1d(f, q, scale=a.quad_scale,
                                      max_half_nodes=a.quad_max_half_nodes)
     if method == "hermite":
         return _quad.gauss_hermite_1d(f, q, deg=deg or _quad.GH_DEG_1D)
-    raise ValueError(f"method must be 'grid' or 'hermite', got {method!r}")
+    raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
 
 
 def _two_d(a, f, g, q1, q2, c, method, deg):
-    if method == "grid":
+    """2-D quadrature, same methods as :func:`_one_d`.  The breakpoint rule at
+    ``c = 1, q1 = q2`` equals the 1-D one bit for bit (quadrature module)."""
+    if method == "grid" and a.breakpoints:
+        return _quad.breakpoint_expect_2d(f, g, q1, q2, c, a.breakpoints, a.breakpoints,
+                                          a.breakpoint_width, a.breakpoint_width)
+    if method in ("grid", "uniform"):
         return _quad.gauss_expect_2d(f, g, q1, q2, c, scale=a.quad_scale,
                                      max_half_nodes=a.quad_max_half_nodes)
     if method == "hermite":
         return _quad.gauss_hermite_2d(f, g, q1, q2, c, deg=deg or _quad.GH_DEG_2D)
-    raise ValueError(f"method must be 'grid' or 'hermite', got {method!r}")
+    raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
 
 
 def expect_phi2(name, q, *, closed_form: bool = True, method: str = "grid", deg=None):

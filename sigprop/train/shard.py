@@ -59,16 +59,6 @@ class Data:
         return tuple(self.x_train.shape[1:])
 
 
-def pick_device(requested: str = "auto") -> torch.device:
-    """CUDA when present (the device the scheduler exposes, see docs), else CPU."""
-    if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(requested)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device '{requested}' requested but CUDA is not available")
-    return dev
-
-
 def set_precision_policy(precision: str) -> torch.dtype:
     """Set TF32 flags for ``precision`` and return the parameter dtype.
 
