@@ -19,8 +19,8 @@ import json
 from dataclasses import dataclass, field, fields
 
 # Fields that must be equal for runs to be stacked into one shard.
-SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "branch_depth", "activation", "optimizer",
-                "batch_size", "steps", "eval_every", "precision")
+SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "branch_depth", "head_depth", "head_width",
+                "activation", "optimizer", "batch_size", "steps", "eval_every", "precision")
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,8 @@ class RunSpec:
     lr_gamma: float = 0.1
     target_acc: float = 0.0
     target_loss: float = 0.0
+    head_depth: int = 0
+    head_width: int = 0
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunSpec":

@@ -90,3 +90,9 @@ def test_schema_run_fields_match_runspec():
     names = {f.name for f in dataclasses.fields(RunSpec)}
     assert set(schema["$defs"]["run_fields"]["properties"]) == names
     assert set(schema["$defs"]["grid_fields"]["properties"]) == names
+
+
+def test_arch_names_agree_with_the_families():
+    from sigprop.config import KNOWN_ARCHS
+    from sigprop.nets.families import FAMILIES
+    assert set(KNOWN_ARCHS) == set(FAMILIES)

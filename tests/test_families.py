@@ -15,8 +15,9 @@ Checks, at tiny sizes:
 
 Grouped conv vs ``torch.func.vmap``: both give identical outputs; on CPU (1
 thread, small ResNet 3x2 BasicBlocks width 16, M = 8, batch 32, 16x16 inputs)
-forward+backward took 167 ms (grouped conv) vs 192 ms (vmap) vs 280 ms (loop
-over models), so the families use grouped convolution.
+forward+backward took 167 / 168 ms (grouped conv) vs 192 / 186 ms (vmap) vs
+280 / 180 ms (Python loop over models) in two runs, forward alone 57 vs 63-82 vs
+65-66 ms, so the families use grouped convolution.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import torch.nn.functional as F
 from sigprop.nets import activations, convnets, residual, stacked
 from sigprop.runs import RunSpec
 
-REL_TOL = 1e-4
 MEASURED: dict = {}
 
 
@@ -258,50 +258,61 @@ CASES = {
                        per_model=[dict(alpha=0.5), dict(alpha=1.0), dict(alpha=0.2)]), (6,)),
     "stable_resnet_fc": (dict(width=8, depth=4, activation="tanh", branch_depth=3), (2, 3)),
     "densenet_fc": (dict(width=8, depth=3, activation="relu"), (6,)),
-    "resnet18": (dict(width=2, activation="relu", head_depth=1, head_width=5), (3, 8, 8)),
-    "resnet34": (dict(width=2, activation="relu"), (3, 8, 8)),
-    "resnet32": (dict(width=2, activation="relu"), (3, 8, 8)),
-    "stable_resnet32": (dict(width=2, activation="relu"), (3, 8, 8)),
-    "resnet50": (dict(width=2, activation="relu"), (3, 4, 4)),
-    "stable_resnet104": (dict(width=2, activation="relu"), (3, 4, 4)),
-    "vgg16": (dict(width=2, activation="relu"), (3, 16, 16)),
-    "vgg16x3": (dict(width=2, activation="relu"), (3, 16, 16)),
+    "resnet18": (dict(width=4, activation="relu", head_depth=1, head_width=5), (3, 16, 16)),
+    "resnet34": (dict(width=4, activation="relu"), (3, 16, 16)),
+    "resnet32": (dict(width=4, activation="relu"), (3, 8, 8)),
+    "stable_resnet32": (dict(width=4, activation="relu"), (3, 8, 8)),
+    "resnet50": (dict(width=4, activation="relu"), (3, 8, 8)),
+    "stable_resnet104": (dict(width=4, activation="relu"), (3, 8, 8)),
+    "vgg16": (dict(width=4, activation="relu"), (3, 32, 32)),
+    "vgg16x3": (dict(width=4, activation="relu"), (3, 32, 32)),
     "vcnn": (dict(width=4, depth=4, activation="tanh"), (1, 6, 6)),
     "lenet": (dict(width=7, depth=2, activation="relu"), (1, 16, 16)),
 }
-N_OUT, B, STEPS, LR = 3, 5, 3, 0.1
-DTYPE = torch.float32
+N_OUT, B = 3, 8
+# (steps, lr, relative tolerance) per dtype.  float64 checks the algebra tightly over
+# 3 steps at lr 0.1; float32 over 2 steps at a smaller lr, because SGD on these
+# tiny, deep BatchNorm nets amplifies rounding differences (~1e-7) by a large
+# factor per step (float32 vs float64 of the same net already differs by 1e-3
+# after 3 steps at lr 0.1 for resnet34), so float32 can only be compared over
+# a short, gentle trajectory.
+SETTINGS = {torch.float64: (3, 0.1, 1e-9), torch.float32: (2, 0.005, 5e-4)}
+# vgg16x3 at width 4 (39 plain conv+BN layers) is too ill-conditioned for float32:
+# even after one step at lr 1e-3 the shard, the lone model and the nn.Module differ
+# by ~0.1 (relative) while all three agree to 2e-13 in float64.  Checked in float64 only.
+F64_ONLY = {"vgg16x3"}
 
 
-def _data(n_models, in_shape, seed=0):
+def _data(n_models, in_shape, steps=3, dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn((n_models, STEPS, B) + tuple(in_shape), generator=g, dtype=torch.float64)
-    y = torch.randint(0, N_OUT, (n_models, STEPS, B), generator=g)
+    x = torch.randn((n_models, steps, B) + tuple(in_shape), generator=g, dtype=torch.float64)
+    y = torch.randint(0, N_OUT, (n_models, steps, B), generator=g)
     x_eval = torch.randn((n_models, 2 * B) + tuple(in_shape), generator=g, dtype=torch.float64)
-    return x.to(DTYPE), y, x_eval.to(DTYPE)
+    return x.to(dtype), y, x_eval.to(dtype)
 
 
-def _train_stacked(fam, runs, in_shape, x, y, x_eval):
+def _train_stacked(fam, runs, in_shape, x, y, x_eval, lr=0.1):
     keys = _keys(runs)
-    params, buffers = fam.init(runs, keys, in_shape, N_OUT, "cpu", DTYPE)
+    params, buffers = fam.init(runs, keys, in_shape, N_OUT, "cpu", x.dtype)
     params = [p.clone().requires_grad_() for p in params]
-    for s in range(STEPS):
+    steps = x.shape[1]
+    for s in range(steps):
         out, buffers = fam.apply(runs, params, buffers, x[:, s], True, keys, s)
         assert out.shape == (len(runs), B, N_OUT)
         loss = sum(F.cross_entropy(out[m], y[m, s]) for m in range(len(runs)))
         grads = torch.autograd.grad(loss, params)
         with torch.no_grad():
             for p, g in zip(params, grads):
-                p -= LR * g
+                p -= lr * g
         fam.constrain(runs, params, buffers)
     with torch.no_grad():
-        ev, buf2 = fam.apply(runs, params, buffers, x_eval, False, keys, STEPS)
+        ev, buf2 = fam.apply(runs, params, buffers, x_eval, False, keys, steps)
     assert all(a is b for a, b in zip(buf2, buffers))
     return [p.detach() for p in params], buffers, ev
 
 
-def _train_reference(arch, run, in_shape, p0, b0, m, x, y, x_eval):
-    mod = _make_ref(arch, run, in_shape, N_OUT).to(DTYPE)
+def _train_reference(arch, run, in_shape, p0, b0, m, x, y, x_eval, lr=0.1):
+    mod = _make_ref(arch, run, in_shape, N_OUT).to(x.dtype)
     mine = mod.load_stacked(p0, m) if hasattr(mod, "load_stacked") else [p[m] for p in p0]
     mod_params = mod.flat_params() if hasattr(mod, "flat_params") else list(mod.parameters())
     assert len(mod_params) == len(list(mod.parameters()))
@@ -313,9 +324,9 @@ def _train_reference(arch, run, in_shape, p0, b0, m, x, y, x_eval):
             p.copy_(q.reshape(p.shape))
         for b, q in zip(mod_bufs, b0):
             b.copy_(q[m].reshape(b.shape))
-    opt = torch.optim.SGD(mod.parameters(), lr=LR)
+    opt = torch.optim.SGD(mod.parameters(), lr=lr)
     mod.train()
-    for s in range(STEPS):
+    for s in range(x.shape[1]):
         loss = F.cross_entropy(mod(x[m, s]), y[m, s])
         opt.zero_grad()
         loss.backward()
@@ -330,22 +341,26 @@ def _rel(a, b):
     return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item()
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("arch", sorted(CASES))
-def test_shard_equals_alone_and_reference(arch):
+def test_shard_equals_alone_and_reference(arch, dtype):
+    if dtype == torch.float32 and arch in F64_ONLY:
+        pytest.skip("float32 too ill-conditioned at test size; checked in float64")
+    steps, lr, tol = SETTINGS[dtype]
     kw, in_shape = CASES[arch]
     runs = _runs(arch, **dict(kw))
     fam = FAMS[arch]
-    x, y, x_eval = _data(len(runs), in_shape)
-    P, Bf, E = _train_stacked(fam, runs, in_shape, x, y, x_eval)
+    x, y, x_eval = _data(len(runs), in_shape, steps, dtype)
+    P, Bf, E = _train_stacked(fam, runs, in_shape, x, y, x_eval, lr)
     assert E.shape == (3, 2 * B, N_OUT)
-    p0, b0 = fam.init(runs, _keys(runs), in_shape, N_OUT, "cpu", DTYPE)
+    p0, b0 = fam.init(runs, _keys(runs), in_shape, N_OUT, "cpu", dtype)
     err_alone = err_ref = 0.0
     for m in range(len(runs)):
         sl = slice(m, m + 1)
-        Pa, Ba, Ea = _train_stacked(fam, runs[sl], in_shape, x[sl], y[sl], x_eval[sl])
+        Pa, Ba, Ea = _train_stacked(fam, runs[sl], in_shape, x[sl], y[sl], x_eval[sl], lr)
         for a, b in zip(Pa + Ba + [Ea], P + Bf + [E]):
             err_alone = max(err_alone, _rel(a[0], b[m]))
-        Pr, Br, Er = _train_reference(arch, runs[m], in_shape, p0, b0, m, x, y, x_eval)
+        Pr, Br, Er = _train_reference(arch, runs[m], in_shape, p0, b0, m, x, y, x_eval, lr)
         if isinstance(fam, residual.DenseNetFC):
             P_m = RefDenseNetFC.load_stacked(_make_ref(arch, runs[m], in_shape, N_OUT), P, m)
         else:
@@ -357,9 +372,9 @@ def test_shard_equals_alone_and_reference(arch):
         err_ref = max(err_ref, _rel(E[m], Er))
         # training moved the weights (the comparison is not vacuous)
         assert any(_rel(a, b[m]) > 1e-4 for a, b in zip(P_m[:1] + P_m[-1:], [p0[0], p0[-1]]))
-    MEASURED[arch] = (err_alone, err_ref)
-    print(f"{arch}: max rel err shard-vs-alone {err_alone:.2e}, vs nn.Module {err_ref:.2e}")
-    assert err_alone < REL_TOL and err_ref < REL_TOL
+    MEASURED[(arch, str(dtype))] = (err_alone, err_ref)
+    print(f"{arch} {dtype}: max rel err shard-vs-alone {err_alone:.2e}, vs nn.Module {err_ref:.2e}")
+    assert err_alone < tol and err_ref < tol
 
 
 @pytest.mark.parametrize("arch", sorted(CASES))

@@ -66,7 +66,12 @@ class FullyConnected:
                     w.mul_(mask.to(w.dtype))
 
 
-FAMILIES = {"fc": FullyConnected()}
+def _all() -> dict:
+    from . import convnets, residual
+    return {"fc": FullyConnected(), **residual.families(), **convnets.families()}
+
+
+FAMILIES = _all()
 
 
 def get(arch: str):

@@ -27,7 +27,7 @@ numpy float for all-scalar input).  Gaussian integrals use the closed forms of
 :mod:`sigprop.theory.activations` where known (linear, relu, erf; hard_tanh
 semi-analytic; 1-D elu) and otherwise the adaptive quadrature of
 :mod:`sigprop.theory.quadrature` (~1e-9 relative for tanh and sigmoid up to
-q ~ 100; ~1e-3 for the 2-D integrals of elu).
+q ~ 100; ~1e-10 for the piecewise relu, hard_tanh and elu by the breakpoint-aware rule).
 
 Notes on the definitions of the paper
 --------------------------------------
@@ -290,8 +290,9 @@ def c_star(sigma_w2, sigma_b2, rho, act, q=None):
     ``sigma_w2 > rho``) the c-map is evaluated in its scale-free limit; at
     ``rho = 1`` it has slope exactly 1 at c = 1 there, so ``c* = 1`` although
     chi_1 > 1 (the known absence of a correlation-chaotic phase for relu).
-    elu has no 2-D closed form: its c-map uses quadrature (~1e-3 relative), so
-    within ~0.5% of its edge of chaos ``c* < 1`` and ``chi1 > 1`` may disagree.
+    elu has no 2-D closed form: its c-map uses the breakpoint-aware quadrature
+    (~1e-10 relative), so only extremely close to its edge of chaos could the
+    signs of ``1 - c*`` and ``chi1 - 1`` disagree.
     """
     _check_params(sigma_w2, sigma_b2, rho)
     if q is None:

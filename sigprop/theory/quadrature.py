@@ -9,7 +9,7 @@ Gaussian integral of one of two shapes:
   ``int Dz1 Dz2 f(u1) g(u2)`` with ``u1 = sqrt(q1) z1`` and
   ``u2 = sqrt(q2) (c z1 + sqrt(1 - c^2) z2)``.
 
-Two rules are provided for each shape, both vectorized over broadcastable arrays
+Three rules are provided for each shape, all vectorized over broadcastable arrays
 of ``q`` (and ``q1, q2, c``): the elements broadcast to a common shape, the nodes
 live on a trailing axis and are summed away, and the result has the broadcast
 shape (a 0-d array for scalar inputs).
@@ -60,18 +60,48 @@ shape (a 0-d array for scalar inputs).
     :mod:`sigprop.theory.meanfield` relies on this to keep ``c = 1`` an exact
     fixed point at ``rho = 1``.
 
-Kinks.  Both rules assume a smooth integrand.  For activations with kinks or
-jumps (relu, hard_tanh, and the derivative of elu; the derivatives of relu
-and hard_tanh are step functions) convergence is only algebraic: a kink on a
-grid costs ``O(h^2)`` and a jump ``O(h)`` (1-D Gauss--Hermite is similar).  For
-relu the 1-D rules are exact anyway by the symmetry ``relu(u)^2 + relu(-u)^2 = u^2``
-(both rules are symmetric and have no node at the kink ``z = 0``), but 2-D
-values have up to ~1e-3 absolute error (relative to ``sqrt(q1 q2)``) at the
-default spacing, and step-function integrands (``E[phi'(u1) phi'(u2)]`` of
-relu/hard_tanh, ``E[phi'^2]`` of hard_tanh) 1e-3..1e-2.  This is why
-:mod:`sigprop.theory.activations` uses closed forms wherever they are known;
-for elu only the 1-D ones exist, so its 2-D maps (c-map, chi_2) carry these
-quadrature errors (hard_tanh has semi-analytic 2-D forms there).
+Kinks.  Both rules above assume a smooth integrand.  For activations with kinks
+or jumps (relu, hard_tanh, and the derivative of elu; the derivatives of relu
+and hard_tanh are step functions) their convergence is only algebraic: a kink
+on a grid costs ``O(h^2)`` and a jump ``O(h)`` (1-D Gauss--Hermite is similar).
+For relu the 1-D rules are exact anyway by the symmetry
+``relu(u)^2 + relu(-u)^2 = u^2`` (both rules are symmetric and have no node at
+the kink ``z = 0``), but 2-D values have up to ~4e-3 absolute error (relative
+to ``sqrt(q1 q2)``) at the default spacing, and step-function integrands
+(``E[phi'(u1) phi'(u2)]`` of relu/hard_tanh, ``E[phi'^2]`` of hard_tanh)
+1e-3..0.6.  Hence a third rule:
+
+``breakpoint_expect_1d`` / ``breakpoint_expect_2d`` (default for activations that declare ``breakpoints``)
+    Composite Gauss--Legendre on ``[-Z, Z]`` split wherever the integrand is
+    not smooth, so that each piece is smooth and converges exponentially.
+    1-D: split at ``z = k / sqrt(q)`` for each breakpoint ``k`` of the
+    activation (pre-activation units), plus fixed splits at ``+-2.5`` so that
+    no piece is too long for the Gaussian factor.  2-D (``u1 = sqrt(q1) z1``,
+    ``u2 = sqrt(q2)(c z1 + s z2)``): iterated; the inner ``z2`` integral is split
+    per outer node at ``z2 = (k / sqrt(q2) - c z1) / s``, the outer at
+    ``z1 = k / sqrt(q1)`` and at ``z1 = k / (c sqrt(q2))``, around which
+    ``E[g(u2) | z1]`` (smooth for ``|c| < 1``) changes on the scale ``s / |c|``.
+    Features narrower than the pieces (that ``s / |c|`` as ``c -> +-1``; elu's
+    ``e^u`` of width ``1 / sqrt(q)`` in z for large q) get geometrically graded
+    split points (ratio >= 4, 3 levels, down to the feature width).
+    ``n = 16`` nodes per piece; ~5 pieces in 1-D, ~10-14 x ~10 in 2-D
+    (1e4..3e4 nodes per element).  At ``c = +-1`` exactly the 2-D rule is the
+    1-D rule of ``f(sqrt(q1) z) g(+-sqrt(q2) z)`` and, for ``q1 = q2, f = g``,
+    bit-for-bit the 1-D rule of ``f^2`` (as for the uniform grid, the
+    quadrature c-map relies on this).  Measured relative errors
+    (``tests/test_theory_quadrature.py``): 1-D relu / hard_tanh / elu against
+    their closed forms, q in [0.01, 100]: < 5e-14.  2-D over q1, q2 in
+    [0.1, 50], c in [-0.99, 0.99]: relu ``E[phi phi]`` 1.3e-11 (2.8e-14 of
+    ``sqrt(E[phi(u1)^2] E[phi(u2)^2])``), ``E[phi' phi']`` 4.4e-12; hard_tanh
+    against its Price's-theorem forms 9e-12 (of the scale) and 5e-12; elu
+    against nested adaptive quadrature < 3e-15.  On a harsher grid (q up to
+    1e4, c up to 0.999) the worst case is ~1e-10.  The Price's-theorem form
+    of hard_tanh is itself only ~2e-7 accurate at ``c -> 1`` with
+    ``q1 != q2``, where this rule agrees with adaptive quadrature to 1e-15.
+
+:mod:`sigprop.theory.activations` uses closed forms wherever they are known
+and this rule for the quadrature path of relu, hard_tanh and elu (whose 2-D
+maps have no closed form).
 """
 
 from __future__ import annotations
@@ -90,6 +120,9 @@ __all__ = [
     "gauss_expect_1d",
     "gauss_expect_2d",
     "grid_spacing",
+    "BP_NODES",
+    "breakpoint_expect_1d",
+    "breakpoint_expect_2d",
 ]
 
 GH_DEG_1D = 300
@@ -299,6 +332,7 @@ BP_DMAX = 2.0  # graded points only at distances < BP_DMAX (z units) from a brea
 # need ~40 for 1e-12; splits at 0, +-3 were measured slightly less accurate).
 _BP_BACKGROUND = np.array([-Z_MAX, -2.5, 2.5, Z_MAX])
 _BP_CHUNK = 1 << 18  # smaller work arrays than _CHUNK: the 2-D rule makes several passes
+_INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
 
 
 @lru_cache(maxsize=None)
@@ -369,11 +403,9 @@ def _pieces(points: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     wt = np.multiply(z, z)
     wt *= -0.5
     np.exp(wt, out=wt)
-    wt *= half * (_INV_SQRT_2PI_Q * w)
+    wt *= half * (_INV_SQRT_2PI * w)
     return z, wt
 
-
-_INV_SQRT_2PI_Q = 1.0 / np.sqrt(2.0 * np.pi)
 
 
 def _sum_pieces(v: np.ndarray) -> np.ndarray:
@@ -410,7 +442,7 @@ def breakpoint_expect_1d(f, q, breaks=(), width=None, n: int = BP_NODES) -> np.n
     next to a breakpoint (1 for elu's ``e^u``; ``None`` for polynomial pieces,
     which need no grading).  The z axis is truncated to ``[-Z, Z]`` (``Z = 9``,
     Gaussian tail < 1e-18) and split at ``k / sqrt(q)``, at graded points
-    around them (see :func:`_graded`) and at ``0, +-3``; each piece gets ``n``
+    around them (see :func:`_graded`) and at ``+-2.5``; each piece gets ``n``
     Gauss--Legendre nodes, so convergence is exponential on every smooth piece
     (measured: relu / hard_tanh / elu against their closed forms < 1e-13 for
     q in [0.01, 100], see ``tests/test_theory_quadrature.py``).  The integral
