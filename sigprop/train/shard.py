@@ -138,8 +138,11 @@ class ShardTrainer:
             if r.shape_key() != r0.shape_key():
                 raise ValueError(f"shard {shard.shard_id}: run {r.run_id} does not share shapes")
         self.family = families.get(r0.arch)
-        self.shard, self.runs, self.data, self.device = shard, runs, data, device
         self.dtype = set_precision_policy(r0.precision)
+        if data.x_train.dtype != self.dtype or data.x_train.device != device:
+            data = Data(data.x_train.to(device, self.dtype), data.y_train.to(device),
+                        data.x_test.to(device, self.dtype), data.y_test.to(device), data.n_classes)
+        self.shard, self.runs, self.data, self.device = shard, runs, data, device
         self.autocast = PRECISIONS[r0.precision][2]
         self.r0 = r0
         self.M = len(runs)
