@@ -8,7 +8,6 @@ import pytest
 
 from sigprop import sizing
 from sigprop.config import build_study
-from sigprop.runs import RunSpec
 from sigprop.train import devices
 
 from conftest import tiny_study

@@ -36,7 +36,7 @@ def _study(workdir, study, shard_size=64):
 
 def test_default_pipeline_outputs_then_nothing_to_do(workdir):
     cfg = write_config(workdir)
-    p = run_snakemake(workdir, cfg)
+    run_snakemake(workdir, cfg)
     res = workdir / "results" / "trainable_depth"
     for f in ("figures/trainable_depth.png", "figures/trainable_depth.pdf", "claims.parquet",
               "claims.html", "metrics.parquet", "theory.parquet"):
@@ -105,7 +105,7 @@ def test_kill_mid_shard_then_rerun_resumes_without_lost_or_duplicated_rows(workd
     assert not list(runs_dir.glob("*.parquet")), "the shard finished before the kill; raise steps"
 
     run_snakemake(workdir, cfg, "--unlock")
-    p = run_snakemake(workdir, cfg)
+    run_snakemake(workdir, cfg)
     log = next((workdir / "results/logs/trainable_depth/train").glob("*.log")).read_text()
     m = re.search(r"resumed from checkpoint at step (\d+)", log)
     assert m and 0 < int(m.group(1)) < 6000, log[-2000:]

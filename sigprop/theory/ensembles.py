@@ -199,7 +199,8 @@ def _layer_keep(keep_probs, n_layers):
 def _biases(biases, weights):
     if biases is None:
         return [np.zeros(w.shape[0]) for w in weights]
-    return [np.zeros(w.shape[0]) if b is None else np.asarray(b, dtype=float) for b in biases]
+    return [np.zeros(w.shape[0]) if b is None else np.asarray(b, dtype=float)
+            for b, w in zip(biases, weights)]
 
 
 def deterministic_forward(weights, biases, keep_probs, x, c=1.0, lam=1.0):

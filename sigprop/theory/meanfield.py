@@ -425,7 +425,6 @@ def edge_of_chaos_sigma_w2(sigma_b2, rho, act):
         q = _q_star_flat(sw, sb, rho, act)
         return sw / rho * _act.expect_dphi2(act, _finite_q(q)) - 1.0
 
-    n = sb.size
     lo = rho / _act.get(act).sup_dphi2
     flo = f(lo, sb, rho)
     hi = lo.copy()

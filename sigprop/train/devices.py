@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import os
 import time
 from pathlib import Path
 
