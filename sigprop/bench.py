@@ -1,11 +1,12 @@
 """Benchmark: one shard of M models against the same M models trained one after another.
 
 The baseline is what sweep tools do inside one process: an ordinary
-``nn.Module`` per trial with its own ``torch.optim`` optimizer, trained in a
-loop.  Both sides train the same architecture on the same data for the same
-steps; the JSON gives the wall time of each, their ratio, FLOP/s counted
-analytically (forward + backward = 3 x the forward multiply-adds x 2), and on a
-GPU the fraction of the device's float32 peak.  It is a benchmark, not a test:
+``nn.Module`` per trial (:mod:`sigprop.nets.reference`, holding the same
+initial weights) with its own ``torch.optim`` optimizer, trained in a loop.
+Both sides train the same architecture for the same steps and batch size; the
+JSON gives the wall time of each, their ratio, FLOP/s (FLOPs of one step
+counted from operator shapes by ``torch.utils.flop_counter``), and on a GPU the
+fraction of the device's float32 peak.  It is a benchmark, not a test:
 run it with ``sigprop bench`` and record the output (docs/performance.md).
 """
 
@@ -17,7 +18,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from .nets import families
+from .nets import families, reference
 from .runs import RunSpec, Shard
 from .train import devices
 from .train.shard import Data, ShardTrainer, initial_state, set_precision_policy
@@ -41,36 +42,36 @@ def _peak(device: torch.device) -> float | None:
     return None
 
 
-def _fc_flops(d_in: int, width: int, depth: int, d_out: int, batch: int) -> float:
-    macs = d_in * width + (depth - 1) * width * width + width * d_out
-    return 6.0 * batch * macs  # forward 2*MACs, backward 4*MACs
-
-
-def _data(n: int, d_in: int, classes: int, device: torch.device) -> Data:
+def _data(n: int, in_shape: tuple[int, ...], classes: int, device: torch.device) -> Data:
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(n, d_in, generator=g)
+    x = torch.randn((n,) + tuple(in_shape), generator=g)
     y = torch.randint(0, classes, (n,), generator=g)
-    return Data(x.to(device), y.to(device), x[:256].to(device), y[:256].to(device), classes)
+    return Data(x.to(device), y.to(device), x[:64].to(device), y[:64].to(device), classes)
 
 
-def _loop_baseline(runs, params, data: Data, steps: int, batch: int, device) -> float:
-    """Train each model as an nn.Sequential with torch.optim.SGD, one after another."""
-    t_total = 0.0
+def _step_flops(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """FLOPs of one forward + backward pass, counted from the operator shapes."""
+    from torch.utils.flop_counter import FlopCounterMode
+    counter = FlopCounterMode(display=False)
+    with counter:
+        F.cross_entropy(module(x), y).backward()
+    module.zero_grad(set_to_none=True)
+    return float(counter.get_total_flops())
+
+
+def _loop_baseline(arch, runs, in_shape, n_out, params, buffers, data: Data, steps: int,
+                   batch: int, device) -> tuple[float, float]:
+    """Train each model as a plain nn.Module with torch.optim.SGD, one after another.
+
+    Returns (seconds, FLOPs of one model's step)."""
+    t_total, flops = 0.0, 0.0
+    x, y = data.x_train[:batch], data.y_train[:batch]
     for m, run in enumerate(runs):
-        layers = []
-        n_lin = len(params) // 2
-        for i in range(n_lin):
-            w, b = params[2 * i][m], params[2 * i + 1][m]
-            lin = torch.nn.Linear(w.shape[1], w.shape[0], device=device)
-            with torch.no_grad():
-                lin.weight.copy_(w)
-                lin.bias.copy_(b.reshape(-1))
-            layers.append(lin)
-            if i < n_lin - 1:
-                layers.append(torch.nn.Tanh())
-        model = torch.nn.Sequential(*layers)
+        model = reference.from_stacked(arch, run, in_shape, n_out, params, buffers, m).to(device)
+        model.train()
         opt = torch.optim.SGD(model.parameters(), lr=run.lr)
-        x, y = data.x_train[:batch], data.y_train[:batch]
+        if m == 0:
+            flops = _step_flops(model, x, y)
         for _ in range(2):  # warm-up, untimed
             opt.zero_grad()
             F.cross_entropy(model(x), y).backward()
@@ -83,19 +84,21 @@ def _loop_baseline(runs, params, data: Data, steps: int, batch: int, device) -> 
             opt.step()
         _sync(device)
         t_total += time.perf_counter() - t0
-    return t_total
+    return t_total, flops
 
 
-def bench_fc(width: int, models: int, depth: int = 20, batch: int = 128, steps: int = 20,
-             d_in: int = 64, classes: int = 10, device: str = "auto") -> dict:
-    """Shard vs loop for M fully connected tanh nets (float32, TF32 off)."""
+def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int = 20,
+               batch: int = 128, steps: int = 20, in_shape: tuple[int, ...] = (64,),
+               classes: int = 10, activation: str = "tanh", device: str = "auto") -> dict:
+    """Shard vs loop for M models of one architecture (float32, TF32 off)."""
     dev = devices.acquire(device)
     set_precision_policy("float32")
-    runs = tuple(RunSpec(width=width, depth=depth, batch_size=batch, steps=steps, eval_every=steps,
-                         lr=1e-3, sigma_w2=1.0 + 0.01 * i, dataset="bench") for i in range(models))
+    runs = tuple(RunSpec(arch=arch, width=width, depth=depth, batch_size=batch, steps=steps,
+                         eval_every=steps, lr=1e-3, sigma_w2=1.0 + 0.01 * i, activation=activation,
+                         dataset="bench") for i in range(models))
     shard = Shard("bench", runs)
-    data = _data(max(batch * 4, 512), d_in, classes, dev)
-    params, buffers = initial_state(shard, (d_in,), classes, dev, torch.float32)
+    data = _data(max(batch * 4, 256), in_shape, classes, dev)
+    params, buffers = initial_state(shard, in_shape, classes, dev, torch.float32)
 
     trainer = ShardTrainer(shard, data, params, dev, buffers=buffers)
     for _ in range(2):  # warm-up, untimed
@@ -106,17 +109,22 @@ def bench_fc(width: int, models: int, depth: int = 20, batch: int = 128, steps: 
         trainer.train_step()
     _sync(dev)
     t_shard = time.perf_counter() - t0
-    t_loop = _loop_baseline(runs, params, data, steps, batch, dev)
-
-    flops = _fc_flops(d_in, width, depth, classes, batch) * models * steps
+    t_loop, step_flops = _loop_baseline(arch, runs, in_shape, classes, params, buffers, data,
+                                        steps, batch, dev)
+    flops = step_flops * models * steps
     peak = _peak(dev)
-    out = {"arch": "fc", "width": width, "depth": depth, "models": models, "batch": batch,
-           "steps": steps, "device": str(dev), "shard_s": t_shard, "loop_s": t_loop,
-           "speedup": t_loop / t_shard, "shard_tflops": flops / t_shard / 1e12,
-           "loop_tflops": flops / t_loop / 1e12}
+    out = {"arch": arch, "width": width, "depth": depth, "models": models, "batch": batch,
+           "steps": steps, "in_shape": list(in_shape), "device": str(dev), "shard_s": t_shard,
+           "loop_s": t_loop, "speedup": t_loop / t_shard, "flops_per_model_step": step_flops,
+           "shard_tflops": flops / t_shard / 1e12, "loop_tflops": flops / t_loop / 1e12}
     if peak:
         out["shard_peak_fraction"] = flops / t_shard / peak
     return out
+
+
+def bench_fc(width: int, models: int, depth: int = 20, batch: int = 128, steps: int = 20,
+             device: str = "auto") -> dict:
+    return bench_case("fc", width, models, depth, batch, steps, device=device)
 
 
 def machine() -> dict:
@@ -132,9 +140,12 @@ def default_cases(device: str = "auto") -> list[dict]:
     gpu = torch.cuda.is_available() and device != "cpu"
     cases = [dict(width=32, models=64), dict(width=256, models=64)]
     cases.append(dict(width=1024, models=64) if gpu else dict(width=1024, models=4, steps=3))
+    resnet = dict(arch="resnet32", width=16, depth=1, activation="relu", in_shape=(3, 32, 32))
+    cases.append(dict(resnet, models=16, batch=128, steps=5) if gpu else
+                 dict(resnet, width=8, models=8, batch=32, steps=3))
     return cases
 
 
 def run(cases: list[dict] | None = None, device: str = "auto") -> dict:
-    results = [bench_fc(device=device, **c) for c in (cases or default_cases(device))]
+    results = [bench_case(device=device, **c) for c in (cases or default_cases(device))]
     return {"machine": machine(), "results": results, "families": sorted(families.FAMILIES)}

@@ -174,8 +174,21 @@ class RefDenseNetFC(nn.Module):
 # ------------------------------------------------------------------ cases
 
 
+def ref_fc(d_in, width, depth, n_out, act):
+    """000 Eq. 1 net without dropout: Linear + activation per hidden layer, linear readout."""
+    dims = [d_in] + [width] * depth + [n_out]
+    layers = []
+    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        layers.append(nn.Linear(a, b))
+        if i < depth:
+            layers.append(Act(act))
+    return nn.Sequential(nn.Flatten(), *layers)
+
+
 def build(arch, run, in_shape, n_out):
     """The plain module for ``arch`` with ``run``'s hyperparameters."""
+    if arch == "fc":
+        return ref_fc(math.prod(in_shape), run.width, run.depth, n_out, run.activation)
     c, hw = in_shape[0], in_shape[-1]
     act = run.activation
     blocks = {"resnet18": (2, 2, 2, 2), "resnet34": (3, 4, 6, 3), "resnet32": (5, 5, 5),
