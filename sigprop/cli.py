@@ -101,6 +101,7 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     bench.add_argument("--depth", type=int, default=20, help="hidden layers [default: 20]")
     bench.add_argument("--steps", type=int, default=None, help="timed steps [default: 20]")
     bench.add_argument("--batch", type=int, default=128, help="batch size [default: 128]")
+    bench.add_argument("--activation", default="tanh", help="activation [default: tanh]")
     bench.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
     return parser
 
@@ -113,7 +114,8 @@ def _bench(args: dict) -> int:
         cases = [{"width": w, "models": args["models"] or 64, **({"steps": args["steps"]} if args["steps"] else {})}
                  for w in (args["widths"] or [32, 256, 1024])]
     for c in cases:
-        c.update(depth=args["depth"], batch=args["batch"])
+        if c.get("arch", "fc") == "fc":
+            c.update(depth=args["depth"], batch=args["batch"], activation=args["activation"])
     json.dump(_jsonable(bench.run(cases, args["device"])), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
