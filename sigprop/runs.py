@@ -20,7 +20,11 @@ from dataclasses import dataclass, field, fields
 
 # Fields that must be equal for runs to be stacked into one shard.
 SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "branch_depth", "head_depth", "head_width",
-                "activation", "optimizer", "batch_size", "steps", "eval_every", "precision")
+                "activation", "optimizer", "steps", "eval_every", "precision")
+# Families without BatchNorm stack models of different batch sizes: batches are
+# padded to the largest and padded samples get zero weight in the loss.  With
+# BatchNorm, padding would change the batch statistics, so batch_size is a shape.
+MIXED_BATCH_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "vcnn", "lenet")
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,8 @@ class RunSpec:
         return int(_digest({"run": self.run_id})[:8], 16) & 0x7FFFFFFF
 
     def shape_key(self) -> tuple:
-        return tuple(getattr(self, f) for f in SHAPE_FIELDS)
+        key = tuple(getattr(self, f) for f in SHAPE_FIELDS)
+        return key if self.arch in MIXED_BATCH_ARCHS else key + (self.batch_size,)
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

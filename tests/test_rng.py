@@ -76,3 +76,11 @@ def test_int32_tensor_hash_matches_python_reference_bit_for_bit():
     xs = [int(v) for v in g.integers(0, 2**32, size=2000)] + [0, 1, 2**31 - 1, 2**31, 2**32 - 1]
     got = rng.fmix32(rng.to_i32(torch.tensor(xs, dtype=torch.int64))).to(torch.int64) & 0xFFFFFFFF
     assert got.tolist() == [rng.fmix32_int(x) for x in xs]
+
+
+def test_mask_rows_do_not_depend_on_the_batch_size():
+    keep = torch.full((4,), 0.7)
+    small = rng.dropout_masks(KEYS, 9, [(3, 16), (3, 8)], keep)
+    big = rng.dropout_masks(KEYS, 9, [(5, 16), (5, 8)], keep)
+    for a, b in zip(small, big):
+        assert torch.equal(a, b[:, :3])

@@ -196,3 +196,25 @@ def test_bf16_training_runs_and_is_recorded():
     df = tr.run()
     assert set(df.precision) == {"bf16"} and not df.tf32.any()
     assert np.isfinite(df[df.metric == "test_loss"].value).all()
+
+
+def test_models_with_different_batch_sizes_share_a_shard_and_train_as_alone():
+    """Batches are padded to the largest size with zero-weight samples (no BatchNorm here)."""
+    data = _data()
+    base = dict(width=8, depth=2, steps=9, eval_every=3, dataset="toy", lr=0.05, keep_rate=0.8)
+    runs = [RunSpec(**base, batch_size=b) for b in (8, 16, 32)]
+    assert len({r.shape_key() for r in runs}) == 1
+    alone = {}
+    for r in runs:
+        shard = Shard("t", (r,))
+        df = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"),
+                                                     torch.float32)[0], torch.device("cpu")).run()
+        alone[r.run_id] = df.value.to_numpy()
+    shard = Shard("t", tuple(runs))
+    df = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"),
+                                                 torch.float32)[0], torch.device("cpu")).run()
+    for r in runs:
+        np.testing.assert_allclose(df[df.run_id == r.run_id].value.to_numpy(), alone[r.run_id],
+                                   rtol=1e-5, atol=1e-6)
+    # with BatchNorm the batch size stays part of the shape
+    assert RunSpec(arch="resnet32", batch_size=8).shape_key() != RunSpec(arch="resnet32", batch_size=16).shape_key()

@@ -121,26 +121,29 @@ def dropout_masks(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
                   keep: torch.Tensor, max_elements: int = 2 ** 22) -> list[torch.Tensor]:
     """Dropout masks of every layer for one training step: ``[M, *shape]`` each.
 
-    1 with probability ``keep[m]``.  The masks of a step are one block of the
-    model's dropout stream (layer after layer), generated in as few calls as
-    ``max_elements`` allows; chunking does not change the numbers.
+    1 with probability ``keep[m]``.  Layer ``l``'s element at row-major position
+    ``i`` uses counter ``(l << 40) + i``, so a mask does not depend on the other
+    layers' sizes, and for shape ``[B, width]`` a sample's row does not depend on
+    ``B`` (a model gives the same masks in a shard padded to a larger batch).
+    Several layers are generated per call, as ``max_elements`` allows; chunking
+    does not change the numbers.
     """
     m = keys.shape[0]
     k = _model_keys(keys, STREAM_DROPOUT, step).view(-1, 1)
     sizes = [math.prod(s) for s in shapes]
     keep_ = keep.view(-1, 1).to(torch.float32)
-    out, offset, i = [], 0, 0
+    out, i = [], 0
     while i < len(shapes):
         j, total = i, 0
         while j < len(shapes) and (total == 0 or (total + sizes[j]) * m <= max_elements):
             total += sizes[j]
             j += 1
-        idx = torch.arange(offset, offset + total, device=keys.device, dtype=torch.int64)
+        idx = torch.cat([torch.arange(sizes[l], device=keys.device, dtype=torch.int64) + (l << 40)
+                         for l in range(i, j)])
         u = _unit(fmix32(k ^ _mix_counters(idx).unsqueeze(0)), torch.float32)
         mask = (u < keep_).to(torch.float32)
         for shape, part in zip(shapes[i:j], torch.split(mask, sizes[i:j], dim=1)):
             out.append(part.reshape((m,) + tuple(shape)))
-        offset += total
         i = j
     return out
 

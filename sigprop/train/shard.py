@@ -172,19 +172,37 @@ class ShardTrainer:
         self.loss_n = 0
         self.checkpoint, self.checkpoint_every = checkpoint, checkpoint_every
         n = data.x_train.shape[0]
-        if r0.batch_size > n:
-            raise ValueError(f"batch_size {r0.batch_size} exceeds the {n} training examples")
-        self.batches_per_epoch = n // r0.batch_size
-        self._perm_epoch, self._perm = -1, None
+        sizes = [r.batch_size for r in runs]
+        if max(sizes) > n:
+            raise ValueError(f"batch_size {max(sizes)} exceeds the {n} training examples")
+        self.batch_max = max(sizes)
+        # models grouped by batch size: each group walks its own epochs
+        self._groups = {}
+        for i, b in enumerate(sizes):
+            self._groups.setdefault(b, []).append(i)
+        self._group_idx = {b: torch.tensor(ix, device=device) for b, ix in self._groups.items()}
+        self._perm_cache: dict = {}
+        # loss weight of each sample slot: 1/b for a model's b real samples, 0 for padding
+        slots = torch.arange(self.batch_max, device=device).view(1, -1)
+        bs = torch.tensor(sizes, device=device).view(-1, 1)
+        self.sample_w = torch.where(slots < bs, 1.0 / bs, torch.zeros((), device=device)).to(self.dtype)
 
     # -- data -------------------------------------------------------------
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        epoch, i = divmod(step, self.batches_per_epoch)
-        if epoch != self._perm_epoch:
-            self._perm = rng.permutations(self.keys, epoch, self.data.x_train.shape[0])
-            self._perm_epoch = epoch
-        b = self.r0.batch_size
-        idx = self._perm[:, i * b:(i + 1) * b]
+        """Each model's minibatch at ``step``, padded to the largest batch size: ``[M, B, ...]``.
+
+        A model with batch size b takes examples ``[i b, (i+1) b)`` of its own
+        permutation of the training set for its epoch ``step // (n // b)``.
+        """
+        n = self.data.x_train.shape[0]
+        idx = torch.zeros(self.M, self.batch_max, dtype=torch.int64, device=self.device)
+        for b, members in self._group_idx.items():
+            epoch, i = divmod(step, n // b)
+            key = (b, epoch)
+            if key not in self._perm_cache:
+                self._perm_cache = {k: v for k, v in self._perm_cache.items() if k[0] != b}
+                self._perm_cache[key] = rng.permutations(self.keys[members], epoch, n)
+            idx[members, :b] = self._perm_cache[key][:, i * b:(i + 1) * b]
         return self.data.x_train[idx], self.data.y_train[idx]
 
     def lr(self, step: int) -> torch.Tensor:
@@ -207,8 +225,8 @@ class ShardTrainer:
         x, y = self.batch(self.step)
         logits, buffers = self._forward(x, train=True)
         m, b, c = logits.shape
-        loss = F.cross_entropy(logits.reshape(m * b, c), y.reshape(-1),
-                               reduction="none").view(m, b).mean(1)
+        loss = (F.cross_entropy(logits.reshape(m * b, c), y.reshape(-1), reduction="none")
+                .view(m, b) * self.sample_w).sum(1)
         finite = torch.isfinite(loss)
         newly = self.alive & ~finite
         if bool(newly.any()):
