@@ -22,7 +22,7 @@ from .runs import RunSpec, Shard, make_shards
 # names of sigprop.nets.families.FAMILIES, kept here so parsing a config needs no torch
 KNOWN_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "resnet18", "resnet34",
                "resnet32", "resnet50", "resnet104", "stable_resnet32", "stable_resnet50",
-               "stable_resnet104", "vgg16", "vgg16x3", "vcnn", "lenet")
+               "stable_resnet104", "vgg16", "vgg16x3", "vcnn", "lenet", "fc_loop")
 # names of sigprop.nets.activations.ACTIVATIONS, kept here so parsing a config needs no torch
 KNOWN_ACTIVATIONS = ("linear", "tanh", "relu", "hard_tanh", "erf", "sigmoid", "elu")
 

@@ -24,7 +24,8 @@ SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "branch_depth", "head_depth
 # Families without BatchNorm stack models of different batch sizes: batches are
 # padded to the largest and padded samples get zero weight in the loss.  With
 # BatchNorm, padding would change the batch statistics, so batch_size is a shape.
-MIXED_BATCH_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "vcnn", "lenet")
+MIXED_BATCH_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "vcnn", "lenet",
+                     "fc_loop")
 
 
 @dataclass(frozen=True)

@@ -66,9 +66,19 @@ class FullyConnected:
                     w.mul_(mask.to(w.dtype))
 
 
+def _fc_module(run, in_shape, n_out):
+    from . import reference
+    d = 1
+    for s in in_shape:
+        d *= int(s)
+    return reference.ref_fc(d, run.width, run.depth, n_out, run.activation)
+
+
 def _all() -> dict:
-    from . import convnets, residual
-    return {"fc": FullyConnected(), **residual.families(), **convnets.families()}
+    from . import convnets, fallback, residual
+    return {"fc": FullyConnected(), **residual.families(), **convnets.families(),
+            # the per-model fallback, shown on the fully connected net (any nn.Module works)
+            "fc_loop": fallback.PerModel("fc_loop", _fc_module)}
 
 
 FAMILIES = _all()
