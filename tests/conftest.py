@@ -65,3 +65,14 @@ def run_snakemake(workdir: Path, configfile: Path, *args: str, check: bool = Tru
 @pytest.fixture
 def workdir(tmp_path):
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tests run single-threaded: deterministic reductions, no oversubscription on 2 cores
+    (the workflow tests' Snakemake jobs set their own threads)."""
+    import torch
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)

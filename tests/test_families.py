@@ -36,13 +36,6 @@ from sigprop.runs import RunSpec
 MEASURED: dict = {}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 @dataclass(frozen=True)
 class Run(RunSpec):

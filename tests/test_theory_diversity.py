@@ -28,13 +28,6 @@ from sigprop.theory import diversity as D
 DT = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
 
 # --------------------------------------------------------------------------- simulators
 

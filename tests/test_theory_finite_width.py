@@ -34,13 +34,6 @@ X = torch.tensor([1.0, 0.0])  # ||x||^2 = 1, sigma0 = x.x/d = 1/2
 SIGMA0 = 0.5
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
 
 def _sqnorm(gr):
     return sum((v.reshape(v.shape[0], -1) ** 2).sum(1) for v in gr.values()).double().numpy()

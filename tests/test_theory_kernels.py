@@ -37,13 +37,6 @@ WIDTH = 256
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
 
 def fig2_x(thetas):
     """001 Fig. 2 inputs x = [1, 0], x' = [cos t, sin t] stacked as rows."""
