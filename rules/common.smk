@@ -25,8 +25,19 @@ def shard_dataset(wildcards):
 
 
 def shard_tables(wildcards):
+    """Each shard's table: trained (runs/) or measured at initialization (measurements/)."""
+    from sigprop import studies
+
     st = study_of(wildcards)
-    return [f"results/{st.name}/runs/{s.shard_id}.parquet" for s in st.shards]
+    folder = "measurements" if studies.task(st.kind) == "measure" else "runs"
+    return [f"results/{st.name}/{folder}/{s.shard_id}.parquet" for s in st.shards]
+
+
+def run_settings(wildcards):
+    """Distinct (activation, sigma_w2, sigma_b2, keep_rate) of a study's runs, for its theory."""
+    keys = ("activation", "sigma_w2", "sigma_b2", "keep_rate")
+    combos = sorted({tuple(getattr(r, k) for k in keys) for r in study_of(wildcards).runs})
+    return [dict(zip(keys, c)) for c in combos]
 
 
 def study_figures(name):

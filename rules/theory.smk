@@ -7,7 +7,7 @@ rule theory:
     params:
         kind=lambda w: study_of(w).kind,
         theory=lambda w: study_of(w).cfg.get("theory", {}),
-        keep_rates=lambda w: sorted({r.keep_rate for r in study_of(w).runs}),
+        settings=run_settings,
     log:
         "results/logs/{study}/theory.log",
     benchmark:

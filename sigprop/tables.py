@@ -65,8 +65,9 @@ def merge_runs(paths: list[str | Path]) -> pd.DataFrame:
     if not frames:
         raise TableError("no shard tables to merge")
     df = pd.concat(frames, ignore_index=True)
-    dup = df.duplicated(RUN_KEY, keep=False)
+    key = RUN_KEY + [c for c in ("probe", "layer") if c in df.columns]
+    dup = df.duplicated(key, keep=False)
     if dup.any():
-        ex = df.loc[dup, RUN_KEY + ["shard_id"]].head(4).to_dict("records")
+        ex = df.loc[dup, key + ["shard_id"]].head(4).to_dict("records")
         raise TableError(f"duplicated rows across shard tables, e.g. {ex}")
     return df.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)

@@ -68,3 +68,22 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
              sum(s >= 0 for s in trainer.diverged_step), len(df))
     if checkpoint and Path(checkpoint).exists():
         Path(checkpoint).unlink()
+
+
+def measure_shard(kind: str, shard_json: str, init_path: str, out: str, cfg: dict,
+                  device: str = "auto", threads: int | None = None) -> None:
+    """Run a measurement study's ``measure`` on a shard's initialized models."""
+    from . import studies
+    dev = _setup(device, threads)
+    shard = Shard.from_json(shard_json)
+    engine.set_precision_policy(shard.runs[0].precision)
+    params, buffers = engine.load_state(Path(init_path), shard)
+    params = [p.to(dev) for p in params]
+    buffers = [b.to(dev) for b in buffers]
+    t0 = time.time()
+    df = studies.get(kind).measure(shard, params, buffers, cfg)
+    df["device"] = dev.type
+    df["tf32"] = False
+    tables.write_atomic(df, out)
+    log.info("shard %s: %d models measured in %.1fs; %d rows", shard.shard_id, len(shard.runs),
+             time.time() - t0, len(df))

@@ -17,7 +17,8 @@ DEPTHS = [4, 8, 16, 24, 32, 48, 64, 96]
 @pytest.fixture(scope="module")
 def theory():
     return study.theory_table("td", {"activation": "tanh", "sigma_b2": 0.05,
-                                     "sigma_w2_range": [1.0, 4.0], "points": 61}, [1.0, 0.98])
+                                     "sigma_w2_range": [1.0, 4.0], "points": 61},
+                              [{"keep_rate": 1.0}, {"keep_rate": 0.98}])
 
 
 def _runs(theory, rule: str) -> pd.DataFrame:

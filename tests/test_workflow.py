@@ -145,3 +145,22 @@ def test_corrupt_raw_file_is_rejected_and_leaves_nothing(workdir):
     raw = workdir / "results/raw/mnist"
     assert not raw.exists() or not [x for x in raw.iterdir() if x.is_file()]
     assert not (workdir / "results/data/mnist.npz").exists()
+
+
+def test_measurement_study_runs_end_to_end(workdir):
+    """A study whose TASK is 'measure' (000 Fig. 1) goes init -> measure -> figure and claims."""
+    import yaml
+    from conftest import REPO
+    study = yaml.safe_load((REPO / "config/studies/meanfield_maps.yaml").read_text())
+    for block in study["scales"]["quick"]["blocks"]:
+        block["fixed"]["width"] = 64
+        block["grid"]["seed"] = [0, 1, 2]
+    cfg = write_config(workdir, study, data={"options": {"gaussian": {"d": 32}}})
+    run_snakemake(workdir, cfg)
+    res = workdir / "results" / "meanfield_maps"
+    assert (res / "figures/meanfield_maps.png").stat().st_size > 0
+    claims = pd.read_parquet(res / "claims.parquet")
+    assert {"q_map_matches_simulation[tanh]", "c_map_matches_simulation[erf]"} <= set(claims.claim_id)
+    rows = pd.read_parquet(res / "metrics.parquet")
+    assert not rows.duplicated(["run_id", "metric", "probe", "layer"]).any()
+    assert list((res / "measurements").glob("*.parquet")) and not (res / "runs").exists()

@@ -82,6 +82,17 @@ def forward(params: list[torch.Tensor], x: torch.Tensor, act: str,
     Pass ``keep`` (``[M]``) and ``keys`` to train with dropout; leave them None
     for evaluation (the inverted 1/ρ scaling makes the weights directly usable).
     """
+    return preactivations(params, x, act, keep, keys, step)[-1]
+
+
+def preactivations(params: list[torch.Tensor], x: torch.Tensor, act: str,
+                   keep: torch.Tensor | None = None, keys: torch.Tensor | None = None,
+                   step: int = 0) -> list[torch.Tensor]:
+    """Pre-activations ``z^1 .. z^L`` of every hidden layer and the logits, ``[M, B, width]`` each.
+
+    Dropout masks (when ``keep`` is given) are independent per model and per
+    input row, as 000 Eq. 1 assumes for two inputs a and b.
+    """
     phi = activations.get(act)
     n_layers = len(params) // 2
     masks = None
@@ -90,12 +101,12 @@ def forward(params: list[torch.Tensor], x: torch.Tensor, act: str,
         masks = rng.dropout_masks(keys, step, shapes, keep)
         inv_keep = (1.0 / keep).view(-1, 1, 1)
     h = x
+    out = []
     for layer in range(n_layers):
         w, b = params[2 * layer], params[2 * layer + 1]
-        if layer < n_layers - 1:
-            if masks is not None:
-                h = h * (masks[layer] * inv_keep).to(h.dtype)
-            h = phi(torch.baddbmm(b, h, w.transpose(1, 2)))
-        else:
-            h = torch.baddbmm(b, h, w.transpose(1, 2))
-    return h
+        if layer < n_layers - 1 and masks is not None:
+            h = h * (masks[layer] * inv_keep).to(h.dtype)
+        z = torch.baddbmm(b, h, w.transpose(1, 2))
+        out.append(z)
+        h = phi(z) if layer < n_layers - 1 else z
+    return out

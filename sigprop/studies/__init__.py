@@ -1,19 +1,28 @@
 """Study modules: each owns a study's theory table, figures and claims.
 
-A study module exposes ``theory_table(cfg)``, ``FIGURES`` (name -> function of
-``(runs, theory, cfg)`` returning a matplotlib figure), ``CAPTIONS`` and
-``claims_table(runs, theory, cfg)``.  Add a paper by adding a module here, a
-config/studies file whose ``kind`` names it, and nothing in the rules.
+A study module exposes ``theory_table(study, theory_cfg, settings)`` (settings:
+the distinct activation/σ_w²/σ_b²/keep-rate combinations of its runs),
+``FIGURES`` (name -> function of ``(runs, theory, cfg)`` returning a matplotlib
+figure), ``CAPTIONS`` and ``claims_table(runs, theory, cfg)``.  ``TASK`` says what
+a shard job does: ``"train"`` (the default: the shard trainer) or ``"measure"``
+(the module's ``measure(shard, params, buffers, cfg)`` on the initialized models,
+no training).  Add a paper by adding a module here, a config/studies file whose
+``kind`` names it, and nothing in the rules.  Modules must not import torch at
+the top level (they are imported while Snakemake builds the DAG).
 """
 
 from __future__ import annotations
 
 import importlib
 
-KINDS = ("trainable_depth",)
+KINDS = ("trainable_depth", "meanfield_maps")
 
 
 def get(kind: str):
     if kind not in KINDS:
         raise ValueError(f"unknown study kind '{kind}'; known: {list(KINDS)}")
     return importlib.import_module(f"{__name__}.{kind}")
+
+
+def task(kind: str) -> str:
+    return getattr(get(kind), "TASK", "train")

@@ -32,8 +32,9 @@ CAPTIONS = {
 }
 
 
-def theory_table(study: str, theory_cfg: dict, keep_rates: list[float]) -> pd.DataFrame:
+def theory_table(study: str, theory_cfg: dict, settings: list[dict]) -> pd.DataFrame:
     """Mean-field quantities on a fine σ_w² grid for every keep rate of the study."""
+    keep_rates = [s["keep_rate"] for s in settings]
     act = theory_cfg.get("activation", "tanh")
     sb2 = float(theory_cfg.get("sigma_b2", 0.05))
     lo, hi = theory_cfg.get("sigma_w2_range", [1.0, 4.0])

@@ -1,0 +1,23 @@
+# Measurements at initialization: a study whose TASK is "measure" runs its
+# measure() on each shard's freshly initialized models instead of training them.
+
+
+rule measure_shard:
+    input:
+        init="results/{study}/init/{shard}.pt",
+    output:
+        "results/{study}/measurements/{shard}.parquet",
+    params:
+        shard=shard_json,
+        kind=lambda w: study_of(w).kind,
+        cfg=lambda w: study_of(w).cfg,
+        device=config["device"],
+    threads: config["threads_per_job"]
+    resources:
+        mem_mb=4000,
+    log:
+        "results/logs/{study}/measure/{shard}.log",
+    benchmark:
+        "results/benchmarks/{study}/measure/{shard}.tsv"
+    script:
+        "../scripts/measure_shard.py"
