@@ -122,11 +122,6 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
     return out
 
 
-def bench_fc(width: int, models: int, depth: int = 20, batch: int = 128, steps: int = 20,
-             device: str = "auto") -> dict:
-    return bench_case("fc", width, models, depth, batch, steps, device=device)
-
-
 def machine() -> dict:
     info = {"torch": torch.__version__, "python": platform.python_version(),
             "cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads()}
