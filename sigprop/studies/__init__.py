@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 
-KINDS = ("trainable_depth", "meanfield_maps")
+KINDS = ("trainable_depth", "meanfield_maps", "gradient_metrics")
 
 
 def get(kind: str):
