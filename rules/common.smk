@@ -34,10 +34,10 @@ def shard_tables(wildcards):
 
 
 def run_settings(wildcards):
-    """Distinct (activation, sigma_w2, sigma_b2, keep_rate) of a study's runs, for its theory."""
-    keys = ("activation", "sigma_w2", "sigma_b2", "keep_rate")
-    combos = sorted({tuple(getattr(r, k) for k in keys) for r in study_of(wildcards).runs})
-    return [dict(zip(keys, c)) for c in combos]
+    """Distinct theory settings of a study's runs (sigprop.runs.settings)."""
+    from sigprop.runs import settings
+
+    return settings(study_of(wildcards).runs)
 
 
 def study_figures(name):

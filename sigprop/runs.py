@@ -176,3 +176,13 @@ def _digest(obj) -> str:
 
 def _canon(x):
     raise TypeError(f"cannot hash {type(x).__name__}")
+
+
+# The hyperparameters a mean-field theory depends on: theory tables are keyed by them.
+SETTING_FIELDS = ("activation", "sigma_w2", "sigma_b2", "keep_rate")
+
+
+def settings(runs) -> list[dict]:
+    """The distinct theory settings of some runs, sorted."""
+    combos = sorted({tuple(getattr(r, k) for k in SETTING_FIELDS) for r in runs})
+    return [dict(zip(SETTING_FIELDS, c)) for c in combos]

@@ -32,6 +32,27 @@ class TableError(ValueError):
     """A table is missing, malformed or inconsistent; the message names the path."""
 
 
+def run_rows(shard, long: pd.DataFrame, device: str, tf32: bool = False,
+             order: tuple[str, ...] = ("step",)) -> pd.DataFrame:
+    """Long rows of a shard in the run-table schema.
+
+    ``long`` has a ``model`` column (index into ``shard.runs``) plus ``metric``,
+    ``value`` and any keys (``step``, ``probe``, ``layer``); missing ``step``
+    is 0 (a measurement at initialization).  Each run's id and hyperparameters
+    are joined as columns, ``study``/``shard_id`` lead, ``device``/``tf32`` close.
+    """
+    hp = pd.DataFrame([{"run_id": r.run_id, **r.as_dict()} for r in shard.runs])
+    df = long.merge(hp, left_on="model", right_index=True).drop(columns="model")
+    if "step" not in df.columns:
+        df["step"] = 0
+    df["metric"] = df["metric"].astype("string")
+    df.insert(0, "study", shard.study)
+    df.insert(1, "shard_id", shard.shard_id)
+    df["device"] = device
+    df["tf32"] = bool(tf32)
+    return df.sort_values(["run_id", "metric", *order], kind="stable").reset_index(drop=True)
+
+
 def write_atomic(df: pd.DataFrame, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

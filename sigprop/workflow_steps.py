@@ -81,9 +81,7 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, cfg: dic
     params = [p.to(dev) for p in params]
     buffers = [b.to(dev) for b in buffers]
     t0 = time.time()
-    df = studies.get(kind).measure(shard, params, buffers, cfg)
-    df["device"] = dev.type
-    df["tf32"] = False
+    df = studies.get(kind).measure(shard, params, buffers, cfg, device=dev.type)
     tables.write_atomic(df, out)
     log.info("shard %s: %d models measured in %.1fs; %d rows", shard.shard_id, len(shard.runs),
              time.time() - t0, len(df))

@@ -20,7 +20,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import tables
 from ..claims import frame, row
+from ..runs import SETTING_FIELDS
 from ..figures.gradient_metrics import fig2, fig3
 from ..theory import gradients as tg
 from ..theory import meanfield
@@ -42,10 +44,10 @@ CAPTIONS = {
 SOURCE_EQ12 = "000 §4.1, Eqs. 8, 12, Fig. 2(a)"
 SOURCE_CHI1 = "000 §4.1, Eq. 13, Fig. 2(b-d)"
 SOURCE_FIG3 = "000 §4.2, Eq. 13, Fig. 3"
-SETTING = ["activation", "sigma_w2", "sigma_b2", "keep_rate"]
+SETTING = list(SETTING_FIELDS)
 
 
-def measure(shard, params, buffers, cfg: dict) -> pd.DataFrame:
+def measure(shard, params, buffers, cfg: dict, device: str = "cpu") -> pd.DataFrame:
     """Rows ``metric ∈ {g_aa, g_ab, g_ab_abs (g~_ab), g_ab_signed}`` per run and layer ``1..L``."""
     from ..measure.gradients import gradient_metrics  # torch: imported only in the job
     runs = shard.runs
@@ -56,15 +58,8 @@ def measure(shard, params, buffers, cfg: dict) -> pd.DataFrame:
         frames.append(pd.DataFrame({"model": np.repeat(np.arange(m), n_layers),
                                     "layer": np.tile(np.arange(1, n_layers + 1), m),
                                     "metric": metric, "value": v.ravel()}))
-    long = pd.concat(frames, ignore_index=True)
-    hp = pd.DataFrame([{"run_id": r.run_id, **r.as_dict()} for r in runs])
-    df = long.merge(hp, left_on="model", right_index=True).drop(columns="model")
-    df.insert(0, "study", shard.study)
-    df.insert(1, "shard_id", shard.shard_id)
-    df["step"] = 0
-    df["probe"] = 0
-    df["metric"] = df["metric"].astype("string")
-    return df.sort_values(["run_id", "metric", "layer"], kind="stable").reset_index(drop=True)
+    long = pd.concat(frames, ignore_index=True).assign(probe=0)
+    return tables.run_rows(shard, long, device, order=("layer",))
 
 
 def theory_table(study: str, theory_cfg: dict, settings: list[dict]) -> pd.DataFrame:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import tables
 from ..claims import frame, row
+from ..runs import settings
 from ..figures.meanfield_maps import figure
 from ..theory import meanfield
 
@@ -37,12 +39,7 @@ def c_probe_q(setting: dict, theory_cfg: dict) -> float:
     return q if np.isfinite(q) else float(theory_cfg.get("q_cap", 1e3))
 
 
-def _settings(runs) -> list[dict]:
-    keys = ("activation", "sigma_w2", "sigma_b2", "keep_rate")
-    return [dict(zip(keys, t)) for t in sorted({tuple(getattr(r, k) for k in keys) for r in runs})]
-
-
-def measure(shard, params, buffers, cfg: dict) -> pd.DataFrame:
+def measure(shard, params, buffers, cfg: dict, device: str = "cpu") -> pd.DataFrame:
     """Rows ``metric ∈ {qmap_in, qmap_out, cmap_in, cmap_out, cmap_q}`` per run and probe."""
     from ..measure.maps import one_layer_maps  # torch: imported only in the job
     an = cfg["analysis"]
@@ -52,7 +49,7 @@ def measure(shard, params, buffers, cfg: dict) -> pd.DataFrame:
     frames = []
     qmap = one_layer_maps(params, runs, q_probes, np.full_like(q_probes, 0.5))
     frames.append(qmap.assign(qmap_in=qmap.q_in, qmap_out=qmap.q_out)[["model", "probe", "qmap_in", "qmap_out"]])
-    for s in _settings(runs):  # correlation maps at each setting's own q*
+    for s in settings(runs):  # correlation maps at each setting's own q*
         idx = [i for i, r in enumerate(runs) if r.keep_rate == s["keep_rate"]
                and r.sigma_w2 == s["sigma_w2"] and r.sigma_b2 == s["sigma_b2"]]
         q_c = c_probe_q(s, cfg.get("theory", {}))
@@ -62,15 +59,8 @@ def measure(shard, params, buffers, cfg: dict) -> pd.DataFrame:
         frames.append(cm.assign(cmap_in=cm.c_in, cmap_out=cm.c_out, cmap_q=q_c)
                       [["model", "probe", "cmap_in", "cmap_out", "cmap_q"]])
     long = pd.concat([f.melt(id_vars=["model", "probe"], var_name="metric") for f in frames])
-    long = long.dropna(subset=["value"])
-    hp = pd.DataFrame([{"run_id": r.run_id, **r.as_dict()} for r in runs])
-    df = long.merge(hp, left_on="model", right_index=True).drop(columns="model")
-    df.insert(0, "study", shard.study)
-    df.insert(1, "shard_id", shard.shard_id)
-    df["step"] = 0
-    df["layer"] = 1
-    df["metric"] = df["metric"].astype("string")
-    return df.sort_values(["run_id", "metric", "probe"], kind="stable").reset_index(drop=True)
+    long = long.dropna(subset=["value"]).assign(layer=1)
+    return tables.run_rows(shard, long, device, order=("probe",))
 
 
 def theory_table(study: str, theory_cfg: dict, settings: list[dict]) -> pd.DataFrame:

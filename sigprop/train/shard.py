@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from .. import tables
 from ..nets import families, rng
 from ..runs import RunSpec, Shard
 from .optim import StackedOptimizer
@@ -374,10 +375,4 @@ class ShardTrainer:
                            "step": np.asarray(step, dtype=np.int64),
                            "metric": pd.array(metric, dtype="string"),
                            "value": np.asarray(value, dtype=np.float64)})
-        hp = pd.DataFrame([{"run_id": r.run_id, **r.as_dict()} for r in self.runs])
-        df = df.merge(hp, left_on="model", right_index=True).drop(columns="model")
-        df.insert(0, "study", self.shard.study)
-        df.insert(1, "shard_id", self.shard.shard_id)
-        df["device"] = self.device.type
-        df["tf32"] = bool(PRECISIONS[self.r0.precision][1])
-        return df.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
+        return tables.run_rows(self.shard, df, self.device.type, PRECISIONS[self.r0.precision][1])
