@@ -86,8 +86,9 @@ def test_shard_equals_separate_models(optimizer, momentum):
             got = p.detach()[m].reshape(q.shape)
             err = (got - q).abs().max().item() / (q.abs().max().item() + 1e-12)
             worst = max(worst, err)
-    # float32 accumulation order differs between bmm and addmm: expect ~1e-6 relative
-    assert worst < 1e-5, worst
+    # float32 accumulation order differs between bmm and addmm; measured ~2e-7 (run with -s)
+    print(f"{optimizer} momentum={momentum}: max relative parameter difference {worst:.2e}")
+    assert worst < 1e-6, worst
 
 
 def test_shard_composition_does_not_change_a_run():
