@@ -15,6 +15,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from .runs import RunSpec, Shard, make_shards
@@ -122,15 +123,52 @@ def expand_runs(study_cfg: dict, scale: str, filename: str = "<study>") -> list[
         for k in names:
             if not grid[k]:
                 raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}].grid.{k}': empty list")
+        derived = dict(block.get("derived") or {})
+        clash = sorted(set(derived) & (set(fixed) | set(grid)))
+        if clash:
+            raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}].derived': {clash} also "
+                              "set in 'fixed' or 'grid'")
         for values in itertools.product(*(grid[k] for k in names)):
             d = {**fixed, **dict(zip(names, values))}
             try:
+                d.update(derive(d, derived))
                 runs.append(RunSpec.from_dict(d))
             except (TypeError, ValueError) as e:
                 raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}]': {e}") from None
     if not runs:
         raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': the grid is empty")
     return runs
+
+
+def derive(run: dict, derived: dict) -> dict:
+    """Run fields computed from the others (a block's ``derived:`` mapping).
+
+    - ``sigma_w2: {chi1: v}``: σ_w² on the line χ1 = v for the run's activation,
+      σ_b² and keep rate (000 Eq. 10; v = 1 is the critical line of 000 §5.1 and
+      Fig. 6), solved by :func:`sigprop.theory.meanfield.sigma_w2_for_chi1`;
+    - ``lr: {per_depth: c}``: learning rate c / L (000 §5.2, Fig. 7(d)).
+
+    Values are rounded to 10 significant digits so that run ids do not depend
+    on the last bits of a root finder.
+    """
+    out = {}
+    defaults = RunSpec()
+    for field, spec in derived.items():
+        (how, v), = spec.items()
+        if field == "sigma_w2" and how == "chi1":
+            from .theory import meanfield
+            x = meanfield.sigma_w2_for_chi1(float(v), run.get("sigma_b2", defaults.sigma_b2),
+                                            run.get("keep_rate", defaults.keep_rate),
+                                            run.get("activation", defaults.activation))
+            if not np.isfinite(x):
+                raise ValueError(f"derived sigma_w2: no sigma_w2 gives chi1 = {v} for {run}")
+        elif field == "lr" and how == "per_depth":
+            x = float(v) / run.get("depth", defaults.depth)
+        else:
+            raise ValueError(f"derived {field}: unknown rule '{how}' (known: sigma_w2: {{chi1: v}}, "
+                             "lr: {per_depth: c})")
+        out[field] = float(f"{float(x):.10g}")
+    return out
 
 
 def check_runs(runs: list[RunSpec], filename: str, scale: str) -> None:

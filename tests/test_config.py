@@ -62,6 +62,38 @@ def test_empty_grid_and_clashing_keys_in_process():
         build_study("other", "f.yaml", tiny_study(), "quick", 64)
 
 
+def test_derived_fields_sigma_w2_on_chi1_line_and_lr_per_depth():
+    from sigprop.theory import meanfield
+    study = tiny_study(grid={"keep_rate": [1.0, 0.9], "depth": [2, 4]})
+    del study["scales"]["quick"]["blocks"][0]["fixed"]["lr"]
+    study["scales"]["quick"]["blocks"][0]["grid"].pop("sigma_w2")
+    study["scales"]["quick"]["blocks"][0]["derived"] = {"sigma_w2": {"chi1": 1.0},
+                                                       "lr": {"per_depth": 0.2}}
+    runs = expand_runs(study, "quick", "f.yaml")
+    assert len(runs) == 4
+    for r in runs:
+        assert meanfield.chi1(r.sigma_w2, r.sigma_b2, r.keep_rate, r.activation) == pytest.approx(1.0, abs=1e-8)
+        assert r.lr == pytest.approx(0.2 / r.depth, rel=1e-9)
+    # rounded to 10 significant digits, so run ids do not hang on a root finder's last bits
+    want = {float(f"{float(meanfield.edge_of_chaos_sigma_w2(0.05, k, 'tanh')):.10g}") for k in (1.0, 0.9)}
+    assert {r.sigma_w2 for r in runs} == want
+    # a derived field may not also be given
+    study["scales"]["quick"]["blocks"][0]["grid"]["lr"] = [0.1]
+    with pytest.raises(ConfigError, match=r"blocks\[0\].derived': \['lr'\] also set"):
+        expand_runs(study, "quick", "f.yaml")
+
+
+def test_derived_field_rule_errors_name_file_and_block(workdir):
+    study = tiny_study()
+    study["scales"]["quick"]["blocks"][0]["grid"].pop("sigma_w2")
+    study["scales"]["quick"]["blocks"][0]["derived"] = {"sigma_w2": {"chi2": 1.0}}
+    cfg = write_config(workdir, study)
+    res = run_snakemake(workdir, cfg, "-n", check=False)
+    assert res.returncode != 0
+    assert "trainable_depth.yaml" in res.stderr + res.stdout
+    assert "derived.sigma_w2" in res.stderr + res.stdout
+
+
 def test_shipped_configs_expand():
     import yaml
     from pathlib import Path

@@ -454,3 +454,16 @@ def test_q_star_special_cases():
         M.q_star(1.0, 0.05, 1.0, "swish")
     q, c = M.trajectory(np.array([1.0, 2.0]), 0.3, 5, np.ones((3, 1)), SB, 0.9, "erf")
     assert q.shape == c.shape == (6, 3, 2)
+
+
+def test_sigma_w2_for_chi1_hits_other_targets():
+    # chi1 lines other than the edge of chaos (used by config 'derived: sigma_w2: {chi1: v}')
+    t = np.array([0.5, 0.9, 1.0, 1.2, 2.0])
+    for act in ("tanh", "erf", "relu", "hard_tanh"):
+        sw = M.sigma_w2_for_chi1(t, 0.05, 0.9, act)
+        np.testing.assert_allclose(M.chi1(sw, 0.05, 0.9, act), t, rtol=1e-9)
+    np.testing.assert_allclose(M.sigma_w2_for_chi1(t, 0.1, 0.8, "relu"), 2 * 0.8 * t, rtol=1e-12)
+    np.testing.assert_allclose(M.sigma_w2_for_chi1(1.0, 0.05, 0.9, "tanh"),
+                               M.edge_of_chaos_sigma_w2(0.05, 0.9, "tanh"), rtol=0)
+    with pytest.raises(ValueError, match="positive"):
+        M.sigma_w2_for_chi1(0.0, 0.05, 0.9, "tanh")

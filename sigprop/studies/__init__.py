@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import importlib
 
-KINDS = ("trainable_depth", "meanfield_maps", "gradient_metrics")
+KINDS = ("trainable_depth", "meanfield_maps", "gradient_metrics", "gradient_universality",
+         "training_speed")
 
 
 def get(kind: str):

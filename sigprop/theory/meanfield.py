@@ -65,6 +65,7 @@ __all__ = [
     "fixed_point_summary",
     "trajectory",
     "edge_of_chaos_sigma_w2",
+    "sigma_w2_for_chi1",
 ]
 
 Q_MAX = 1e12  # q* above this is reported as inf (unbounded activation, divergent map)
@@ -410,32 +411,43 @@ def trajectory(q0, c0, depth, sigma_w2, sigma_b2, rho, act):
 def edge_of_chaos_sigma_w2(sigma_b2, rho, act):
     """sigma_w2 at which chi_1 (Eq. 10 of 000_5d2937d81257f527.txt) equals 1.
 
-    Root in ``sigma_w2`` of ``chi1(sigma_w2) - 1`` with ``q*`` re-solved at each
-    trial ``sigma_w2``.  Bracketed: at ``sigma_w2 = rho / sup phi'^2`` chi1 <= 1,
-    and the upper end is grown by factors of 1.1 until chi1 > 1, so the first
-    crossing is found (elu, for instance, has chi1 > 1 on (1.51, 2) at
-    sigma_b2 = 0.05 and touches 1 again at 2 rho where q* diverges).  chi1 at the
-    result equals 1 to ~1e-12.  For relu it is ``2 rho`` (closed form), for
-    linear ``rho``.  NaN where no root exists below 1e6.
+    For relu it is ``2 rho`` (closed form), for linear ``rho``; see
+    :func:`sigma_w2_for_chi1`.
     """
-    (sb, rho), shape = _arrays(sigma_b2, rho)
+    return sigma_w2_for_chi1(1.0, sigma_b2, rho, act)
+
+
+def sigma_w2_for_chi1(target, sigma_b2, rho, act):
+    """Smallest sigma_w2 at which chi_1 (Eq. 10 of 000_5d2937d81257f527.txt) equals ``target``.
+
+    Root in ``sigma_w2`` of ``chi1(sigma_w2) - target`` with ``q*`` re-solved at
+    each trial ``sigma_w2``.  Bracketed: at ``sigma_w2 = target rho / sup phi'^2``
+    chi1 <= target, and the upper end is grown by factors of 1.1 until chi1 >
+    target, so the first crossing is found (elu, for instance, has chi1 > 1 on
+    (1.51, 2) at sigma_b2 = 0.05 and touches 1 again at 2 rho where q* diverges).
+    chi1 at the result equals the target to ~1e-12.  NaN where no root exists
+    below 1e6.
+    """
+    (t, sb, rho), shape = _arrays(target, sigma_b2, rho)
     _check_params(0.0, sb, rho)
+    if np.any(t <= 0):
+        raise ValueError(f"target chi1 must be positive, got {target}")
 
-    def f(sw, sb, rho):
+    def f(sw, sb, rho, t):
         q = _q_star_flat(sw, sb, rho, act)
-        return sw / rho * _act.expect_dphi2(act, _finite_q(q)) - 1.0
+        return sw / rho * _act.expect_dphi2(act, _finite_q(q)) - t
 
-    lo = rho / _act.get(act).sup_dphi2
-    flo = f(lo, sb, rho)
+    lo = t * rho / _act.get(act).sup_dphi2
+    flo = f(lo, sb, rho, t)
     hi = lo.copy()
     fhi = flo.copy()
     todo = np.flatnonzero(flo < 0)
     while todo.size:
         lo[todo], flo[todo] = hi[todo], fhi[todo]
         hi[todo] *= 1.1
-        fhi[todo] = f(hi[todo], sb[todo], rho[todo])
+        fhi[todo] = f(hi[todo], sb[todo], rho[todo], t[todo])
         todo = todo[(fhi[todo] <= 0) & (hi[todo] < 1e6)]
-    out = bracketed_root(f, lo, hi, args=(sb, rho), flo=flo, fhi=fhi, xrtol=4 * _EPS)
+    out = bracketed_root(f, lo, hi, args=(sb, rho, t), flo=flo, fhi=fhi, xrtol=4 * _EPS)
     return _out(out, shape)
 
 
