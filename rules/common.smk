@@ -9,6 +9,8 @@ wildcard_constraints:
     study="|".join(STUDIES) or "NONE",
     shard="s[0-9a-f]{12}",
     dataset="[a-z0-9_]+",
+    paper="[0-9]{3}",
+    table="[a-z0-9_]+",
 
 
 def study_of(wildcards):
@@ -52,10 +54,46 @@ def figure_caption(wildcards):
     return studies.get(study_of(wildcards).kind).CAPTIONS[wildcards.figure]
 
 
+def study_paper(name):
+    return str(STUDIES[name].cfg["paper"])
+
+
+def paper_studies(wildcards):
+    """The configured studies of one paper (its config says ``paper: "<id>"``)."""
+    return [n for n in STUDIES if study_paper(n) == wildcards.paper]
+
+
+def paper_claims(wildcards):
+    return [f"results/{n}/claims.parquet" for n in paper_studies(wildcards)]
+
+
+def report_category(wildcards):
+    """Report section of a study's outputs: its paper (sigprop.papers.TITLES)."""
+    from sigprop.papers import title
+
+    return title(study_paper(wildcards.study))
+
+
+def paper_category(wildcards):
+    from sigprop.papers import title
+
+    return title(wildcards.paper)
+
+
+def study_subcategory(wildcards):
+    return STUDIES[wildcards.study].cfg.get("title", wildcards.study)
+
+
 def all_outputs():
+    from sigprop.papers import TABLES
+
     out = []
     for name in STUDIES:
         for fig in study_figures(name):
             out += [f"results/{name}/figures/{fig}.png", f"results/{name}/figures/{fig}.pdf"]
         out += [f"results/{name}/claims.parquet", f"results/{name}/claims.html"]
+    for paper in sorted({study_paper(n) for n in STUDIES}):
+        out += [f"results/papers/{paper}/claims.parquet", f"results/papers/{paper}/claims.html"]
+        for table in TABLES.get(paper, {}):
+            out += [f"results/papers/{paper}/{table}.md", f"results/papers/{paper}/{table}.csv"]
     return out

@@ -9,8 +9,8 @@ rule figure:
         png=report(
             "results/{study}/figures/{figure}.png",
             caption="../workflow/report/figure.rst",
-            category="{study}",
-            subcategory="Figures",
+            category=report_category,
+            subcategory=study_subcategory,
             labels={"study": "{study}", "figure": "{figure}"},
         ),
         pdf="results/{study}/figures/{figure}.pdf",
@@ -33,8 +33,8 @@ rule claims:
         html=report(
             "results/{study}/claims.html",
             caption="../workflow/report/claims.rst",
-            category="{study}",
-            subcategory="Claims",
+            category=report_category,
+            subcategory=study_subcategory,
             labels={"study": "{study}", "table": "claims"},
         ),
     params:

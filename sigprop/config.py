@@ -140,6 +140,24 @@ def expand_runs(study_cfg: dict, scale: str, filename: str = "<study>") -> list[
     return runs
 
 
+def run_labels(study_cfg: dict, scale: str, filename: str = "<study>") -> dict[str, str]:
+    """``run_id -> label`` of the grid block that makes each run (``block N`` when unlabelled).
+
+    Figures and claims use it to split a study into the paper's panels, e.g.
+    000 Fig. 7 (a)-(h).  A run made by two blocks with different labels is an error.
+    """
+    out: dict[str, str] = {}
+    for b, block in enumerate(study_cfg["scales"][scale]["blocks"]):
+        label = block.get("label", f"block {b}")
+        one = {"scales": {scale: {"blocks": [block]}}}
+        for r in expand_runs(one, scale, filename):
+            if out.get(r.run_id, label) != label:
+                raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}]': run {r.run_id} is "
+                                  f"also made by block '{out[r.run_id]}'")
+            out[r.run_id] = label
+    return out
+
+
 def derive(run: dict, derived: dict) -> dict:
     """Run fields computed from the others (a block's ``derived:`` mapping).
 
@@ -213,4 +231,5 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
     check_runs(runs, path, scale)
     size = study_cfg["scales"][scale].get("shard_size", shard_size)
     shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb))
-    return Study(name, path, study_cfg, scale, tuple(runs), tuple(shards))
+    # the analysis (figures, claims) sees the scale, e.g. to map runs to blocks
+    return Study(name, path, {**study_cfg, "scale": scale}, scale, tuple(runs), tuple(shards))

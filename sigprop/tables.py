@@ -25,7 +25,7 @@ RUN_KEY = ["run_id", "step", "metric"]
 RUN_COLUMNS = ["study", "shard_id", "run_id", "step", "metric", "value"]
 THEORY_COLUMNS = ["study", "quantity", "value"]
 CLAIM_COLUMNS = ["study", "claim_id", "claim", "source", "measured", "expected",
-                 "tolerance", "verdict", "detail"]
+                 "tolerance", "verdict", "detail", "values"]
 
 
 class TableError(ValueError):
@@ -92,3 +92,21 @@ def merge_runs(paths: list[str | Path]) -> pd.DataFrame:
         ex = df.loc[dup, key + ["shard_id"]].head(4).to_dict("records")
         raise TableError(f"duplicated rows across shard tables, e.g. {ex}")
     return df.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
+
+
+def concat_claims(paths: list[str | Path]) -> pd.DataFrame:
+    """One paper's claims: the studies' claims tables stacked, in the order given.
+
+    A (study, claim_id) pair twice is an error naming the files (two studies
+    sharing a name would otherwise hide each other's verdicts).
+    """
+    frames = [read(p, CLAIM_COLUMNS) for p in paths]
+    if not frames:
+        raise TableError("no claims tables to merge")
+    df = pd.concat(frames, ignore_index=True)[CLAIM_COLUMNS]
+    dup = df.duplicated(["study", "claim_id"], keep=False)
+    if dup.any():
+        first = df[dup].iloc[0]
+        raise TableError(f"claim {first.study}:{first.claim_id} appears twice in "
+                         f"{', '.join(str(p) for p in paths)}")
+    return df

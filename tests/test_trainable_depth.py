@@ -70,5 +70,36 @@ def test_heatmap_figure_builds(theory):
     import matplotlib
     fig = study.FIGURES["trainable_depth"](_runs(theory, "12xi1"), theory, CFG)
     assert isinstance(fig, matplotlib.figure.Figure)
-    panels = [ax for ax in fig.axes if ax.get_title().startswith("$\\rho")]
+    panels = [ax for ax in fig.axes if ax.get_title().startswith("rho = ")]
     assert len(panels) == 2 and all(len(ax.lines) == 3 for ax in panels)
+
+
+def test_panels_are_the_config_blocks(theory):
+    """Panels (000 Fig. 7 (a)-(h)) come from block labels: two blocks with one keep rate but
+    different initializations give two panels, each with its own claim row and fit errors."""
+    from sigprop.claims import values
+    from sigprop.config import expand_runs
+    fixed = {"arch": "fc", "dataset": "digits", "width": 8, "activation": "tanh", "sigma_b2": 0.05,
+             "keep_rate": 1.0, "steps": 300, "eval_every": 300}
+    grid = {"depth": DEPTHS, "sigma_w2": SW2}
+    cfg = {**CFG, "scale": "quick", "scales": {"quick": {"blocks": [
+        {"label": "(a) gaussian", "fixed": {**fixed, "init": "gaussian"}, "grid": grid},
+        {"label": "(c) orthogonal", "fixed": {**fixed, "init": "orthogonal"}, "grid": grid}]}}}
+    f6, fmin = study.curve(theory, "6xi2"), study.curve(theory, "min_12xi1_12xi2")
+    rows = []
+    for r in expand_runs(cfg, "quick"):
+        rule = f6 if r.init == "gaussian" else fmin      # (a) follows 6ξ2, (c) min(12ξ1, 12ξ2)
+        acc = 0.95 if r.depth <= rule(1.0, r.sigma_w2) else 0.11
+        for step, v in ((0, 0.1), (300, acc)):
+            rows.append(dict(study="td", shard_id="s", run_id=r.run_id, step=step, metric="train_acc",
+                             value=v, **r.as_dict()))
+    c = claims_table(pd.DataFrame(rows), theory, cfg).set_index("claim_id")
+    assert list(c.index) == ["boundary_min12xi_vs_6xi2[all]", "boundary_min12xi_vs_6xi2[(a)]",
+                             "boundary_min12xi_vs_6xi2[(c)]"]
+    assert c.loc["boundary_min12xi_vs_6xi2[(a)]", "verdict"] == "fail"
+    assert c.loc["boundary_min12xi_vs_6xi2[(c)]", "verdict"] == "pass"
+    v = values(c.loc["boundary_min12xi_vs_6xi2[(a)]"])
+    assert v["err_6xi2"] == 0 and v["err_min_12xi1_12xi2"] > 0.02 and v["cells"] == len(SW2) * len(DEPTHS)
+    fig = study.FIGURES["trainable_depth"](pd.DataFrame(rows), theory, cfg)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert [t.split(chr(10))[0] for t in titles] == ["(a) gaussian", "(c) orthogonal"]

@@ -4,14 +4,26 @@ a tolerance and a verdict (pass / fail / inconclusive)."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from ..tables import CLAIM_COLUMNS
 
 
-def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="") -> dict:
+def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
+        values: dict | None = None) -> dict:
+    """One claim.  ``values``: named numbers behind the verdict (e.g. both fit errors), kept
+    as JSON so that paper tables (:mod:`sigprop.claims.papers`) can be built from claims."""
     return dict(study=study, claim_id=claim_id, claim=claim, source=source, measured=measured,
-                expected=expected, tolerance=tolerance, verdict=verdict, detail=detail)
+                expected=expected, tolerance=tolerance, verdict=verdict, detail=detail,
+                values=json.dumps({k: float(v) for k, v in (values or {}).items()}, sort_keys=True))
+
+
+def values(claim: pd.Series) -> dict:
+    """The named numbers of one claim row (``{}`` when it has none)."""
+    v = claim.get("values", "")
+    return json.loads(v) if isinstance(v, str) and v else {}
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:

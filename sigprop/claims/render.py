@@ -10,6 +10,7 @@ COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "inconclusive": "#9a6700"}
 
 
 def to_html(df: pd.DataFrame, title: str = "Claims") -> str:
+    df = df.drop(columns=["values"], errors="ignore")   # machine-readable; the detail says it in words
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
     body = []
     for _, r in df.iterrows():
@@ -25,3 +26,29 @@ def to_html(df: pd.DataFrame, title: str = "Claims") -> str:
             "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}</style></head>"
             f"<body><h2>{html.escape(title)}</h2><table><tr>{head}</tr>{''.join(body)}</table>"
             "</body></html>\n")
+
+
+def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
+    """A GitHub-flavoured Markdown table (no extra dependency)."""
+    def cell(v):
+        text = format(v, floatfmt) if isinstance(v, float) else str(v)
+        return text.replace("|", "\\|").replace("\n", " ")
+    head = "| " + " | ".join(cell(c) for c in df.columns) + " |"
+    rule = "|" + "|".join("---" for _ in df.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def write_table(parts: dict[str, pd.DataFrame], md_path: str, csv_path: str, title: str) -> None:
+    """A paper table: every part to one Markdown file, the first part to CSV (atomically)."""
+    import os
+    from pathlib import Path
+    text = [f"# {title}\n"]
+    for name, df in parts.items():
+        text += [f"\n## {name}\n\n", to_markdown(df)]
+    first = next(iter(parts.values()))
+    for path, write in ((md_path, lambda p: Path(p).write_text("".join(text))),
+                        (csv_path, lambda p: first.to_csv(p, index=False))):
+        tmp = f"{path}.tmp{os.getpid()}"
+        write(tmp)
+        os.replace(tmp, path)

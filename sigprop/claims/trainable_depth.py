@@ -19,19 +19,20 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict) -> pd.Data
     exceeds the tolerance, 'fail' when it is below −tolerance, 'inconclusive'
     when both rules classify the grid equally well within the tolerance.
     """
-    from ..studies.trainable_depth import curve
+    from ..studies.trainable_depth import curve, with_panels
     an = cfg.get("analysis", {})
     metric = an.get("metric", "train_acc")
     fraction = float(an.get("trainable_fraction", 0.5))
     tol = float(an.get("error_tolerance", 0.02))
     study = cfg["name"]
     chance = 1.0 / trainability.n_classes(runs)
-    acc = trainability.final_accuracy(runs, metric, chance)
+    acc = trainability.final_accuracy(with_panels(runs, cfg), metric, chance)
     cells = trainability.trainable(acc, fraction, chance)
     rule_min = curve(theory, "min_12xi1_12xi2")
     rule_6 = curve(theory, "6xi2")
     rows = []
-    panels = [("all", cells)] + [(f"rho={k:g}", g) for k, g in cells.groupby("keep_rate")]
+    panels = [("all", cells)] + [(k.split(" ")[0] if k.startswith("(") else k.replace(" ", ""), g)
+                                 for k, g in cells.groupby("panel")]
     for label, g in panels:
         e_min = trainability.boundary_error(g, rule_min)
         e_6 = trainability.boundary_error(g, rule_6)
@@ -42,6 +43,9 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict) -> pd.Data
             "The trainable region's boundary follows min(12ξ1, 12ξ2) better than 6ξ2",
             SOURCE, measured=diff, expected="> 0 (err(6ξ2) − err(min(12ξ1,12ξ2)))", tolerance=tol,
             verdict=verdict,
-            detail=(f"misclassified cells: min(12ξ1,12ξ2) {e_min:.3f}, 6ξ2 {e_6:.3f} over {len(g)} cells; "
-                    f"trainable = {metric} ≥ chance + {fraction:g}·(panel best − chance)")))
+            detail=(f"{'all panels' if label == 'all' else g.panel.iloc[0]}: misclassified cells: "
+                    f"min(12ξ1,12ξ2) {e_min:.3f}, 6ξ2 {e_6:.3f} over {len(g)} cells; "
+                    f"trainable = {metric} ≥ chance + {fraction:g}·(panel best − chance)"),
+            values={"err_min_12xi1_12xi2": e_min, "err_6xi2": e_6, "cells": len(g),
+                    "keep_rate": float(g.keep_rate.iloc[0]) if label != "all" else float("nan")}))
     return frame(rows)

@@ -23,14 +23,22 @@ def _edges(v: np.ndarray) -> np.ndarray:
 
 
 def heatmap(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict):
+    """One heatmap per panel (000 Fig. 7 (a)-(h)), up to four per row, theory curves of
+    the panel's keep rate drawn over it."""
+    from ..studies.trainable_depth import with_panels
     metric = cfg.get("analysis", {}).get("metric", "train_acc")
+    runs = with_panels(runs, cfg)
     acc = trainability.final_accuracy(runs, metric)
-    panels = sorted(acc.keep_rate.unique(), reverse=True)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8),
-                             squeeze=False, sharey=True, constrained_layout=True)
+    panels = sorted(acc.panel.unique())
+    ncol = min(4, len(panels))
+    nrow = -(-len(panels) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.9 * ncol, 3.6 * nrow), squeeze=False,
+                             sharey=True, constrained_layout=True)
     mesh = None
-    for ax, rho in zip(axes[0], panels):
-        a = acc[acc.keep_rate == rho].pivot(index="depth", columns="sigma_w2", values="acc")
+    for ax, panel in zip(axes.flat, panels):
+        sub = acc[acc.panel == panel]
+        rho = float(sub.keep_rate.iloc[0])
+        a = sub.pivot(index="depth", columns="sigma_w2", values="acc")
         xs, ys = a.columns.to_numpy(float), a.index.to_numpy(float)
         mesh = ax.pcolormesh(_edges(xs), _edges(ys), a.to_numpy(), cmap="inferno",
                              vmin=0.0, vmax=1.0, shading="flat")
@@ -40,13 +48,17 @@ def heatmap(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict):
             ax.plot(c.sigma_w2, c.value, color=colour, ls=ls, lw=1.6, label=label)
         ax.set_xlim(_edges(xs)[[0, -1]])
         ax.set_ylim(_edges(ys)[[0, -1]])
-        steps = sorted(runs.loc[runs.keep_rate == rho, "steps"].unique())
-        ax.set_title(rf"$\rho = {rho:g}$, " + "/".join(str(int(t)) for t in steps) + " steps")
+        pr = runs[runs.panel == panel]
+        steps = "/".join(str(int(t)) for t in sorted(pr.steps.unique()))
+        ax.set_title(f"{panel}\n{steps} steps, {'/'.join(sorted(pr.dataset.unique()))}", fontsize=9)
         ax.set_xlabel(r"$\sigma_w^2$")
-    axes[0][0].set_ylabel("depth L")
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for row in axes:
+        row[0].set_ylabel("depth L")
     axes[0][0].legend(loc="upper right", fontsize=8, facecolor="0.3", labelcolor="white", framealpha=0.7)
-    fig.colorbar(mesh, ax=axes[0].tolist(), label=metric.replace("_", " "))
+    fig.colorbar(mesh, ax=axes.ravel().tolist(), label=metric.replace("_", " "), shrink=0.8)
     sb2 = runs.sigma_b2.iloc[0]
     fig.suptitle(f"Trainable depth: {runs.activation.iloc[0]}, $\\sigma_b^2$ = {sb2:g}, "
-                 f"width {int(runs.width.iloc[0])}, {runs.dataset.iloc[0]}")
+                 f"width {int(runs.width.iloc[0])}")
     return fig

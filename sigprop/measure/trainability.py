@@ -8,7 +8,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-PANEL = ["keep_rate"]
+PANEL = ["panel", "keep_rate"]
+
+
+def add_panels(runs: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """The run table with a ``panel`` column: the run's block label (000 Fig. 7 (a)-(h)),
+    or ``rho = <keep rate>`` when no labels are given."""
+    out = runs.copy()
+    if labels is None:
+        out["panel"] = [f"rho = {k:g}" for k in out.keep_rate]
+        return out
+    missing = sorted(set(out.run_id) - set(labels))
+    if missing:
+        raise ValueError(f"{len(missing)} runs of the table are in no block of the config "
+                         f"(e.g. {missing[0]}): rerun the workflow after editing the study")
+    out["panel"] = out.run_id.map(labels)
+    return out
 
 
 def final_accuracy(runs: pd.DataFrame, metric: str = "train_acc", chance: float | None = None) -> pd.DataFrame:
@@ -16,8 +31,10 @@ def final_accuracy(runs: pd.DataFrame, metric: str = "train_acc", chance: float 
 
     Diverged runs carry NaN accuracy in the run table; here they count as
     chance level (they did not train).  Returns columns
-    ``keep_rate, sigma_w2, depth, acc, n_runs, n_diverged``.
+    ``panel, keep_rate, sigma_w2, depth, acc, n_runs, n_diverged``.
     """
+    if "panel" not in runs.columns:
+        runs = add_panels(runs)
     df = runs[runs.metric == metric]
     if df.empty:
         raise ValueError(f"no '{metric}' rows in the run table")
@@ -63,7 +80,7 @@ def boundary_error(cells: pd.DataFrame, predicted_depth) -> float:
 
 
 def measured_boundary(cells: pd.DataFrame) -> pd.DataFrame:
-    """Deepest trainable depth per (keep rate, σ_w²) column; NaN when none is trainable."""
+    """Deepest trainable depth per (panel, σ_w²) column; NaN when none is trainable."""
     t = cells[cells.trainable]
     deep = t.groupby(PANEL + ["sigma_w2"]).depth.max()
     cols = cells.groupby(PANEL + ["sigma_w2"]).size().index

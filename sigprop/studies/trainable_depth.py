@@ -1,7 +1,8 @@
 """Study: trainable depth of dropout networks (000 Fig. 7 and §5.2; Table 1).
 
-tanh fully connected nets over a depth × σ_w² grid at fixed σ_b², for several
-keep rates ρ.  Theory: the depth scales ξ1 = 1/|ln χ1| (000 Eq. 10–11) and
+tanh fully connected nets over a depth × σ_w² grid at fixed σ_b², in the eight
+panels (a)-(h) of 000 Fig. 7 (keep rate, initialization, optimizer, data set,
+step budget); a panel is a block label of the study config.  Theory: the depth scales ξ1 = 1/|ln χ1| (000 Eq. 10–11) and
 ξ2 = 1/|ln χ2| (000 Eq. 6) from :mod:`sigprop.theory.meanfield`; the paper's
 empirical bound L ≤ min(12ξ1, 12ξ2) (000 Table 1, "realistic condition")
 against Schoenholz et al.'s 6ξ2 ("independent assumption").
@@ -27,7 +28,7 @@ FIGURES = {"trainable_depth": heatmap}
 CAPTIONS = {
     "trainable_depth": (
         "Accuracy after the step budget of tanh networks over depth L and σ_w² (σ_b² fixed), "
-        "one panel per keep rate ρ (000 Fig. 7). Lines: mean-field depth scales from Gauss–Hermite "
+        "panels (a)-(h) as in 000 Fig. 7 (keep rate, initialization, optimizer, data, steps in each title). Lines: mean-field depth scales from Gauss–Hermite "
         "quadrature, 12ξ1 (white solid), 6ξ2 (green dashed), 12ξ2 (white dashed)."),
 }
 
@@ -52,6 +53,16 @@ def theory_table(study: str, theory_cfg: dict, settings: list[dict]) -> pd.DataF
     df = pd.concat(rows, ignore_index=True)
     df.insert(0, "study", study)
     return df
+
+
+def with_panels(runs: pd.DataFrame, cfg: dict) -> pd.DataFrame:
+    """Runs with their panel: the label of the config block that made them (000 Fig. 7
+    (a)-(h)) when the config carries its scale (as the workflow passes it), else by keep rate."""
+    from ..config import run_labels
+    from ..measure.trainability import add_panels
+    if "scale" not in cfg or "scales" not in cfg:
+        return add_panels(runs)
+    return add_panels(runs, run_labels(cfg, cfg["scale"], cfg.get("name", "<study>")))
 
 
 def curve(theory: pd.DataFrame, quantity: str):

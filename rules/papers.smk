@@ -1,0 +1,38 @@
+# Paper level: a paper's studies (configs with the same `paper:`) merged into one claims
+# table, and the paper's own tables (sigprop.papers.TABLES) built from those claims.
+
+
+rule paper_claims:
+    input:
+        paper_claims,
+    output:
+        table="results/papers/{paper}/claims.parquet",
+        html=report(
+            "results/papers/{paper}/claims.html",
+            caption="../workflow/report/paper_claims.rst",
+            category=paper_category,
+            subcategory="All claims",
+            labels={"paper": "{paper}", "table": "claims"},
+        ),
+    log:
+        "results/logs/papers/{paper}/claims.log",
+    script:
+        "../scripts/paper_claims.py"
+
+
+rule paper_table:
+    input:
+        "results/papers/{paper}/claims.parquet",
+    output:
+        md=report(
+            "results/papers/{paper}/{table}.md",
+            caption="../workflow/report/paper_table.rst",
+            category=paper_category,
+            subcategory="Tables",
+            labels={"paper": "{paper}", "table": "{table}"},
+        ),
+        csv="results/papers/{paper}/{table}.csv",
+    log:
+        "results/logs/papers/{paper}/{table}.log",
+    script:
+        "../scripts/paper_table.py"
