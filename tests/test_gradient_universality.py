@@ -1,0 +1,141 @@
+"""Variance-mean law of the gradient metrics (000 §4.2, Figs. 4-5)."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from sigprop.config import build_study
+from sigprop.runs import RunSpec, Shard, settings
+from sigprop.studies import gradient_universality as study
+from sigprop.tables import CLAIM_COLUMNS
+from sigprop.train.shard import initial_state
+
+ROOT = Path(__file__).resolve().parents[1]
+AN = {"z_max": 3.0, "abs_tolerance": 0.1, "inconclusive_tolerance": 1.0, "min_layers": 3}
+
+
+def _lognormal_layers(p: float, a: float, n: int, layers: int, seed: int) -> np.ndarray:
+    """``[n, layers]`` lognormal samples with mean ``m_l`` and variance ``a m_l^p``."""
+    m = np.geomspace(1e-4, 1.0, layers)
+    s2 = np.log1p(a * m ** (p - 2.0))
+    mu = np.log(m) - s2 / 2
+    rng = np.random.default_rng(seed)
+    return np.exp(mu + np.sqrt(s2) * rng.standard_normal((n, layers)))
+
+
+@pytest.mark.parametrize("p", [2.0, 1.5])
+def test_fit_recovers_a_known_power(p):
+    v = _lognormal_layers(p, 0.05 if p == 2 else 0.005, n=4000, layers=25, seed=1)
+    f = study.power_and_se([v], n_boot=40)
+    assert f["n_layers"] == 25 and f["n_inst"] == 4000
+    assert abs(f["p"] - p) < 0.05, f
+    assert 0 < f["se"] < 0.05
+    tol, verdict = study.verdict(f["p"], f["se"], f["n_layers"], 2.0, AN)
+    assert verdict == ("pass" if p == 2 else "fail")
+    assert tol == pytest.approx(max(3 * f["se"], 0.1))
+
+
+def test_fit_power_skips_nonpositive_points_and_needs_three():
+    m = np.array([1e-3, 1e-2, 0.0, 1e-1, 1.0])
+    V = 0.3 * m ** 2
+    V[1] = -1.0
+    p, a, n = study.fit_power(m, V)
+    assert n == 3 and p == pytest.approx(2.0) and a == pytest.approx(0.3)
+    assert np.isnan(study.fit_power(m[:2], V[:2])[0])
+    assert np.isnan(study.fit_power(np.ones(4), np.ones(4))[0])
+    # a power the SE cannot resolve passes no claim
+    assert study.verdict(2.2, 0.5, 10, 2.0, AN)[1] == "inconclusive"
+    assert study.verdict(0.0, 0.5, 10, 2.0, AN)[1] == "fail"
+    assert study.verdict(np.nan, 0.01, 10, 2.0, AN)[1] == "fail"
+
+
+def _shard(act, sw, keeps, widths, seeds, depth=6):
+    runs = tuple(RunSpec(arch="fc", dataset="gaussian", width=w, depth=depth, activation=act,
+                         sigma_w2=sw, sigma_b2=0.1, keep_rate=k, precision="float64", steps=1,
+                         eval_every=1, seed=s) for w in widths for k in keeps for s in seeds)
+    return Shard("gu", runs)
+
+
+@pytest.fixture(scope="module")
+def measured():
+    cfg = {"name": "gu", "theory": {"power": 2.0},
+           "analysis": {**AN, "n_boot": 20, "widths": {"activation": "tanh", "sigma_w2": 1.4,
+                                                       "keep_rate": 0.9}}}
+    shards = [_shard("linear", 0.5, [1.0, 0.8], [16], range(6)),
+              _shard("tanh", 1.4, [0.9], [16], range(6)),
+              _shard("tanh", 1.4, [0.9], [8], range(6))]
+    frames = []
+    for sh in shards:
+        params, buffers = initial_state(sh, (10,), 1, torch.device("cpu"), torch.float64)
+        frames.append(study.measure(sh, params, buffers, cfg))
+    runs = pd.concat(frames, ignore_index=True)
+    theory = study.theory_table("gu", cfg["theory"], settings([r for sh in shards for r in sh.runs]))
+    return runs, theory, cfg
+
+
+def test_theory_table(measured):
+    _, theory, _ = measured
+    assert {"study", "quantity", "value"} <= set(theory.columns)
+    assert study.expected_power(theory) == 2.0
+    lin = theory[(theory.activation == "linear") & np.isclose(theory.keep_rate, 0.8)]
+    assert float(lin[lin.quantity == "chi1"].value.iloc[0]) == pytest.approx(0.5 / 0.8)
+    assert float(lin[lin.quantity == "q_star"].value.iloc[0]) == pytest.approx(0.1 / (1 - 0.5 / 0.8))
+    assert {"q_star", "c_star", "chi1", "chi2"} <= set(theory.quantity)
+
+
+def test_claims_rows_and_verdicts(measured):
+    runs, theory, cfg = measured
+    assert set(runs.metric) == {"g_aa", "g_ab", "g_ab_abs", "g_ab_signed"}
+    assert [g["width"] for g in study.fig4_groups(runs)] == [16, 16, 16]
+    assert [g["width"] for g in study.fig5_groups(runs, cfg)] == [8, 16]
+    claims = study.claims_table(runs, theory, cfg)
+    assert list(claims.columns) == CLAIM_COLUMNS
+    ids = list(claims.claim_id)
+    # Fig. 4: 3 groups x 3 metrics + overall + 3 pooled; Fig. 5: 2 widths x 3 metrics + overall + 3 pooled
+    assert len(ids) == len(set(ids)) == 9 + 1 + 3 + 6 + 1 + 3
+    assert "power2[g_ab_abs, linear, rho=0.8]" in ids and "power2[g_aa, tanh, rho=0.9]" in ids
+    assert "power2_width[g_ab, N=8]" in ids and "power2_pooled_widths[g_aa]" in ids
+    assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
+    groups = claims[claims.claim_id.str.startswith("power2[")]
+    assert np.isfinite(groups.measured).all() and (groups.tolerance >= 0.1).all()
+    assert groups.detail.str.contains("6 layers").all()
+    overall = claims.set_index("claim_id").loc["power2_all_activations"]
+    assert overall.measured == pytest.approx(np.mean(groups.verdict == "pass"))
+    assert overall.verdict == ("pass" if overall.measured == 1 else "fail")
+    # rho = 1, c* = 1 linear nets: both inputs coincide, so g_ab = g~_ab = g_aa
+    same = claims.set_index("claim_id").loc[["power2[g_aa, linear, rho=1]", "power2[g_ab, linear, rho=1]",
+                                              "power2[g_ab_abs, linear, rho=1]"]]
+    assert np.allclose(same.measured, same.measured.iloc[0])
+
+
+def test_figures(measured):
+    runs, theory, cfg = measured
+    for name, f in study.FIGURES.items():
+        assert name in study.CAPTIONS
+        fig = f(runs, theory, cfg)
+        assert len(fig.axes) == 3
+        assert all(ax.get_xscale() == "log" and ax.get_yscale() == "log" for ax in fig.axes)
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("scale,n_fig4,widths,depth", [("quick", 12, [50, 100, 200], 40),
+                                                       ("paper", 12, [100, 200, 500, 1000], 200)])
+def test_shipped_config_expands(scale, n_fig4, widths, depth):
+    cfg = yaml.safe_load((ROOT / "config/studies/gradient_universality.yaml").read_text())
+    st = build_study("gradient_universality", "gradient_universality.yaml", cfg, scale, 64)
+    assert st.kind == "gradient_universality"
+    df = pd.DataFrame([r.as_dict() for r in {r.run_id: r for r in st.runs}.values()])
+    assert (df.depth == depth).all() and (df.dataset == "gaussian").all()
+    assert len(study.fig4_groups(df)) == n_fig4
+    assert [g["width"] for g in study.fig5_groups(df, cfg)] == widths
+    for sh in st.shards:
+        assert len({r.activation for r in sh.runs}) == 1
