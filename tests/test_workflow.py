@@ -164,3 +164,27 @@ def test_measurement_study_runs_end_to_end(workdir):
     rows = pd.read_parquet(res / "metrics.parquet")
     assert not rows.duplicated(["run_id", "metric", "probe", "layer"]).any()
     assert list((res / "measurements").glob("*.parquet")) and not (res / "runs").exists()
+
+
+def test_shipped_config_dry_runs_at_paper_scale(workdir):
+    """The default config's studies at paper scale: the DAG builds (one training or measurement
+    job per shard, the paper tables at the end) without running anything."""
+    from pathlib import Path
+
+    import yaml
+
+    from sigprop import studies as kinds
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = root / "config" / "config.yaml"
+    res = run_snakemake(workdir, cfg, "-n", "--config", "scale=paper",
+                        f"studies_dir={root / 'config' / 'studies'}")
+    names = yaml.safe_load(cfg.read_text())["studies"]
+    want = {"train_shard": 0, "measure_shard": 0}
+    for name in names:
+        path = root / "config" / "studies" / f"{name}.yaml"
+        st = build_study(name, path, yaml.safe_load(path.read_text()), "paper", 64)
+        want["measure_shard" if kinds.task(st.kind) == "measure" else "train_shard"] += len(st.shards)
+    for rule, n in want.items():
+        assert _jobs(res.stdout, rule) == n, (rule, res.stdout[-3000:])
+    assert _jobs(res.stdout, "paper_table") == 1
