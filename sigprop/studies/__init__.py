@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 
 KINDS = ("trainable_depth", "meanfield_maps", "gradient_metrics", "gradient_universality",
-         "training_speed")
+         "training_speed", "residual_ntk", "jacobian_moments")
 
 
 def get(kind: str):
