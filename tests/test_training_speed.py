@@ -1,0 +1,263 @@
+"""Training speed (000 Fig. 6): τ extraction, the collapse measure and the claims on synthetic
+run tables whose answer is known, the figure, and the shipped config."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigprop.measure import speed
+from sigprop.studies import training_speed as study
+
+CFG = {"name": "ts", "analysis": {"min_overlap_decades": 0.3, "grid_step_decades": 0.01,
+                                  "collapse_ratio": 0.5, "outlier_ratio": 2.0,
+                                  "outlier_min_gap": 0.3,
+                                  "paper_collapse_depth": {"0.99": 120, "0.98": 55},
+                                  "paper_outlier_depth": {"0.99": 300, "0.98": 200},
+                                  "control_depths": [125]}}
+LRS = 10 ** np.arange(-3.5, 0.01, 0.5)
+T, EV = 300, 5
+
+
+def _run(rho, depth, lr, tau, seed=0, diverged=False):
+    """Rows of one run: its target_step (τ, or −1) and diverged_step."""
+    base = {"study": "ts", "shard_id": "s", "run_id": f"r{rho}-{depth}-{lr:.3g}-{seed}",
+            "keep_rate": rho, "depth": depth, "lr": lr, "seed": seed, "sigma_w2": 1.7,
+            "sigma_b2": 0.05, "activation": "tanh", "width": 32, "steps": T, "eval_every": EV,
+            "target_acc": 0.25, "batch_size": 128, "dataset": "digits", "optimizer": "sgd"}
+    return [dict(base, step=0, metric="test_acc", value=0.1),
+            dict(base, step=max(tau, 0), metric="target_step", value=float(tau)),
+            dict(base, step=5 if diverged else -1, metric="diverged_step",
+                 value=5.0 if diverged else -1.0)]
+
+
+def _tau(A, x):
+    """τ = A / x, rounded up to the evaluation grid; −1 beyond the step budget."""
+    t = int(np.ceil(A / x / EV) * EV)
+    return t if t <= T else -1
+
+
+def _runs(law1="etaL", law_drop="eta", outlier_reaches=False):
+    """ρ = 1 over L ∈ {6, 12, 24, 48} following τ = 2/(ηL) ('etaL') or τ = 0.5/η ('eta');
+    ρ = 0.98 over L ∈ {6, 12, 24} following ``law_drop`` and an outlier L = 125 that never
+    reaches p (or, with ``outlier_reaches``, follows the same law as the others)."""
+    rows = []
+    for d in (6, 12, 24, 48):
+        for lr in LRS:
+            rows += _run(1.0, d, lr, _tau(2.0 if law1 == "etaL" else 0.5, lr * d if law1 == "etaL" else lr))
+    for d in (6, 12, 24, 125):
+        for lr in LRS:
+            if d == 125 and not outlier_reaches:
+                tau = -1
+            else:
+                tau = _tau(2.0 if law_drop == "etaL" else 0.5, lr * d if law_drop == "etaL" else lr)
+            rows += _run(0.98, d, lr, tau)
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def theory():
+    return study.theory_table("ts", {}, [
+        {"activation": "tanh", "sigma_w2": 1.760954641, "sigma_b2": 0.05, "keep_rate": 1.0},
+        {"activation": "tanh", "sigma_w2": 1.725735548, "sigma_b2": 0.05, "keep_rate": 0.98}])
+
+
+# ------------------------------------------------------------------ τ extraction
+
+def test_tau_table_marks_censored_and_diverged_runs():
+    runs = pd.DataFrame(_run(1.0, 6, 0.01, 40) + _run(1.0, 6, 0.1, -1)
+                        + _run(1.0, 6, 1.0, -1, diverged=True))
+    t = speed.tau_table(runs).set_index("lr")
+    assert t.loc[0.01, "tau"] == 40 and t.loc[0.01, "reached"]
+    assert np.isinf(t.loc[0.1, "tau"]) and not t.loc[0.1, "reached"] and not t.loc[0.1, "diverged"]
+    assert np.isinf(t.loc[1.0, "tau"]) and t.loc[1.0, "diverged"]
+
+
+def test_tau_table_needs_target_step_rows():
+    runs = pd.DataFrame(_run(1.0, 6, 0.01, 40))
+    with pytest.raises(ValueError, match="target_step"):
+        speed.tau_table(runs[runs.metric != "target_step"])
+
+
+def test_curves_take_the_median_over_seeds_with_censoring():
+    rows = _run(1.0, 6, 0.01, 40, 0) + _run(1.0, 6, 0.01, 60, 1) + _run(1.0, 6, 0.01, -1, 2)
+    rows += _run(1.0, 6, 0.1, -1, 0) + _run(1.0, 6, 0.1, -1, 1) + _run(1.0, 6, 0.1, 10, 2)
+    c = speed.curves(speed.tau_table(pd.DataFrame(rows))).set_index("lr")
+    assert c.loc[0.01, "tau"] == 60 and c.loc[0.01, "reached"] and c.loc[0.01, "n_reached"] == 2
+    assert not c.loc[0.1, "reached"] and c.loc[0.1, "n_seeds"] == 3
+
+
+def test_log_tau_reads_zero_as_half_an_evaluation():
+    np.testing.assert_allclose(speed.log_tau([0, 10, np.inf], 5), [np.log(2.5), np.log(10), np.inf])
+
+
+# ------------------------------------------------------------------ collapse measure
+
+def test_interpolation_never_bridges_a_censored_point():
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    y = np.array([1.0, 2.0, np.inf, 4.0])
+    v = speed.interp_defined(np.array([0.5, 1.0, 1.5, 2.5, 3.0, 3.5]), x, y)
+    np.testing.assert_allclose(v[:2], [1.5, 2.0])
+    assert np.isnan(v[2]) and np.isnan(v[3]) and v[4] == 4.0 and np.isnan(v[5])
+
+
+def _power_curves(law, depths=(6, 12, 24, 48), lrs=LRS):
+    """Exact (unquantized) τ = 1/(ηL) or τ = 1/η: straight parallel lines in (log η, ln τ)."""
+    rows = [{"keep_rate": 1.0, "depth": d, "lr": lr, "eval_every": EV, "steps": 10 ** 9,
+             "tau": 1.0 / (lr * d if law == "etaL" else lr)} for d in depths for lr in lrs]
+    c = pd.DataFrame(rows)
+    c["reached"] = True
+    return c
+
+
+def test_dispersion_is_zero_for_the_collapsing_scaling_and_ln_ratio_for_the_other():
+    depths = (6, 12, 24, 48)
+    c = _power_curves("etaL", depths)
+    assert speed.dispersion(c, True, 0.3)["D"] == pytest.approx(0.0, abs=1e-12)
+    pairs = [np.log(b / a) for i, a in enumerate(depths) for b in depths[i + 1:]]
+    res = speed.dispersion(c, False, 0.3)
+    assert res["D"] == pytest.approx(np.mean(pairs), rel=1e-9)
+    assert res["n_compared"] == res["n_pairs"] == 6
+    c = _power_curves("eta", depths)
+    assert speed.dispersion(c, False, 0.3)["D"] == pytest.approx(0.0, abs=1e-12)
+    assert speed.dispersion(c, True, 0.3)["D"] == pytest.approx(np.mean(pairs), rel=1e-9)
+
+
+def test_dispersion_skips_pairs_that_barely_overlap():
+    c = _power_curves("eta", (6, 48), lrs=[1e-3, 1e-2])
+    c2 = c.copy()
+    c2.loc[c2.depth == 48, "lr"] = c2.loc[c2.depth == 48, "lr"] * 10 ** 0.8   # overlap 0.2 decades
+    res = speed.dispersion(c2, False, 0.3)
+    assert res["n_compared"] == 0 and np.isnan(res["D"])
+    assert speed.dispersion(c2, False, 0.1)["n_compared"] == 1
+
+
+def test_outlier_gap_counts_a_censored_outlier_as_a_lower_bound():
+    c = _power_curves("eta", (6, 12, 125), lrs=[0.01, 0.1])
+    c["steps"] = 300
+    c.loc[c.depth == 125, "tau"] = np.inf
+    g = speed.outlier_gap(c, 125)
+    expect = np.mean([np.log(300 / 100), np.log(300 / 10)])
+    assert g["D_out"] == pytest.approx(expect) and g["D_in"] == pytest.approx(0.0)
+    assert g["out_reached"] == 0 and g["out_points"] == 2
+
+
+def test_ratio_verdict():
+    assert speed.ratio_verdict(0.3, 0.5) == "pass"
+    assert speed.ratio_verdict(0.7, 0.5) == "inconclusive"
+    assert speed.ratio_verdict(1.2, 0.5) == "fail"
+    assert speed.ratio_verdict(np.inf, 0.5) == "fail"
+    assert speed.ratio_verdict(np.nan, 0.5) == "inconclusive"
+
+
+# ------------------------------------------------------------------ claims
+
+def test_claims_pass_when_the_runs_follow_the_paper(theory):
+    c = study.claims_table(_runs(), theory, CFG).set_index("claim_id")
+    assert list(c.index) == ["collapse_etaL[rho=1]", "collapse_eta[rho=0.98]", "outlier_departs[rho=0.98]"]
+    assert (c.verdict == "pass").all(), c[["measured", "detail"]]
+    assert "55" in c.loc["collapse_eta[rho=0.98]", "detail"]   # the paper's depth vs ξ2 is stated
+    assert "ξ2" in c.loc["collapse_eta[rho=0.98]", "detail"]
+
+
+def test_claims_fail_when_the_runs_follow_the_other_scaling(theory):
+    c = study.claims_table(_runs(law1="eta", law_drop="etaL", outlier_reaches=True),
+                           theory, CFG).set_index("claim_id")
+    assert c.loc["collapse_etaL[rho=1]", "verdict"] == "fail"
+    assert c.loc["collapse_eta[rho=0.98]", "verdict"] == "fail"
+
+
+def test_outlier_claim_fails_when_the_deep_net_collapses_too(theory):
+    c = study.claims_table(_runs(outlier_reaches=True), theory, CFG).set_index("claim_id")
+    assert c.loc["outlier_departs[rho=0.98]", "verdict"] == "fail"
+
+
+def _control(trains: bool) -> pd.DataFrame:
+    """ρ = 1 at the outlier depth L = 125: trains like the shallow ρ = 0.98 nets (τ = 0.5/η)
+    or never reaches p."""
+    rows = []
+    for lr in LRS:
+        rows += _run(1.0, 125, lr, _tau(0.5, lr) if trains else -1)
+    return pd.DataFrame(rows)
+
+
+def test_a_dropout_free_control_that_trains_keeps_the_outlier_claim(theory):
+    runs = pd.concat([_runs(), _control(trains=True)], ignore_index=True)
+    c = study.claims_table(runs, theory, CFG).set_index("claim_id")
+    assert c.loc["outlier_departs[rho=0.98]", "verdict"] == "pass"
+    assert "control ρ = 1 at L = 125" in c.loc["outlier_departs[rho=0.98]", "detail"]
+    # the control is not part of panel (a)'s collapse set
+    assert "L ∈ {6, 12, 24, 48}" in c.loc["collapse_etaL[rho=1]", "detail"]
+
+
+def test_a_dropout_free_control_that_departs_too_makes_the_outlier_claim_inconclusive(theory):
+    runs = pd.concat([_runs(), _control(trains=False)], ignore_index=True)
+    c = study.claims_table(runs, theory, CFG).set_index("claim_id")
+    assert c.loc["outlier_departs[rho=0.98]", "verdict"] == "inconclusive"
+    assert "not specific to dropout" in c.loc["outlier_departs[rho=0.98]", "detail"]
+
+
+# ------------------------------------------------------------------ theory, figure, config
+
+def test_theory_table_on_the_critical_line(theory):
+    from sigprop.tables import THEORY_COLUMNS
+    assert set(THEORY_COLUMNS) <= set(theory.columns)
+    chi1 = theory[theory.quantity == "chi1"].value.to_numpy()
+    np.testing.assert_allclose(chi1, 1.0, atol=1e-8)
+    assert np.isinf(study.theory_value(theory, 1.0, "xi2"))
+    xi2 = study.theory_value(theory, 0.98, "xi2")
+    assert 5 < xi2 < 20
+    assert study.theory_value(theory, 0.98, "12xi2") == pytest.approx(12 * xi2)
+
+
+def test_figure_has_three_panels_per_row(theory):
+    import matplotlib
+    fig = study.FIGURES["training_speed"](_runs(), theory, CFG)
+    assert isinstance(fig, matplotlib.figure.Figure)
+    assert len(fig.axes) == 4   # synthetic runs: two keep rates, two rows
+    titles = [ax.get_title() for ax in fig.axes]
+    assert sum(t.startswith("(") for t in titles) == 2
+    assert fig.axes[0].get_xlabel() == r"$\eta L$" and fig.axes[1].get_xlabel() == r"$\eta$"
+    matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize("scale", ["quick", "paper"])
+def test_shipped_config_expands_on_the_critical_line(scale):
+    import jsonschema
+    import yaml
+
+    from sigprop.config import build_study, load_yaml
+    from sigprop.theory import meanfield
+    path = "config/studies/training_speed.yaml"
+    cfg = load_yaml(path)
+    with open("workflow/schemas/study.schema.yaml") as f:
+        jsonschema.validate(cfg, yaml.safe_load(f))
+    st = build_study("training_speed", path, cfg, scale, 64)
+    assert {r.keep_rate for r in st.runs} == {1.0, 0.99, 0.98}
+    assert all(r.target_acc == 0.25 and r.activation == "tanh" for r in st.runs)
+    for rho in (1.0, 0.99, 0.98):
+        sw = {r.sigma_w2 for r in st.runs if r.keep_rate == rho}
+        assert len(sw) == 1
+        assert float(meanfield.chi1(sw.pop(), 0.05, rho, "tanh")) == pytest.approx(1.0, abs=1e-8)
+        depths = sorted({r.depth for r in st.runs if r.keep_rate == rho})
+        assert len(depths) >= 4
+    if scale == "paper":
+        assert {r.dataset for r in st.runs} == {"cifar10"}
+        assert {(r.width, r.batch_size, r.steps) for r in st.runs} == {(400, 1000, 1000)}
+        assert max(r.depth for r in st.runs if r.keep_rate == 0.98) == 200
+
+
+def test_figure_with_all_three_keep_rates(theory):
+    import matplotlib
+    runs = _runs()
+    r99 = _runs(outlier_reaches=False)
+    r99 = r99[r99.keep_rate == 0.98].assign(keep_rate=0.99)
+    r99["run_id"] = r99.run_id + "b"
+    th = pd.concat([theory, study.theory_table("ts", {}, [
+        {"activation": "tanh", "sigma_w2": 1.743345095, "sigma_b2": 0.05, "keep_rate": 0.99}])])
+    fig = study.FIGURES["training_speed"](pd.concat([runs, r99]), th, CFG)
+    top = [ax for ax in fig.axes if ax.get_title().startswith("(")]
+    assert [t.get_title()[:3] for t in top] == ["(a)", "(b)", "(c)"]
+    assert len(fig.axes) == 6
+    c = study.claims_table(pd.concat([runs, r99]), th, CFG)
+    assert len(c) == 5
+    matplotlib.pyplot.close(fig)
