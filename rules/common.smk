@@ -50,8 +50,9 @@ def study_figures(name):
 
 def figure_caption(wildcards):
     from sigprop import studies
+    from sigprop.figures import rst_literal_text
 
-    return studies.get(study_of(wildcards).kind).CAPTIONS[wildcards.figure]
+    return rst_literal_text(studies.get(study_of(wildcards).kind).CAPTIONS[wildcards.figure])
 
 
 def study_paper(name):

@@ -19,3 +19,12 @@ def save(fig, png: str, pdf: str | None = None, dpi: int = 150) -> None:
         tmp = p.with_name(f".{p.stem}.tmp{os.getpid()}{p.suffix}")
         fig.savefig(tmp, bbox_inches="tight", **kw)
         os.replace(tmp, p)
+
+
+def rst_literal_text(text: str) -> str:
+    """A caption as reStructuredText that renders as written (the report's captions are RST):
+    ``|x|``, ``*``, ``_`` and backquotes are escaped so they are not substitutions or markup."""
+    out = text.replace("\\", "\\\\")
+    for ch in "|*_`":
+        out = out.replace(ch, "\\" + ch)
+    return out
