@@ -47,6 +47,11 @@ def test_default_pipeline_outputs_then_nothing_to_do(workdir):
     claims = pd.read_parquet(res / "claims.parquet")
     assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
     assert {"claim", "source", "measured", "expected", "tolerance", "verdict"} <= set(claims.columns)
+    # the paper level: all claims of paper 000 and its Table 1, built from the claims
+    paper = workdir / "results" / "papers" / "000"
+    assert len(pd.read_parquet(paper / "claims.parquet")) == len(claims)
+    assert "| measured (sigprop) |" in (paper / "table1.md").read_text()
+    assert pd.read_csv(paper / "table1.csv").shape[0] == 5
     # the init weights are temporary: consumed by training, then removed
     assert not list((res / "init").glob("*.pt")) if (res / "init").exists() else True
 
@@ -56,6 +61,8 @@ def test_default_pipeline_outputs_then_nothing_to_do(workdir):
     rep = run_snakemake(workdir, cfg, "--report", str(workdir / "report.html"))
     html = (workdir / "report.html").read_text(errors="ignore")
     assert "trainable_depth" in html and len(html) > 10_000, rep.stderr[-2000:]
+    assert "000 Huang et al." in html  # figures and tables are filed under their paper
+    assert "ERROR/" not in rep.stderr, rep.stderr[-2000:]  # captions are valid RST
 
 
 def test_changing_one_grid_value_reruns_only_its_shards(workdir):

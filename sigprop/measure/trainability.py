@@ -23,6 +23,10 @@ def add_panels(runs: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.D
         raise ValueError(f"{len(missing)} runs of the table are in no block of the config "
                          f"(e.g. {missing[0]}): rerun the workflow after editing the study")
     out["panel"] = out.run_id.map(labels)
+    # a block spanning several keep rates is one panel per keep rate (one theory curve each)
+    several = out.groupby("panel").keep_rate.transform("nunique") > 1
+    out.loc[several, "panel"] = [f"{p}, rho = {k:g}" for p, k in
+                                 zip(out.panel[several], out.keep_rate[several])]
     return out
 
 
