@@ -1,0 +1,279 @@
+"""Jacobian norm moments at initialization (001 Figs. 4-5, Thm. 4, Eq. 152)."""
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from sigprop.config import build_study, load_yaml
+from sigprop.measure import jacobians as jm
+from sigprop.nets import reference
+from sigprop.runs import RunSpec, Shard
+from sigprop.studies import jacobian_moments as study
+from sigprop.train.shard import initial_state
+
+CONFIG = Path(__file__).resolve().parents[1] / "config" / "studies" / "jacobian_moments.yaml"
+D = 12
+
+
+def _runs(arch, depth, width, seeds, alpha=0.3, m=2, precision="float64"):
+    extra = {"branch_depth": m, "alpha": alpha} if arch == "resnet_fc" else {}
+    return tuple(RunSpec(arch=arch, dataset="gaussian", width=width, depth=depth, activation="relu",
+                         sigma_w2=2.0, sigma_b2=0.0, precision=precision, steps=1, eval_every=1,
+                         seed=s, **extra) for s in seeds)
+
+
+def _init(runs, d=D, name="t"):
+    shard = Shard(name, runs)
+    params, buffers = initial_state(shard, (d,), 1, torch.device("cpu"), torch.float64)
+    return shard, params, buffers
+
+
+@pytest.mark.parametrize("arch", ["resnet_fc", "densenet_fc", "fc"])
+def test_batched_jacobians_equal_explicit_autograd_on_plain_models(arch):
+    """||df/dW^k||^2 per hidden matrix (NTK parameterization) from the stacked family equals
+    autograd on the plain reference module holding the same weights, to 1e-10 (float64)."""
+    runs = _runs(arch, depth=3, width=7, seeds=range(3))
+    _shard, params, _ = _init(runs)
+    r = jm.jacobian_moments(arch, runs, params, chunk=2)        # chunking must not matter
+    x = jm.probe_input(torch.tensor([q.key for q in runs]), D)
+    assert torch.allclose(x.pow(2).sum(-1), torch.full((3, 1), float(D), dtype=torch.float64))
+    for i, run in enumerate(runs):
+        mod = reference.from_stacked(arch, run, (D,), 1, params, [], i, dtype=torch.float64)
+        f = mod(x[i])[0, 0]
+        np.testing.assert_allclose(r["f"][i], f.item(), rtol=1e-12)
+        if arch == "fc":
+            lin = [mm for mm in mod if isinstance(mm, torch.nn.Linear)]
+            ws = [ln.weight for ln in lin[:-1]]                 # readout fixed (001's W^f)
+            scale = [2.0 / w.shape[1] for w in ws]             # sigma_w2 / fan_in
+            grads = torch.autograd.grad(f, ws)
+            want = [s * g.pow(2).sum().item() for s, g in zip(scale, grads)]
+        elif arch == "resnet_fc":
+            ws = list(mod.W)                                    # W^{1,1}, W^{1,2}, ..., W^{L,2}
+            want = [g.pow(2).sum().item() for g in torch.autograd.grad(f, ws)]
+        else:                                                   # W^l = [W^{l,0} .. W^{l,l-1}]
+            grads = torch.autograd.grad(f, list(mod.W))
+            want, j = [], 0
+            for l in range(1, run.depth + 1):
+                want.append(sum(g.pow(2).sum().item() for g in grads[j:j + l]))
+                j += l
+        np.testing.assert_allclose(r["jac_sq"][i], want, rtol=1e-10, atol=0)
+        np.testing.assert_allclose(r["jac_sq_total"][i], sum(want), rtol=1e-10)
+
+
+def test_reduced_resnet_outputs_remove_exactly_the_skip_around_branch_k():
+    """f_(k) (001 Def. 1, Eq. 150) against an independent loop over the plain module's weights;
+    and without reduction the helper forward reproduces the family's output."""
+    runs = _runs("resnet_fc", depth=4, width=6, seeds=range(2), alpha=0.5)
+    _shard, params, _ = _init(runs)
+    r = jm.jacobian_moments("resnet_fc", runs, params)
+    x = jm.probe_input(torch.tensor([q.key for q in runs]), D)
+    for i, run in enumerate(runs):
+        mod = reference.from_stacked("resnet_fc", run, (D,), 1, params, [], i, dtype=torch.float64)
+        c = math.sqrt(0.5 / 6)
+        for k in range(1, 5):
+            with torch.no_grad():
+                y = x[i] @ mod.Ws.T / math.sqrt(D)
+                for l in range(1, 5):
+                    g = c * (math.sqrt(2) * torch.relu(c * (y @ mod.W[2 * l - 2].T))) @ mod.W[2 * l - 1].T
+                    y = g if l == k else y + g
+                fk = (y @ mod.Wf.T / math.sqrt(6)).item()
+            np.testing.assert_allclose(r["f_reduced"][i, k - 1], fk, rtol=1e-12)
+        assert not np.allclose(r["f_reduced"][i], r["f"][i])
+    alpha = torch.full((2, 1, 1), 0.5, dtype=torch.float64)
+    gain = torch.full((2, 1, 1), math.sqrt(2.0), dtype=torch.float64)
+    full = jm.resnet_forward(params, x, alpha, gain, 2)[:, 0]
+    np.testing.assert_allclose(full.numpy(), r["f"], rtol=1e-12)
+
+
+def test_thm4_identity_and_eq152_on_a_small_simulation():
+    """001 Thm. 4.1 / Eq. 152 on 1500 narrow ResNets (n = 8, L = 3, alpha = 0.6): the paired
+    z of E||J^k||^2 - E f_(k)^2 is small at every matrix, while the same test rejects the
+    full network's E f^2 = (1+alpha^m)^L (a wrong 'reduced' mean), so the test has power."""
+    a, L, m, n = 0.6, 3, 2, 8
+    runs = _runs("resnet_fc", depth=L, width=n, seeds=range(1500), alpha=a)
+    _shard, params, _ = _init(runs)
+    r = jm.jacobian_moments("resnet_fc", runs, params, chunk=1500)
+    J = r["jac_sq"]
+    F = np.repeat(r["f_reduced"] ** 2, m, axis=1)              # f_(k) for W^{k,1}, W^{k,2}
+    dm, se = jm.paired_difference(J, F)
+    # 6 comparisons: |z| < 4 fails by chance with p < 4e-4
+    assert np.abs(dm / se).max() < 4, dm / se
+    eq152 = a ** m * (1 + a ** m) ** (L - 1)
+    f2 = r["f_reduced"] ** 2
+    z152 = (f2.mean(0) - eq152) / (f2.std(0, ddof=1) / np.sqrt(len(f2)))
+    assert np.abs(z152).max() < 4, z152
+    full = np.repeat(r["f"][:, None] ** 2, 2 * L, axis=1)
+    dm2, se2 = jm.paired_difference(J, full)
+    assert (np.abs(dm2 / se2) > 5).all(), dm2 / se2
+    # Thm. 4.2: E f^4 / c4 <= E J^4 <= E f^4 (3 paired SE)
+    dlo, slo = jm.paired_difference(J ** 2, F ** 2 / 3.0)
+    dhi, shi = jm.paired_difference(J ** 2, F ** 2)
+    assert (dlo + 3 * slo >= 0).all() and (dhi - 3 * shi <= 0).all()
+
+
+def test_normalized_variance_and_slope_statistics():
+    rng = np.random.default_rng(0)
+    v = rng.gamma(4.0, size=(20000, 3))                         # Var/E^2 = 1/4
+    np.testing.assert_allclose(jm.normalized_variance(v), 0.25, rtol=0.05)
+    samples = {L: rng.gamma(4.0 * L, size=400) for L in (2, 4, 8, 16)}   # Var/E^2 = 1/(4L)
+    s = study.ratio_stats(samples, n_boot=200)
+    assert abs(s["slope"] + 1) < 4 * s["slope_se"] and 0 < s["slope_se"] < 0.2
+    flat = study.ratio_stats({L: rng.gamma(4.0, size=400) for L in (2, 4, 8, 16)}, n_boot=200)
+    assert abs(flat["slope"]) < 4 * flat["slope_se"]
+
+
+def _kernel_specs(depth, width, steps, seeds, lr=0.5, batch=16):
+    base = {"dataset": "digits", "width": width, "depth": depth, "activation": "relu", "sigma_w2": 2.0,
+                "sigma_b2": 0.0, "precision": "float64", "steps": steps, "eval_every": steps, "batch_size": batch,
+                "lr": lr}
+    scaled = float(study.fig5_alpha(depth, 0.3, 2)[0])
+    return [tuple(RunSpec(arch="resnet_fc", branch_depth=2, alpha=a, seed=s, **base)
+                  for a in (scaled, 0.3) for s in seeds),
+            tuple(RunSpec(arch="densenet_fc", seed=s, **base) for s in seeds),
+            tuple(RunSpec(arch="fc", seed=s, **base) for s in seeds)]
+
+
+def test_empirical_ntk_equals_explicit_jacobian_products():
+    """torch.func NTK over the hidden weights, summed over logits, against per-(input, logit)
+    autograd gradients of the plain module (float64, 1e-10)."""
+    runs = _runs("resnet_fc", depth=2, width=5, seeds=[0])
+    shard = Shard("t", runs)
+    params, _ = initial_state(shard, (D,), 3, torch.device("cpu"), torch.float64)
+    x = torch.randn(4, D, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    theta = jm.ntk_all("resnet_fc", runs, params, x)[0]
+    mod = reference.from_stacked("resnet_fc", runs[0], (D,), 3, params, [], 0, dtype=torch.float64)
+    out = mod(x)
+    rows = []
+    for p in range(4):
+        for c in range(3):
+            g = torch.autograd.grad(out[p, c], list(mod.W), retain_graph=True)
+            rows.append(torch.cat([t.flatten() for t in g]))
+    j = torch.stack(rows).view(4, 3, -1)
+    want = torch.einsum("pcn,qcn->pq", j, j)
+    np.testing.assert_allclose(theta.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_kernel_training_moves_the_kernel_and_a_model_trains_the_same_alone():
+    ds = study.load_dataset("digits")
+    xtr = torch.as_tensor(ds.x_train[:200], dtype=torch.float64)
+    ytr = torch.as_tensor(ds.y_train[:200])
+    xpr = torch.as_tensor(ds.x_test[:4], dtype=torch.float64)
+    runs = _kernel_specs(depth=3, width=8, steps=12, seeds=range(3))[0]
+    shard = Shard("t", runs)
+    params, _ = initial_state(shard, (64,), 10, torch.device("cpu"), torch.float64)
+    eta = torch.full((len(runs),), 0.5, dtype=torch.float64)
+    r = jm.train_kernel_change("resnet_fc", runs, params, xtr, ytr, xpr, 12, 16, eta, n_eval=200)
+    assert (r["loss_final"] < r["loss_init"]).all() and (r["ntk_rel_change"] > 1e-4).all()
+    assert (r["diverged"] == 0).all()
+    one = jm.train_kernel_change("resnet_fc", runs[4:5], [p[4:5] for p in params], xtr, ytr, xpr,
+                                 12, 16, eta[:1], n_eval=200)
+    for k in ("ntk_rel_change", "loss_final", "lr"):
+        np.testing.assert_allclose(one[k][0], r[k][4], rtol=1e-9)
+    still = jm.train_kernel_change("resnet_fc", runs[:1], [p[:1] for p in params], xtr, ytr, xpr,
+                                   12, 16, torch.tensor([1e-12], dtype=torch.float64), n_eval=200)
+    assert still["ntk_rel_change"][0] < 1e-9
+    np.testing.assert_allclose(still["loss_final"], still["loss_init"], rtol=1e-9)
+
+
+def _cfg():
+    return {"name": "jm", "theory": {"depth_max": 16, "c4": 3.0,
+                                     "fig4": {"alpha": [0.3], "branch_depth": 2},
+                                     "fig5": {"width_per_depth": 10, "resnet_a": 0.3, "branch_depth": 2}},
+            "analysis": {"z_max": 3.0, "within_fraction": 0.95, "fraction_tolerance": 0.05,
+                         "flat_slope_tolerance": 0.25, "n_boot": 50,
+                         "kernel": {"resnet_a": 0.3, "branch_depth": 2}, "kernel_probes": 4}}
+
+
+def test_study_measure_theory_claims_and_figures():
+    cfg = _cfg()
+    frames = []
+    specs = [_runs("resnet_fc", L, 8, range(6)) for L in (2, 3)]
+    for L in (2, 3):
+        specs.append(_runs("resnet_fc", L, 10 * L, range(6), alpha=float(study.fig5_alpha(L, 0.3, 2)[0]),
+                           precision="float32"))
+        specs += [_runs("densenet_fc", L, 10 * L, range(6), precision="float32"),
+                  _runs("fc", L, 10 * L, range(6), precision="float32")]
+    for runs in specs:
+        shard, params, buffers = _init(runs, name="jm")
+        frames.append(study.measure(shard, params, buffers, cfg))
+    for runs in _kernel_specs(depth=2, width=6, steps=4, seeds=range(3)):
+        shard = Shard("jm", runs)
+        params, buffers = initial_state(shard, (64,), 10, torch.device("cpu"), torch.float64)
+        frames.append(study.measure(shard, params, buffers, cfg))
+    runs = pd.concat(frames, ignore_index=True)
+    assert {"study", "shard_id", "run_id", "step", "metric", "value", "layer", "probe", "arch",
+            "depth", "width", "alpha"} <= set(runs.columns)
+    assert set(runs.metric) == {"f", "jac_sq", "jac_sq_total", "f_reduced", "ntk_rel_change",
+                                "ntk_diag_0", "lr", "loss_init", "loss_final", "diverged"}
+    assert set(runs[runs.metric == "f_reduced"].arch) == {"resnet_fc"}
+    assert not runs.duplicated(["run_id", "step", "metric", "layer", "probe"]).any()
+    # per-matrix rows sum to the total
+    tot = runs[runs.metric == "jac_sq_total"].set_index("run_id").value
+    per = runs[runs.metric == "jac_sq"].groupby("run_id").value.sum()
+    np.testing.assert_allclose(per.loc[tot.index], tot, rtol=1e-12)
+    theory = study.theory_table("jm", cfg["theory"], [])
+    assert {"c4", "f2_eq152", "mean_J2", "ratio_shape", "var_shape"} <= set(theory.quantity)
+    t = theory[(theory.quantity == "f2_eq152") & (theory.depth == 3)]
+    np.testing.assert_allclose(t.value, 0.09 * 1.09 ** 2)
+    np.testing.assert_allclose(study.theory_on(theory, "densenet_fc", "mean_J2", [1, 2, 3]),
+                               [1, 1.5, 11 / 6])
+    # vanilla: exp(5 L / n) is flat at n = 10 L
+    np.testing.assert_allclose(study.theory_on(theory, "fc", "ratio_shape", [2, 8]), np.exp(0.5))
+    # the panel split without config labels: width = 10 L (and alpha = 0.3/sqrt(L)) is Fig. 5
+    p = study.panels(runs, cfg)
+    ids = runs.drop_duplicates("run_id").set_index("run_id")
+    assert (p[ids.width == 8] == "fig4").all() and (p[ids.steps > 1] == "kernel").all()
+    assert (p[(ids.width != 8) & (ids.steps == 1)] == "fig5").all()
+    claims = study.claims_table(runs, theory, cfg)
+    assert list(claims.claim_id) == [
+        "thm4_1_second_moment[W^(k,1)]", "thm4_2_fourth_moment_bounds[W^(k,1)]",
+        "thm4_1_second_moment[W^(k,2)]", "thm4_2_fourth_moment_bounds[W^(k,2)]",
+        "eq152_reduced_output_mean", "fig5_vanilla_flat", "fig5_resnet_decreases",
+        "fig5_densenet_decreases", "kernel_resnet_scaled_below_vanilla[L=2, n=6]",
+        "kernel_densenet_below_vanilla[L=2, n=6]", "kernel_resnet_scaled_below_constant_alpha[L=2, n=6]"]
+    assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
+    assert np.isfinite(claims.measured.astype(float)).all()
+    for name, f in study.FIGURES.items():
+        assert name in study.CAPTIONS
+        fig = f(runs, theory, cfg)
+        axes = fig.axes
+        assert len(axes) == {"fig4": 4, "fig5": 3, "kernel": 2}[name.split("_")[-1]]
+        if not name.endswith("kernel"):                         # the kernel figure: x = architecture
+            assert all(ax.get_xscale() == "log" for ax in axes)
+        assert all(ax.get_title() for ax in axes)
+        assert all(len(ax.lines) + len(ax.collections) > 0 for ax in axes)
+        plt.close(fig)
+
+
+def test_config_expands_at_both_scales():
+    cfg = load_yaml(CONFIG)
+    assert cfg["paper"] == "001" and cfg["kind"] == "jacobian_moments"
+    for scale in ("quick", "paper"):
+        st = build_study("jacobian_moments", CONFIG, cfg, scale, 64)
+        runs = pd.DataFrame([{**r.as_dict(), "run_id": r.run_id} for r in st.runs])
+        p = study.panels(runs, st.cfg)
+        f5 = runs[runs.run_id.map(p).to_numpy() == "fig5"]
+        f4 = runs[runs.run_id.map(p).to_numpy() == "fig4"]
+        assert set(f5.arch) == {"resnet_fc", "densenet_fc", "fc"} and set(f4.arch) == {"resnet_fc"}
+        assert (f5.width == 10 * f5.depth).all()
+        res = f5[f5.arch == "resnet_fc"]
+        np.testing.assert_allclose(res.alpha, 0.3 / np.sqrt(res.depth), rtol=1e-9)
+        assert (f4.alpha == 0.3).all() and (f4.branch_depth == 2).all() and (res.branch_depth == 2).all()
+        assert (runs.activation == "relu").all() and (runs.sigma_w2 == 2.0).all()
+        n = runs[runs.steps == 1].groupby(["arch", "depth", "width", "alpha"]).size()
+        assert n.min() == n.max() == (128 if scale == "quick" else 200)
+        kr = runs[runs.run_id.map(p).to_numpy() == "kernel"]
+        assert set(kr.arch) == {"resnet_fc", "densenet_fc", "fc"} and kr.width.nunique() == 1
+        assert max(kr[kr.arch == "resnet_fc"].alpha.unique().tolist()) == 0.3
+        # the label rule and the width rule agree
+        np.testing.assert_array_equal(p.loc[runs.run_id].to_numpy(),
+                                      study.panels(runs, {"theory": cfg["theory"]}).loc[runs.run_id].to_numpy())
