@@ -1,0 +1,233 @@
+"""Empirical NTK of 001's ResNets / DenseNets (Eq. 1, Fig. 2) and the residual_ntk study."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from pathlib import Path
+
+import jsonschema
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from sigprop import tables
+from sigprop.config import build_study, load_yaml, run_labels
+from sigprop.measure import ntk
+from sigprop.nets import families
+from sigprop.runs import RunSpec, Shard, settings
+from sigprop.studies import residual_ntk as study
+from sigprop.theory import kernels
+from sigprop.train.shard import initial_state
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU = torch.device("cpu")
+
+
+def _runs(arch, width, depth, m=2, alphas=(0.3,), seeds=range(2), **kw):
+    return tuple(RunSpec(arch=arch, dataset="gaussian", width=width, depth=depth, branch_depth=m,
+                         alpha=a, activation="relu", sigma_w2=2.0, sigma_b2=0.0,
+                         precision="float64", steps=1, eval_every=1, seed=s, **kw)
+                 for a in alphas for s in seeds)
+
+
+def _explicit_ntk(arch, runs, params, x1, x2, weights=slice(1, -1)):
+    """``J(x1) J(x2)^T`` per model, with ``J`` materialized row by row: one autograd call
+    per output ``f(x_i)`` of one model, gradients w.r.t. ``params[weights]`` flattened."""
+    fam = families.get(arch)
+    out = []
+    for k in range(len(runs)):
+        ps = [p[k:k + 1].clone().requires_grad_(True) for p in params]
+
+        def jac(x, k=k, ps=ps):
+            rows = []
+            for i in range(x.shape[0]):
+                y, _ = fam.apply(runs[k:k + 1], ps, [], x[i:i + 1][None], False, None, 0)
+                g = torch.autograd.grad(y.sum(), ps[weights])
+                rows.append(torch.cat([t.reshape(-1) for t in g]))
+            return torch.stack(rows)
+        out.append((jac(x1) @ jac(x2).T).detach().numpy())
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("arch,m", [("resnet_fc", 2), ("resnet_fc", 3), ("densenet_fc", 1)])
+def test_ntk_methods_equal_the_explicit_jacobian(arch, m):
+    runs = _runs(arch, width=5, depth=3, m=m, alphas=(0.3, 1.7), seeds=range(2))
+    params, _ = initial_state(Shard("t", runs), (6,), 1, CPU, torch.float64)
+    gen = torch.Generator().manual_seed(0)
+    x1 = torch.randn(3, 6, generator=gen, dtype=torch.float64)
+    x2 = torch.randn(4, 6, generator=gen, dtype=torch.float64)
+    want = _explicit_ntk(arch, runs, params, x1, x2)
+    assert want.shape == (4, 3, 4) and np.abs(want).max() > 0.1
+    for method in ntk.METHODS:
+        got = ntk.empirical_ntk(runs, params, x1, x2, method)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
+    # per-model inputs [M, B, d]
+    xs = torch.randn(4, 2, 6, generator=gen, dtype=torch.float64)
+    got = ntk.empirical_ntk(runs, params, xs, xs)
+    for k in range(4):
+        np.testing.assert_allclose(got[k], _explicit_ntk(arch, runs[k:k + 1], [p[k:k + 1] for p in params],
+                                                          xs[k], xs[k])[0], rtol=0, atol=1e-10)
+    # W^s and W^f are excluded: the all-weights kernel differs
+    every = _explicit_ntk(arch, runs, params, x1, x2, weights=slice(None))
+    assert np.abs(every - want).max() > 0.1
+
+
+def test_embedded_inputs_are_the_two_dimensional_net():
+    """``embed``: the D-input net on the padded input is the d = 2 net with ``W^s[:, :2]`` and
+    ``Sigma^0 = x.x'/2`` (Eq. 11)."""
+    theta = np.linspace(0, np.pi, 7)
+    x1, x2 = ntk.fig2_probe_inputs(theta, 16)
+    np.testing.assert_allclose((x1 @ x2.T).numpy()[0] / 16, np.cos(theta) / 2, atol=1e-15)
+    runs = _runs("densenet_fc", width=6, depth=2, seeds=range(3))
+    params, _ = initial_state(Shard("t", runs), (16,), 1, CPU, torch.float64)
+    small = [params[0][:, :, :2]] + params[1:]
+    fam = families.get("densenet_fc")
+    big_out, _ = fam.apply(runs, params, [], x2.expand(3, -1, -1), False, None, 0)
+    _, x2_small = kernels.fig2_inputs(theta)
+    small_out, _ = fam.apply(runs, small, [], torch.as_tensor(x2_small).expand(3, -1, -1), False, None, 0)
+    torch.testing.assert_close(big_out, small_out, rtol=1e-12, atol=1e-12)
+
+
+def test_measure_rows_and_homogeneity(tmp_path):
+    runs = _runs("resnet_fc", width=8, depth=2, alphas=(0.3, 0.9), seeds=range(3))
+    shard = Shard("rn", runs)
+    params, buffers = initial_state(shard, (10,), 1, CPU, torch.float64)
+    cfg = {"name": "rn", "theory": {"n_angles": 5, "fig2_input_dim": 2}}
+    df = study.measure(shard, params, buffers, cfg)
+    assert {"study", "shard_id", "run_id", "step", "metric", "value", "probe", "theta", "alpha",
+            "branch_depth", "width", "depth"} <= set(df.columns)
+    assert set(df.metric) == {"ntk", "ntk_diag"} and len(df) == 6 * (5 + 1)
+    a = df[df.metric == "ntk"]
+    assert sorted(a.probe.unique()) == list(range(5))
+    np.testing.assert_allclose(np.sort(a.theta.unique()), np.linspace(0, np.pi, 5))
+    # G is quadratic in the input scale (relu, no biases): Sigma^0 = 1 is twice Sigma^0 = 1/2
+    g0 = a[a.probe == 0].set_index("run_id").value
+    gd = df[df.metric == "ntk_diag"].set_index("run_id").value
+    np.testing.assert_allclose(gd.loc[g0.index], 2 * g0, rtol=1e-12)
+    path = tables.write_atomic(df, tmp_path / "s.parquet")
+    assert len(tables.merge_runs([path])) == len(df)
+
+
+def test_theory_table_quantities():
+    th = {"n_angles": 5, "fig2_input_dim": 2, "max_depth": 6,
+          "resnet": [{"branch_depth": 2, "alpha": 0.3}]}
+    s = [{"activation": "relu", "sigma_w2": 2.0, "sigma_b2": 0.0, "keep_rate": 1.0}]
+    t = study.theory_table("rn", th, s)
+    assert set(tables.THEORY_COLUMNS) <= set(t.columns)
+
+    def q(name, arch):
+        return t[(t.quantity == name) & (t.arch == arch)].sort_values(["depth", "theta"])
+    np.testing.assert_allclose(q("ntk_diag_eq25", "resnet_fc").value, q("ntk_diag_thm1", "resnet_fc").value,
+                               rtol=1e-7)
+    np.testing.assert_allclose(q("ntk_diag_recursion", "densenet_fc").value,
+                               q("ntk_diag_thm2", "densenet_fc").value, rtol=1e-9)
+    L = np.arange(1, 7)
+    np.testing.assert_allclose(q("ntk_diag_eq29", "densenet_fc").value,
+                               [np.sum(1 / (np.arange(1, n + 1) + 1)) for n in L])
+    # Fig. 2 angle 0 is the diagonal at Sigma^0 = 1/2
+    ang = q("ntk_angle", "resnet_fc")
+    np.testing.assert_allclose(ang[ang.theta == 0].value, 0.5 * kernels.resnet_ntk_diagonal(L, 2, 0.3),
+                               rtol=1e-7)
+    assert len(ang) == 6 * 5
+    with pytest.raises(ValueError, match="sigma_w2 = 2"):
+        study.theory_table("rn", th, [{**s[0], "sigma_w2": 1.0}])
+
+
+def _tiny_cfg():
+    fixed = {"dataset": "gaussian", "activation": "relu", "sigma_w2": 2.0, "sigma_b2": 0.0,
+             "precision": "float64", "steps": 1, "eval_every": 1}
+    blocks = [
+        {"label": "Fig. 2 ResNet", "fixed": {**fixed, "arch": "resnet_fc", "depth": 2, "branch_depth": 2,
+                                             "alpha": 0.5},
+         "grid": {"width": [16, 256], "seed": list(range(24))}},
+        {"label": "Fig. 2 DenseNet", "fixed": {**fixed, "arch": "densenet_fc", "depth": 2},
+         "grid": {"width": [16, 256], "seed": list(range(24))}},
+        {"label": "diagonal ResNet", "fixed": {**fixed, "arch": "resnet_fc", "width": 32, "branch_depth": 2,
+                                               "alpha": 0.5},
+         "grid": {"depth": [1, 3], "seed": list(range(64))}},
+        {"label": "diagonal DenseNet", "fixed": {**fixed, "arch": "densenet_fc", "width": 32},
+         "grid": {"depth": [1, 3], "seed": list(range(64))}},
+    ]
+    return {"name": "residual_ntk", "paper": "001", "kind": "residual_ntk", "title": "tiny",
+            "theory": {"n_angles": 8, "fig2_input_dim": 2, "max_depth": 3,
+                       "resnet": [{"branch_depth": 2, "alpha": 0.5}]},
+            "analysis": {"z_max": 3.0, "within_fraction": 0.95, "fraction_tolerance": 0.05,
+                         "n_boot": 50, "faint_samples": 3},
+            "scales": {"quick": {"blocks": blocks}, "paper": {"blocks": blocks}}}
+
+
+@pytest.fixture(scope="module")
+def measured():
+    cfg = _tiny_cfg()
+    st = build_study("residual_ntk", "tiny.yaml", cfg, "quick", 64)
+    frames = []
+    for sh in st.shards:
+        params, buffers = initial_state(sh, (12,), 1, CPU, torch.float64)
+        frames.append(study.measure(sh, params, buffers, st.cfg))
+    runs = pd.concat(frames, ignore_index=True)
+    theory = study.theory_table("residual_ntk", cfg["theory"], settings(st.runs))
+    return runs, theory, st.cfg
+
+
+def test_claims_on_a_tiny_measurement(measured):
+    runs, theory, cfg = measured
+    claims = study.claims_table(runs, theory, cfg)
+    assert list(claims.columns) == tables.CLAIM_COLUMNS
+    by = claims.set_index("claim_id")
+    ids = set(by.index)
+    assert {f"fig2_mean_matches_theory[{a}, n={n}]" for a in ("resnet_fc", "densenet_fc")
+            for n in (16, 256)} <= ids
+    for a in ("resnet_fc", "densenet_fc"):
+        assert {f"fig2_spread_shrinks_with_width[{a}]", f"fig2_spread_scales_as_inv_sqrt_width[{a}]"} <= ids
+        assert by.loc[f"fig2_spread_scales_as_inv_sqrt_width[{a}]", "expected"] == f"{np.sqrt(16 / 256):.4f}"
+    assert {"eq25_resnet_diagonal[m=2, alpha=0.5]", "eq29_densenet_diagonal_printed",
+            "densenet_diagonal_harmonic"} <= ids
+    assert set(claims.verdict) <= {"pass", "fail"}
+    # the printed Eq. 29 (1/2 at L = 1) is rejected, H_L (1 at L = 1) and Eq. 25 are not
+    assert by.loc["eq29_densenet_diagonal_printed", "verdict"] == "fail"
+    assert "contradicts the printed Eq. 29" in by.loc["eq29_densenet_diagonal_printed", "detail"]
+    assert by.loc["densenet_diagonal_harmonic", "verdict"] == "pass"
+    assert by.loc["eq25_resnet_diagonal[m=2, alpha=0.5]", "verdict"] == "pass"
+    assert by.loc["fig2_spread_shrinks_with_width[resnet_fc]", "verdict"] == "pass"
+    # a wrong kernel (15 % too large) is caught at width 256
+    wrong = theory.assign(value=np.where(theory.quantity == "ntk_angle", 1.15 * theory.value, theory.value))
+    bad = study.claims_table(runs, wrong, cfg).set_index("claim_id")
+    assert bad.loc["fig2_mean_matches_theory[resnet_fc, n=256]", "verdict"] == "fail"
+    assert bad.loc["fig2_mean_matches_theory[densenet_fc, n=256]", "verdict"] == "fail"
+
+
+def test_figures(measured):
+    runs, theory, cfg = measured
+    n_axes = {"residual_ntk_angles": 4, "residual_ntk_diagonal": 2}
+    assert set(study.FIGURES) == set(study.CAPTIONS) == set(n_axes)
+    for name, f in study.FIGURES.items():
+        fig = f(runs, theory, cfg)
+        assert len(fig.axes) == n_axes[name]
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("scale,depth,inits", [("quick", 3, 32), ("paper", 10, 200)])
+def test_shipped_config_expands(scale, depth, inits):
+    path = ROOT / "config/studies/residual_ntk.yaml"
+    cfg = load_yaml(path)
+    jsonschema.validate(cfg, yaml.safe_load((ROOT / "workflow/schemas/study.schema.yaml").read_text()))
+    st = build_study("residual_ntk", path, cfg, scale, 64)
+    assert st.kind == "residual_ntk" and cfg["paper"] == "001" and study.TASK == "measure"
+    labels = run_labels(cfg, scale)
+    df = pd.DataFrame([{**r.as_dict(), "label": labels[r.run_id]} for r in st.runs])
+    assert (df.activation == "relu").all() and np.allclose(df.sigma_w2, 2.0)
+    fig2 = df[df.label.str.startswith("Fig. 2")]
+    assert set(fig2.arch) == {"resnet_fc", "densenet_fc"} and set(fig2.width) == {50, 500}
+    assert (fig2.depth == depth).all() and (fig2[fig2.arch == "resnet_fc"].branch_depth == 2).all()
+    assert (fig2.groupby(["arch", "width"]).size() == inits).all()
+    assert cfg["theory"]["n_angles"] == 20
+    # every run has theory rows: depth tabulated, ResNet (m, alpha) listed
+    assert df.depth.max() <= cfg["theory"]["max_depth"]
+    listed = {(s["branch_depth"], s["alpha"]) for s in cfg["theory"]["resnet"]}
+    res = df[df.arch == "resnet_fc"]
+    assert set(zip(res.branch_depth, res.alpha)) <= listed
+    assert df.label.str.startswith("diagonal").any()
