@@ -247,9 +247,10 @@ def linear_dropout_expectation(weights, biases, keep_probs, x):
         p = np.broadcast_to(p, np.broadcast_shapes(p.shape, mu.shape))
         second = np.diagonal(C, axis1=-2, axis2=-1) + mu * mu
         cy = p[..., :, None] * p[..., None, :] * C
-        cy = cy + np.einsum("...i,ij->...ij", p * (1.0 - p) * second, np.eye(mu.shape[-1]))
+        i = np.arange(mu.shape[-1])
+        cy[..., i, i] += p * (1.0 - p) * second
         mu = (p * mu) @ w.T + b
-        C = np.einsum("ai,...ij,bj->...ab", w, cy, w)
+        C = w @ cy @ w.T                      # O(n^3) per layer (matrix products, not einsum)
         means.append(mu)
         covs.append(C)
     return {"mean": means, "cov": covs, "var": [np.diagonal(c, axis1=-2, axis2=-1).copy() for c in covs]}
