@@ -5,6 +5,7 @@
 rule measure_shard:
     input:
         init="results/{study}/init/{shard}.pt",
+        data=shard_dataset,
     output:
         "results/{study}/measurements/{shard}.parquet",
     params:

@@ -71,8 +71,14 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
 
 
 def measure_shard(kind: str, shard_json: str, init_path: str, out: str, cfg: dict,
-                  device: str = "auto", threads: int | None = None) -> None:
-    """Run a measurement study's ``measure`` on a shard's initialized models."""
+                  device: str = "auto", threads: int | None = None,
+                  data_path: str | None = None) -> None:
+    """Run a measurement study's ``measure`` on a shard's initialized models.
+
+    ``cfg["data_path"]`` is the shard's prepared data set (``results/data/<name>.npz``)
+    for studies whose measurement reads data (e.g. 002's trained networks)."""
+    if data_path is not None:
+        cfg = {**cfg, "data_path": str(data_path)}
     from . import studies
     dev = _setup(device, threads)
     shard = Shard.from_json(shard_json)

@@ -5,8 +5,8 @@ the distinct activation/σ_w²/σ_b²/keep-rate combinations of its runs),
 ``FIGURES`` (name -> function of ``(runs, theory, cfg)`` returning a matplotlib
 figure), ``CAPTIONS`` and ``claims_table(runs, theory, cfg)``.  ``TASK`` says what
 a shard job does: ``"train"`` (the default: the shard trainer) or ``"measure"``
-(the module's ``measure(shard, params, buffers, cfg)`` on the initialized models,
-no training).  Add a paper by adding a module here, a config/studies file whose
+(the module's ``measure(shard, params, buffers, cfg, device)`` on the initialized
+models; ``cfg["data_path"]`` is the shard's prepared data set).  Add a paper by adding a module here, a config/studies file whose
 ``kind`` names it, and nothing in the rules.  Modules must not import torch at
 the top level (they are imported while Snakemake builds the DAG).
 """
@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib
 
 KINDS = ("trainable_depth", "meanfield_maps", "gradient_metrics", "gradient_universality",
-         "training_speed", "residual_ntk", "jacobian_moments")
+         "training_speed", "residual_ntk", "jacobian_moments", "dropout_ensemble",
+         "dropout_training")
 
 
 def get(kind: str):

@@ -1,0 +1,342 @@
+"""Trained dropout networks (002 Figs. 9.3-9.15, 11.1-11.3, §11.6): Monte Carlo, tables, claims."""
+
+import itertools
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from sigprop import tables
+from sigprop.config import build_study
+from sigprop.measure import dropout_learning as dl
+from sigprop.measure import dropout_mc as mc
+from sigprop.runs import RunSpec, Shard
+from sigprop.studies import dropout_training as study
+from sigprop.theory import ensembles as ens
+
+ROOT = Path(__file__).resolve().parents[1]
+CFG_PATH = ROOT / "config/studies/dropout_training.yaml"
+DT = torch.float64
+
+
+def _net(widths, sd=1.5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ws = [torch.randn(o, i, generator=g, dtype=DT) * sd / i ** 0.5 for i, o in itertools.pairwise(widths)]
+    bs = [0.3 * torch.randn(o, generator=g, dtype=DT) for o in widths[1:]]
+    x = torch.rand(widths[0], generator=g, dtype=DT)
+    return ws, bs, x
+
+
+# ------------------------------------------------------------------ Monte Carlo
+
+
+@pytest.mark.parametrize("mode", mc.MODES)
+def test_batched_mc_equals_a_per_sample_loop(mode):
+    ws, bs, x = _net([7, 9, 8, 3])
+    keeps = mc.layer_keeps(3, 0.8, 0.5)
+    masks = mc.draw_masks(torch.Generator().manual_seed(1), 64, [7, 9, 8], keeps)
+    S, O = mc.mc_forward(ws, bs, x, masks, mode)
+    for k in range(64):
+        a = x
+        for l, (w, b) in enumerate(zip(ws, bs)):
+            m = masks[l][k]
+            g = a * m if mode == "dropout" else a * m + (1 - m)
+            s = w @ g + b
+            a = torch.sigmoid(s)
+            torch.testing.assert_close(S[l][k], s, rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(O[l][k], a, rtol=1e-12, atol=1e-12)
+
+
+def test_input_stats_equal_the_moments_of_the_samples():
+    ws, bs, x = _net([6, 10, 10, 4])
+    keeps = mc.layer_keeps(3, 0.8, 0.5)
+    n = 300
+    pairs = {"u": (1, torch.tensor([0, 3, 5]), 1, torch.tensor([2, 4, 9])),
+             "c": (1, torch.tensor([1, 7]), 0, torch.tensor([8, 0]))}
+    r = mc.mc_input_stats(ws, bs, x, keeps, n, torch.Generator().manual_seed(5), pairs=pairs,
+                          quantiles=(0.05, 0.95))
+    masks = mc.draw_masks(torch.Generator().manual_seed(5), n, [6, 10, 10], keeps)
+    _, O = mc.mc_forward(ws, bs, x, masks)
+    _, W = mc.det_forward(ws, bs, x[None], keeps)
+    for l in range(3):
+        o = O[l].numpy()
+        u = {k: v.numpy() for k, v in r["units"][l].items()}
+        np.testing.assert_allclose(u["E"], o.mean(0), rtol=1e-12)
+        np.testing.assert_allclose(u["V"], o.var(0), rtol=1e-9, atol=1e-15)
+        np.testing.assert_allclose(u["NWGM"], ens.nwgm(o, axis=0), rtol=1e-10)   # Eq. 39 identity
+        np.testing.assert_allclose(u["Esp"], (o * (1 - o)).mean(0), rtol=1e-12)
+        np.testing.assert_allclose(u["W"], W[l][0].numpy(), rtol=1e-12)
+        np.testing.assert_allclose(r["quantiles"][l].numpy(), np.quantile(o, [0.05, 0.95], axis=0), rtol=1e-12)
+    np.testing.assert_allclose(r["pairs"]["u"].numpy(), (O[1][:, [0, 3, 5]] * O[1][:, [2, 4, 9]]).mean(0).numpy(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(r["pairs"]["c"].numpy(), (O[1][:, [1, 7]] * O[0][:, [8, 0]]).mean(0).numpy(),
+                               rtol=1e-12)
+    # chunked accumulation gives the same moments as one pass over the same number of samples
+    rc = mc.mc_input_stats(ws, bs, x, keeps, n, torch.Generator().manual_seed(5), chunk=70)
+    assert rc["units"][0]["E"].shape == (10,)
+    assert np.all(np.abs(rc["units"][2]["E"].numpy() - u["E"]) < 6 * np.sqrt(u["V"] / n) + 1e-12)
+
+
+def _exact(ws, bs, x, keeps, mode="dropout"):
+    """Exact E(O), E(S), E(O_i O_j) of every layer by enumerating every mask (tiny nets only)."""
+    dims = [w.shape[1] for w in ws]
+    p = np.concatenate([np.full(d, k) for d, k in zip(dims, keeps)])
+    bits = np.array(list(itertools.product([0.0, 1.0], repeat=int(p.size))))
+    prob = np.prod(np.where(bits == 1, p, 1 - p), axis=1)
+    masks, off = [], 0
+    for d in dims:
+        masks.append(torch.tensor(bits[:, off:off + d], dtype=DT))
+        off += d
+    S, O = mc.mc_forward(ws, bs, x, masks, mode)
+    pr = torch.tensor(prob, dtype=DT)[:, None]
+    return [(pr * o).sum(0) for o in O], [(pr * s).sum(0) for s in S], [(pr * o * o).sum(0) for o in O]
+
+
+def test_w_network_is_exact_for_layer_one_and_mc_estimates_the_exact_expectation():
+    ws, bs, x = _net([3, 4, 3, 2], sd=3.0, seed=3)
+    keeps = mc.layer_keeps(3, 0.8, 0.5)
+    E, ES, EO2 = _exact(ws, bs, x, keeps)
+    _, W = mc.det_forward(ws, bs, x[None], keeps)
+    ref = ens.deterministic_forward([w.numpy() for w in ws], [b.numpy() for b in bs], keeps, x.numpy())
+    for l in range(3):
+        np.testing.assert_allclose(W[l][0].numpy(), ref["W"][l], rtol=1e-12)    # Eq. 98, two codes
+    # layer 1: E(S^1) = U^1, so the exact NWGM (Eq. 39) equals W^1
+    torch.testing.assert_close(torch.sigmoid(ES[0]), W[0][0], rtol=1e-12, atol=1e-12)
+    # deeper layers: W is not exact, the difference is what the study measures
+    assert float((W[2][0] - E[2]).abs().max()) > 1e-4
+    # Monte Carlo: E within 4 SE of the exact value; SE of E - NWGM of the right size
+    r = mc.mc_input_stats(ws, bs, x, keeps, 40000, torch.Generator().manual_seed(0))
+    for l in range(3):
+        u = r["units"][l]
+        assert torch.all((u["E"] - E[l]).abs() <= 4 * u["se_e"] + 1e-12)
+        nw_exact = torch.sigmoid(ES[l])
+        assert torch.all(((u["E"] - u["NWGM"]) - (E[l] - nw_exact)).abs() <= 4 * u["se_nwgm"] + 1e-12)
+        torch.testing.assert_close(u["V"], EO2[l] - E[l] ** 2, atol=4e-3, rtol=0)
+
+
+def test_se_of_e_minus_nwgm_matches_the_spread_over_repeats():
+    ws, bs, x = _net([5, 6, 6, 2], sd=3.0, seed=7)
+    keeps = mc.layer_keeps(3, 0.8, 0.5)
+    g = torch.Generator().manual_seed(11)
+    d, se = [], []
+    for _ in range(300):
+        u = mc.mc_input_stats(ws, bs, x, keeps, 200, g)["units"][1]
+        d.append((u["E"] - u["NWGM"]).numpy())
+        se.append(u["se_nwgm"].numpy())
+    ratio = np.std(d, axis=0, ddof=1) / np.mean(se, axis=0)
+    # 300 repeats: the SD itself is known to about 4%; the delta method is first order
+    assert np.all(np.abs(ratio - 1) < 0.2), ratio
+
+
+def test_dropin_gate_and_its_ensemble_network():
+    ws, bs, x = _net([3, 4, 3, 2], sd=2.0, seed=4)
+    keeps = mc.layer_keeps(3, 0.8, 0.5)
+    _, ES, _ = _exact(ws, bs, x, keeps, mode="dropin")
+    U, _ = mc.det_forward(ws, bs, x[None], keeps, "dropin")
+    # the dropin ensemble network replaces each gate by p O + (1 - p): exact for E(S^1)
+    torch.testing.assert_close(U[0][0], ES[0], rtol=1e-12, atol=1e-12)
+    U0, _ = mc.det_forward(ws, bs, x[None], keeps, "dropout")
+    assert float((U[0] - U0[0]).abs().max()) > 0.01
+    with pytest.raises(ValueError):
+        mc.gate(x, x, "dropsideways")
+
+
+def test_w_ij_is_the_ensemble_activation_without_the_connection():
+    ws, bs, x = _net([5, 6, 4, 2], seed=2)
+    keeps = mc.layer_keeps(3, 0.8, 0.5)
+    U, W = mc.det_forward(ws, bs, x[None], keeps)
+    i, j = 2, 4
+    ws2 = [w.clone() for w in ws]
+    ws2[1][i, j] = 0.0
+    _, W2 = mc.det_forward(ws2, bs, x[None], keeps)
+    wij = mc.connected_w_removed(U[1][0][i], ws[1][i, j], keeps[1], W[0][0][j])
+    torch.testing.assert_close(wij, W2[1][0][i], rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------ a tiny measurement
+
+
+P_TINY = {"n_inputs": 3, "mc_samples": 120, "mc_samples_trajectory": 60, "mc_chunk": 0,
+          "pairs_per_layer": 20, "sparsity_inputs": 40, "mc_eval_samples": 3, "active_threshold": 0.1,
+          "sparse_threshold": 0.1, "hist_bins": 10}
+
+
+def _toy_data(n=160, d=12, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    centres = rng.uniform(0, 1, (3, d))
+    x = np.clip(centres[y] + 0.15 * rng.standard_normal((n, d)), 0, 1)
+    t = lambda v: torch.tensor(v, dtype=DT)
+    return {"x_train": t(x[:120]), "y_train": torch.tensor(y[:120]), "x_test": t(x[120:]),
+            "y_test": torch.tensor(y[120:])}
+
+
+RUN = RunSpec(arch="fc", dataset="digits", width=10, depth=3, activation="sigmoid", sigma_w2=1.0,
+              sigma_b2=0.0, keep_rate=0.5, lr=0.5, momentum=0.9, batch_size=16, steps=40,
+              eval_every=10, precision="float64")
+
+
+@pytest.fixture(scope="module")
+def tiny_runs():
+    shard = Shard("dropout_training", (RUN,))
+    ws, bs, _ = _net([12, 10, 10, 10, 3], sd=1.0, seed=9)
+    long = dl.measure_run(ws, bs, _toy_data(), RUN, P_TINY, 0.8, torch.device("cpu"))
+    return tables.run_rows(shard, long.assign(model=0), "cpu", order=("layer", "probe"))
+
+
+def _cfg():
+    cfg = yaml.safe_load(CFG_PATH.read_text())
+    return {**cfg, "scale": "quick"}
+
+
+def test_measurement_rows_are_complete_and_deterministic(tiny_runs):
+    r = tiny_runs
+    assert not r.duplicated(["run_id", "step", "metric", "layer", "probe"]).any()
+    u = study.unit_table(r, 40)
+    assert len(u) == 3 * 3 * 10                     # inputs x layers x units
+    assert set(dl.UNIT_METRICS) <= set(u.columns)
+    inp, unit = dl.probe_decode(u.probe)
+    assert set(inp) == {0, 1, 2} and set(unit) == set(range(10))
+    assert np.all(u.V <= u.E * (1 - u.E) + 1e-12)    # Var(O) <= E(1-E) for O in [0, 1]
+    for kind, n in (("u", 3 * 3 * 20), ("c", 3 * 2 * 20)):
+        assert len(study.pair_table(r, 0, kind)) == n
+    assert sorted(r[r.metric == "test_acc"].step) == [0, 10, 20, 30, 40]
+    assert {"dropin_test_acc_mc", "dropin_traj_V", "typ_active_E", "act_hist", "mc_seconds"} <= set(r.metric)
+    # the sparsity histogram counts every activation once
+    h = r[(r.metric == "act_hist") & (r.step == 40)].groupby("layer").value.sum()
+    assert np.all(h == 40 * 10)
+    # same run, same rows
+    ws, bs, _ = _net([12, 10, 10, 10, 3], sd=1.0, seed=9)
+    again = dl.measure_run(ws, bs, _toy_data(), RUN, P_TINY, 0.8, torch.device("cpu"))
+    keep = ~again.metric.str.contains("seconds")
+    mine = r[~r.metric.str.contains("seconds")]
+    a = again[keep].sort_values(["metric", "step", "layer", "probe"]).value.to_numpy()
+    b = mine.sort_values(["metric", "step", "layer", "probe"]).value.to_numpy()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_claims_on_a_tiny_measurement(tiny_runs):
+    th = study.theory_table("dropout_training", {"e_grid": 11},
+                            [{"activation": "sigmoid", "sigma_w2": 1.0, "sigma_b2": 0.0, "keep_rate": 0.5}])
+    assert set(tables.THEORY_COLUMNS) <= set(th.columns)
+    c = study.claims_table(tiny_runs, th, _cfg())
+    assert list(c.columns) == tables.CLAIM_COLUMNS
+    assert c.claim_id.is_unique
+    assert set(c.verdict) <= {"pass", "fail", "inconclusive"}
+    for cid in ("nwgm_within_bound2[final]", "w_error_no_depth_growth[final]", "dropin_fails",
+                "variance_rises_during_learning", "active_consistency_across_layers[final]",
+                "wij_correction_helps[final]", "sigma_prime_of_mean[init]", "sparse_activations[final]"):
+        assert cid in set(c.claim_id)
+    # at initialisation NWGM and E agree to well within the bounds + noise
+    assert c.set_index("claim_id").loc["nwgm_within_bound2[init]", "verdict"] == "pass"
+    # corrupt the table: NWGM far from E must fail the bound claim and the small-error claim
+    bad = tiny_runs.copy()
+    sel = (bad.metric == "NWGM") & (bad.step == 40)
+    bad.loc[sel, "value"] = 0.001
+    bad.loc[(bad.metric == "se_nwgm") & (bad.step == 40), "value"] = 0.0
+    cb = study.claims_table(bad, th, _cfg()).set_index("claim_id")
+    assert cb.loc["nwgm_within_bound2[final]", "verdict"] == "fail"
+    assert cb.loc["nwgm_error_small[final]", "verdict"] == "fail"
+    # dropin accuracy as high as dropout's: the dropin claim must fail
+    hi = tiny_runs.copy()
+    for m in ("test_acc", "test_acc_mc", "dropin_test_acc", "dropin_test_acc_mc"):
+        hi.loc[hi.metric == m, "value"] = 0.99
+    assert study.claims_table(hi, th, _cfg()).set_index("claim_id").loc["dropin_fails", "verdict"] == "fail"
+
+
+def test_statistics_helpers():
+    rng = np.random.default_rng(0)
+    sk, ku = study.skew_kurtosis(rng.standard_normal(200000))
+    assert abs(sk) < 0.03 and abs(ku) < 0.06
+    sk, ku = study.skew_kurtosis(rng.exponential(size=200000))
+    assert abs(sk - 2) < 0.1 and abs(ku - 6) < 0.6
+    assert list(study.within(np.array([0.1, -0.3, 0.2]), np.array([0.1, 0.2, 0.1]), np.array([0, 0.01, 0.05]),
+                             3.0)) == [True, False, True]
+    s = pd.Series([0.0, 1.0, 2.0, 2.0, 2.2], index=[0, 10, 20, 30, 40])
+    assert study.settle_change(s, 0.25) == pytest.approx(0.2 / 2.2)
+    assert study.median_abs_log_ratio([1.0, 2.0, 4.0], [1.0, 1.0, 1.0]) == pytest.approx(np.log(2))
+    e, v = np.array([0.2, 0.7]), np.array([0.01, 0.05])
+    b = ens.eq87_bounds(e, v)
+    assert np.all(b["second_order"] <= b["bound1"]) and np.all(b["bound1"] <= b["bound2"] + 1e-15)
+
+
+def test_figures_have_their_panels(tiny_runs):
+    th = study.theory_table("dropout_training", {"e_grid": 51},
+                            [{"activation": "sigmoid", "sigma_w2": 1.0, "sigma_b2": 0.0, "keep_rate": 0.5}])
+    want = {"dropout_approximations": 9, "dropout_errors": 12, "dropout_moments": 8, "dropout_sparsity": 3,
+            "dropin": 3}
+    assert set(study.FIGURES) == set(want) == set(study.CAPTIONS)
+    for name, fn in study.FIGURES.items():
+        fig = fn(tiny_runs, th, _cfg())
+        axes = fig.get_axes()
+        assert len(axes) == want[name], name
+        assert all(ax.get_title() for ax in axes), name
+        assert sum(len(ax.lines) + len(ax.collections) + len(ax.patches) for ax in axes) > len(axes), name
+        plt.close(fig)
+
+
+def test_config_expands_at_both_scales():
+    from snakemake.utils import validate
+    cfg = yaml.safe_load(CFG_PATH.read_text())
+    validate(cfg, str(ROOT / "workflow/schemas/study.schema.yaml"))
+    q = build_study("dropout_training", CFG_PATH, cfg, "quick", 64)
+    p = build_study("dropout_training", CFG_PATH, cfg, "paper", 64)
+    for st, ds, width, depth in ((q, "digits", 100, 3), (p, "mnist", 1200, 4)):
+        assert {r.dataset for r in st.runs} == {ds}
+        assert all(r.width == width and r.depth == depth and r.activation == "sigmoid"
+                   and r.keep_rate == 0.5 and r.arch == "fc" for r in st.runs)
+        sp = study.scale_params(st.cfg)
+        assert {"n_inputs", "mc_samples", "mc_samples_trajectory", "pairs_per_layer"} <= set(sp)
+    assert study.scale_params(p.cfg)["mc_samples"] == 10000 and study.scale_params(p.cfg)["n_inputs"] == 10
+    assert max(r.steps for r in p.runs) == 100 * 60000 // 100        # 100 epochs of batches of 100
+    assert len(p.shards) == len(p.runs)
+    assert cfg["analysis"]["input_keep"] == 0.8
+
+
+def test_unit_interval_undoes_the_standardisation():
+    rng = np.random.default_rng(1)
+    raw = rng.integers(0, 256, (50, 1, 4, 4)).astype(float)
+    raw[0, 0, 0, 0], raw[1, 0, 0, 0] = 0, 255
+    std = (raw - raw.mean()) / raw.std()                       # one mean/SD per channel (MNIST-like)
+    a, b = dl.unit_interval(std[:40], std[40:], per_feature=False)
+    np.testing.assert_allclose(a, raw[:40].reshape(40, -1) / 255, atol=1e-12)
+    feat = rng.normal(3, 2, (30, 5))
+    feat[:, 2] = 1.0                                           # a constant feature
+    a, b = dl.unit_interval(feat[:20], feat[20:], per_feature=True)
+    assert np.all(a.min(0)[[0, 1, 3, 4]] == 0) and np.all(a.max(0)[[0, 1, 3, 4]] == 1)
+    assert np.all(a[:, 2] == 0) and np.all((b >= 0) & (b <= 1))
+
+
+def test_measure_runs_on_the_workflow_state(tmp_path):
+    from sigprop.data.prepare import prepare
+    from sigprop.train.shard import initial_state
+    prepare("digits", tmp_path / "digits.npz")
+    runs = tuple(RunSpec(arch="fc", dataset="digits", width=8, depth=2, activation="sigmoid", sigma_w2=1.0,
+                         sigma_b2=0.0, keep_rate=0.5, lr=0.5, momentum=0.9, batch_size=16, steps=20,
+                         eval_every=10, precision="float64", seed=s) for s in (0, 1))
+    shard = Shard("dropout_training", runs)
+    params, buffers = initial_state(shard, (64,), 10, torch.device("cpu"), torch.float64)
+    cfg = {**_cfg(), "analysis": {**_cfg()["analysis"], "data_dir": str(tmp_path),
+                                  "per_scale": {"quick": P_TINY}}}
+    df = study.measure(shard, params, buffers, cfg, "cpu")
+    assert set(tables.RUN_COLUMNS) <= set(df.columns)
+    assert set(df.run_id) == {r.run_id for r in runs}
+    u = study.unit_table(df, 0)
+    # the measured W at step 0 is the ensemble network of the run's own initial weights
+    ws, bs = mc.split_params(params, 1)
+    assert [w.shape for w in ws] == [(8, 64), (8, 8), (10, 8)]
+    data = study.load_data(tmp_path / "digits.npz", "cpu", torch.float64)
+    rng = np.random.default_rng(mc.seeded_generator(runs[1].key, dl.STREAM_PROBES).initial_seed())
+    idx = rng.choice(len(data["x_test"]), size=3, replace=False)
+    _, W = mc.det_forward(ws, bs, data["x_test"][idx], mc.layer_keeps(3, 0.8, 0.5))
+    W0 = u[(u.run_id == runs[1].run_id) & (u.layer == 2)].sort_values("probe").W.to_numpy()
+    np.testing.assert_allclose(W0, W[1].numpy().ravel(), rtol=1e-12)
+    assert not df.duplicated(["run_id", "step", "metric", "layer", "probe"]).any()
