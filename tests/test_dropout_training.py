@@ -324,9 +324,10 @@ def test_measure_runs_on_the_workflow_state(tmp_path):
                          eval_every=10, precision="float64", seed=s) for s in (0, 1))
     shard = Shard("dropout_training", runs)
     params, buffers = initial_state(shard, (64,), 10, torch.device("cpu"), torch.float64)
-    cfg = {**_cfg(), "analysis": {**_cfg()["analysis"], "data_dir": str(tmp_path),
-                                  "per_scale": {"quick": P_TINY}}}
-    df = study.measure(shard, params, buffers, cfg, "cpu")
+    cfg = {**_cfg(), "analysis": {**_cfg()["analysis"], "per_scale": {"quick": P_TINY}}}
+    with pytest.raises(ValueError, match="data_path"):
+        study.measure(shard, params, buffers, cfg, "cpu")
+    df = study.measure(shard, params, buffers, {**cfg, "data_path": str(tmp_path / "digits.npz")}, "cpu")
     assert set(tables.RUN_COLUMNS) <= set(df.columns)
     assert set(df.run_id) == {r.run_id for r in runs}
     u = study.unit_table(df, 0)

@@ -121,9 +121,8 @@ def load_data(path: str | Path, device, dtype) -> dict:
 def measure(shard, params, buffers, cfg: dict, device: str = "cpu") -> pd.DataFrame:
     """Train and measure every run of the shard (:func:`sigprop.measure.dropout_learning.measure_run`).
 
-    Reads the prepared data set from ``cfg["data_path"]`` when the caller passes it, else from
-    ``analysis.data_dir`` (``results/data/<dataset>.npz``): the measure rule declares only the
-    init file, but the data set is the init rule's input, so it exists when this runs."""
+    Reads the shard's prepared data set from ``cfg["data_path"]`` (the measure rule's ``data``
+    input, passed by :func:`sigprop.workflow_steps.measure_shard`)."""
     import torch
 
     from ..measure.dropout_learning import measure_run
@@ -131,14 +130,15 @@ def measure(shard, params, buffers, cfg: dict, device: str = "cpu") -> pd.DataFr
     an = cfg.get("analysis", {})
     dev = torch.device(device)
     dtype = params[0].dtype
-    data_dir = Path(an.get("data_dir", "results/data"))
+    if "data_path" not in cfg:
+        raise ValueError("dropout_training.measure needs cfg['data_path'] (the shard's prepared "
+                         "data set, results/data/<dataset>.npz)")
     cache, frames = {}, []
     for m, run in enumerate(shard.runs):
         if run.activation != "sigmoid" or run.arch != "fc":
             raise ValueError(f"run {run.run_id}: dropout_training needs arch fc with sigmoid units")
         if run.dataset not in cache:
-            path = cfg.get("data_path") or data_dir / f"{run.dataset}.npz"
-            cache[run.dataset] = load_data(path, dev, dtype)
+            cache[run.dataset] = load_data(cfg["data_path"], dev, dtype)
         ws, bs = split_params([p.to(dev) for p in params], m)
         long = measure_run(ws, bs, cache[run.dataset], run, scale_params(cfg),
                            float(an.get("input_keep", 0.8)), dev)
