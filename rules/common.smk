@@ -26,6 +26,22 @@ def shard_dataset(wildcards):
     return f"results/data/{shard.runs[0].dataset}.npz"
 
 
+def shard_masks(wildcards):
+    """The prune stage's mask file of a shard with pruned runs (rules/prune.smk), else none."""
+    shard = study_of(wildcards).shard(wildcards.shard)
+    return {"masks": shard.masks_path} if shard.pruned else {}
+
+
+def train_inputs(wildcards):
+    """A shard's initial weights and data set, plus its masks when it has pruned runs: a dense
+    shard's training job has exactly the inputs it had before the prune stage existed."""
+    return {
+        "init": f"results/{wildcards.study}/init/{wildcards.shard}.pt",
+        "data": shard_dataset(wildcards),
+        **shard_masks(wildcards),
+    }
+
+
 def shard_tables(wildcards):
     """Each shard's table: trained (runs/) or measured at initialization (measurements/)."""
     from sigprop import studies

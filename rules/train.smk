@@ -1,11 +1,11 @@
 # One job per shard: all its models train together as one batched model.
 # A shard checkpoints every `checkpoint_every` steps and resumes after a kill.
+# A shard with pruned runs (003) also reads its masks from rules/prune.smk.
 
 
 rule train_shard:
     input:
-        init="results/{study}/init/{shard}.pt",
-        data=shard_dataset,
+        unpack(train_inputs),
     output:
         "results/{study}/runs/{shard}.parquet",
     params:

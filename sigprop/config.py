@@ -26,6 +26,10 @@ KNOWN_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "resnet18",
                "stable_resnet104", "vgg16", "vgg16x3", "vcnn", "lenet", "fc_loop")
 # names of sigprop.nets.activations.ACTIVATIONS, kept here so parsing a config needs no torch
 KNOWN_ACTIVATIONS = ("linear", "tanh", "relu", "hard_tanh", "erf", "sigmoid", "elu")
+# names of sigprop.prune.PRUNERS (003 pruning at initialization), kept here so parsing needs no torch
+KNOWN_PRUNERS = ("random", "magnitude", "snip", "grasp", "synflow", "sbp_sr")
+# scopes of sigprop.prune.compute_masks: one threshold over the network, or one per layer
+KNOWN_PRUNE_SCOPES = ("global", "layerwise")
 
 
 class ConfigError(ValueError):
@@ -189,11 +193,15 @@ def derive(run: dict, derived: dict) -> dict:
     return out
 
 
-def check_runs(runs: list[RunSpec], filename: str, scale: str) -> None:
-    """Semantic checks the schema cannot make: names must exist in the registries."""
+def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict | None = None) -> None:
+    """Semantic checks the schema cannot make: names must exist in the registries.
+
+    With ``study_cfg``, pruning errors name the exact key (``...blocks[0].grid.pruner``).
+    """
     from .data import registry
     where = f"{filename}: key 'scales.{scale}.blocks'"
     for r in runs:
+        _check_pruning(r, filename, scale, study_cfg)
         if r.arch not in KNOWN_ARCHS:
             raise ConfigError(f"{where}: unknown arch '{r.arch}' (known: {', '.join(KNOWN_ARCHS)})")
         if r.activation not in KNOWN_ACTIVATIONS:
@@ -204,6 +212,36 @@ def check_runs(runs: list[RunSpec], filename: str, scale: str) -> None:
                               f"(known: {', '.join(sorted(registry.DATASETS))})")
         if r.eval_every > r.steps:
             raise ConfigError(f"{where}: eval_every ({r.eval_every}) exceeds steps ({r.steps})")
+
+
+def _block_key(study_cfg: dict | None, scale: str, field: str, value) -> str:
+    """``scales.<scale>.blocks[b].fixed|grid.<field>`` of the first block that sets ``value``."""
+    for b, block in enumerate((study_cfg or {}).get("scales", {}).get(scale, {}).get("blocks", [])):
+        if (block.get("fixed") or {}).get(field, None) == value:
+            return f"scales.{scale}.blocks[{b}].fixed.{field}"
+        if value in ((block.get("grid") or {}).get(field) or []):
+            return f"scales.{scale}.blocks[{b}].grid.{field}"
+    return f"scales.{scale}.blocks"
+
+
+def _check_pruning(r: RunSpec, filename: str, scale: str, study_cfg: dict | None) -> None:
+    """003 pruning fields: a known pruner; sparsity and rescaling only with a pruner."""
+    def fail(field, value, msg):
+        raise ConfigError(f"{filename}: key '{_block_key(study_cfg, scale, field, value)}': {msg}")
+    if r.pruner and r.pruner not in KNOWN_PRUNERS:
+        fail("pruner", r.pruner, f"unknown pruner '{r.pruner}' (known: {', '.join(KNOWN_PRUNERS)}; "
+             "leave it out for a dense network)")
+    if r.prune_scope not in KNOWN_PRUNE_SCOPES:
+        fail("prune_scope", r.prune_scope, f"unknown prune_scope '{r.prune_scope}' "
+             f"(known: {', '.join(KNOWN_PRUNE_SCOPES)})")
+    if r.prune_rescale and ("resnet" in r.arch or "densenet" in r.arch):
+        fail("prune_rescale", True, f"prune_rescale is for FFNN / CNN (003 Prop. 1); {r.arch} is "
+             "residual and needs none (Prop. 3)")
+    if not r.pruner:
+        if r.sparsity > 0:
+            fail("sparsity", r.sparsity, f"sparsity {r.sparsity} without a pruner (set 'pruner')")
+        if r.prune_rescale:
+            fail("prune_rescale", True, "prune_rescale without a pruner (set 'pruner')")
 
 
 def shard_sizer(shard_size: int, memory_budget_mb: float):
@@ -228,7 +266,7 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
         raise ConfigError(f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file "
                           f"name '{name}'")
     runs = expand_runs(study_cfg, scale, path)
-    check_runs(runs, path, scale)
+    check_runs(runs, path, scale, study_cfg)
     size = study_cfg["scales"][scale].get("shard_size", shard_size)
     shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb))
     # the analysis (figures, claims) sees the scale, e.g. to map runs to blocks

@@ -41,6 +41,17 @@ class RunSpec:
     ``target_acc`` > 0 stops a model when its test accuracy reaches it,
     ``target_loss`` > 0 when its training loss falls to it; the step is
     recorded as the ``target_step`` metric.
+
+    Pruning at initialization (003 Hayou et al., Sec. 2): ``pruner`` (empty:
+    dense, the default) names a :data:`sigprop.prune.PRUNERS` criterion that
+    removes the fraction ``sparsity`` of the prunable weights, ranked over the
+    whole network (``prune_scope`` ``global``, the order statistic of 003
+    Sec. 2.1) or the same fraction of every layer (``layerwise``);
+    ``prune_rescale`` applies the rescaling trick (003 Prop. 1, Alg. 1) to the
+    pruned FFNN/CNN; ``prune_batch`` is the number of training examples *per
+    class* of the scoring batch (the authors' ``samples_per_class: 10``),
+    ``prune_rounds`` the iterations of an iterative pruner (SynFlow's 100).
+    Masks are made by the prune stage (``rules/prune.smk``).
     """
 
     arch: str = "fc"
@@ -72,6 +83,12 @@ class RunSpec:
     target_loss: float = 0.0
     head_depth: int = 0
     head_width: int = 0
+    pruner: str = ""
+    sparsity: float = 0.0
+    prune_scope: str = "global"
+    prune_rescale: bool = False
+    prune_batch: int = 10
+    prune_rounds: int = 100
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunSpec":
@@ -98,6 +115,18 @@ class RunSpec:
         """31-bit random key derived from the run id (seeds derive from run ids)."""
         return int(_digest({"run": self.run_id})[:8], 16) & 0x7FFFFFFF
 
+    @property
+    def prune_data_key(self) -> int:
+        """31-bit key of the pruning scoring batch (003 Sec. 2.1: "we randomly sample a batch").
+
+        It depends on the data set, ``seed`` and ``prune_batch`` only, not on
+        the run id: every run of one replicate is scored on the same examples
+        (pruners and sparsities are compared on equal data), and a run's batch
+        does not depend on the shard it is in.
+        """
+        return int(_digest({"prune_batch": [self.dataset, self.seed, self.prune_batch]})[:8],
+                   16) & 0x7FFFFFFF
+
     def shape_key(self) -> tuple:
         key = tuple(getattr(self, f) for f in SHAPE_FIELDS)
         return key if self.arch in MIXED_BATCH_ARCHS else key + (self.batch_size,)
@@ -110,6 +139,17 @@ class RunSpec:
 class Shard:
     study: str
     runs: tuple[RunSpec, ...] = field(default_factory=tuple)
+
+    @property
+    def pruned(self) -> bool:
+        """Whether a run has a ``pruner``: then the shard has a prune job and a mask file (003)."""
+        return any(r.pruner for r in self.runs)
+
+    @property
+    def masks_path(self) -> str:
+        """The prune stage's mask file, relative to the workflow's working directory
+        (``rules/prune.smk``); only pruned shards have one."""
+        return f"results/{self.study}/masks/{self.shard_id}.pt"
 
     @property
     def shard_id(self) -> str:

@@ -12,6 +12,15 @@ Long shards checkpoint every ``checkpoint_every`` steps (atomically, loaded
 with ``weights_only=True``); a rerun after a kill resumes from the last
 checkpoint and produces the same rows as an uninterrupted run, because every
 random number is a function of (key, step) rather than of a generator state.
+
+Pruned shards (003 Hayou et al., Sec. 2.1, Eq. 4: the pruned net uses ``δ ∘ W``)
+take ``masks`` aligned with the parameters: ``None`` for a dense parameter, a
+``[M, ...]`` 0/1 tensor otherwise (all ones for the dense models of a mixed
+shard).  The forward pass uses ``p * m``, so masked entries get no gradient,
+and after every optimizer step the masked entries are set to exactly zero, for
+any family.  The masks come from the prune stage (:func:`save_masks` /
+:func:`load_masks`); a checkpoint records how many weights each mask keeps and
+is ignored when resumed with other masks.
 """
 
 from __future__ import annotations
@@ -116,6 +125,26 @@ def load_state(path: Path, shard: Shard) -> tuple[list[torch.Tensor], list[torch
     return list(d["params"]), list(d.get("buffers", []))
 
 
+def save_masks(masks: list, shard: Shard, path: Path) -> None:
+    """The prune stage's mask file: ``{"shard_id", "run_ids", "masks"}`` where ``masks`` is a
+    list aligned with the shard's parameters of ``None`` (dense) or ``[M, ...]`` bool tensors."""
+    _atomic_save({"shard_id": shard.shard_id, "run_ids": [r.run_id for r in shard.runs],
+                  "masks": [None if m is None else m.detach().to("cpu", torch.bool) for m in masks]},
+                 path)
+
+
+def load_masks(path: Path, shard: Shard) -> list:
+    """Masks saved by :func:`save_masks` (``weights_only=True``), checked against ``shard``."""
+    try:
+        d = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise ValueError(f"{path}: not a readable mask file ({e})") from e
+    if not isinstance(d, dict) or d.get("shard_id") != shard.shard_id:
+        found = d.get("shard_id") if isinstance(d, dict) else "?"
+        raise ValueError(f"{path}: masks are for shard {found}, expected {shard.shard_id}")
+    return list(d["masks"])
+
+
 def milestones(run: RunSpec) -> list[int]:
     """Steps at which the learning rate is multiplied by ``lr_gamma``."""
     out = []
@@ -132,7 +161,8 @@ class ShardTrainer:
 
     def __init__(self, shard: Shard, data: Data, params: list[torch.Tensor],
                  device: torch.device, buffers: list[torch.Tensor] | None = None,
-                 checkpoint: Path | None = None, checkpoint_every: int = 0):
+                 checkpoint: Path | None = None, checkpoint_every: int = 0,
+                 masks: list[torch.Tensor | None] | None = None):
         runs = shard.runs
         r0 = runs[0]
         for r in runs:
@@ -158,6 +188,9 @@ class ShardTrainer:
         self.params = [p.to(device=device, dtype=self.dtype).clone().requires_grad_(True)
                        for p in params]
         self.buffers = [b.to(device=device) for b in (buffers or [])]
+        self.masks = self._check_masks(masks)
+        self._dropped = [None if m is None else m == 0 for m in self.masks]
+        self._apply_masks()
         nesterov = {r.nesterov for r in runs}
         if len(nesterov) > 1:
             raise ValueError(f"shard {shard.shard_id}: mixed nesterov settings")
@@ -188,6 +221,38 @@ class ShardTrainer:
         bs = torch.tensor(sizes, device=device).view(-1, 1)
         self.sample_w = torch.where(slots < bs, 1.0 / bs, torch.zeros((), device=device)).to(self.dtype)
 
+    # -- pruning masks (003) --------------------------------------------------
+    def _check_masks(self, masks) -> list:
+        """Masks on the device in the parameter dtype; ``[]`` for a dense shard."""
+        if masks is None or all(m is None for m in masks):
+            return []
+        if len(masks) != len(self.params):
+            raise ValueError(f"shard {self.shard.shard_id}: {len(masks)} masks for "
+                             f"{len(self.params)} parameters")
+        out = []
+        for i, (p, m) in enumerate(zip(self.params, masks)):
+            if m is not None and tuple(m.shape) != tuple(p.shape):
+                raise ValueError(f"shard {self.shard.shard_id}: mask {i} has shape "
+                                 f"{tuple(m.shape)}, parameter {tuple(p.shape)}")
+            out.append(None if m is None else m.to(device=self.device, dtype=self.dtype))
+        return out
+
+    def _apply_masks(self) -> None:
+        """Set the masked entries to exactly zero (after init and every optimizer step)."""
+        with torch.no_grad():
+            for p, drop in zip(self.params, self._dropped):
+                if drop is not None:
+                    p.masked_fill_(drop, 0.0)
+
+    def _masked_params(self) -> list[torch.Tensor]:
+        if not self.masks:
+            return self.params
+        return [p if m is None else p * m for p, m in zip(self.params, self.masks)]
+
+    def _mask_counts(self) -> list:
+        """Weights kept per model and mask (checkpoint fingerprint of the masks)."""
+        return [None if m is None else (m != 0).flatten(1).sum(1).cpu() for m in self.masks]
+
     # -- data -------------------------------------------------------------
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Each model's minibatch at ``step``, padded to the largest batch size: ``[M, B, ...]``.
@@ -217,8 +282,8 @@ class ShardTrainer:
         ctx = (torch.autocast(self.device.type, dtype=self.autocast)
                if train and self.autocast is not None else contextlib.nullcontext())
         with ctx:
-            logits, buffers = self.family.apply(self.runs, self.params, self.buffers, x, train,
-                                                self.keys, self.step)
+            logits, buffers = self.family.apply(self.runs, self._masked_params(), self.buffers, x,
+                                                train, self.keys, self.step)
         return logits.float() if self.autocast is not None else logits, buffers
 
     # -- training -----------------------------------------------------------
@@ -248,6 +313,7 @@ class ShardTrainer:
         self.buffers = [torch.where(self.active.view((-1,) + (1,) * (nb.dim() - 1)), nb, ob)
                         for nb, ob in zip(buffers, self.buffers)]
         self.family.constrain(self.runs, self.params, self.buffers)
+        self._apply_masks()
         self.loss_acc += torch.where(self.active, loss.detach().double(),
                                      torch.zeros_like(self.loss_acc))
         self.loss_n += 1
@@ -333,6 +399,7 @@ class ShardTrainer:
                 "alive": self.alive.cpu(), "active": self.active.cpu(),
                 "diverged_step": list(self.diverged_step), "target_step": list(self.target_step),
                 "loss_acc": self.loss_acc.cpu(), "loss_n": self.loss_n,
+                "mask_counts": self._mask_counts(),
                 "rows": [list(r) for r in self.rows]}
 
     def _save_checkpoint(self) -> None:
@@ -350,6 +417,10 @@ class ShardTrainer:
             return
         if st.get("shard_id") != self.shard.shard_id:
             log.warning("ignoring checkpoint %s of another shard", self.checkpoint)
+            return
+        if not _same_counts(st.get("mask_counts", []), self._mask_counts()):
+            log.warning("ignoring checkpoint %s made with other pruning masks; starting over",
+                        self.checkpoint)
             return
         with torch.no_grad():
             for p, q in zip(self.params, st["params"]):
@@ -376,3 +447,10 @@ class ShardTrainer:
                            "metric": pd.array(metric, dtype="string"),
                            "value": np.asarray(value, dtype=np.float64)})
         return tables.run_rows(self.shard, df, self.device.type, PRECISIONS[self.r0.precision][1])
+
+
+def _same_counts(a: list, b: list) -> bool:
+    """Equal mask fingerprints (``[]`` for a dense shard, also in checkpoints that predate masks)."""
+    return len(a) == len(b) and all(
+        (x is None and y is None) or (x is not None and y is not None and torch.equal(x, y))
+        for x, y in zip(a, b))
