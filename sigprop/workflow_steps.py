@@ -162,8 +162,9 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
     """The prune stage: masks of a shard's pruned models from their initial weights (003 Sec. 2),
     saved with :func:`sigprop.train.shard.save_masks`, and the per-layer report as Parquet.
 
-    The weights are in the runs' parameter dtype, never under autocast (the data-dependent
-    pruners score in float64, :data:`sigprop.prune.SCORE_DTYPE`).  The masks are stored, so
+    The weights are in the runs' parameter dtype, never under autocast; the pruners score one
+    model at a time in that dtype (:data:`sigprop.prune.SCORE_DTYPE`), so a model's mask does not
+    depend on its shard (SynFlow scores in float64).  The masks are stored, so
     training uses exactly these masks whatever device it runs on.  When a run asks for the
     rescaling trick it is computed here once, so an architecture the trick does not cover
     fails in this stage rather than in training."""
