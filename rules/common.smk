@@ -42,6 +42,19 @@ def train_inputs(wildcards):
     }
 
 
+def study_layer_reports(wildcards):
+    """The prune stage's per-layer reports of a study's pruned shards (none for dense studies)."""
+    st = study_of(wildcards)
+    return [f"results/{st.name}/masks/{s.shard_id}_layers.parquet" for s in st.shards if s.pruned]
+
+
+def study_tables(name):
+    """Names of a study's own tables (module ``TABLES``), built from its run table."""
+    from sigprop import studies
+
+    return list(getattr(studies.get(STUDIES[name].kind), "TABLES", ()))
+
+
 def shard_tables(wildcards):
     """Each shard's table: trained (runs/) or measured at initialization (measurements/)."""
     from sigprop import studies
@@ -109,6 +122,8 @@ def all_outputs():
         for fig in study_figures(name):
             out += [f"results/{name}/figures/{fig}.png", f"results/{name}/figures/{fig}.pdf"]
         out += [f"results/{name}/claims.parquet", f"results/{name}/claims.html"]
+        for table in study_tables(name):
+            out += [f"results/{name}/tables/{table}.{ext}" for ext in ("parquet", "md", "csv")]
     for paper in sorted({study_paper(n) for n in STUDIES}):
         out += [f"results/papers/{paper}/claims.parquet", f"results/papers/{paper}/claims.html"]
         for table in TABLES.get(paper, {}):

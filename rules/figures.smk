@@ -5,6 +5,7 @@ rule figure:
     input:
         runs="results/{study}/metrics.parquet",
         theory="results/{study}/theory.parquet",
+        layers=study_layer_reports,
     output:
         png=report(
             "results/{study}/figures/{figure}.png",
@@ -28,6 +29,7 @@ rule claims:
     input:
         runs="results/{study}/metrics.parquet",
         theory="results/{study}/theory.parquet",
+        layers=study_layer_reports,
     output:
         table="results/{study}/claims.parquet",
         html=report(
@@ -44,3 +46,25 @@ rule claims:
         "results/logs/{study}/claims.log",
     script:
         "../scripts/claims.py"
+
+
+rule study_table:
+    input:
+        runs="results/{study}/metrics.parquet",
+    output:
+        parquet="results/{study}/tables/{table}.parquet",
+        md=report(
+            "results/{study}/tables/{table}.md",
+            caption="../workflow/report/study_table.rst",
+            category=report_category,
+            subcategory=study_subcategory,
+            labels={"study": "{study}", "table": "{table}"},
+        ),
+        csv="results/{study}/tables/{table}.csv",
+    params:
+        kind=lambda w: study_of(w).kind,
+        cfg=lambda w: study_of(w).cfg,
+    log:
+        "results/logs/{study}/tables/{table}.log",
+    script:
+        "../scripts/study_table.py"

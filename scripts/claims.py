@@ -5,9 +5,10 @@ from sigprop.logs import script_log
 
 log = script_log(snakemake)  # noqa: F821
 sm = snakemake  # noqa: F821
-df = studies.get(sm.params.kind).claims_table(tables.read(sm.input.runs, tables.RUN_COLUMNS),
-                                              tables.read(sm.input.theory, tables.THEORY_COLUMNS),
-                                              dict(sm.params.cfg))
+fn = studies.get(sm.params.kind).claims_table
+df = fn(tables.read(sm.input.runs, tables.RUN_COLUMNS),
+        tables.read(sm.input.theory, tables.THEORY_COLUMNS),
+        dict(sm.params.cfg), **studies.analysis_kwargs(fn, sm.input.layers))
 tables.write_atomic(df, sm.output.table)
 with open(sm.output.html, "w") as f:
     f.write(to_html(df, title=f"Claims: {sm.wildcards.study}"))

@@ -140,7 +140,7 @@ def test_fetch_dataset_with_override(tmp_path, source, monkeypatch):
 # --- registry ------------------------------------------------------------------------
 
 def test_registry_names_and_unknown():
-    assert registry.names("embedded") == ["digits", "gaussian", "synthetic_regression"]
+    assert registry.names("embedded") == ["digits", "digits_images", "gaussian", "synthetic_regression"]
     assert set(registry.names("download")) == {
         "mnist", "fashion_mnist", "emnist_balanced", "cifar10", "cifar100", "gisette",
         "tiny_imagenet"}

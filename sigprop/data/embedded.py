@@ -29,6 +29,17 @@ def digits(test_fraction: float = 0.25, seed: int = 0):
             x_test.astype(np.float32), y_test.astype(np.int64))
 
 
+def digits_images(test_fraction: float = 0.25, seed: int = 0):
+    """:func:`digits` as ``(1, 8, 8)`` images, for the convolutional families.
+
+    The same split and pixels as :func:`digits`, reshaped row-major to
+    ``[N, 1, 8, 8]``: a CPU-cheap image set for quick-scale CNN / ResNet runs
+    (003 Tables 1-2 at toy size; the paper uses CIFAR-10/100).
+    """
+    x_train, y_train, x_test, y_test = digits(test_fraction, seed)
+    return x_train.reshape(-1, 1, 8, 8), y_train, x_test.reshape(-1, 1, 8, 8), y_test
+
+
 def teacher_weights(d_in: int, d_out: int, depth: int, width: int, seed: int) -> list[np.ndarray]:
     """The deep linear teacher of :func:`synthetic_regression`: i.i.d. N(0, 1) matrices.
 

@@ -29,7 +29,7 @@ from .fetch import verify
 
 FORMAT_VERSION = 1
 _KEYS = ("x_train", "y_train", "x_test", "y_test")
-_GENERATORS = {"digits": embedded.digits,
+_GENERATORS = {"digits": embedded.digits, "digits_images": embedded.digits_images,
                "synthetic_regression": embedded.synthetic_regression,
                "gaussian": embedded.gaussian}
 _ALREADY_STANDARD = {"synthetic_regression", "gaussian"}  # stored as generated

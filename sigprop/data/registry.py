@@ -127,6 +127,8 @@ def _spec(*args, **kwargs) -> tuple[str, DatasetSpec]:
 DATASETS: dict[str, DatasetSpec] = dict([
     _spec("digits", "embedded", "digits", (), 10, (64,), "classification",
           "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html"),
+    _spec("digits_images", "embedded", "digits_images", (), 10, (1, 8, 8), "classification",
+          "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html"),
     _spec("synthetic_regression", "embedded", "synthetic_regression", (), None, (32,),
           "regression"),
     _spec("gaussian", "embedded", "gaussian", (), None, (64,), "regression"),

@@ -1,0 +1,150 @@
+"""pruning_resnet study (003 Hayou et al., Figs. 2/4, Tables 1, 2, 9): tables, claims, figures.
+
+Synthetic run tables and layer reports with known answers; no training (fast)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigprop.config import build_study, load_yaml
+from sigprop.data import embedded, registry
+from sigprop.studies import pruning_resnet as m
+from sigprop.figures import pruning_resnet as f
+
+ROOT = Path(__file__).resolve().parents[1]
+CFG_PATH = ROOT / "config/studies/pruning_resnet.yaml"
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return {"name": "pruning_resnet", **load_yaml(CFG_PATH)}
+
+
+def _runs(accs: dict, dataset="cifar10", activation="relu", steps=(0, 10, 20)) -> pd.DataFrame:
+    """accs: {(arch, pruner, sparsity, seed): [test_acc at each step]}."""
+    rows = []
+    for (arch, pruner, sp, seed), vals in accs.items():
+        rid = f"r{arch}{pruner}{sp}{seed}{activation}"
+        for st, v in zip(steps, vals):
+            rows.append(dict(study="pruning_resnet", shard_id=f"s{arch}{activation}", run_id=rid,
+                             step=st, metric="test_acc", value=v, arch=arch, dataset=dataset,
+                             activation=activation, pruner=pruner, sparsity=sp, seed=seed,
+                             prune_rescale=False))
+    return pd.DataFrame(rows)
+
+
+def test_digits_images_is_digits_as_images():
+    a, b = embedded.digits(), embedded.digits_images()
+    assert registry.get("digits_images").input_shape == (1, 8, 8) == b[0].shape[1:]
+    np.testing.assert_array_equal(a[0], b[0].reshape(len(b[0]), 64))
+    np.testing.assert_array_equal(a[3], b[3])
+
+
+def test_final_best_and_mean_std():
+    runs = _runs({("resnet32", "snip", 0.9, s): [0.1, 0.9 - 0.01 * s, 0.8 - 0.02 * s] for s in range(3)}
+                 | {("stable_resnet32", "sbp_sr", 0.9, s): [0.1, 0.5, 0.7] for s in range(3)}
+                 | {("stable_resnet32", "grasp", 0.9, 0): [0.1, 0.2, 0.3]})
+    fb = m.final_best(runs).set_index(["method", "seed"])
+    assert fb.loc[("SNIP", 2), "final"] == pytest.approx(76.0)
+    assert fb.loc[("SNIP", 2), "best"] == pytest.approx(88.0)
+    assert fb.loc[("GraSP-SR", 0), "net"] == "resnet32"
+    t = m.accuracy_table(runs).set_index("method")
+    assert t.loc["SNIP", "final_mean"] == pytest.approx(78.0)
+    assert t.loc["SNIP", "final_std"] == pytest.approx(2.0)
+    assert t.loc["SBP-SR", "best_mean"] == pytest.approx(70.0) and t.loc["SBP-SR", "n"] == 3
+    assert list(t.index) == ["SNIP", "GraSP-SR", "SBP-SR"]  # the paper's row order
+
+
+def test_paper_numbers_transcribed_and_joined(cfg, tmp_path):
+    p = m.paper_numbers(cfg)
+    one = p[(p.table == "1") & (p.net == "resnet104") & (p.method == "SBP-SR") & (p.sparsity == 0.995)]
+    assert one.paper_mean.tolist() == [87.47] and one.paper_std.tolist() == [0.23]
+    # Table 2: 2 data sets x (3 dense cells + ResNet32 7 methods x 3 + ResNet50/104 6 methods x 3 x 2)
+    assert len(p[p.table == "2"]) == 2 * (3 + 7 * 3 + 2 * 6 * 3)
+    runs = _runs({("resnet104", "snip", 0.995, s): [0.1, 0.3, 0.3] for s in range(3)}
+                 | {("stable_resnet104", "sbp_sr", 0.995, s): [0.1, 0.8, 0.8] for s in range(3)})
+    tabs = m.build_tables(runs, cfg)
+    t1 = tabs["1"].set_index("method")
+    assert t1.loc["SNIP", "paper_mean"] == 33.63 and t1.loc["SBP-SR", "final_mean"] == pytest.approx(80)
+    assert tabs["2"].paper_mean.isna().all()      # Table 2 stops at 98%
+    from sigprop import studies
+    assert m.TABLES == ["table1", "table2", "table9"]
+    for name in m.TABLES:
+        out = [tmp_path / f"{name}.{e}" for e in ("parquet", "md", "csv")]
+        studies.build_table(m, name, runs, cfg, *map(str, out))
+        assert all(q.exists() for q in out)
+    assert "paper_mean" in (tmp_path / "table1.md").read_text()
+    assert "33.63" in (tmp_path / "table1.csv").read_text()
+    with pytest.raises(KeyError, match="no table"):
+        m.build_table("table7", runs, cfg)
+
+
+def _layers(arch, pruner, act_kept: dict, seeds=(0, 1, 2), base=4) -> pd.DataFrame:
+    """A ResNet32-like report: stem, 3 sections of 10 3x3 convs, 2 shortcuts, readout."""
+    shapes = [f"{base}x1x3x3"] + [f"{base}x{base}x3x3"] * 10
+    shapes += [f"{2 * base}x{base}x3x3", f"{2 * base}x{2 * base}x3x3", f"{2 * base}x{base}x1x1"]
+    shapes += [f"{2 * base}x{2 * base}x3x3"] * 8
+    shapes += [f"{4 * base}x{2 * base}x3x3", f"{4 * base}x{4 * base}x3x3", f"{4 * base}x{2 * base}x1x1"]
+    shapes += [f"{4 * base}x{4 * base}x3x3"] * 8 + [f"10x{4 * base}"]
+    rows = []
+    for sp, kept in act_kept.items():
+        for s in seeds:
+            for i, sh in enumerate(shapes):
+                rows.append(dict(run_id=f"{arch}{pruner}{sp}{s}", arch=arch, pruner=pruner,
+                                 sparsity=sp, seed=s, layer=i, weight_shape=sh,
+                                 kept_fraction=kept(i), shard_id="x"))
+    return pd.DataFrame(rows)
+
+
+def test_sections_from_shapes():
+    rep = _layers("resnet32", "snip", {0.9: lambda i: 0.5})
+    sec = f.sections(rep[rep.seed == 0].weight_shape)
+    assert sec[0] == -1 and list(sec[1:11]) == [0] * 10 and sec[13] == -1 and sec[-1] == -1
+    assert (sec == 1).sum() == 10 and (sec == 2).sum() == 10
+
+
+def test_layer_claims_pass_and_fail(cfg):
+    # ResNet decreasing within sections, Stable flat: uniform claim passes; the reversed case fails
+    steep = lambda i: 0.9 - 0.02 * (i % 11)
+    flat = lambda i: 0.6
+    runs = _runs({("resnet32", "snip", 0.9, s): [0.1, 0.5, 0.5] for s in range(3)}
+                 | {("stable_resnet32", "sbp_sr", 0.9, s): [0.1, 0.5, 0.5] for s in range(3)})
+    for res, stab, want in ((steep, flat, "pass"), (flat, steep, "fail")):
+        layers = pd.concat([_layers("resnet32", "snip", {0.9: res}),
+                            _layers("stable_resnet32", "sbp_sr", {0.9: stab})])
+        layers = layers.assign(run_id=[f"r{a}{p}{sp}{s}relu" for a, p, sp, s in
+                                       zip(layers.arch, layers.pruner, layers.sparsity, layers.seed)])
+        c = m.claims_table(runs, pd.DataFrame(), cfg, layers=layers).set_index("claim_id")
+        assert c.loc["uniform_within_sections[relu,s=0.9]", "verdict"] == want
+        assert c.loc["sbp_sr_vs_snip[cifar10,relu,resnet32,s=0.9]", "verdict"] == "pass"
+        fig = f.fig2(runs, pd.DataFrame(), cfg, layers=layers)
+        assert len(fig.axes) == 1
+        import matplotlib.pyplot as plt
+        plt.close(fig)
+
+
+def test_accuracy_claims_fail_when_snip_wins(cfg):
+    runs = _runs({("resnet32", "snip", sp, s): [0.1, 0.9, 0.9] for s in range(3) for sp in (0.9, 0.98)}
+                 | {("stable_resnet32", "sbp_sr", sp, s): [0.1, 0.8, 0.8] for s in range(3) for sp in (0.9, 0.98)}
+                 | {("resnet32", "synflow", 0.98, s): [0.1, 0.95, 0.95] for s in range(2)})
+    c = m.claims_table(runs, pd.DataFrame(), cfg, layers=pd.DataFrame()).set_index("claim_id")
+    r = c.loc["sbp_sr_vs_snip[cifar10,relu,resnet32,s=0.98]"]
+    assert r.verdict == "fail" and r.measured == pytest.approx(-10.0)
+    assert c.loc["sbp_sr_best[cifar10,resnet32,s=0.98]", "measured"] == pytest.approx(-15.0)
+    assert c.loc["uniform_within_sections", "verdict"] == "inconclusive"
+
+
+def test_config_builds_at_both_scales(cfg):
+    q = build_study("pruning_resnet", CFG_PATH, cfg, "quick", 64)
+    p = build_study("pruning_resnet", CFG_PATH, cfg, "paper", 64)
+    assert {r.dataset for r in q.runs} == {"digits_images"}
+    assert {r.pruner for r in q.runs} == {"", "random", "magnitude", "snip", "grasp", "synflow", "sbp_sr"}
+    assert all(r.arch.startswith("stable_") for r in p.runs if r.pruner == "sbp_sr")
+    c10 = [r for r in p.runs if r.dataset == "cifar10" and r.arch.endswith("resnet104") and r.pruner]
+    assert {r.sparsity for r in c10} == {0.9, 0.95, 0.98, 0.995, 0.999} and {r.width for r in c10} == {32}
+    assert {r.steps for r in p.runs if r.dataset == "cifar100"} == {250 * 391}
+    assert {r.dataset for r in p.runs} == {"cifar10", "cifar100", "tiny_imagenet", "mnist"}
