@@ -1,0 +1,147 @@
+"""pruning_theory (003 Fig. 1, Thm. 1, Prop. 4 / Table 7): the measurement at init, theory, claims."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+matplotlib.use("Agg")
+
+from sigprop.config import derive
+from sigprop.runs import RunSpec, Shard
+from sigprop.studies import pruning_theory as st
+from sigprop.theory import pruning as tp
+
+ROOT = Path(__file__).resolve().parents[1]
+CFG = yaml.safe_load((ROOT / "config/studies/pruning_theory.yaml").read_text())
+CPU = torch.device("cpu")
+
+
+def _sw(chi, act="tanh"):
+    return derive({"activation": act, "sigma_b2": 0.05}, {"sigma_w2": {"chi1": chi}})["sigma_w2"]
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    from sigprop.data.prepare import prepare
+    from sigprop.train.shard import initial_state
+    path = tmp_path_factory.mktemp("d") / "digits.npz"
+    prepare("digits", path)
+    base = {"dataset": "digits", "width": 16, "depth": 6, "activation": "tanh", "sigma_b2": 0.05, "sparsity": 0.7,
+                "precision": "float64", "steps": 1, "eval_every": 1}
+    runs = (RunSpec(**base, pruner="snip", sigma_w2=_sw(1.0)),
+            RunSpec(**base, pruner="snip", sigma_w2=_sw(3.0)),
+            RunSpec(**base, pruner="snip", sigma_w2=_sw(0.3)),
+            RunSpec(**base, pruner="magnitude", sigma_w2=_sw(1.0)))
+    shard = Shard("pruning_theory", runs)
+    params, buffers = initial_state(shard, (64,), 10, CPU, torch.float64)
+    cfg = {**CFG, "data_path": str(path), "analysis": {**CFG["analysis"], "gammas": [2.0, 1e8]}}
+    return shard, params, buffers, st.measure(shard, params, buffers, cfg), path
+
+
+def test_per_neuron_fractions_are_the_prune_stage_masks(measured):
+    from sigprop import prune
+    from sigprop.data.prepare import load
+    from sigprop.train import shard as engine
+    from sigprop.workflow_steps import shard_masks
+    shard, params, buffers, df, _ = measured
+    data = engine.to_data(load(measured[4]), CPU,
+                          torch.float64)
+    masks = [m for m, f in zip(shard_masks(shard, params, buffers, data.x_train, data.y_train),
+                               prune.prunable("fc", params)) if f and m is not None]
+    assert len(masks) == 7  # 6 hidden + output
+    for i, r in enumerate(shard.runs):
+        d = df[(df.run_id == r.run_id) & (df.metric == "kept_fraction_neuron")]
+        assert len(d) == 6 * 16 + 10 and set(d.layer) == set(range(1, 8))
+        for k, m in enumerate(masks):
+            got = d[d.layer == k + 1].sort_values("probe").value.to_numpy()
+            np.testing.assert_allclose(got, m[i].double().mean(-1).numpy())
+        n_kept = sum((d[d.layer == k + 1].value * m.shape[-1]).sum() for k, m in enumerate(masks))
+        n = sum(m[i].numel() for m in masks)
+        assert round(n_kept) == n - int(np.floor(0.7 * n + 0.5))
+
+
+def test_scr_and_gamma_rows(measured):
+    shard, _, _, df, _ = measured
+    s = df[df.metric == "s_cr"].set_index("run_id").value
+    assert len(s) == 4 and ((s > 0) & (s < 1)).all()
+    # layer collapse at 70%: the chaotic net collapses a layer, so its s_cr is below 0.7
+    collapsed = st.collapsed_layers(df).set_index("run_id").n_collapsed
+    for r in shard.runs[:3]:
+        assert (collapsed[r.run_id] > 0) == (s[r.run_id] <= 0.7 + 1e-12), r.sigma_w2
+    g = df[df.metric == "s_cr_gamma"]
+    assert set(g.run_id) == {shard.runs[3].run_id} and sorted(g.probe) == [2.0, 1e8]
+    first = df[df.metric == "s_cr_gamma_layer"].set_index("probe").value
+    assert first[1e8] == 1  # a layer scaled by 1e-4 empties first
+    gv = g.set_index("probe").value
+    assert gv[1e8] < gv[2.0]
+    # l0 (16 x 16) scaled by 1e-4 holds the 256 smallest scores: it empties after exactly 256 removals
+    n = 64 * 16 + 5 * 16 * 16 + 16 * 10
+    assert gv[1e8] == pytest.approx(256 / n, abs=1e-12)
+
+
+def test_theory_table_matches_pruning_theory():
+    settings = [{"activation": "tanh", "sigma_w2": _sw(0.2019), "sigma_b2": 0.05, "keep_rate": 1.0},
+                {"activation": "tanh", "sigma_w2": _sw(1.0), "sigma_b2": 0.05, "keep_rate": 1.0}]
+    th = st.theory_table("pruning_theory", CFG["theory"], settings)
+    q = th.set_index(["quantity", "sigma_w2"]).value
+    assert q["kappa", settings[0]["sigma_w2"]] == pytest.approx(0.2, abs=1e-4)
+    assert q["thm1_bound_ln", settings[0]["sigma_w2"]] == pytest.approx(0.62, abs=0.01)  # docs/theory.md
+    assert q["thm1_bound_log10", settings[0]["sigma_w2"]] == pytest.approx(0.275, abs=0.01)  # paper's 27%
+    assert np.isinf(q["thm1_bound_ln", settings[1]["sigma_w2"]])
+    p4 = th[th.quantity == "prop4_bound_sqrt"].set_index("x").value
+    np.testing.assert_allclose(p4.to_numpy(), tp.mbp_critical_sparsity_bound(
+        np.array([2.0, 5.0, 10.0]), 100, quantile_factor="sqrt_gamma"))
+
+
+def _synthetic(eoc_collapsed=0, chaos_collapsed=3, scr=None, gamma_scr=(0.99, 0.8, 0.7)):
+    """A run table with the measured metrics for a few fake runs (tanh, L = N = 100)."""
+    rows = []
+    scr = scr or {0.2019: 0.05, 0.35: 0.1, 0.5: 0.15, 1.0: 0.9, 2.0: 0.1}
+    for chi, v in scr.items():
+        for seed in range(3):
+            rid = f"r{chi}{seed}"
+            base = {"run_id": rid, "activation": "tanh", "sigma_w2": _sw(chi), "sigma_b2": 0.05, "keep_rate": 1.0,
+                        "depth": 100, "width": 100, "pruner": "snip", "sparsity": 0.7, "seed": seed, "step": 0}
+            rows.append({**base, "metric": "s_cr", "value": v + 0.001 * seed, "layer": -1, "probe": 0.0})
+            n_col = eoc_collapsed if chi == 1.0 else chaos_collapsed if chi == 2.0 else 0
+            for layer in range(1, 6):
+                for neuron in range(1, 4):
+                    rows.append({**base, "metric": "kept_fraction_neuron", "layer": layer, "probe": neuron,
+                                 "value": 0.0 if layer <= n_col else 0.3})
+    for seed in range(3):
+        base = {"run_id": f"m{seed}", "activation": "tanh", "sigma_w2": _sw(1.0), "sigma_b2": 0.05, "keep_rate": 1.0,
+                    "depth": 100, "width": 100, "pruner": "magnitude", "sparsity": 0.7, "seed": seed, "step": 0, "layer": -1}
+        rows.append({**base, "metric": "s_cr", "value": 0.99, "probe": 0.0})
+        for g, v in zip((2.0, 5.0, 10.0), gamma_scr):
+            rows.append({**base, "metric": "s_cr_gamma", "value": v + 0.001 * seed, "probe": g})
+            rows.append({**base, "metric": "s_cr_gamma_layer", "value": 1.0, "probe": g})
+    runs = pd.DataFrame(rows)
+    settings = runs[st.SETTING].drop_duplicates().to_dict("records")
+    return runs, st.theory_table("pruning_theory", CFG["theory"], settings)
+
+
+def test_claims_verdicts_follow_the_numbers():
+    cfg = {**CFG, "scale": "quick"}
+    c = st.claims_table(*_synthetic(), cfg).set_index("claim_id")
+    assert c.loc["fig1_eoc_layer_collapse", "verdict"] == "pass"
+    assert c.loc["fig1_chaotic_layer_collapse", "verdict"] == "pass"
+    assert c.loc["thm1_bound_holds[chi=0.202]", "verdict"] == "pass"
+    assert c.loc["thm1_scr_grows_towards_eoc", "verdict"] == "pass"
+    assert c.loc["thm1_example_kappa_0.2", "verdict"] == "fail"  # 0.05 vs 0.22
+    assert c.loc["table7_empirical[gamma=5]", "verdict"] == "pass"  # 0.8 vs 0.79
+    assert c.loc["prop4_bound_holds[printed, gamma=10]", "verdict"] == "fail"  # 0.7 > 0.327
+    bad = st.claims_table(*_synthetic(eoc_collapsed=2, chaos_collapsed=0,
+                                      scr={0.2019: 0.7, 0.35: 0.1, 0.5: 0.15, 1.0: 0.12, 2.0: 0.1}),
+                          cfg).set_index("claim_id")
+    for k in ("fig1_eoc_layer_collapse", "fig1_chaotic_layer_collapse", "thm1_bound_holds[chi=0.202]",
+              "thm1_scr_grows_towards_eoc"):
+        assert bad.loc[k, "verdict"] == "fail", k
+    figs = {k: f(*_synthetic(), cfg) for k, f in st.FIGURES.items()}
+    assert set(figs) == set(st.CAPTIONS) and all(len(f.axes) >= 2 for f in figs.values())
