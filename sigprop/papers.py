@@ -22,6 +22,7 @@ TITLES = {
 # claims to named DataFrames; the first is the table's CSV, all go to its Markdown.
 TABLES = {
     "000": {"table1": "sigprop.claims.depth_scales:table1"},
+    "003": {"table7": "sigprop.claims.critical_sparsity:table7"},
 }
 
 

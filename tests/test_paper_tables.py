@@ -66,3 +66,22 @@ def test_paper_registry():
     with pytest.raises(KeyError, match="no table"):
         papers.table_function("000", "table9")
     assert papers.title("000").startswith("000 Huang")
+
+
+def test_table7_from_the_pruning_theory_claims():
+    from sigprop.claims.critical_sparsity import table7
+    rows = []
+    for g, (ours, paper_emp, paper_b, printed, sq) in {5.0: (0.91, 0.79, 0.81, 0.598, 0.936),
+                                                       2.0: (0.99, 1.0, 5.77, 0.961, 0.996)}.items():
+        rows.append(row("pruning_theory", f"table7_empirical[gamma={g:g}]", "c", "s", ours, f"{paper_emp:g}",
+                        0.05, "pass" if abs(ours - paper_emp) <= 0.05 else "fail",
+                        values={"gamma": g, "se": 0.002, "seeds": 5, "paper_empirical": paper_emp,
+                                "paper_bound": paper_b, "bound_printed": printed, "bound_sqrt_gamma": sq}))
+        rows.append(row("pruning_theory", f"prop4_bound_holds[printed, gamma={g:g}]", "c", "s", ours, "",
+                        0.0, "pass" if ours <= printed else "fail"))
+    t = table7(frame(rows))["table7"]
+    assert t.gamma.tolist() == [2.0, 5.0]
+    r5 = t.set_index("gamma").loc[5.0]
+    assert (r5.paper_empirical, r5.s_cr_mean, r5.verdict_empirical) == (0.79, 0.91, "fail")
+    assert r5.verdict_printed_bound == "fail" and r5.verdict_sqrt_gamma_bound == ""
+    assert table7(frame([]))["table7"].empty
