@@ -4,8 +4,7 @@
 
 rule measure_shard:
     input:
-        init="results/{study}/init/{shard}.pt",
-        data=shard_dataset,
+        unpack(train_inputs),  # init, data, and the prune stage's masks for pruned shards
     output:
         "results/{study}/measurements/{shard}.parquet",
     params:

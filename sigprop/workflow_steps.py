@@ -230,9 +230,13 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, cfg: dic
     """Run a measurement study's ``measure`` on a shard's initialized models.
 
     ``cfg["data_path"]`` is the shard's prepared data set (``results/data/<name>.npz``)
-    for studies whose measurement reads data (e.g. 002's trained networks)."""
+    for studies whose measurement reads data (e.g. 002's trained networks);
+    ``cfg["masks_path"]`` the prune stage's masks of a shard with pruned runs."""
     if data_path is not None:
         cfg = {**cfg, "data_path": str(data_path)}
+    shard0 = Shard.from_json(shard_json)
+    if shard0.pruned:   # the prune stage's masks (rules/prune.smk), as train_shard reads them
+        cfg = {**cfg, "masks_path": shard0.masks_path}
     from . import studies
     dev = _setup(device, threads)
     shard = Shard.from_json(shard_json)

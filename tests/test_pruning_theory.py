@@ -145,3 +145,26 @@ def test_claims_verdicts_follow_the_numbers():
         assert bad.loc[k, "verdict"] == "fail", k
     figs = {k: f(*_synthetic(), cfg) for k, f in st.FIGURES.items()}
     assert set(figs) == set(st.CAPTIONS) and all(len(f.axes) >= 2 for f in figs.values())
+
+
+def test_measure_reads_the_prune_stage_masks_when_given(measured, tmp_path):
+    """In the workflow the measure job gets the prune stage's mask file (cfg['masks_path']) and
+    uses it rather than pruning again; the rows equal those of masks computed in the job."""
+    from sigprop.data.prepare import load
+    from sigprop.train import shard as engine
+    from sigprop.workflow_steps import shard_masks
+    shard, params, buffers, df, path = measured
+    data = engine.to_data(load(path), CPU, torch.float64)
+    masks = shard_masks(shard, params, buffers, data.x_train, data.y_train)
+    f = tmp_path / "m.pt"
+    engine.save_masks(masks, shard, f)
+    cfg = {**CFG, "data_path": str(path), "masks_path": str(f),
+           "analysis": {**CFG["analysis"], "gammas": [2.0, 1e8]}}
+    again = st.measure(shard, params, buffers, cfg)
+    key = ["run_id", "metric", "layer", "probe"]
+    pd.testing.assert_frame_equal(again.sort_values(key).reset_index(drop=True),
+                                  df.sort_values(key).reset_index(drop=True))
+    # a mask file of another shard is refused, naming the file
+    engine.save_masks(masks, Shard("other", shard.runs[:1]), f)
+    with pytest.raises(ValueError, match="m.pt"):
+        st.measure(shard, params, buffers, cfg)

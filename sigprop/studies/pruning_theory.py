@@ -116,7 +116,12 @@ def measure(shard, params, buffers, cfg: dict, device: str = "cpu") -> pd.DataFr
     l0 = int(an.get("gamma_layer", 1))
     data = engine.to_data(load(cfg["data_path"]), params[0].device, params[0].dtype)
     flags = prune.prunable(shard.runs[0].arch, params)
-    masks = shard_masks(shard, params, buffers, data.x_train, data.y_train)
+    if cfg.get("masks_path"):   # the prune stage's masks (the workflow passes them)
+        from pathlib import Path
+        masks = [m.to(params[0].device) if m is not None else None
+                 for m in engine.load_masks(Path(cfg["masks_path"]), shard)]
+    else:
+        masks = shard_masks(shard, params, buffers, data.x_train, data.y_train)
     frames = []
     for i, r in enumerate(shard.runs):
         k = 0
