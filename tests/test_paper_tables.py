@@ -53,8 +53,8 @@ def test_concat_claims_and_markdown(tmp_path):
     assert len(merged) == len(c) and list(merged.columns) == tables.CLAIM_COLUMNS
     with pytest.raises(tables.TableError, match="appears twice"):
         tables.concat_claims([a, a])
-    md = to_markdown(pd.DataFrame({"x": ["a|b"], "y": [0.123456]}))
-    assert md.splitlines() == ["| x | y |", "|---|---|", "| a\\|b | 0.1235 |"]
+    md = to_markdown(pd.DataFrame({"x": ["a|b", "c"], "y": [0.123456, float("nan")]}))
+    assert md.splitlines() == ["| x | y |", "|---|---|", "| a\\|b | 0.1235 |", "| c | – |"]
     parts = table1(merged)
     write_table(parts, tmp_path / "t.md", tmp_path / "t.csv", "T")
     assert (tmp_path / "t.md").read_text().count("\n## ") == 2

@@ -24,16 +24,20 @@ def cfg():
     return {"name": "pruning_resnet", **load_yaml(CFG_PATH)}
 
 
-def _runs(accs: dict, dataset="cifar10", activation="relu", steps=(0, 10, 20)) -> pd.DataFrame:
+def _runs(accs: dict, dataset="cifar10", activation="relu", steps=(0, 10, 20), depth=10,
+          sigma_w2=2.0, sigma_b2=0.0, prune_rescale=False) -> pd.DataFrame:
     """accs: {(arch, pruner, sparsity, seed): [test_acc at each step]}."""
     rows = []
     for (arch, pruner, sp, seed), vals in accs.items():
-        rid = f"r{arch}{pruner}{sp}{seed}{activation}"
+        rid = f"r{arch}{pruner}{sp}{seed}{activation}" + (
+            f"{depth}{sigma_w2}{prune_rescale}" if (depth, sigma_w2, prune_rescale) != (10, 2.0, False)
+            else "")
         for st, v in zip(steps, vals):
             rows.append(dict(study="pruning_resnet", shard_id=f"s{arch}{activation}", run_id=rid,
                              step=st, metric="test_acc", value=v, arch=arch, dataset=dataset,
                              activation=activation, pruner=pruner, sparsity=sp, seed=seed,
-                             prune_rescale=False))
+                             depth=depth, sigma_w2=sigma_w2, sigma_b2=sigma_b2,
+                             prune_rescale=prune_rescale))
     return pd.DataFrame(rows)
 
 
@@ -72,7 +76,7 @@ def test_paper_numbers_transcribed_and_joined(cfg, tmp_path):
     assert t1.loc["SNIP", "paper_mean"] == 33.63 and t1.loc["SBP-SR", "final_mean"] == pytest.approx(80)
     assert tabs["2"].paper_mean.isna().all()      # Table 2 stops at 98%
     from sigprop import studies
-    assert m.TABLES == ["table1", "table2", "table9"]
+    assert m.TABLES == ["table1", "table2", "table9", "table3", "table4", "table5"]
     for name in m.TABLES:
         out = [tmp_path / f"{name}.{e}" for e in ("parquet", "md", "csv")]
         studies.build_table(m, name, runs, cfg, *map(str, out))
@@ -81,6 +85,34 @@ def test_paper_numbers_transcribed_and_joined(cfg, tmp_path):
     assert "33.63" in (tmp_path / "table1.csv").read_text()
     with pytest.raises(KeyError, match="no table"):
         m.build_table("table7", runs, cfg)
+
+
+def test_paper_scale_tables_3_4_5_list_every_paper_cell_beside_ours(cfg):
+    """Tables 3-5 (003): all paper cells are listed (ours NaN where not run); V-CNN rows are
+    labelled by their initialization's phase (chi1 of 003 Sec. 2) and named by depth."""
+    p = m.paper_numbers(cfg)
+    assert [len(p[p.table == t]) for t in "345"] == [36, 9, 18]
+    t3 = p[(p.table == "3") & (p.net == "resnet104") & (p.method == "SBP-SR") & (p.sparsity == 0.95)]
+    assert t3.paper_mean.tolist() == [57.9] and t3.paper_std.tolist() == [0.31]
+    # tanh V-CNN, sigma_b2 = 0.05: sigma_w2 = 1.0 is ordered (chi1 < 1), 1.76095 is the EOC
+    vc = dict(dataset="mnist", activation="tanh", sigma_b2=0.05)
+    runs = pd.concat([
+        _runs({("vcnn", "snip", 0.5, s): [0.1, 0.1, 0.1] for s in range(2)}, depth=50, sigma_w2=1.0, **vc),
+        _runs({("vcnn", "snip", 0.5, s): [0.1, 0.9, 0.97] for s in range(2)}, depth=50,
+              sigma_w2=1.76095, **vc),
+        _runs({("vcnn", "snip", 0.5, s): [0.1, 0.9, 0.99] for s in range(2)}, depth=50,
+              sigma_w2=1.76095, prune_rescale=True, **vc),
+        _runs({("resnet32", "snip", 0.9, 0): [0.1, 0.5, 0.6]})])    # CIFAR-10: not in Table 4
+    t4 = m.build_tables(runs, cfg)["4"]
+    assert len(t4) == 9 and set(t4.net) == {"vcnn10", "vcnn50", "vcnn100"}
+    got = t4[t4.n > 0].set_index("method")
+    assert list(got.index) == ["Ordered phase Init", "EOC Init", "EOC + ReScaling"]
+    assert got.final_mean.tolist() == pytest.approx([10.0, 97.0, 99.0])
+    assert got.paper_mean.tolist() == [10.0, 98.75, 98.90] and (got.net == "vcnn50").all()
+    assert t4[t4.n == 0].final_mean.isna().all()
+    t5 = m.build_tables(runs, cfg)["5"]
+    assert len(t5) == 18 and (t5.n == 0).all() and t5.final_mean.isna().all()
+    assert m.init_phase("tanh", 3.0, 0.05) == "Chaotic phase Init"
 
 
 def _layers(arch, pruner, act_kept: dict, seeds=(0, 1, 2), base=4) -> pd.DataFrame:

@@ -29,8 +29,10 @@ def to_html(df: pd.DataFrame, title: str = "Claims") -> str:
 
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
-    """A GitHub-flavoured Markdown table (no extra dependency)."""
+    """A GitHub-flavoured Markdown table (no extra dependency); missing numbers print as "–"."""
     def cell(v):
+        if isinstance(v, float) and v != v:
+            return "–"
         text = format(v, floatfmt) if isinstance(v, float) else str(v)
         return text.replace("|", "\\|").replace("\n", " ")
     head = "| " + " | ".join(cell(c) for c in df.columns) + " |"

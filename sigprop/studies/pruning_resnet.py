@@ -7,7 +7,7 @@ prune stage (``rules/prune.smk``: random, MBP, SNIP, GraSP, SynFlow; SBP-SR = SN
 ResNet, :mod:`sigprop.prune.sbp_sr`) and trained with SGD (lr 0.1, x0.1 at 1/2 and 3/4, Sec. 4.2).
 
 Outputs
-* Tables 1, 2, 9 (:func:`accuracy_table`, :func:`paper_table`): mean ± std over seeds of the final
+* Tables 1, 2, 9 and (paper scale) 3, 4, 5 (:func:`accuracy_table`, :func:`paper_table`): mean ± std over seeds of the final
   and best-eval test accuracy per (data set, activation, net, method, sparsity), with the paper's
   numbers beside them (``analysis.paper_numbers``, transcribed, :func:`paper_numbers`).
 * Figs. 2 and 4 (:mod:`sigprop.figures.pruning_resnet`): per-layer kept fraction of SNIP on
@@ -50,7 +50,7 @@ SOURCE_F2 = "003 Sec. 3 (after Prop. 2), Fig. 2"
 METHODS = {"": "no pruning", "random": "Random Pruning", "magnitude": "MBP", "snip": "SNIP",
            "grasp": "GraSP", "synflow": "SynFlow", "sbp_sr": "SBP-SR"}
 METHOD_ORDER = ["no pruning", "Random Pruning", "MBP", "SNIP", "GraSP", "GraSP-SR", "SynFlow",
-                "SBP-SR", "EOC + ReScaling"]
+                "SBP-SR", "Ordered phase Init", "EOC Init", "Chaotic phase Init", "EOC + ReScaling"]
 N_BLOCKS = {"resnet32": 15, "resnet50": 24, "resnet104": 51}
 GROUP = ["dataset", "activation", "net", "method", "sparsity"]
 
@@ -76,19 +76,41 @@ def method_of(arch: str, pruner: str, rescale: bool = False) -> str:
     return METHODS.get(pruner, pruner)
 
 
+def init_phase(activation: str, sigma_w2: float, sigma_b2: float, tol: float = 1e-3) -> str:
+    """003 Table 4's row label for an unrescaled V-CNN: the phase of its initialization by
+    χ1 (003 Sec. 2, the edge of chaos is χ1 = 1; :func:`sigprop.theory.meanfield.chi1`)."""
+    from ..theory import meanfield
+    c = float(meanfield.chi1(sigma_w2, sigma_b2, 1.0, activation))
+    if abs(c - 1.0) <= tol:
+        return "EOC Init"
+    return "Ordered phase Init" if c < 1.0 else "Chaotic phase Init"
+
+
+def net_and_method(arch: str, depth: int, pruner: str, rescale: bool, activation: str,
+                   sigma_w2: float, sigma_b2: float) -> tuple[str, str]:
+    """003's (net, row label) of a run: ResNets drop ``stable_`` (their method says SBP-SR /
+    GraSP-SR); a V-CNN is named by its depth (``vcnn100``) and labelled by its initialization
+    (Table 4: ordered phase / EOC / EOC + ReScaling)."""
+    if arch == "vcnn":
+        label = "EOC + ReScaling" if rescale else init_phase(activation, sigma_w2, sigma_b2)
+        return f"vcnn{int(depth)}", label
+    return arch.replace("stable_", ""), method_of(arch, pruner, rescale)
+
+
 def final_best(runs: pd.DataFrame, metric: str = "test_acc") -> pd.DataFrame:
     """Per run: test accuracy (%) at the last evaluation (``final``) and its maximum over the
     evaluations (``best``, the best-epoch accuracy), with the run's fields."""
     d = runs[runs.metric == metric].dropna(subset=["value"])
     last = d.sort_values("step").groupby("run_id").tail(1).set_index("run_id")
     best = d.groupby("run_id").value.max()
-    rescale = last["prune_rescale"] if "prune_rescale" in last else False
+    rescale = (last["prune_rescale"] if "prune_rescale" in last
+               else pd.Series(False, index=last.index))
+    nm = [net_and_method(a, d, p, bool(r), act, sw, sb) for a, d, p, r, act, sw, sb in
+          zip(last.arch, last.depth, last.pruner.fillna(""), rescale, last.activation,
+              last.sigma_w2, last.sigma_b2)]
     out = pd.DataFrame({
         "dataset": last.dataset, "activation": last.activation,
-        "net": last.arch.str.replace("stable_", "", regex=False),
-        "method": [method_of(a, p, bool(r)) for a, p, r in
-                   zip(last.arch, last.pruner.fillna(""),
-                       rescale if not np.isscalar(rescale) else [rescale] * len(last))],
+        "net": [n for n, _ in nm], "method": [m for _, m in nm],
         "sparsity": last.sparsity.astype(float).round(6), "seed": last.seed,
         "final": 100 * last.value, "best": 100 * best.reindex(last.index)})
     return out.reset_index()
@@ -109,7 +131,7 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def paper_numbers(cfg: dict) -> pd.DataFrame:
     """The transcribed reference values: table, dataset, activation, net, method, sparsity,
-    paper_mean, paper_std (003 Tables 1, 2, 9; file ``analysis.paper_numbers``)."""
+    paper_mean, paper_std (003 Tables 1-5, 9; file ``analysis.paper_numbers``)."""
     import yaml
     rel = cfg.get("analysis", {}).get("paper_numbers", "config/pruning_resnet_paper_numbers.yaml")
     path = Path(rel)
@@ -133,7 +155,18 @@ TABLE_SPECS = {
           "003 Table 2: test accuracy (%) after pruning, CIFAR-10 and CIFAR-100"),
     "9": (["SNIP", "SBP-SR"], None,
           "003 Table 9: test accuracy (%) with ReLU and tanh, CIFAR-10"),
+    "3": (["SBP-SR", "SNIP", "GraSP", "SynFlow"], None,
+          "003 Table 3: test accuracy (%) on Tiny ImageNet, ResNet32/50/104"),
+    "4": (["Ordered phase Init", "EOC Init", "EOC + ReScaling"], None,
+          "003 Table 4: test accuracy (%) of tanh V-CNN on MNIST, SNIP at 50% sparsity"),
+    "5": (["SNIP", "SynFlow", "EOC + ReScaling"], None,
+          "003 Table 5: test accuracy (%) of VGG16 and 3xVGG16 on CIFAR-10"),
 }
+# Tables 3-5 exist at paper scale only (Tiny ImageNet, MNIST V-CNN, CIFAR-10 VGG): their rows
+# are selected by these (data set, nets) and listed with every paper cell, ours or not.
+PAPER_SCALE_TABLES = {"3": ("tiny_imagenet", ("resnet32", "resnet50", "resnet104")),
+                      "4": ("mnist", ("vcnn10", "vcnn50", "vcnn100")),
+                      "5": ("cifar10", ("vgg16", "vgg16x3"))}
 
 
 def paper_table(acc: pd.DataFrame, paper: pd.DataFrame, table: str) -> pd.DataFrame:
@@ -145,7 +178,18 @@ def paper_table(acc: pd.DataFrame, paper: pd.DataFrame, table: str) -> pd.DataFr
     if table in ("1", "2"):
         ours = ours[ours.activation == "relu"]
     p = paper[paper.table == table].drop(columns="table")
-    out = ours.merge(p, on=GROUP, how="left")
+    if table in PAPER_SCALE_TABLES:
+        dataset, nets = PAPER_SCALE_TABLES[table]
+        ours = ours[(ours.dataset == dataset) & ours.net.isin(nets)]
+        out = ours.merge(p, on=GROUP, how="outer")
+        out["n"] = out["n"].fillna(0).astype("int64")
+        order = {m: i for i, m in enumerate(methods)}
+        out = out.sort_values(["net", "method", "sparsity"],
+                              key=lambda c: c.map(order) if c.name == "method" else
+                              (c.map({n: i for i, n in enumerate(nets)}) if c.name == "net" else c),
+                              ignore_index=True)
+    else:
+        out = ours.merge(p, on=GROUP, how="left")
     out.insert(0, "table", table)
     return out
 
@@ -160,7 +204,7 @@ TABLES = [f"table{t}" for t in TABLE_SPECS]
 
 
 def build_table(name: str, runs: pd.DataFrame, cfg: dict) -> tuple[pd.DataFrame, str]:
-    """One of :data:`TABLES` (``table1``, ``table2``, ``table9``) and its title, for the
+    """One of :data:`TABLES` (``table1`` ... ``table9``) and its title, for the
     workflow's ``study_table`` rule (Parquet, Markdown, CSV)."""
     t = name.removeprefix("table")
     if t not in TABLE_SPECS:
