@@ -11,7 +11,9 @@ data sets, activations, architectures; consistent shapes) are in
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,11 @@ from .runs import RunSpec, Shard, make_shards
 KNOWN_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "resnet18", "resnet34",
                "resnet32", "resnet50", "resnet104", "stable_resnet32", "stable_resnet50",
                "stable_resnet104", "vgg16", "vgg16x3", "vcnn", "lenet", "fc_loop")
+# the convolutional ones (sigprop.nets.convnets.families): they need image data (C, H, W)
+IMAGE_ARCHS = ("resnet18", "resnet34", "resnet32", "resnet50", "resnet104", "stable_resnet32",
+               "stable_resnet50", "stable_resnet104", "vgg16", "vgg16x3", "vcnn", "lenet")
+# images in sklearn's digits set (sklearn.datasets.load_digits), split by sigprop.data.embedded.digits
+DIGITS_TOTAL = 1797
 # names of sigprop.nets.activations.ACTIVATIONS, kept here so parsing a config needs no torch
 KNOWN_ACTIVATIONS = ("linear", "tanh", "relu", "hard_tanh", "erf", "sigmoid", "elu")
 # names of sigprop.prune.PRUNERS (003 pruning at initialization), kept here so parsing needs no torch
@@ -212,6 +219,9 @@ def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict |
                               f"(known: {', '.join(sorted(registry.DATASETS))})")
         if r.eval_every > r.steps:
             raise ConfigError(f"{where}: eval_every ({r.eval_every}) exceeds steps ({r.steps})")
+        if r.micro_batch and r.batch_size % r.micro_batch:
+            raise ConfigError(f"{where}: batch_size {r.batch_size} is not a multiple of "
+                              f"micro_batch {r.micro_batch}")
 
 
 def _block_key(study_cfg: dict | None, scale: str, field: str, value) -> str:

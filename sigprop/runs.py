@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 
 # Fields that must be equal for runs to be stacked into one shard.
 SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "branch_depth", "head_depth", "head_width",
-                "activation", "optimizer", "steps", "eval_every", "precision")
+                "activation", "optimizer", "steps", "eval_every", "precision", "micro_batch")
 # Families without BatchNorm stack models of different batch sizes: batches are
 # padded to the largest and padded samples get zero weight in the loss.  With
 # BatchNorm, padding would change the batch statistics, so batch_size is a shape.
@@ -52,6 +52,13 @@ class RunSpec:
     class* of the scoring batch (the authors' ``samples_per_class: 10``),
     ``prune_rounds`` the iterations of an iterative pruner (SynFlow's 100).
     Masks are made by the prune stage (``rules/prune.smk``).
+
+    Batch-size sweeps (004 Chen et al., Sec. 5): ``micro_batch`` c > 0 makes every step of the
+    shard a micro-step of c examples per model; a model with ``batch_size`` b (a multiple of c)
+    accumulates b / c micro-steps, then takes one SGD step on their mean gradient.  Models of
+    different batch sizes then share a shard and each processes c examples per step, so a shard
+    of ``steps`` micro-steps gives every model the same number of examples (epochs) with no
+    padding; ``steps``, ``eval_every`` and the learning-rate milestones count micro-steps.
     """
 
     arch: str = "fc"
@@ -89,6 +96,7 @@ class RunSpec:
     prune_rescale: bool = False
     prune_batch: int = 10
     prune_rounds: int = 100
+    micro_batch: int = 0
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunSpec":

@@ -27,7 +27,24 @@ class StackedOptimizer:
         self.state: list[torch.Tensor | None] = [None] * len(params)
 
     @torch.no_grad()
-    def step(self, lr: torch.Tensor) -> None:
+    def step(self, lr: torch.Tensor, update: torch.Tensor | None = None) -> None:
+        """One step for every model, or only for the models where ``update`` ([M] bool) is
+        true: the others keep their parameters and optimizer state exactly (gradient
+        accumulation of a micro-batched shard, :class:`sigprop.train.shard.ShardTrainer`)."""
+        if update is not None:
+            old_p = [p.detach().clone() for p in self.params]
+            old_s = [None if s is None else s.clone() for s in self.state]
+        self._step(lr)
+        if update is None:
+            return
+        for i, p in enumerate(self.params):
+            keep = ~update.view((-1,) + (1,) * (p.dim() - 1))
+            p.copy_(torch.where(keep, old_p[i], p))
+            if self.state[i] is not None:
+                prev = old_s[i] if old_s[i] is not None else torch.zeros_like(self.state[i])
+                self.state[i] = torch.where(keep, prev, self.state[i])
+
+    def _step(self, lr: torch.Tensor) -> None:
         for i, p in enumerate(self.params):
             g = p.grad
             if g is None:

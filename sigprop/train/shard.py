@@ -209,14 +209,24 @@ class ShardTrainer:
         sizes = [r.batch_size for r in runs]
         if max(sizes) > n:
             raise ValueError(f"batch_size {max(sizes)} exceeds the {n} training examples")
-        self.batch_max = max(sizes)
+        # micro-batching (004 batch-size sweeps, RunSpec.micro_batch): c examples per model and
+        # step; a model of batch b accumulates b / c steps, then takes its optimizer step
+        self.micro = int(r0.micro_batch)
+        if self.micro:
+            bad = [b for b in sizes if b % self.micro]
+            if bad:
+                raise ValueError(f"shard {shard.shard_id}: batch_size {bad[0]} is not a multiple "
+                                 f"of micro_batch {self.micro}")
+        self.accum = torch.tensor([b // self.micro if self.micro else 1 for b in sizes],
+                                  device=device)
+        self.batch_max = self.micro or max(sizes)
         # models grouped by batch size: each group walks its own epochs
         self._groups = {}
         for i, b in enumerate(sizes):
             self._groups.setdefault(b, []).append(i)
         self._group_idx = {b: torch.tensor(ix, device=device) for b, ix in self._groups.items()}
         self._perm_cache: dict = {}
-        # loss weight of each sample slot: 1/b for a model's b real samples, 0 for padding
+        # loss weight of each sample slot: 1/b for a model's real samples, 0 for padding
         slots = torch.arange(self.batch_max, device=device).view(1, -1)
         bs = torch.tensor(sizes, device=device).view(-1, 1)
         self.sample_w = torch.where(slots < bs, 1.0 / bs, torch.zeros((), device=device)).to(self.dtype)
@@ -258,17 +268,23 @@ class ShardTrainer:
         """Each model's minibatch at ``step``, padded to the largest batch size: ``[M, B, ...]``.
 
         A model with batch size b takes examples ``[i b, (i+1) b)`` of its own
-        permutation of the training set for its epoch ``step // (n // b)``.
+        permutation of the training set for its epoch ``step // (n // b)``.  Micro-batched
+        (``micro_batch`` c): step t is micro-step ``j = t mod (b/c)`` of update ``u = t div (b/c)``,
+        examples ``[i b + j c, i b + (j+1) c)`` with ``i, epoch`` from ``u`` as above.
         """
         n = self.data.x_train.shape[0]
         idx = torch.zeros(self.M, self.batch_max, dtype=torch.int64, device=self.device)
         for b, members in self._group_idx.items():
-            epoch, i = divmod(step, n // b)
+            a = b // self.micro if self.micro else 1
+            u, j = divmod(step, a)
+            epoch, i = divmod(u, n // b)
             key = (b, epoch)
             if key not in self._perm_cache:
                 self._perm_cache = {k: v for k, v in self._perm_cache.items() if k[0] != b}
                 self._perm_cache[key] = rng.permutations(self.keys[members], epoch, n)
-            idx[members, :b] = self._perm_cache[key][:, i * b:(i + 1) * b]
+            w = self.micro or b
+            lo = i * b + j * w
+            idx[members, :w] = self._perm_cache[key][:, lo:lo + w]
         return self.data.x_train[idx], self.data.y_train[idx]
 
     def lr(self, step: int) -> torch.Tensor:
@@ -301,15 +317,27 @@ class ShardTrainer:
                 log.warning("run %s diverged at step %d", self.runs[i].run_id, self.step)
             self.alive &= finite
             self.active &= finite
+        acc_grads = [p.grad for p in self.params] if self.micro else None
         for p in self.params:
             p.grad = None
         total = torch.where(self.active, loss, torch.zeros_like(loss)).sum()
         total.backward()
-        for p in self.params:  # a diverged model's NaNs must not reach optimizer state
+        for k, p in enumerate(self.params):  # a diverged model's NaNs must not reach optimizer state
             if p.grad is not None:
                 p.grad = torch.where(self.active.view((-1,) + (1,) * (p.dim() - 1)),
                                      p.grad, torch.zeros_like(p.grad))
-        self.opt.step(self.lr(self.step))
+                if acc_grads is not None and acc_grads[k] is not None:
+                    p.grad += acc_grads[k]
+        if self.micro:
+            update = (self.step + 1) % self.accum == 0
+            self.opt.step(self.lr(self.step), update)
+            for p in self.params:  # models that stepped start a new accumulation
+                if p.grad is not None:
+                    p.grad = torch.where(update.view((-1,) + (1,) * (p.dim() - 1)),
+                                         torch.zeros_like(p.grad), p.grad)
+            loss = loss * self.accum  # report the micro-batch's mean loss
+        else:
+            self.opt.step(self.lr(self.step))
         self.buffers = [torch.where(self.active.view((-1,) + (1,) * (nb.dim() - 1)), nb, ob)
                         for nb, ob in zip(buffers, self.buffers)]
         self.family.constrain(self.runs, self.params, self.buffers)
@@ -400,6 +428,8 @@ class ShardTrainer:
                 "diverged_step": list(self.diverged_step), "target_step": list(self.target_step),
                 "loss_acc": self.loss_acc.cpu(), "loss_n": self.loss_n,
                 "mask_counts": self._mask_counts(),
+                "grads": [None if p.grad is None else p.grad.detach().cpu() for p in self.params]
+                if self.micro else [],
                 "rows": [list(r) for r in self.rows]}
 
     def _save_checkpoint(self) -> None:
@@ -436,6 +466,8 @@ class ShardTrainer:
         self.loss_acc = st["loss_acc"].to(self.device)
         self.loss_n = int(st["loss_n"])
         self.rows = [tuple(r) for r in st["rows"]]
+        for p, g in zip(self.params, st.get("grads") or []):  # a micro-batch's partial sum
+            p.grad = None if g is None else g.to(p.device, p.dtype)
         self.step = int(st["step"])
         log.info("shard %s: resumed from checkpoint at step %d", self.shard.shard_id, self.step)
 
