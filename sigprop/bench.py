@@ -8,12 +8,17 @@ JSON gives the wall time of each, their ratio, FLOP/s (FLOPs of one step
 counted from operator shapes by ``torch.utils.flop_counter``), and on a GPU the
 fraction of the device's float32 peak.  It is a benchmark, not a test:
 run it with ``sigprop bench`` and record the output (docs/performance.md).
+
+:func:`dag_bench` (``sigprop bench-dag``) times the other kind of scale: a grid
+of 10,000 runs expanded into shards and its Snakemake DAG built (``-n``), with
+the job count per rule (one training job per shard, not per run).
 """
 
 from __future__ import annotations
 
 import platform
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -144,3 +149,101 @@ def default_cases(device: str = "auto") -> list[dict]:
 def run(cases: list[dict] | None = None, device: str = "auto") -> dict:
     results = [bench_case(device=device, **c) for c in (cases or default_cases(device))]
     return {"machine": machine(), "results": results, "families": sorted(families.FAMILIES)}
+
+
+# -- scale: a big grid's DAG ---------------------------------------------------------------
+
+SNAKEFILE = Path(__file__).resolve().parents[1] / "workflow" / "Snakefile"
+
+
+def grid_study(n_runs: int, steps: int = 300) -> dict:
+    """A trainable-depth study (000 Fig. 7 shape: fc tanh nets on digits) whose quick and paper
+    grids both have exactly ``n_runs`` runs, all of one shape: ``k`` values of sigma_w2 (the
+    largest divisor of ``n_runs`` up to 100) times ``n_runs / k`` seeds."""
+    if n_runs < 1:
+        raise ValueError(f"n_runs must be >= 1, got {n_runs}")
+    k = max(d for d in range(1, min(n_runs, 100) + 1) if n_runs % d == 0)
+    fixed = {"arch": "fc", "dataset": "digits", "width": 64, "depth": 8, "activation": "tanh",
+             "sigma_b2": 0.05, "keep_rate": 1.0, "init": "gaussian", "optimizer": "sgd",
+             "lr": 0.01, "batch_size": 32, "steps": steps, "eval_every": steps}
+    grid = {"sigma_w2": [round(1.0 + 3.0 * i / max(k - 1, 1), 6) for i in range(k)],
+            "seed": list(range(n_runs // k))}
+    scale = {"blocks": [{"fixed": fixed, "grid": grid}]}
+    return {"name": "trainable_depth", "paper": "000", "kind": "trainable_depth",
+            "title": f"DAG benchmark: {n_runs} runs",
+            "theory": {"activation": "tanh", "sigma_b2": 0.05, "sigma_w2_range": [1.0, 4.0],
+                       "points": 31},
+            "analysis": {"metric": "train_acc"}, "scales": {"quick": scale, "paper": scale}}
+
+
+def write_grid_config(workdir: Path, n_runs: int, shard_size: int = 64) -> Path:
+    """Write ``config.yaml`` and ``studies/trainable_depth.yaml`` (:func:`grid_study`) into
+    ``workdir``; return the config file."""
+    import yaml
+    workdir = Path(workdir)
+    sdir = workdir / "studies"
+    sdir.mkdir(parents=True, exist_ok=True)
+    (sdir / "trainable_depth.yaml").write_text(yaml.safe_dump(grid_study(n_runs), sort_keys=False))
+    cfg = {"studies": ["trainable_depth"], "studies_dir": str(sdir), "shard_size": shard_size,
+           "device": "cpu"}
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def job_counts(snakemake_output: str) -> dict[str, int]:
+    """``{rule: jobs}`` from the 'Job stats' table Snakemake prints (dry run or run)."""
+    import re
+    m = re.search(r"^Job stats:\s*\n.*?\n-+\s+-+\s*\n(.*?)^total\s+(\d+)", snakemake_output,
+                  re.DOTALL | re.MULTILINE)
+    if m is None:
+        raise ValueError("no 'Job stats' table in the Snakemake output")
+    out = {}
+    for line in m.group(1).splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            out[parts[0]] = int(parts[1])
+    out["total"] = int(m.group(2))
+    return out
+
+
+def dag_bench(n_runs: int = 10_000, shard_size: int = 64, workdir: str | Path | None = None,
+              dry_run: bool = True, snakefile: str | Path | None = None,
+              cores: int = 2) -> dict:
+    """Time a big grid: the config expansion alone (schema validation, grid expansion, checks,
+    sharding: what the Snakefile does before rules exist) and ``snakemake -n`` (DAG built,
+    nothing run), and count the DAG's jobs per rule.  The study is :func:`grid_study`."""
+    import subprocess
+    import sys
+    import tempfile
+
+    import yaml
+    from snakemake.utils import validate
+
+    from .config import build_study
+
+    snakefile = Path(snakefile) if snakefile else SNAKEFILE
+    with tempfile.TemporaryDirectory(prefix="sigprop_dag_") as tmp:
+        work = Path(workdir) if workdir else Path(tmp)
+        cfg_path = write_grid_config(work, n_runs, shard_size)
+        study_path = work / "studies" / "trainable_depth.yaml"
+        t0 = time.perf_counter()
+        study_cfg = yaml.safe_load(study_path.read_text())
+        validate(study_cfg, str(snakefile.parent / "schemas" / "study.schema.yaml"))
+        st = build_study("trainable_depth", study_path, study_cfg, "quick", shard_size)
+        expand_s = time.perf_counter() - t0
+        out = {"runs": len(st.runs), "shards": len(st.shards), "shard_size": shard_size,
+               "expand_s": expand_s, "machine": machine()}
+        if dry_run:
+            if not snakefile.is_file():
+                raise FileNotFoundError(f"{snakefile}: no Snakefile; pass snakefile=")
+            cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
+                   "--directory", str(work), "--configfile", str(cfg_path), "--cores", str(cores),
+                   "-n"]
+            t0 = time.perf_counter()
+            p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            out["dry_run_s"] = time.perf_counter() - t0
+            if p.returncode != 0:
+                raise RuntimeError(f"snakemake -n failed ({p.returncode}):\n{p.stderr[-3000:]}")
+            out["jobs"] = job_counts(p.stdout + p.stderr)
+    return out

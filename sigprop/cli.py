@@ -4,6 +4,7 @@ Each theory module declares its commands in a module-level ``CLI_COMMANDS``
 list (name, help, params, fn); this file only turns them into argparse
 sub-commands, so a new theory function becomes a command where it is defined.
 Parameters marked ``list`` take comma-separated values (``--rho 1,0.99,0.98``).
+``sigprop bench`` and ``sigprop bench-dag`` (:mod:`sigprop.bench`) print benchmarks as JSON.
 """
 
 from __future__ import annotations
@@ -103,6 +104,20 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     bench.add_argument("--batch", type=int, default=128, help="batch size [default: 128]")
     bench.add_argument("--activation", default="tanh", help="activation [default: tanh]")
     bench.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
+    dag = sub.add_parser(
+        "bench-dag", help="time a big grid's config expansion and Snakemake DAG (JSON)",
+        description="Write a study whose grid has --runs runs, time its expansion into shards "
+                    "and 'snakemake -n' on it, and print the job count per rule as JSON: one "
+                    "training job per shard, not per run.")
+    dag.add_argument("--runs", type=int, default=10_000, help="runs in the grid [default: 10000]")
+    dag.add_argument("--shard-size", dest="shard_size", type=int, default=64,
+                     help="models per shard [default: 64]")
+    dag.add_argument("--workdir", default=None,
+                     help="folder for the config and Snakemake's state [default: a temporary one]")
+    dag.add_argument("--no-dry-run", dest="dry_run", action="store_false",
+                     help="time the config expansion only")
+    dag.add_argument("--snakefile", default=None,
+                     help="workflow/Snakefile of this checkout [default: next to the package]")
     return parser
 
 
@@ -125,8 +140,16 @@ def main(argv: list[str] | None = None) -> int:
     commands = theory_commands()
     parser = build_parser(commands)
     args = vars(parser.parse_args(argv))
-    if args.pop("group") == "bench":
+    group = args.pop("group")
+    if group == "bench":
         return _bench(args)
+    if group == "bench-dag":
+        from . import bench
+        json.dump(_jsonable(bench.dag_bench(args["runs"], args["shard_size"], args["workdir"],
+                                            args["dry_run"], args["snakefile"])),
+                  sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
     cmd = commands[args.pop("command")]
     try:
         result = cmd["fn"](**args)

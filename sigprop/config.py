@@ -11,6 +11,7 @@ data sets, activations, architectures; consistent shapes) are in
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import math
@@ -106,10 +107,17 @@ class Study:
         return self.cfg["kind"]
 
     def shard(self, shard_id: str) -> Shard:
-        for s in self.shards:
-            if s.shard_id == shard_id:
-                return s
-        raise KeyError(f"study {self.name} has no shard {shard_id}")
+        """The shard with this id (a dict lookup: the rules' input functions call it once or
+        more per job, and a shard id hashes all its run ids, so a scan over the shards made
+        a 10,000-run DAG take minutes)."""
+        try:
+            return self._shard_index[shard_id]
+        except KeyError:
+            raise KeyError(f"study {self.name} has no shard {shard_id}") from None
+
+    @functools.cached_property
+    def _shard_index(self) -> dict[str, Shard]:
+        return {s.shard_id: s for s in self.shards}
 
     @property
     def datasets(self) -> list[str]:
@@ -175,7 +183,16 @@ def derive(run: dict, derived: dict) -> dict:
     - ``sigma_w2: {chi1: v}``: σ_w² on the line χ1 = v for the run's activation,
       σ_b² and keep rate (000 Eq. 10; v = 1 is the critical line of 000 §5.1 and
       Fig. 6), solved by :func:`sigprop.theory.meanfield.sigma_w2_for_chi1`;
-    - ``lr: {per_depth: c}``: learning rate c / L (000 §5.2, Fig. 7(d)).
+    - ``lr: {per_depth: c}``: learning rate c / L (000 §5.2, Fig. 7(d));
+    - ``width: {params: p}``: the width K of the ``depth`` L fully connected layers with about p
+      weights, ``d_in K + (L-1) K^2 + K d_out = p`` rounded to the nearest integer (004 Sec. 5;
+      fc and LeNet's FC part, d_in from :func:`fc_input_dim`, biases not counted, as in the
+      paper); ``head_width: {params: p}`` the same for a ResNet's FC head of ``head_depth``;
+    - ``steps: {epochs: E}`` / ``eval_every: {epochs: E}``: E passes over the data set's
+      training split (:func:`train_size` with the generator's default options), in steps of
+      ``batch_size`` examples, or of ``micro_batch`` examples when that is set (004 batch-size
+      sweeps: the smallest batch then gets exactly E epochs, larger ones E up to their dropped
+      last partial batch).
 
     Values are rounded to 10 significant digits so that run ids do not depend
     on the last bits of a root finder.
@@ -193,35 +210,179 @@ def derive(run: dict, derived: dict) -> dict:
                 raise ValueError(f"derived sigma_w2: no sigma_w2 gives chi1 = {v} for {run}")
         elif field == "lr" and how == "per_depth":
             x = float(v) / run.get("depth", defaults.depth)
+        elif field == "width" and how == "params":
+            out[field] = width_for_params(float(v), run.get("depth", defaults.depth),
+                                          run.get("dataset", defaults.dataset),
+                                          run.get("arch", defaults.arch))
+            continue
+        elif field == "head_width" and how == "params":
+            out[field] = width_for_params(float(v), run.get("head_depth", defaults.head_depth),
+                                          run.get("dataset", defaults.dataset),
+                                          run.get("arch", defaults.arch),
+                                          run.get("width", defaults.width))
+            continue
+        elif field in ("steps", "eval_every") and how == "epochs":
+            out[field] = steps_for_epochs(float(v), run, defaults)
+            continue
         else:
             raise ValueError(f"derived {field}: unknown rule '{how}' (known: sigma_w2: {{chi1: v}}, "
-                             "lr: {per_depth: c})")
+                             "lr: {per_depth: c}, width/head_width: {params: p}, steps/eval_every: {epochs: E})")
         out[field] = float(f"{float(x):.10g}")
     return out
 
 
-def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict | None = None) -> None:
-    """Semantic checks the schema cannot make: names must exist in the registries.
+def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict | None = None,
+               data_options: dict | None = None) -> None:
+    """Semantic checks the schema cannot make, so that a bad grid stops before any job runs:
 
-    With ``study_cfg``, pruning errors name the exact key (``...blocks[0].grid.pruner``).
+    - names exist in the registries (architecture, activation, data set, pruner);
+    - shapes fit together: a convolutional architecture (:data:`IMAGE_ARCHS`) needs an image
+      data set (inputs ``(C, H, W)``); in a study that trains (``TASK`` "train", see
+      :mod:`sigprop.studies`) a ``batch_size`` must not exceed the training set
+      (:func:`train_size`, with the data sets' generator options ``data_options``, the
+      config's ``data.options``; their defaults when not given); ``eval_every`` must not
+      exceed ``steps``; a ``micro_batch`` divides the ``batch_size``.
+
+    Errors name the file and the key of the block that sets the value when ``study_cfg`` is
+    given (``...blocks[0].grid.pruner``), else ``scales.<scale>.blocks``.
     """
     from .data import registry
-    where = f"{filename}: key 'scales.{scale}.blocks'"
+    trains = _trains(study_cfg)
+    sizes: dict[str, int | None] = {}
     for r in runs:
+        def fail(field, msg, r=r):
+            raise ConfigError(f"{filename}: key "
+                              f"'{_block_key(study_cfg, scale, field, getattr(r, field))}': {msg}")
         _check_pruning(r, filename, scale, study_cfg)
         if r.arch not in KNOWN_ARCHS:
-            raise ConfigError(f"{where}: unknown arch '{r.arch}' (known: {', '.join(KNOWN_ARCHS)})")
+            fail("arch", f"unknown arch '{r.arch}' (known: {', '.join(KNOWN_ARCHS)})")
         if r.activation not in KNOWN_ACTIVATIONS:
-            raise ConfigError(f"{where}: unknown activation '{r.activation}' "
-                              f"(known: {', '.join(KNOWN_ACTIVATIONS)})")
+            fail("activation", f"unknown activation '{r.activation}' "
+                               f"(known: {', '.join(KNOWN_ACTIVATIONS)})")
         if r.dataset not in registry.DATASETS:
-            raise ConfigError(f"{where}: unknown dataset '{r.dataset}' "
-                              f"(known: {', '.join(sorted(registry.DATASETS))})")
+            fail("dataset", f"unknown dataset '{r.dataset}' "
+                            f"(known: {', '.join(sorted(registry.DATASETS))})")
+        shape = registry.get(r.dataset).input_shape
+        if r.arch in IMAGE_ARCHS and len(shape) != 3:
+            fail("arch", f"arch '{r.arch}' is convolutional and needs image inputs (C, H, W), but "
+                         f"dataset '{r.dataset}' has inputs of shape {tuple(shape)} (use an image "
+                         "data set such as digits_images, or a fully connected arch)")
         if r.eval_every > r.steps:
-            raise ConfigError(f"{where}: eval_every ({r.eval_every}) exceeds steps ({r.steps})")
-        if r.micro_batch and r.batch_size % r.micro_batch:
-            raise ConfigError(f"{where}: batch_size {r.batch_size} is not a multiple of "
-                              f"micro_batch {r.micro_batch}")
+            fail("eval_every", f"eval_every ({r.eval_every}) exceeds steps ({r.steps})")
+        micro = getattr(r, "micro_batch", 0)
+        if micro and r.batch_size % micro:
+            fail("micro_batch", f"batch_size {r.batch_size} is not a multiple of micro_batch {micro}")
+        if trains:
+            if r.dataset not in sizes:
+                sizes[r.dataset] = train_size(r.dataset, (data_options or {}).get(r.dataset))
+            n = sizes[r.dataset]
+            if n is not None and r.batch_size > n:
+                fail("batch_size", f"batch_size {r.batch_size} exceeds the {n} training examples "
+                                   f"of dataset '{r.dataset}'")
+
+
+def _trains(study_cfg: dict | None) -> bool:
+    """Whether a study's shard jobs train (``TASK`` "train"); True without a study config."""
+    if not study_cfg or "kind" not in study_cfg:
+        return True
+    from . import studies
+    return studies.task(study_cfg["kind"]) == "train"
+
+
+def check_kind(study_cfg: dict, filename: str) -> None:
+    """The study's ``kind`` names a module of :mod:`sigprop.studies`."""
+    from . import studies
+    kind = study_cfg.get("kind")
+    if kind not in studies.KINDS:
+        raise ConfigError(f"{filename}: key 'kind': unknown study kind '{kind}' "
+                          f"(known: {', '.join(studies.KINDS)})")
+
+
+def fc_input_dim(arch: str, dataset: str, width: int) -> int:
+    """Inputs of the fully connected part of ``arch`` on ``dataset`` (004 Sec. 5 varies that
+    part): fc, the flattened input; lenet, its 50 conv maps of ``((H-4)/2-4)/2`` squared
+    pixels (800 on MNIST); resnet18 / resnet34, the ``8 width`` pooled channels."""
+    from .data import registry
+    shape = registry.get(dataset).input_shape
+    if arch == "lenet":
+        return 50 * (((shape[-1] - 4) // 2 - 4) // 2) ** 2
+    if arch in ("resnet18", "resnet34"):
+        return 8 * int(width)
+    if arch == "fc":
+        return int(np.prod(shape))
+    raise ValueError(f"derived width: no fixed-parameter rule for arch '{arch}' "
+                     "(fc, lenet, resnet18, resnet34)")
+
+
+def width_for_params(p: float, depth: int, dataset: str, arch: str = "fc", width: int = 0) -> int:
+    """004 Sec. 5: the width K with ``d_in K + (L-1) K^2 + K d_out = p`` (nearest integer);
+    ``d_in`` from :func:`fc_input_dim`, ``d_out`` the data set's classes."""
+    from .data import registry
+    spec = registry.get(dataset)
+    d_in, d_out = fc_input_dim(arch, dataset, width), int(spec.n_classes or 1)
+    a, b = depth - 1, d_in + d_out
+    k = p / b if a == 0 else (-b + np.sqrt(b * b + 4 * a * p)) / (2 * a)
+    if k < 1:
+        raise ValueError(f"derived width: no width >= 1 gives {p:g} weights at depth {depth} "
+                         f"on {dataset}")
+    return int(round(k))
+
+
+def steps_for_epochs(epochs: float, run: dict, defaults: RunSpec) -> int:
+    """Steps for ``epochs`` passes over the training split (see :func:`derive`)."""
+    name = run.get("dataset", defaults.dataset)
+    n = train_size(name)
+    if n is None:
+        raise ValueError(f"derived steps: the training-set size of data set '{name}' is not "
+                         "known before it is built")
+    per = run.get("micro_batch", defaults.micro_batch) or run.get("batch_size", defaults.batch_size)
+    if per > n:
+        raise ValueError(f"derived steps: {per} examples per step exceed the {n} training "
+                         f"examples of '{name}'")
+    return max(1, int(round(epochs * (n // per))))
+
+
+def train_size(dataset: str, options: dict | None = None) -> int | None:
+    """Training examples of a prepared data set, known without building it (None: unknown).
+
+    Downloaded sets: the registry's ``n_train``.  Embedded sets: from their generator's
+    arguments (:mod:`sigprop.data.embedded`; ``options`` as in the config's ``data.options``
+    over the defaults): digits keeps ``1797 - ceil(1797 * test_fraction)`` images for
+    training (scikit-learn's ``train_test_split``), the generated sets ``n_train`` or ``n``.
+    """
+    from .data import embedded, registry
+    spec = registry.get(dataset)
+    if spec.source != "embedded":
+        return spec.n_train
+    gen = getattr(embedded, spec.fmt, None)
+    if gen is None:
+        return None
+    args = {k: p.default for k, p in inspect.signature(gen).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+    args.update(options or {})
+    if spec.fmt in ("digits", "digits_images"):
+        return DIGITS_TOTAL - math.ceil(float(args["test_fraction"]) * DIGITS_TOTAL)
+    for key in ("n_train", "n"):
+        if key in args:
+            return int(args[key])
+    return None
+
+
+def check_data_options(options: dict, filename: str) -> None:
+    """The config's ``data.options``: known embedded data sets, and only their generator's
+    arguments (:mod:`sigprop.data.embedded`); downloaded sets take none."""
+    from .data import embedded, registry
+    for name, opts in (options or {}).items():
+        if name not in registry.DATASETS:
+            raise ConfigError(f"{filename}: key 'data.options.{name}': unknown dataset '{name}' "
+                              f"(known: {', '.join(sorted(registry.DATASETS))})")
+        spec = registry.get(name)
+        allowed = (list(inspect.signature(getattr(embedded, spec.fmt)).parameters)
+                   if spec.source == "embedded" else [])
+        for key in opts or {}:
+            if key not in allowed:
+                raise ConfigError(f"{filename}: key 'data.options.{name}.{key}': unknown option "
+                                  f"(allowed: {', '.join(allowed) or 'none, it is downloaded'})")
 
 
 def _block_key(study_cfg: dict | None, scale: str, field: str, value) -> str:
@@ -270,13 +431,16 @@ def shard_sizer(shard_size: int, memory_budget_mb: float):
 
 
 def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size,
-                memory_budget_mb: float = 8000) -> Study:
+                memory_budget_mb: float = 8000, data_options: dict | None = None) -> Study:
+    """A study's runs and shards, checked (:func:`check_kind`, :func:`expand_runs`,
+    :func:`check_runs`; ``data_options`` is the config's ``data.options``)."""
     path = str(path)
     if study_cfg.get("name") != name:
         raise ConfigError(f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file "
                           f"name '{name}'")
+    check_kind(study_cfg, path)
     runs = expand_runs(study_cfg, scale, path)
-    check_runs(runs, path, scale, study_cfg)
+    check_runs(runs, path, scale, study_cfg, data_options)
     size = study_cfg["scales"][scale].get("shard_size", shard_size)
     shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb))
     # the analysis (figures, claims) sees the scale, e.g. to map runs to blocks

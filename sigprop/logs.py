@@ -15,5 +15,14 @@ def setup(logfile: str | None = None, level: int = logging.INFO) -> logging.Logg
 
 
 def script_log(snakemake) -> logging.Logger:
+    """The rule's logger; an uncaught error is also written to the rule's log file (with its
+    traceback), not only to Snakemake's stderr, so ``results/logs/...`` says why a job failed."""
     log = snakemake.log[0] if len(snakemake.log) else None
-    return setup(log)
+    logger = setup(log)
+
+    def hook(kind, value, tb):  # the handlers write it to the log file and to stderr
+        logger.error("job failed: %s: %s", kind.__name__, value, exc_info=(kind, value, tb))
+        logging.shutdown()
+
+    sys.excepthook = hook
+    return logger

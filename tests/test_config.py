@@ -83,6 +83,29 @@ def test_derived_fields_sigma_w2_on_chi1_line_and_lr_per_depth():
         expand_runs(study, "quick", "f.yaml")
 
 
+def test_derived_width_for_a_weight_count_and_steps_for_epochs():
+    """004 Sec. 5: d_in K + (L-1) K^2 + K d_out = p; steps = E passes over the training split."""
+    study = tiny_study(fixed={"dataset": "digits", "micro_batch": 32},
+                       grid={"depth": [1, 2, 10], "batch_size": [32, 256]})
+    blk = study["scales"]["quick"]["blocks"][0]
+    for k in ("width", "steps", "eval_every", "batch_size", "depth"):
+        blk["fixed"].pop(k, None)
+    blk["derived"] = {"width": {"params": 4000}, "steps": {"epochs": 3}, "eval_every": {"epochs": 1}}
+    runs = expand_runs(study, "quick", "f.yaml")
+    for r in runs:   # digits: 64 inputs, 10 classes; 1347 training images, 42 micro-batches of 32
+        k = r.width
+        p = lambda k: 64 * k + (r.depth - 1) * k * k + 10 * k
+        assert abs(p(k) - 4000) <= min(abs(p(k + 1) - 4000), abs(p(k - 1) - 4000))
+        assert (r.steps, r.eval_every) == (126, 42)
+    assert sorted({(r.depth, r.width) for r in runs}) == [(1, 54), (2, 36), (10, 17)]
+    blk["fixed"].pop("micro_batch")
+    runs = expand_runs(study, "quick", "f.yaml")
+    assert {(r.batch_size, r.steps) for r in runs} == {(32, 126), (256, 15)}
+    blk["grid"]["batch_size"] = [2048]
+    with pytest.raises(ConfigError, match="blocks\\[0\\]': derived steps: 2048 examples"):
+        expand_runs(study, "quick", "f.yaml")
+
+
 def test_derived_field_rule_errors_name_file_and_block(workdir):
     study = tiny_study()
     study["scales"]["quick"]["blocks"][0]["grid"].pop("sigma_w2")

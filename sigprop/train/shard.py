@@ -54,6 +54,23 @@ PRECISIONS = {
 }
 EVAL_TRAIN_MAX = 2048  # examples of the training set scored at each evaluation
 EVAL_CHUNK = 4096      # examples per model per forward pass at evaluation
+# seconds between progress lines ("step k/N, r steps/s") in a shard's log; the environment
+# variable SIGPROP_PROGRESS_EVERY overrides it (read when a shard starts, e.g. in a job)
+PROGRESS_EVERY = 30.0
+
+
+def progress_interval() -> float:
+    """Seconds between progress log lines: ``$SIGPROP_PROGRESS_EVERY`` or :data:`PROGRESS_EVERY`."""
+    text = os.environ.get("SIGPROP_PROGRESS_EVERY", "").strip()
+    if not text:
+        return PROGRESS_EVERY
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"SIGPROP_PROGRESS_EVERY must be a number of seconds, got {text!r}") from None
+    if not value >= 0:
+        raise ValueError(f"SIGPROP_PROGRESS_EVERY must be >= 0, got {text!r}")
+    return value
 
 
 @dataclass
@@ -213,6 +230,10 @@ class ShardTrainer:
         # step; a model of batch b accumulates b / c steps, then takes its optimizer step
         self.micro = int(r0.micro_batch)
         if self.micro:
+            from ..runs import MIXED_BATCH_ARCHS
+            if r0.arch not in MIXED_BATCH_ARCHS:
+                raise ValueError(f"shard {shard.shard_id}: micro_batch needs a family without "
+                                 f"BatchNorm ({', '.join(MIXED_BATCH_ARCHS)}), not '{r0.arch}'")
             bad = [b for b in sizes if b % self.micro]
             if bad:
                 raise ValueError(f"shard {shard.shard_id}: batch_size {bad[0]} is not a multiple "
@@ -392,7 +413,12 @@ class ShardTrainer:
         for i, v in enumerate(vals):
             self.rows.append((i, self.step, metric, v if alive[i] else math.nan))
 
-    def run(self, progress_every: float = 30.0) -> pd.DataFrame:
+    def run(self, progress_every: float | None = None) -> pd.DataFrame:
+        """Train to the end (resuming from the checkpoint if there is one); every
+        ``progress_every`` seconds (default :func:`progress_interval`) log the step, the rate
+        in steps/s since this start, and how many models still train."""
+        if progress_every is None:
+            progress_every = progress_interval()
         self._maybe_resume()
         total = self.r0.steps
         if self.step == 0 and not self.rows:

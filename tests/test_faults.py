@@ -1,0 +1,291 @@
+"""Faults in real workflow runs: failed jobs retried while the rest of the DAG goes on, the whole
+run killed and resumed, corrupt data files caught before anything trains on them.
+
+Faults are real or injected from outside the package:
+
+- a first attempt that fails: a ``sitecustomize`` module on ``PYTHONPATH`` (written by the
+  test, so no hook in the package) makes the first ``train_shard`` job of one chosen shard exit
+  with status 3; it also counts every ``train_shard`` start per shard;
+- a job that always fails: the shard's checkpoint path is a directory, so saving the first
+  checkpoint fails with ``IsADirectoryError`` (as an unwritable or full disk would);
+- kills: SIGKILL to Snakemake's whole process group;
+- corrupt files: truncated or altered bytes in ``results/data/*.npz`` and ``results/raw/``.
+
+docs/faults.md describes the behaviour these tests check.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import REPO, run_snakemake, snakemake_cmd, tiny_study, write_config
+
+from sigprop import bench, studies, tables
+from sigprop.config import build_study
+from sigprop.data.prepare import load as load_dataset
+from sigprop.train import shard as engine
+
+pytestmark = pytest.mark.slow
+
+STUDY = "trainable_depth"
+
+SITECUSTOMIZE = '''
+import os, sys
+_shards = [s for s in os.environ.get("FAULT_SHARDS", "").split(",") if s]
+if _shards and sys.argv and sys.argv[0].endswith(".train_shard.py"):
+    _text = open(sys.argv[0]).read()
+    for _s in _shards:
+        if _s in _text:
+            with open(os.environ["FAULT_ATTEMPTS"], "a") as _f:
+                _f.write(_s + "\\n")
+            _n = sum(1 for _l in open(os.environ["FAULT_ATTEMPTS"]) if _l.strip() == _s)
+            if _s == os.environ.get("FAULT_FAIL_FIRST") and _n == 1:
+                sys.stderr.write(f"injected fault: first attempt of shard {_s} fails\\n")
+                sys.stderr.flush()
+                os._exit(3)
+'''
+
+
+def _shards(workdir, study, shard_size):
+    return build_study(STUDY, workdir / "studies" / f"{STUDY}.yaml", study, "quick", shard_size).shards
+
+
+def _res(workdir, *parts):
+    return workdir.joinpath("results", STUDY, *parts)
+
+
+def test_failed_job_is_retried_and_keep_going_finishes_the_independent_jobs(workdir, tmp_path):
+    """Three shards: A fails on its first attempt only, B on every attempt, C never.  With
+    ``--retries 1 --keep-going``: A is retried and succeeds, C and the theory job finish, B is
+    tried twice and reported, and nothing that needs B (the merged table) is made.  With the fault
+    removed, a rerun trains only B and completes the study."""
+    study = tiny_study(fixed={"steps": 200, "eval_every": 100},
+                       grid={"depth": [2], "keep_rate": [1.0], "sigma_w2": [1.0, 1.5, 2.0]})
+    cfg = write_config(workdir, study, shard_size=1, checkpoint_every=50)
+    a, b, c = (s.shard_id for s in _shards(workdir, study, 1))
+    blocker = _res(workdir, "checkpoints", f"{b}.pt")
+    blocker.mkdir(parents=True)  # B cannot write its checkpoint: a permanent failure
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    attempts = tmp_path / "attempts.txt"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")])),
+               FAULT_SHARDS=f"{a},{b},{c}", FAULT_FAIL_FIRST=a, FAULT_ATTEMPTS=str(attempts))
+    targets = [f"results/{STUDY}/metrics.parquet", f"results/{STUDY}/theory.parquet"]
+    p = subprocess.run(snakemake_cmd(workdir, cfg, "--retries", "1", "--keep-going", *targets),
+                       capture_output=True, text=True, env=env, timeout=600, check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out[-3000:]
+    tries = attempts.read_text().split()
+    assert (tries.count(a), tries.count(b), tries.count(c)) == (2, 2, 1), tries
+    assert "injected fault: first attempt of shard " + a in out
+    assert out.count("Trying to restart job") >= 2, out[-3000:]  # A and B were each retried once
+    # A (retried) and C finished, and so did the independent theory job
+    assert _res(workdir, "runs", f"{a}.parquet").is_file()
+    assert _res(workdir, "runs", f"{c}.parquet").is_file()
+    assert _res(workdir, "theory.parquet").is_file()
+    # B failed and is reported; what needs it was not made
+    assert not _res(workdir, "runs", f"{b}.parquet").exists()
+    assert not _res(workdir, "metrics.parquet").exists()
+    assert re.search(rf"Error in rule train_shard:.*?{b}", out, re.DOTALL), out[-3000:]
+    assert "IsADirectoryError" in out and f"checkpoints/{b}.pt" in out
+
+    before = {s: _res(workdir, "runs", f"{s}.parquet").stat().st_mtime_ns for s in (a, c)}
+    blocker.rmdir()  # the fault is fixed
+    again = run_snakemake(workdir, cfg, *targets)
+    assert bench.job_counts(again.stdout + again.stderr)["train_shard"] == 1  # only B
+    assert {s: _res(workdir, "runs", f"{s}.parquet").stat().st_mtime_ns for s in (a, c)} == before
+    merged = pd.read_parquet(_res(workdir, "metrics.parquet"))
+    assert set(merged.shard_id) == {a, b, c} and merged.run_id.nunique() == 3
+    assert not merged.duplicated(["run_id", "step", "metric"]).any()
+
+
+def _recorded_done(workdir, shard_id) -> bool:
+    """The shard's table exists and Snakemake has recorded its job as finished: no marker in
+    ``.snakemake/incomplete`` (named by the urlsafe base64 of the output path).  A table
+    written by a job whose end Snakemake had not yet seen when killed is still marked
+    incomplete and is rightly remade by ``--rerun-incomplete``."""
+    rel = f"results/{STUDY}/runs/{shard_id}.parquet"
+    marker = workdir / ".snakemake" / "incomplete" / base64.urlsafe_b64encode(rel.encode()).decode()
+    return (workdir / rel).exists() and not marker.exists()
+
+
+def _state(workdir, shard_ids):
+    """(finished and recorded, in flight with a checkpoint, not started) shard ids."""
+    done = {s for s in shard_ids if _recorded_done(workdir, s)}
+    written = {s for s in shard_ids if _res(workdir, "runs", f"{s}.parquet").exists()}
+    ckpt = {s for s in shard_ids if _res(workdir, "checkpoints", f"{s}.pt").exists()} - written
+    logs = workdir / "results" / "logs" / STUDY / "train"
+    started = {s for s in shard_ids if (logs / f"{s}.log").exists()}
+    return done, ckpt, set(shard_ids) - started - written
+
+
+def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_run(workdir, tmp_path):
+    """Five two-model shards on two job slots.  The run is frozen (SIGSTOP) once at least one
+    shard has finished, one is in flight with a checkpoint and one has not started, then
+    SIGKILLed (Snakemake's whole process group).  A rerun with the default profile
+    (``--rerun-incomplete``, after ``--unlock``) trains only the unfinished shards, the in-flight
+    ones resuming from their checkpoints, and gives the same merged metrics and claims as an
+    uninterrupted run (trained here, in-process, by the same engine): no row lost, none
+    duplicated."""
+    steps = 3000
+    study = tiny_study(fixed={"steps": steps, "eval_every": 500},
+                       grid={"depth": [2], "keep_rate": [1.0, 0.9],
+                             "sigma_w2": [1.0, 1.25, 1.5, 1.75, 2.0]})
+    settings = {"shard_size": 2, "checkpoint_every": 200}
+    cfg = write_config(workdir, study, **settings)
+    st = build_study(STUDY, workdir / "studies" / f"{STUDY}.yaml", study, "quick", 2)
+    ids = [s.shard_id for s in st.shards]
+    assert len(ids) == 5
+    proc = subprocess.Popen(snakemake_cmd(workdir, cfg), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    t0 = time.time()
+    try:
+        while True:
+            assert proc.poll() is None, "the workflow ended before the kill; raise steps"
+            assert time.time() - t0 < 300, "never saw finished, in-flight and unstarted shards"
+            done, flying, waiting = _state(workdir, ids)
+            if done and flying and waiting:
+                os.killpg(proc.pid, signal.SIGSTOP)  # freeze, then look again
+                done, flying, waiting = _state(workdir, ids)
+                if done and flying and waiting:
+                    break
+                os.killpg(proc.pid, signal.SIGCONT)
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole run: Snakemake and its jobs
+        proc.wait()
+    finished = {s: _res(workdir, "runs", f"{s}.parquet").stat().st_mtime_ns for s in done}
+
+    profile = (REPO / "workflow/profiles/default/config.yaml").read_text()
+    assert re.search(r"^rerun-incomplete:\s*true", profile, re.MULTILINE)
+    run_snakemake(workdir, cfg, "--unlock")
+    again = run_snakemake(workdir, cfg, *(f"results/{STUDY}/{t}.parquet" for t in ("metrics", "claims")))
+    out = again.stdout + again.stderr
+    assert "workflow specific profile" in out and "profiles/default" in out  # its settings apply
+    assert bench.job_counts(out)["train_shard"] == len(ids) - len(done)
+    for s in done:  # finished shards are kept, not retrained
+        assert _res(workdir, "runs", f"{s}.parquet").stat().st_mtime_ns == finished[s]
+    logs = workdir / "results" / "logs" / STUDY / "train"
+    for s in flying:
+        m = re.search(r"resumed from checkpoint at step (\d+)", (logs / f"{s}.log").read_text())
+        assert m and 0 < int(m.group(1)) < steps, s
+    for s in waiting:
+        assert "resumed" not in (logs / f"{s}.log").read_text()
+    assert not list(_res(workdir, "checkpoints").glob("*.pt")), "checkpoints left after success"
+
+    # the same shards trained without interruption, in this process (one thread, like the jobs),
+    # and merged and judged by the same functions as the workflow's merge_metrics and claims jobs
+    ref_paths = []
+    data = engine.to_data(load_dataset(workdir / "results/data/digits.npz"), torch.device("cpu"),
+                          torch.float32)
+    for shard in st.shards:
+        params, buffers = engine.initial_state(shard, data.in_shape, data.n_classes,
+                                               torch.device("cpu"), torch.float32)
+        df = engine.ShardTrainer(shard, data, params, torch.device("cpu"), buffers=buffers).run()
+        ref_paths.append(tables.write_atomic(df, tmp_path / "ref" / f"{shard.shard_id}.parquet"))
+    ref = tables.merge_runs(ref_paths)
+    got = tables.read(_res(workdir, "metrics.parquet"))
+    key = ["run_id", "step", "metric"]
+    assert not got.duplicated(key).any()
+    assert got.run_id.nunique() == 10 and set(got.shard_id) == set(ids) and len(got) == len(ref)
+    pd.testing.assert_frame_equal(got.drop(columns="value"), ref.drop(columns="value"))
+    np.testing.assert_allclose(got.value, ref.value, rtol=1e-6, atol=1e-9, equal_nan=True)
+    theory = tables.read(_res(workdir, "theory.parquet"))
+    want = studies.get(STUDY).claims_table(ref, theory, dict(st.cfg))
+    claims = tables.read(_res(workdir, "claims.parquet"))
+    pd.testing.assert_frame_equal(claims[["claim_id", "verdict"]], want[["claim_id", "verdict"]])
+    np.testing.assert_allclose(claims.measured.astype(float), want.measured.astype(float),
+                               rtol=1e-6, equal_nan=True)
+
+
+def test_corrupt_prepared_dataset_is_rejected_never_trained_on_then_rebuilt(workdir):
+    """A truncated ``results/data/digits.npz`` stops the first job that reads it, naming the file;
+    no shard trains.  ``--forcerun prepare_dataset`` rebuilds it and the study completes."""
+    study = tiny_study(grid={"depth": [2], "keep_rate": [1.0], "sigma_w2": [1.0, 2.0]})
+    cfg = write_config(workdir, study)
+    data = workdir / "results" / "data" / "digits.npz"
+    run_snakemake(workdir, cfg, "results/data/digits.npz")
+    good = data.read_bytes()
+    data.write_bytes(good[: len(good) // 3])
+    target = f"results/{STUDY}/metrics.parquet"
+    p = run_snakemake(workdir, cfg, target, check=False)
+    assert p.returncode != 0
+    assert "results/data/digits.npz: not a readable .npz file" in p.stdout + p.stderr
+    assert not _res(workdir, "runs").exists() and not _res(workdir, "checkpoints").exists()
+    assert not (workdir / "results" / "logs" / STUDY / "train").exists()  # no training started
+
+    fixed = run_snakemake(workdir, cfg, target, "--forcerun", "prepare_dataset")  # (nargs="*")
+    assert bench.job_counts(fixed.stdout + fixed.stderr)["prepare_dataset"] == 1
+    assert data.read_bytes() != good[: len(good) // 3]
+    assert pd.read_parquet(_res(workdir, "metrics.parquet")).run_id.nunique() == 2
+
+
+@pytest.mark.parametrize("damage", ["truncated", "one byte flipped"])
+def test_damaged_prepared_dataset_fails_to_load_naming_it(tmp_path, damage):
+    """Truncation breaks the archive; a flipped byte inside an array fails its zip CRC-32."""
+    from sigprop.data.prepare import load, prepare
+    path = prepare("digits", tmp_path / "digits.npz")
+    data = bytearray(path.read_bytes())
+    if damage == "truncated":
+        data = data[:-100]
+    else:
+        data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=re.escape(str(path))):
+        load(path)
+
+
+def test_corrupt_raw_file_in_results_is_rejected_by_prepare_then_refetched(workdir, tmp_path):
+    """A raw file that was fetched (checksum verified) and later damaged in ``results/raw`` is
+    rejected by the prepare job before any parsing, naming the file and the checksum; forcing
+    ``fetch_raw`` fetches a verified copy again.  (Small stand-ins for the Gisette files,
+    pinned through ``data.sha256_overrides``.)"""
+    from sigprop.data import registry
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    pins = {}
+    for i, f in enumerate(registry.get("gisette").files):
+        (mirror / f.filename).write_bytes(f"stand-in {i} ".encode() * 500)
+        pins[f.filename] = hashlib.sha256((mirror / f.filename).read_bytes()).hexdigest()
+    study = tiny_study(fixed={"dataset": "gisette"})
+    cfg = write_config(workdir, study, data={"local_dir": str(mirror), "sha256_overrides": pins})
+    raw = workdir / "results" / "raw" / "gisette"
+    run_snakemake(workdir, cfg, *(f"results/raw/gisette/{name}" for name in pins))
+    victim = raw / "gisette_train.data"
+    victim.write_bytes(victim.read_bytes()[:-7])
+
+    p = run_snakemake(workdir, cfg, "results/data/gisette.npz", check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0
+    assert "ChecksumError" in out and "gisette_train.data" in out and pins["gisette_train.data"] in out
+    assert not (workdir / "results" / "data" / "gisette.npz").exists()
+
+    again = run_snakemake(workdir, cfg, "results/raw/gisette/gisette_train.data", "--forcerun", "fetch_raw")
+    assert bench.job_counts(again.stdout + again.stderr) == {"fetch_raw": 1, "total": 1}
+    assert hashlib.sha256(victim.read_bytes()).hexdigest() == pins["gisette_train.data"]
+
+
+def test_an_uncaught_error_in_a_job_script_is_written_to_the_rules_log(tmp_path):
+    """sigprop.logs.script_log: the rule's log says why the job failed, with the traceback."""
+    import subprocess
+    import sys
+    log = tmp_path / "job.log"
+    code = ("import types; from sigprop.logs import script_log\n"
+            f"script_log(types.SimpleNamespace(log=[{str(log)!r}]))\n"
+            "raise ValueError('bad shard table x.parquet')\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 1
+    text = log.read_text()
+    assert "job failed: ValueError: bad shard table x.parquet" in text and "Traceback" in text
+    assert "bad shard table x.parquet" in p.stderr
