@@ -21,7 +21,7 @@ import importlib
 KINDS = ("trainable_depth", "meanfield_maps", "gradient_metrics", "gradient_universality",
          "training_speed", "residual_ntk", "jacobian_moments", "dropout_ensemble",
          "dropout_training", "pruning_resnet", "pruning_eoc", "pruning_theory",
-         "width_batch")
+         "diversity_linear", "width_batch")
 
 
 def get(kind: str):

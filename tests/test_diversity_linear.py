@@ -1,0 +1,251 @@
+"""Study diversity_linear (004 Fig. 2, Figs. 3(a)/4(a)): linear SGD, the learning-rate protocol,
+Thm. 6 draws, thresholds and rank trends, and a tiny end-to-end measure -> claims -> figures."""
+
+import copy
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import jsonschema
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from sigprop import tables
+from sigprop.config import build_study, load_yaml, width_for_params
+from sigprop.data.prepare import prepare
+from sigprop.runs import RunSpec, Shard, settings
+from sigprop.studies import diversity_linear as study
+from sigprop.theory import diversity as th
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "config" / "studies" / "diversity_linear.yaml"
+DT = torch.float64
+
+
+def _run(**kw):
+    base = {"dataset": "synthetic_regression", "width": 4, "depth": 2, "activation": "linear",
+            "sigma_b2": 0.0, "precision": "float64", "target_loss": 1e-12, "steps": 30,
+            "eval_every": 2, "batch_size": 16, "seed": 0}
+    base.update(kw)
+    return RunSpec(**base)
+
+
+def _xy(n=128, d=6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g, dtype=DT)
+    w = torch.randn(d, 1, generator=g, dtype=DT) / d ** 0.5
+    return x, x @ w
+
+
+# ----------------------------------------------------------------- training
+
+
+def test_linear_sgd_step_equals_autograd_sgd():
+    g = torch.Generator().manual_seed(0)
+    ws = [torch.randn(3, o, i, generator=g, dtype=DT) for i, o in ((6, 4), (4, 5), (5, 1))]
+    xb = torch.randn(3, 7, 6, generator=g, dtype=DT)
+    yb = torch.randn(3, 7, 1, generator=g, dtype=DT)
+    lr = torch.tensor([0.1, 0.01, 0.0], dtype=DT).view(-1, 1, 1)
+    ref = [w.clone().requires_grad_(True) for w in ws]
+    h = xb
+    for w in ref:
+        h = torch.bmm(h, w.transpose(1, 2))
+    grads = torch.autograd.grad((h - yb).pow(2).mean(dim=(1, 2)).sum(), ref)
+    want = [w - lr * gr for w, gr in zip(ws, grads)]
+    study.linear_sgd_step(ws, xb, yb, lr)
+    for a, b in zip(ws, want):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_full_loss_and_diversity_of_a_linear_net():
+    x, y = _xy()
+    ws = study.initial_weights([_run(), _run(seed=1)], x.shape[1], DT, "cpu")
+    assert [tuple(w.shape) for w in ws] == [(2, 4, 6), (2, 4, 4), (2, 1, 4)]
+    h = x.expand(2, *x.shape)
+    for w in ws:
+        h = torch.bmm(h, w.transpose(1, 2))
+    torch.testing.assert_close(study.full_loss(ws, x, y), (h - y).pow(2).mean(dim=(1, 2)))
+    div = study.diversity(ws, x, y)
+    assert div.shape == (2,) and ((div > 1 / x.shape[0]) & (div < 1)).all()
+
+
+def test_train_group_protocol_and_independence_of_the_group():
+    x, y = _xy()
+    prot = {"lrs": [0.03125, 0.0625, 0.125, 0.25], "lr_epochs": 2}
+    runs = [_run(seed=s) for s in range(3)]
+    recs = study.train_group(runs, x, y, prot, "cpu")
+    alone = study.train_group(runs[1:2], x, y, prot, "cpu")[0]
+    for rec in recs:
+        # the kept learning rate has the lowest training loss after lr_epochs epochs
+        assert rec["lr"] == prot["lrs"][int(np.nanargmin(np.where(np.isfinite(rec["lr_loss"]),
+                                                                  rec["lr_loss"], np.inf)))]
+        assert rec["loss"][2] == pytest.approx(np.nanmin(rec["lr_loss"]), rel=1e-12)
+        e = rec["epochs_to_target"]
+        assert np.isfinite(e) and rec["loss"][int(e)] <= 1e-12
+        assert all(v > 1e-12 for k, v in rec["loss"].items() if k < e)
+        assert 0 in rec["diversity"] and all(k < e for k in rec["diversity"])
+        assert all(k % 2 == 0 for k in rec["diversity"])
+    # a run's numbers do not depend on the other runs of its group
+    assert alone["epochs_to_target"] == recs[1]["epochs_to_target"] and alone["lr"] == recs[1]["lr"]
+    for k, v in alone["loss"].items():
+        assert v == pytest.approx(recs[1]["loss"][k], rel=1e-9, abs=1e-15)
+    assert recs[0]["loss"][1] != recs[1]["loss"][1]      # seeds differ
+
+
+def test_unreachable_target_and_divergence_are_recorded():
+    x, y = _xy()
+    runs = [_run(steps=3, eval_every=1)]
+    rec = study.train_group(runs, x, y, {"lrs": [1e-4], "lr_epochs": 2}, "cpu")[0]
+    assert np.isnan(rec["epochs_to_target"]) and rec["diverged"] == 0.0
+    assert sorted(rec["loss"]) == [0, 1, 2, 3] and sorted(rec["diversity"]) == [0, 1, 2, 3]
+    rec = study.train_group(runs, x, y, {"lrs": [50.0], "lr_epochs": 2,
+                                         "divergence_loss": 1e3}, "cpu")[0]
+    assert rec["diverged"] == 1.0 and np.isnan(rec["epochs_to_target"])
+
+
+# ----------------------------------------------------------------- Thm. 6 draws
+
+
+def test_init_draws_match_thm6_and_are_keyed_by_run():
+    run = _run(width=3, depth=1)
+    num, den = study.init_draws(run, 64, 4, 400, "cpu")
+    rho, se = study._ratio_of_means(num.numpy(), den.numpy(), 64)
+    widths = study.theory_widths(4, [3], 1)
+    exact = float(th.linear_expected_ratio(widths, 64)[0])
+    assert abs(rho - exact) <= 4 * se, (rho, se, exact)
+    # ... and reject a wrong expectation: Thm. 6's ratio at n = 2 is far off
+    assert abs(rho - float(th.linear_expected_ratio(widths, 2)[0])) > 10 * se
+    again = study.init_draws(run, 64, 4, 400, "cpu")[0]
+    other = study.init_draws(_run(width=3, depth=1, seed=1), 64, 4, 400, "cpu")[0]
+    torch.testing.assert_close(num, again, rtol=0, atol=0)
+    assert not torch.allclose(num, other)
+
+
+# ----------------------------------------------------------------- analysis helpers
+
+
+def test_threshold_rule():
+    an = {"threshold": {"flat_factor": 1.5, "growth_factor": 2.0}}
+    b = np.array([4, 8, 16, 32, 64])
+    t = study.threshold(b, np.array([2, 2, 3, 8, 30.0]), an)
+    assert t["exists"] and t["threshold"] == 16 and t["e_min"] == 2
+    t = study.threshold(b, np.array([2, 2, 3, 3, 3.0]), an)        # flat everywhere
+    assert not t["exists"] and t["threshold"] == 64
+    t = study.threshold(b, np.array([2, 4, 8, 16, np.inf]), an)    # grows from the start
+    assert t["exists"] and t["threshold"] == 4
+    assert not study.threshold(b, np.full(5, np.inf), an)["exists"]
+
+
+def test_kendall_and_trend():
+    assert study.kendall([1, 2, 3], [5, 5, 5]) == 0.0
+    assert np.isnan(study.kendall([1, 1, 1], [1, 2, 3]))
+    assert study.kendall([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(2 / 3)
+    df = pd.DataFrame({"w": [1, 2, 3, 1, 2, 3], "d": [1, 1, 1, 2, 2, 2], "v": [1, 2, 3, 3, 2, 1.0]})
+    tau, desc = study.trend(df, "w", "v", "d")
+    assert tau == pytest.approx(0.0) and "per d" in desc
+    one = pd.DataFrame({"w": [10, 20, 30], "d": [3, 2, 1], "v": [1.0, 2, 3]})   # one w per d
+    tau, desc = study.trend(one, "w", "v", "d")
+    assert tau == pytest.approx(1.0) and "over all" in desc
+
+
+# ----------------------------------------------------------------- end to end
+
+
+def _tiny_cfg():
+    cfg = load_yaml(CONFIG)
+    cfg["theory"].update(d_in=6, width_max=16, depth_max=3)
+    cfg["analysis"]["training"].update(lrs={"quick": [0.0625, 0.125, 0.25], "paper": [0.1]},
+                                       n_train={"quick": 128, "paper": 128},
+                                       init_draws={"quick": 8, "paper": 8})
+    cfg["analysis"]["fig2_epochs"] = 6
+    b = cfg["scales"]["quick"]["blocks"][0]
+    b["fixed"].update(steps=40, eval_every=2)
+    b["grid"] = {"width": [3, 12], "depth": [1, 2], "batch_size": [4, 16, 64], "seed": [0, 1]}
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("div") / "synthetic_regression.npz"
+    prepare("synthetic_regression", path, options={"n_train": 256, "n_test": 0, "d_in": 6,
+                                                   "d_out": 1, "teacher_width": 6})
+    cfg = _tiny_cfg()
+    s = build_study("diversity_linear", CONFIG, cfg, "quick", 64)
+    frames = [study.measure(sh, None, None, {**s.cfg, "data_path": str(path)}) for sh in s.shards]
+    runs = pd.concat(frames, ignore_index=True)
+    theory = study.theory_table("diversity_linear", s.cfg["theory"], settings(s.runs))
+    return s, runs, theory
+
+
+def test_measure_rows_and_theory_table(tiny):
+    s, runs, theory = tiny
+    assert len(s.shards) == 4 and len(runs.run_id.unique()) == 24
+    assert set(tables.RUN_COLUMNS) <= set(runs.columns)
+    assert not runs.duplicated(tables.RUN_KEY + ["probe", "layer"]).any()
+    assert {"train_loss", "diversity", "epochs_to_target", "lr", "lr_loss", "lr_candidate",
+            "init_num", "init_den", "n_train", "d_in"} <= set(runs.metric)
+    assert (runs[runs.metric == "n_train"].value == 128).all()
+    assert set(tables.THEORY_COLUMNS) <= set(theory.columns)
+    assert {"sq_norm_thm8", "inner_thm6", "ratio_inf_thm6", "bound_thm3"} == set(theory.quantity)
+    t = theory[(theory.quantity == "bound_thm3") & (theory.depth == 2) & (theory.width == 12)]
+    assert float(t.value.iloc[0]) == pytest.approx(float(th.linear_equal_width_lower_bound(6, 12, 3)))
+
+
+def test_claims_and_figures(tiny):
+    s, runs, theory = tiny
+    claims = study.claims_table(runs, theory, s.cfg)
+    v = claims.set_index("claim_id").verdict
+    assert set(v) <= {"pass", "fail"} and len(v) == 16
+    for cid in ("thm3_bound_holds", "thm6_expectation", "diversity_rises_with_width[thm6]",
+                "diversity_falls_with_depth[thm6]"):
+        assert v[cid] == "pass", claims.set_index("claim_id").detail[cid]
+    for name, fn in study.FIGURES.items():
+        assert study.CAPTIONS.get(name)
+        fig = fn(runs, theory, s.cfg)
+        assert all(ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>")
+        plt.close(fig)
+
+
+def test_claims_fail_on_a_wrong_measurement(tiny):
+    s, runs, theory = tiny
+    bad = runs.copy()
+    m = bad.metric == "init_den"
+    bad.loc[m, "value"] = bad.loc[m, "value"] * 3.0        # 3x the inner products: rho / 3
+    v = study.claims_table(bad, theory, s.cfg).set_index("claim_id").verdict
+    assert v["thm6_expectation"] == "fail"
+    with pytest.raises(ValueError, match="d_in"):
+        study.claims_table(runs, theory.assign(d_in=7), s.cfg)
+
+
+def test_config_validates_and_expands_at_both_scales():
+    cfg = load_yaml(CONFIG)
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "study.schema.yaml").read_text())
+    jsonschema.validate(cfg, schema)
+    q = build_study("diversity_linear", CONFIG, copy.deepcopy(cfg), "quick", 64)
+    assert len(q.runs) == 3 * 4 * 9 * 3 and len(q.shards) == 12
+    assert all(r.activation == "linear" and r.precision == "float64" and r.sigma_b2 == 0
+               for r in q.runs)
+    p = build_study("diversity_linear", CONFIG, copy.deepcopy(cfg), "paper", 64)
+    nets = sorted({(r.depth, r.width) for r in p.runs})
+    assert [d for d, _ in nets] == list(range(1, 11)) and len(p.runs) == 10 * 8 * 5
+    for depth, width in nets:    # 004 Sec. 5: d_in K + (L-1) K^2 + K d_out ~ 16k (d_in = 32)
+        assert width == width_for_params(16000, depth, "synthetic_regression")
+        assert abs(32 * width + (depth - 1) * width ** 2 + width - 16000) < 400
+    assert {r.batch_size for r in p.runs} == {2 ** k for k in range(5, 13)}
+    prot = study.protocol({**cfg, "scale": "paper"})
+    assert prot["n_train"] == 10000 and len(prot["lrs"]) == 13
+    assert max(w for _, w in nets) <= cfg["theory"]["width_max"]
+    assert max(d for d, _ in nets) <= cfg["theory"]["depth_max"]
+
+
+def test_measure_rejects_other_nets(tiny):
+    s, _, _ = tiny
+    sh = Shard("diversity_linear", (_run(activation="tanh"),))
+    with pytest.raises(ValueError, match="linear"):
+        study.measure(sh, None, None, {**s.cfg, "data_path": "unused"})

@@ -1,0 +1,125 @@
+"""width_batch study (004 Figs. 1, 3-5): epochs to target, lr tuning, thresholds and claims on
+synthetic run tables with known answers (no training; the micro-batched engine is tested in
+tests/test_shard_equivalence.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigprop.config import expand_runs, load_yaml, train_size
+from sigprop.studies import width_batch as m
+
+ROOT = Path(__file__).resolve().parents[1]
+CFG = {"name": "width_batch", **load_yaml(ROOT / "config/studies/width_batch.yaml"), "scale": "quick"}
+# synthetic runs carry no config run ids, so they form the one panel "all"
+CFG_T = {**{k: v for k, v in CFG.items() if k != "scale"},
+         "analysis": {**CFG["analysis"], "targets": {"all": 0.97}}}
+N = train_size("digits")      # 1347
+C = 8                         # micro-batch of the quick config
+
+
+def _run(depth, width, b, lr, seed, acc_of_epoch, loss_of_epoch, evals=np.arange(0, 51)):
+    """Rows of one run evaluated every 84 micro-steps (half an epoch of 8-example steps)."""
+    rid = f"r{depth}_{width}_{b}_{lr}_{seed}"
+    steps = evals * 84
+    ep = m.model_epochs(steps, b, C, N)
+    rows = []
+    for st, e in zip(steps, ep):
+        for metric, v in (("train_acc", acc_of_epoch(e)), ("train_loss", loss_of_epoch(e))):
+            rows.append(dict(run_id=rid, step=int(st), metric=metric, value=float(v), arch="fc",
+                             dataset="digits", depth=depth, width=width, head_depth=0,
+                             head_width=0, batch_size=b, micro_batch=C, lr=lr, seed=seed))
+    return rows
+
+
+def _runs(spec: dict) -> pd.DataFrame:
+    """spec: {(depth, width): {batch: epochs needed at the best rate}}; the other rate is slower
+    and has a higher loss at 2 epochs, so tuning must pick lr 0.1."""
+    rows = []
+    for (depth, width), need in spec.items():
+        for b, e_need in need.items():
+            for lr, slow in ((0.1, 1.0), (0.01, 3.0)):
+                for seed in (0, 1):
+                    e_hit = e_need * slow
+                    rows += _run(depth, width, b, lr, seed,
+                                 lambda e, h=e_hit: 0.99 if e >= h else 0.5,
+                                 lambda e, s=slow: s * np.exp(-e / 4))
+    return pd.DataFrame(rows)
+
+
+def test_model_epochs_counts_each_models_examples():
+    # 8-example micro-steps; batch 512 drops 323 of 1347 examples per epoch
+    assert m.model_epochs(168, 8, 8, N) == pytest.approx(1.0)
+    assert m.model_epochs(128, 512, 8, N) == pytest.approx(1.0)
+    assert m.model_epochs(10, 32, 0, N) == pytest.approx(10 / 42)   # no micro-batching
+
+
+def test_quick_config_nets_have_the_fixed_parameter_count():
+    runs = expand_runs(CFG, "quick")
+    nets = sorted({(r.depth, r.width) for r in runs})
+    assert nets == [(1, 54), (2, 36), (4, 26), (10, 17)]
+    assert {r.steps for r in runs} == {25 * (N // 8)} and {r.micro_batch for r in runs} == {8}
+
+
+def test_per_run_tuning_and_epochs_to_target():
+    runs = _runs({(1, 54): {8: 2.0, 512: 6.0}})
+    pr = m.per_run(runs, CFG_T)
+    assert set(pr.panel) == {"all"} and (pr.target == 0.97).all()
+    fast = pr[(pr.lr == 0.1) & (pr.batch_size == 8)].iloc[0]
+    assert fast.tune_loss == pytest.approx(np.exp(-0.5), rel=1e-9)   # at exactly 2 epochs
+    assert fast.epochs == pytest.approx(2.0)
+    t = m.tuned(pr).set_index("batch_size")
+    # resolution: one evaluation, 84 x 8 examples = 0.66 epochs of batch 512 (1024 per epoch)
+    assert (t.lr == 0.1).all() and 6.0 <= t.loc[512, "epochs"] <= 6.0 + 84 * 8 / 1024
+    assert t.loc[8, "n_reached"] == 2
+
+
+def test_tuning_picks_the_lowest_loss_rate_even_if_it_is_slower_to_target():
+    """The protocol tunes on the 2-epoch loss, not on the epochs to target."""
+    rows = []
+    for lr, loss_scale, hit in ((0.1, 1.0, 9.0), (0.3, 2.0, 3.0)):
+        for seed in (0, 1):
+            rows += _run(1, 54, 64, lr, seed, lambda e, h=hit: 0.99 if e >= h else 0.1,
+                         lambda e, s=loss_scale: s / (1 + e))
+    t = m.tuned(m.per_run(pd.DataFrame(rows), CFG_T)).iloc[0]
+    assert t.lr == 0.1 and t.epochs == pytest.approx(9.0, abs=0.5)
+
+
+def test_threshold_and_largest_batch():
+    b = [8, 16, 32, 64, 128]
+    assert m.threshold(b, [2, 2, 2.5, 4, 9], 1.5) == 32
+    assert np.isnan(m.threshold(b, [np.nan] * 5, 1.5))
+    assert m.largest_within(b, [2, 2, 2.5, 4, np.nan], 3.0) == 32
+    assert np.isnan(m.largest_within(b, [6, 7, 8, 9, 10], 5.0))
+
+
+def test_claims_pass_on_the_papers_pattern_and_fail_on_the_reverse():
+    paper_like = {(1, 54): {8: 1, 16: 1, 32: 1, 64: 1.2, 128: 2, 256: 4, 512: 8},
+                  (2, 36): {8: 1, 16: 1, 32: 1.2, 64: 2, 128: 4, 256: 8, 512: 16},
+                  (4, 26): {8: 1, 16: 1.2, 32: 2, 64: 4, 128: 8, 256: 16, 512: 32}}
+    c = m.claims_table(_runs(paper_like), pd.DataFrame(), CFG_T).set_index("claim_id")
+    for k in ("threshold_exists", "threshold_grows_with_width", "wide_fewer_epochs_at_large_batch",
+              "largest_batch_follows_diversity_bound"):
+        assert c.loc[f"{k}[all]", "verdict"] == "pass", (k, c.loc[f"{k}[all]", "detail"])
+    assert c.loc["threshold_grows_with_width[all]", "measured"] == pytest.approx(1.0)
+    # reversed: the narrow deep net is the fastest at large batch, and no threshold anywhere
+    reverse = {(1, 54): {b: 1 + b / 64 for b in (8, 64, 512)},
+               (4, 26): {b: 1.0 for b in (8, 64, 512)}}
+    c = m.claims_table(_runs(reverse), pd.DataFrame(), CFG_T).set_index("claim_id")
+    assert c.loc["wide_fewer_epochs_at_large_batch[all]", "verdict"] == "fail"
+    assert c.loc["threshold_grows_with_width[all]", "verdict"] == "fail"
+    assert c.loc["threshold_exists[all]", "measured"] == pytest.approx(0.5)
+    assert c.loc["threshold_exists[all]", "verdict"] == "fail"
+
+
+def test_figures_build():
+    import matplotlib.pyplot as plt
+    runs = _runs({(1, 54): {8: 1, 64: 2, 512: 8}, (4, 26): {8: 2, 64: 5}})
+    for name, fn in m.FIGURES.items():
+        fig = fn(runs, pd.DataFrame(), CFG_T)
+        assert len(fig.axes) >= 1, name
+        plt.close(fig)
