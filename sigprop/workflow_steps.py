@@ -31,8 +31,7 @@ def _setup(device: str, threads: int | None) -> torch.device:
 
 
 def _dims(ds) -> tuple[tuple[int, ...], int]:
-    n_classes = int(ds.meta.get("n_classes") or int(ds.y_train.max()) + 1)
-    return tuple(ds.x_train.shape[1:]), n_classes
+    return tuple(ds.x_train.shape[1:]), engine.n_outputs(ds)
 
 
 def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
@@ -203,7 +202,12 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
     dev = _setup(device, threads)
     shard = Shard.from_json(shard_json)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
-    data = engine.to_data(load_dataset(data_path), dev, dtype)
+    ds = load_dataset(data_path)
+    if ds.meta.get("task") == "regression":
+        raise ValueError(f"{data_path}: '{ds.meta.get('name')}' is a regression data set; the "
+                         "shard trainer trains classifiers (cross-entropy): use a study with "
+                         "TASK 'measure' for regression (e.g. diversity_linear)")
+    data = engine.to_data(ds, dev, dtype)
     params, buffers = engine.load_state(Path(init_path), shard)
     masks = None
     if shard.pruned:

@@ -297,3 +297,21 @@ def test_parsed_counts_are_checked(tmp_path, monkeypatch):
     _patch(monkeypatch, "mnist", paths, n_train=60000)
     with pytest.raises(ValueError, match="parsed 6 train samples, expected 60000"):
         prepare("mnist", tmp_path / "m.npz", raw_dir=raw)
+
+
+def test_net_outputs_are_classes_or_the_regression_targets_dimension(tmp_path):
+    """init sizes the readout by n_outputs: classes for classification, the target's dimension
+    for regression (not 1 + the largest target value)."""
+    from sigprop.train.shard import n_outputs
+    from sigprop.workflow_steps import train_shard
+    got = {}
+    for name, opts in (("digits", {}), ("gaussian", {"n": 16, "d": 8}),
+                       ("synthetic_regression", {"n_train": 32, "n_test": 8, "d_out": 3})):
+        out = prepare(name, tmp_path / f"{name}.npz", options=opts)
+        got[name] = n_outputs(load(out))
+    assert got == {"digits": 10, "gaussian": 1, "synthetic_regression": 3}
+    with pytest.raises(ValueError, match="regression data set; the shard trainer trains classifiers"):
+        from sigprop.runs import RunSpec, Shard
+        shard = Shard("t", (RunSpec(dataset="gaussian"),)).to_json()
+        train_shard(shard, "unused.pt", str(tmp_path / "gaussian.npz"), str(tmp_path / "o.parquet"),
+                    device="cpu")

@@ -101,11 +101,21 @@ def set_precision_policy(precision: str) -> torch.dtype:
     return dtype
 
 
+def n_outputs(ds) -> int:
+    """Outputs of a net on a prepared data set: its classes, or for a regression set the
+    target's dimension (1 for scalar targets)."""
+    if ds.meta.get("task") == "regression":
+        y = np.asarray(ds.y_train)
+        return int(y.shape[1]) if y.ndim > 1 else 1
+    return int(ds.meta.get("n_classes") or int(np.max(ds.y_train)) + 1)
+
+
 def to_data(ds, device: torch.device, dtype: torch.dtype) -> Data:
-    """A prepared data set (``sigprop.data.prepare.Dataset``) on a device, shapes kept."""
+    """A prepared data set (``sigprop.data.prepare.Dataset``) on a device, shapes kept
+    (``n_classes``: :func:`n_outputs`; labels as integers, for classification)."""
     def arr(x):
         return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
-    n_classes = int(ds.meta.get("n_classes") or int(np.max(ds.y_train)) + 1)
+    n_classes = n_outputs(ds)
     return Data(arr(ds.x_train), torch.as_tensor(ds.y_train, device=device).long(),
                 arr(ds.x_test), torch.as_tensor(ds.y_test, device=device).long(), n_classes)
 
