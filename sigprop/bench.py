@@ -247,3 +247,58 @@ def dag_bench(n_runs: int = 10_000, shard_size: int = 64, workdir: str | Path | 
                 raise RuntimeError(f"snakemake -n failed ({p.returncode}):\n{p.stderr[-3000:]}")
             out["jobs"] = job_counts(p.stdout + p.stderr)
     return out
+
+
+# ---------------------------------------------------------------------------- batch-size sweeps
+def sweep_bench(batches=(8, 16, 32, 64, 128, 256, 512), models_per_batch: int = 10,
+                width: int = 36, depth: int = 2, epochs: float = 2.0, n: int = 1344,
+                micro: int | None = None, device: str = "auto", padded: bool = True) -> dict:
+    """A batch-size sweep (004 Sec. 5) trained three ways for the same epochs per model, timed:
+
+    * ``micro``: one shard, every model takes ``micro`` (default: the smallest batch) examples
+      per step and steps SGD every b / micro steps (``RunSpec.micro_batch``);
+    * ``per_batch``: one shard per batch size, each trained for its own step count (the
+      layout without micro-batching: as many jobs as batch sizes);
+    * ``padded``: one shard of all batch sizes padded to the largest, for the step count of
+      the smallest batch (what the engine does without ``micro_batch``; its larger batches then
+      run more epochs than asked, so it is the cost of that layout, not an equal-work one).
+
+    ``models_per_batch`` models (learning rates / seeds) per batch size; fc ReLU nets on
+    Gaussian data with 10 classes.  Job start-up (a few seconds per job) is not included, so the
+    per-batch layout's real cost in a workflow is higher by that much per extra job.
+    """
+    dev = devices.acquire(device)
+    set_precision_policy("float32")
+    c = int(micro or min(batches))
+    data = _data(n, (64,), 10, dev)
+
+    def runs(mb: int, steps_of) -> list[RunSpec]:
+        return [RunSpec(arch="fc", dataset="bench", width=width, depth=depth, activation="relu",
+                        sigma_w2=2.0, sigma_b2=0.0, lr=0.01 * (1 + i), batch_size=b, micro_batch=mb,
+                        steps=steps_of(b), eval_every=steps_of(b), seed=i)
+                for b in batches for i in range(models_per_batch)]
+
+    def timed(shard_runs: list[RunSpec]) -> float:
+        shard = Shard("bench_sweep", tuple(shard_runs))
+        params, buffers = initial_state(shard, (64,), 10, dev, torch.float32)
+        tr = ShardTrainer(shard, data, params, dev, buffers=buffers)
+        _sync(dev)
+        t0 = time.perf_counter()
+        tr.run(progress_every=1e9)
+        _sync(dev)
+        return time.perf_counter() - t0
+
+    micro_steps = int(round(epochs * (n // c)))
+    out = {"machine": machine(), "batches": list(batches), "models": len(batches) * models_per_batch,
+           "width": width, "depth": depth, "epochs": epochs, "n_train": n, "micro_batch": c}
+    out["micro_s"] = timed(runs(c, lambda b: micro_steps))
+    per = [timed([r for r in runs(0, lambda b: max(1, int(round(epochs * (n // b)))))
+                  if r.batch_size == b]) for b in batches]
+    out["per_batch_s"] = sum(per)
+    out["per_batch_jobs"] = len(batches)
+    if padded:
+        out["padded_s"] = timed(runs(0, lambda b: int(round(epochs * (n // min(batches))))))
+    out["speedup_vs_per_batch"] = out["per_batch_s"] / out["micro_s"]
+    if padded:
+        out["speedup_vs_padded"] = out["padded_s"] / out["micro_s"]
+    return out

@@ -118,6 +118,19 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                      help="time the config expansion only")
     dag.add_argument("--snakefile", default=None,
                      help="workflow/Snakefile of this checkout [default: next to the package]")
+    sweep = sub.add_parser(
+        "bench-sweep", help="time a batch-size sweep: micro-batched shard vs one shard per "
+                            "batch size vs padding (JSON)",
+        description="Train the same batch-size sweep (004 Sec. 5) for the same epochs as one "
+                    "micro-batched shard, as one shard per batch size, and as one padded shard, "
+                    "and print the wall times as JSON (sigprop.bench.sweep_bench).")
+    sweep.add_argument("--batches", type=lambda s: tuple(int(t) for t in s.split(",")),
+                       default=(8, 16, 32, 64, 128, 256, 512), help="[default: 8,16,...,512]")
+    sweep.add_argument("--models-per-batch", dest="models_per_batch", type=int, default=10)
+    sweep.add_argument("--width", type=int, default=36)
+    sweep.add_argument("--depth", type=int, default=2)
+    sweep.add_argument("--epochs", type=float, default=2.0)
+    sweep.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
     return parser
 
 
@@ -148,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(_jsonable(bench.dag_bench(args["runs"], args["shard_size"], args["workdir"],
                                             args["dry_run"], args["snakefile"])),
                   sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if group == "bench-sweep":
+        from . import bench
+        json.dump(_jsonable(bench.sweep_bench(**args)), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     cmd = commands[args.pop("command")]

@@ -57,3 +57,14 @@ def test_bench_command_prints_both_timings():
     res = json.loads(p.stdout)["results"][0]
     assert res["models"] == 3 and res["shard_s"] > 0 and res["loop_s"] > 0
     assert res["speedup"] == pytest.approx(res["loop_s"] / res["shard_s"])
+
+
+def test_bench_sweep_command_times_the_three_layouts():
+    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench-sweep", "--batches", "8,32",
+                        "--models-per-batch", "2", "--epochs", "0.1", "--device", "cpu"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert res["models"] == 4 and res["per_batch_jobs"] == 2 and res["micro_batch"] == 8
+    assert min(res["micro_s"], res["per_batch_s"], res["padded_s"]) > 0
+    assert res["speedup_vs_per_batch"] == pytest.approx(res["per_batch_s"] / res["micro_s"])
