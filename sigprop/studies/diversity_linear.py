@@ -575,7 +575,7 @@ def trend(df: pd.DataFrame, x: str, y: str, by: str) -> tuple[float, str]:
 def _tau_claim(study, cid, claim, source, tau, desc, tau_min, sign=+1) -> dict:
     ok = bool(np.isfinite(tau) and sign * tau >= tau_min)
     exp = f"tau-b {'>=' if sign > 0 else '<='} {sign * tau_min:+g}"
-    return row(study, cid, claim, source, measured=tau, expected=exp, tolerance=0.0,
+    return row(study, cid, claim, source, measured=tau, expected=exp, tolerance=tau_min,
                verdict="pass" if ok else "fail",
                detail=desc if np.isfinite(tau) else f"no rank correlation computable; {desc}")
 
@@ -626,7 +626,7 @@ def _init_claims(study: str, it: pd.DataFrame, an: dict) -> list[dict]:
                     "data set's n) of linear nets at N(0,1) initialization",
                     SOURCE_THM, measured=frac,
                     expected=f">= {want:g} of nets with |rho - Thm. 6| <= {k:g} SE",
-                    tolerance=0.0, verdict="pass" if frac >= want else "fail",
+                    tolerance=want, verdict="pass" if frac >= want else "fail",
                     detail=(f"{len(it)} nets, {int(it.draws.min())}-{int(it.draws.max())} draws "
                             f"each; max |z| {np.nanmax(np.abs(z6)):.2f}; rho/Thm. 6 - 1 from "
                             f"{rel.min():+.3f} to {rel.max():+.3f} (median {rel.median():+.3f}); "
@@ -684,7 +684,7 @@ def _threshold_claims(study: str, nt: pd.DataFrame, bt: pd.DataFrame, an: dict) 
     rows = [row(study, "batch_threshold_exists", "For every net there is a batch-size "
                 "threshold B*: up to B* the epochs to the target stay near their minimum, "
                 "beyond it they grow", SOURCE_THRESH, measured=frac,
-                expected=f">= {want:g} of nets", tolerance=0.0,
+                expected=f">= {want:g} of nets", tolerance=want,
                 verdict="pass" if frac >= want else "fail",
                 detail=(f"flat: epochs <= max({th_cfg.get('flat_factor', 1.5)} e_min, e_min + 1)"
                         f"; growth: epochs at the largest batch >= "
