@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 
 from ..tables import CLAIM_COLUMNS
@@ -28,3 +29,18 @@ def values(claim: pd.Series) -> dict:
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+def kendall_tau(x, y) -> float:
+    """Kendall's tau-b over the pairs where both are finite, for ordering claims ("rises with",
+    "falls with"): NaN with fewer than 2 distinct x (no order to test), 0 when y is constant
+    (no association)."""
+    from scipy.stats import kendalltau
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if len(x) < 2 or np.unique(x).size < 2:
+        return np.nan
+    if np.unique(y).size < 2:
+        return 0.0
+    return float(kendalltau(x, y).statistic)

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from .. import tables
-from ..claims import frame, row
+from ..claims import frame, kendall_tau, row
 from ..figures.diversity_linear import epochs_figure, fig2
 from ..theory import diversity as th
 
@@ -545,31 +545,17 @@ def threshold(batches: np.ndarray, epochs: np.ndarray, an: dict) -> dict:
 # ----------------------------------------------------------------- claims
 
 
-def kendall(x, y) -> float:
-    """Kendall tau-b over the pairs with finite y; NaN with fewer than 2 distinct x, and 0 (no
-    association: y does not rise or fall) when y is constant."""
-    from scipy.stats import kendalltau
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    if len(x) < 2 or np.unique(x).size < 2:
-        return np.nan
-    if np.unique(y).size < 2:
-        return 0.0
-    return float(kendalltau(x, y).statistic)
-
-
 def trend(df: pd.DataFrame, x: str, y: str, by: str) -> tuple[float, str]:
     """Mean over groups ``by`` of Kendall tau-b(x, y), over groups with >= 2 values of x;
     without such a group (e.g. nets of fixed parameter count, one width per depth), tau-b
     over all rows.  Returns (tau, description)."""
     d = df[[x, y, by]]
-    taus = {k: kendall(g[x], g[y]) for k, g in d.groupby(by)}
+    taus = {k: kendall_tau(g[x], g[y]) for k, g in d.groupby(by)}
     taus = {k: v for k, v in taus.items() if np.isfinite(v)}
     if taus:
         return float(np.mean(list(taus.values()))), (
             f"tau-b per {by}: " + ", ".join(f"{k}: {v:+.2f}" for k, v in taus.items()))
-    return kendall(d[x], d[y]), f"tau-b over all {len(d)} nets (no {by} with two values of {x})"
+    return kendall_tau(d[x], d[y]), f"tau-b over all {len(d)} nets (no {by} with two values of {x})"
 
 
 def _tau_claim(study, cid, claim, source, tau, desc, tau_min, sign=+1) -> dict:
@@ -665,7 +651,7 @@ def _fig2_claims(study: str, nt: pd.DataFrame, an: dict) -> list[dict]:
                      "measurements per run by depth " + ", ".join(f"{k}: {v:.1f}" for k, v in m.items()))
         rows.append(_tau_claim(study, cid, claim, SOURCE_FIG2, tau, desc, tau_min, sign))
     for which, col in (("train", "div_train"), ("init", "div_init")):
-        tau = kendall(nt[col], nt.largest_batch)
+        tau = kendall_tau(nt[col], nt.largest_batch)
         rows.append(_tau_claim(
             study, f"largest_batch_rises_with_diversity[{which}]",
             "The largest batch size converging within the budget grows with the gradient "

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..claims import frame, row
+from ..claims import frame, kendall_tau, row
 from ..figures.width_batch import epochs_curves, epochs_heatmap, largest_batch_plot
 
 TASK = "train"
@@ -198,16 +198,6 @@ def net_table(c: pd.DataFrame, cfg: dict) -> pd.DataFrame:
         rows.append(rec)
     return pd.DataFrame(rows)
 
-
-def kendall_tau(x, y) -> float:
-    """Kendall's tau-b of two sequences (NaN with fewer than 2 comparable pairs)."""
-    from scipy.stats import kendalltau
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    ok = ~(np.isnan(x) | np.isnan(y))
-    if ok.sum() < 2:
-        return np.nan
-    t = kendalltau(x[ok], y[ok]).statistic
-    return float(t) if np.isfinite(t) else 0.0
 
 
 # ------------------------------------------------------------------ claims
