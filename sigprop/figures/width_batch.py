@@ -24,7 +24,7 @@ def _net_label(r) -> str:
 
 
 def _nets(c: pd.DataFrame) -> list[tuple]:
-    keys = [k for k in ("depth", "width", "head_depth", "head_width") if k in c]
+    keys = [k for k in ("depth", "width", "head_depth", "head_width") if k in c]  # within a panel
     return [tuple(k) for k in c[keys].drop_duplicates().sort_values(keys).itertuples(index=False)], keys
 
 
@@ -114,7 +114,7 @@ def largest_batch_plot(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict):
         ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("largest batch size reaching the target")
         ax.set_title(panel)
-        arch, ds = wb._panel_arch(runs, panel, cfg)
+        arch, ds = nets.arch.iloc[0], nets.dataset.iloc[0]
         if arch == "fc":
             bound = [wb.diversity_bound(arch, ds, int(r.width), int(r.depth))
                      for r in nets.itertuples()]

@@ -64,7 +64,7 @@ CAPTIONS = {
         "with L counting weight layers; the paper proves it for linear nets only."),
 }
 SOURCE = "004 Sec. 5, Figs. 1, 3-5"
-NET = ["panel", "depth", "width", "head_depth", "head_width"]
+NET = ["panel", "arch", "dataset", "depth", "width", "head_depth", "head_width"]  # one net
 
 
 def theory_table(study: str, theory_cfg: dict, settings: list[dict]) -> pd.DataFrame:
@@ -250,7 +250,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict) -> pd.Data
                         detail="; ".join(f"K={int(k)}: {e:.3g}" for k, e in
                                          zip(wide, nets.epochs_at_max_batch))
                         + " (nan: not reached within the budget, ranked slowest)"))
-        arch, ds = _panel_arch(runs, panel, cfg)
+        arch, ds = nets.arch.iloc[0], nets.dataset.iloc[0]   # a panel is one arch on one data set
         if arch != "fc":  # Thm. 3 is for fully connected nets: no bound for LeNet / ResNet panels
             continue
         bound = [diversity_bound(arch, ds, int(r.width), int(r.depth)) for r in nets.itertuples()]
@@ -267,9 +267,3 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict) -> pd.Data
                         + " (nan: no batch within the budget, ranked lowest); the bound is "
                           "proven for linear nets, these are ReLU nets"))
     return frame(rows)
-
-
-def _panel_arch(runs: pd.DataFrame, panel: str, cfg: dict) -> tuple[str, str]:
-    r = with_panels(runs, cfg)
-    f = r[r.panel == panel].iloc[0]
-    return str(f.arch), str(f.dataset)
