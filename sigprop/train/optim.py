@@ -31,16 +31,16 @@ class StackedOptimizer:
         """One step for every model, or only for the models where ``update`` ([M] bool) is
         true: the others keep their parameters and optimizer state exactly (gradient
         accumulation of a micro-batched shard, :class:`sigprop.train.shard.ShardTrainer`)."""
-        if update is not None:
-            old_p = [p.detach().clone() for p in self.params]
-            old_s = [None if s is None else s.clone() for s in self.state]
-        self._step(lr)
-        if update is None:
+        if update is None or bool(update.all()):
+            self._step(lr)
             return
+        # a zero rate leaves a parameter exactly as it was (its gradient is finite: diverged
+        # models' gradients are zeroed by the trainer); only the optimizer state must be restored
+        old_s = [None if s is None else s.clone() for s in self.state]
+        self._step(lr * update.to(lr.dtype))
         for i, p in enumerate(self.params):
-            keep = ~update.view((-1,) + (1,) * (p.dim() - 1))
-            p.copy_(torch.where(keep, old_p[i], p))
             if self.state[i] is not None:
+                keep = ~update.view((-1,) + (1,) * (p.dim() - 1))
                 prev = old_s[i] if old_s[i] is not None else torch.zeros_like(self.state[i])
                 self.state[i] = torch.where(keep, prev, self.state[i])
 
