@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .runs import RunSpec, Shard, make_shards
+from .runs import MIXED_BATCH_ARCHS, RunSpec, Shard, make_shards
 
 # names of sigprop.nets.families.FAMILIES, kept here so parsing a config needs no torch
 KNOWN_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "resnet18", "resnet34",
@@ -241,7 +241,8 @@ def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict |
       :mod:`sigprop.studies`) a ``batch_size`` must not exceed the training set
       (:func:`train_size`, with the data sets' generator options ``data_options``, the
       config's ``data.options``; their defaults when not given); ``eval_every`` must not
-      exceed ``steps``; a ``micro_batch`` divides the ``batch_size``.
+      exceed ``steps``; a ``micro_batch`` divides the ``batch_size`` and needs a family without
+      BatchNorm.
 
     Errors name the file and the key of the block that sets the value when ``study_cfg`` is
     given (``...blocks[0].grid.pruner``), else ``scales.<scale>.blocks``.
@@ -269,9 +270,13 @@ def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict |
                          "data set such as digits_images, or a fully connected arch)")
         if r.eval_every > r.steps:
             fail("eval_every", f"eval_every ({r.eval_every}) exceeds steps ({r.steps})")
-        micro = getattr(r, "micro_batch", 0)
-        if micro and r.batch_size % micro:
-            fail("micro_batch", f"batch_size {r.batch_size} is not a multiple of micro_batch {micro}")
+        if r.micro_batch and r.batch_size % r.micro_batch:
+            fail("micro_batch", f"batch_size {r.batch_size} is not a multiple of micro_batch "
+                                f"{r.micro_batch}")
+        if r.micro_batch and r.arch not in MIXED_BATCH_ARCHS:
+            fail("micro_batch", f"arch '{r.arch}' has BatchNorm, whose statistics a micro-batch "
+                                f"would change: set micro_batch 0 (micro-batching families: "
+                                f"{', '.join(MIXED_BATCH_ARCHS)})")
         if trains:
             if r.dataset not in sizes:
                 sizes[r.dataset] = train_size(r.dataset, (data_options or {}).get(r.dataset))

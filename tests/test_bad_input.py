@@ -98,6 +98,9 @@ CASES = [
      "scales.quick.blocks[0].fixed.eval_every", ["eval_every (50) exceeds steps (20)"]),
     ("micro_batch not dividing batch_size", _study(grid={"micro_batch": [8, 12]}), {}, STUDY_FILE,
      "scales.quick.blocks[0].grid.micro_batch", ["batch_size 32 is not a multiple of micro_batch 12"]),
+    ("micro_batch on a BatchNorm family", _study(fixed={"arch": "resnet18", "dataset": "digits_images",
+                                                        "micro_batch": 8}), {}, STUDY_FILE,
+     "scales.quick.blocks[0].fixed.micro_batch", ["arch 'resnet18' has BatchNorm"]),
 ]
 
 

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 from .. import tables
 from ..nets import families, rng
-from ..runs import RunSpec, Shard
+from ..runs import MIXED_BATCH_ARCHS, RunSpec, Shard
 from .optim import StackedOptimizer
 
 log = logging.getLogger("sigprop.train")
@@ -240,7 +240,6 @@ class ShardTrainer:
         # step; a model of batch b accumulates b / c steps, then takes its optimizer step
         self.micro = int(r0.micro_batch)
         if self.micro:
-            from ..runs import MIXED_BATCH_ARCHS
             if r0.arch not in MIXED_BATCH_ARCHS:
                 raise ValueError(f"shard {shard.shard_id}: micro_batch needs a family without "
                                  f"BatchNorm ({', '.join(MIXED_BATCH_ARCHS)}), not '{r0.arch}'")
