@@ -131,6 +131,8 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     sweep.add_argument("--depth", type=int, default=2)
     sweep.add_argument("--epochs", type=float, default=2.0)
     sweep.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
+    sweep.add_argument("--repeats", type=int, default=3, help="timings per layout, fastest kept "
+                                                               "[default: 3]")
     return parser
 
 

@@ -61,7 +61,7 @@ def test_bench_command_prints_both_timings():
 
 def test_bench_sweep_command_times_the_three_layouts():
     p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench-sweep", "--batches", "8,32",
-                        "--models-per-batch", "2", "--epochs", "0.1", "--device", "cpu"],
+                        "--models-per-batch", "2", "--epochs", "0.1", "--device", "cpu", "--repeats", "1"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)
