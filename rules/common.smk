@@ -1,7 +1,6 @@
 # Helpers shared by the rules: which files each study needs.
 
-import json
-
+from sigprop import registry as studies
 from sigprop.data import registry
 
 
@@ -49,19 +48,21 @@ def study_layer_reports(wildcards):
 
 
 def study_tables(name):
-    """Names of a study's own tables (module ``TABLES``), built from its run table."""
-    from sigprop import studies
-
-    return list(getattr(studies.get(STUDIES[name].kind), "TABLES", ()))
+    """Names of a study's own tables (``SPEC.tables``), built from its run table."""
+    return list(studies.spec(STUDIES[name].kind).tables)
 
 
 def shard_tables(wildcards):
     """Each shard's table: trained (runs/) or measured at initialization (measurements/)."""
-    from sigprop import studies
-
     st = study_of(wildcards)
-    folder = "measurements" if studies.task(st.kind) == "measure" else "runs"
+    folder = "measurements" if st.task == "measure" else "runs"
     return [f"results/{st.name}/{folder}/{s.shard_id}.parquet" for s in st.shards]
+
+
+def job_params(job):
+    """The parameter sections a study's ``job`` reads, as JSON (Study.job_params): the only
+    study settings the job receives, so editing another section does not rerun it."""
+    return lambda wildcards: study_of(wildcards).job_params(job)
 
 
 def run_settings(wildcards):
@@ -72,16 +73,13 @@ def run_settings(wildcards):
 
 
 def study_figures(name):
-    from sigprop import studies
-
-    return list(studies.get(STUDIES[name].kind).FIGURES)
+    return list(studies.spec(STUDIES[name].kind).figures)
 
 
 def figure_caption(wildcards):
-    from sigprop import studies
     from sigprop.figures import rst_literal_text
 
-    return rst_literal_text(studies.get(study_of(wildcards).kind).CAPTIONS[wildcards.figure])
+    return rst_literal_text(studies.spec(study_of(wildcards).kind).figures[wildcards.figure].caption)
 
 
 def study_paper(name):

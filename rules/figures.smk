@@ -1,4 +1,5 @@
-# Figures and claims read only Parquet tables.
+# Figures, claims and a study's own tables read only Parquet tables, and of the study's
+# parameters only the sections they use (sigprop.contract.JOB_SECTIONS).
 
 
 rule figure:
@@ -17,7 +18,7 @@ rule figure:
         pdf="results/{study}/figures/{figure}.pdf",
     params:
         kind=lambda w: study_of(w).kind,
-        cfg=lambda w: study_of(w).cfg,
+        p=job_params("figure"),
         caption=figure_caption,
     log:
         "results/logs/{study}/figures/{figure}.log",
@@ -41,7 +42,7 @@ rule claims:
         ),
     params:
         kind=lambda w: study_of(w).kind,
-        cfg=lambda w: study_of(w).cfg,
+        p=job_params("claims"),
     log:
         "results/logs/{study}/claims.log",
     script:
@@ -63,7 +64,7 @@ rule study_table:
         csv="results/{study}/tables/{table}.csv",
     params:
         kind=lambda w: study_of(w).kind,
-        cfg=lambda w: study_of(w).cfg,
+        p=job_params("table"),
     log:
         "results/logs/{study}/tables/{table}.log",
     script:

@@ -1,5 +1,6 @@
-# Measurements at initialization: a study whose TASK is "measure" runs its
-# measure() on each shard's freshly initialized models instead of training them.
+# Measurements at initialization: a study whose task is "measure" runs its measure()
+# (sigprop/studies/<kind>/measure.py) on each shard's freshly initialized models instead of
+# training them.  It receives only the study's measure: parameters.
 
 
 rule measure_shard:
@@ -10,7 +11,7 @@ rule measure_shard:
     params:
         shard=shard_json,
         kind=lambda w: study_of(w).kind,
-        cfg=lambda w: study_of(w).cfg,
+        p=job_params("measure"),
         device=config["device"],
     threads: config["threads_per_job"]
     resources:

@@ -6,7 +6,7 @@ rule theory:
         "results/{study}/theory.parquet",
     params:
         kind=lambda w: study_of(w).kind,
-        theory=lambda w: study_of(w).cfg.get("theory", {}),
+        p=job_params("theory"),
         settings=run_settings,
     log:
         "results/logs/{study}/theory.log",

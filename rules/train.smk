@@ -29,6 +29,8 @@ rule merge_metrics:
         shard_tables,
     output:
         "results/{study}/metrics.parquet",
+    params:
+        manifest=lambda w: study_of(w).manifest(),
     log:
         "results/logs/{study}/merge_metrics.log",
     script:

@@ -1,12 +1,8 @@
 """Build one figure from Parquet tables. Rule figure."""
-from sigprop import studies, tables
-from sigprop.figures import save
+from sigprop import analysis_steps
 from sigprop.logs import script_log
 
 script_log(snakemake)  # noqa: F821
 sm = snakemake  # noqa: F821
-fn = studies.get(sm.params.kind).FIGURES[sm.wildcards.figure]
-fig = fn(tables.read(sm.input.runs, tables.RUN_COLUMNS),
-         tables.read(sm.input.theory, tables.THEORY_COLUMNS),
-         dict(sm.params.cfg), **studies.analysis_kwargs(fn, sm.input.layers))
-save(fig, sm.output.png, sm.output.pdf)
+analysis_steps.figure(sm.params.kind, sm.wildcards.figure, sm.params.p, sm.input.runs,
+                      sm.input.theory, list(sm.input.layers), sm.output.png, sm.output.pdf)

@@ -3,7 +3,6 @@ from sigprop.logs import script_log
 from sigprop.workflow_steps import measure_shard
 
 script_log(snakemake)  # noqa: F821
-p = snakemake.params  # noqa: F821
-measure_shard(p.kind, p.shard, snakemake.input.init, snakemake.output[0], dict(p.cfg),  # noqa: F821
-              device=p.device, threads=snakemake.threads,  # noqa: F821
-              data_path=snakemake.input.data)  # noqa: F821
+sm = snakemake  # noqa: F821
+measure_shard(sm.params.kind, sm.params.shard, sm.input.init, sm.output[0], sm.params.p,
+              device=sm.params.device, threads=sm.threads, data_path=sm.input.data)

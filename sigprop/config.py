@@ -1,12 +1,16 @@
-"""Configuration: validation messages that name the file and the key, and the
-expansion of a study's grid blocks into runs and shards.
+"""Configuration: validation messages that name the file and the key, the expansion of a
+study's grid blocks into runs and shards, and the study's typed parameters.
 
 The JSON Schemas live in ``workflow/schemas``; the Snakefile validates with
 ``snakemake.utils.validate`` and passes failures through :func:`explain` so the
 user sees ``config/studies/x.yaml: key 'scales.quick.blocks[0].grid.sigma_w2':
 ...`` instead of a bare schema dump.  Checks a schema cannot express (known
 data sets, activations, architectures; consistent shapes) are in
-:func:`check_study`.
+:func:`check_runs`; the study's own parameters (``measure:``, ``theory:``, ``analysis:``,
+``claims:``) are parsed into its declared types by :func:`sigprop.registry.resolve`.
+
+This module sits above the study registry: it reads a study's declaration (its task and its
+parameter types), and nothing below it imports it.
 """
 
 from __future__ import annotations
@@ -14,13 +18,17 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
-import math
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from . import registry
+from .contract import Params
+from .data.sizes import fc_input_dim, train_size, width_for_params  # noqa: F401 (re-exported)
+from .params import ParamError
 from .runs import MIXED_BATCH_ARCHS, RunSpec, Shard, make_shards
 
 # names of sigprop.nets.families.FAMILIES, kept here so parsing a config needs no torch
@@ -30,8 +38,6 @@ KNOWN_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "resnet18",
 # the convolutional ones (sigprop.nets.convnets.families): they need image data (C, H, W)
 IMAGE_ARCHS = ("resnet18", "resnet34", "resnet32", "resnet50", "resnet104", "stable_resnet32",
                "stable_resnet50", "stable_resnet104", "vgg16", "vgg16x3", "vcnn", "lenet")
-# images in sklearn's digits set (sklearn.datasets.load_digits), split by sigprop.data.embedded.digits
-DIGITS_TOTAL = 1797
 # names of sigprop.nets.activations.ACTIVATIONS, kept here so parsing a config needs no torch
 KNOWN_ACTIVATIONS = ("linear", "tanh", "relu", "hard_tanh", "erf", "sigmoid", "elu")
 # names of sigprop.prune.PRUNERS (003 pruning at initialization), kept here so parsing needs no torch
@@ -95,16 +101,25 @@ def load_yaml(path: str | Path) -> dict:
 
 @dataclass(frozen=True)
 class Study:
+    """A study at one scale: its file, its runs and shards, the block label of every run and its
+    typed parameters (:class:`sigprop.contract.Params`)."""
+
     name: str
     path: str
     cfg: dict
     scale: str
     runs: tuple[RunSpec, ...]
     shards: tuple[Shard, ...]
+    labels: dict
+    params: Params
 
     @property
     def kind(self) -> str:
         return self.cfg["kind"]
+
+    @property
+    def task(self) -> str:
+        return registry.task(self.kind)
 
     def shard(self, shard_id: str) -> Shard:
         """The shard with this id (a dict lookup: the rules' input functions call it once or
@@ -123,15 +138,38 @@ class Study:
     def datasets(self) -> list[str]:
         return sorted({r.dataset for r in self.runs})
 
+    def job_params(self, job: str) -> str:
+        """What one of the study's jobs (``measure``, ``theory``, ``figure``, ``table``,
+        ``claims``) receives as JSON: only the parameter sections it reads
+        (:data:`sigprop.contract.JOB_SECTIONS`), so Snakemake reruns it when one of them
+        changes and for nothing else."""
+        return self.params.for_job(job).to_json()
+
+    def manifest(self) -> str:
+        """What the merge of the study's shard tables expects, as JSON: per shard, its runs and
+        each run's block label (the ``block`` column of the merged table)."""
+        return json.dumps({"study": self.name, "shards": {
+            s.shard_id: [[r.run_id, self.labels[r.run_id]] for r in s.runs]
+            for s in self.shards}}, sort_keys=True)
+
 
 def expand_runs(study_cfg: dict, scale: str, filename: str = "<study>") -> list[RunSpec]:
     """The runs of one scale: for each block, fixed fields times the grid product."""
+    return [r for r, _ in expand_blocks(study_cfg, scale, filename)]
+
+
+def expand_blocks(study_cfg: dict, scale: str,
+                  filename: str = "<study>") -> list[tuple[RunSpec, str]]:
+    """``(run, label)`` for every run of one scale, block by block; a block's label is its
+    ``label:`` (``block N`` when it has none).  Figures and claims split a study into the
+    paper's panels by it, e.g. 000 Fig. 7 (a)-(h)."""
     try:
         blocks = study_cfg["scales"][scale]["blocks"]
     except KeyError:
         raise ConfigError(f"{filename}: key 'scales.{scale}': missing") from None
-    runs = []
+    out = []
     for b, block in enumerate(blocks):
+        label = block.get("label", f"block {b}")
         fixed = dict(block.get("fixed") or {})
         grid = block["grid"]
         clash = sorted(set(fixed) & set(grid))
@@ -151,29 +189,24 @@ def expand_runs(study_cfg: dict, scale: str, filename: str = "<study>") -> list[
             d = {**fixed, **dict(zip(names, values))}
             try:
                 d.update(derive(d, derived))
-                runs.append(RunSpec.from_dict(d))
+                out.append((RunSpec.from_dict(d), label))
             except (TypeError, ValueError) as e:
                 raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}]': {e}") from None
-    if not runs:
+    if not out:
         raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': the grid is empty")
-    return runs
+    return out
 
 
-def run_labels(study_cfg: dict, scale: str, filename: str = "<study>") -> dict[str, str]:
-    """``run_id -> label`` of the grid block that makes each run (``block N`` when unlabelled).
-
-    Figures and claims use it to split a study into the paper's panels, e.g.
-    000 Fig. 7 (a)-(h).  A run made by two blocks with different labels is an error.
-    """
+def run_labels(pairs: list[tuple[RunSpec, str]], filename: str = "<study>",
+               scale: str = "quick") -> dict[str, str]:
+    """``run_id -> label`` from :func:`expand_blocks`; a run made by two blocks with different
+    labels is an error."""
     out: dict[str, str] = {}
-    for b, block in enumerate(study_cfg["scales"][scale]["blocks"]):
-        label = block.get("label", f"block {b}")
-        one = {"scales": {scale: {"blocks": [block]}}}
-        for r in expand_runs(one, scale, filename):
-            if out.get(r.run_id, label) != label:
-                raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}]': run {r.run_id} is "
-                                  f"also made by block '{out[r.run_id]}'")
-            out[r.run_id] = label
+    for r, label in pairs:
+        if out.get(r.run_id, label) != label:
+            raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': run {r.run_id} is made "
+                              f"by the blocks '{out[r.run_id]}' and '{label}'")
+        out[r.run_id] = label
     return out
 
 
@@ -287,50 +320,19 @@ def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict |
 
 
 def _trains(study_cfg: dict | None) -> bool:
-    """Whether a study's shard jobs train (``TASK`` "train"); True without a study config."""
+    """Whether a study's shard jobs train (task "train"); True without a study config."""
     if not study_cfg or "kind" not in study_cfg:
         return True
-    from . import studies
-    return studies.task(study_cfg["kind"]) == "train"
+    return registry.task(study_cfg["kind"]) == "train"
 
 
 def check_kind(study_cfg: dict, filename: str) -> None:
-    """The study's ``kind`` names a module of :mod:`sigprop.studies`."""
-    from . import studies
+    """The study's ``kind`` names a study package (:func:`sigprop.registry.kinds`)."""
     kind = study_cfg.get("kind")
-    if kind not in studies.KINDS:
+    if kind not in registry.kinds():
         raise ConfigError(f"{filename}: key 'kind': unknown study kind '{kind}' "
-                          f"(known: {', '.join(studies.KINDS)})")
-
-
-def fc_input_dim(arch: str, dataset: str, width: int) -> int:
-    """Inputs of the fully connected part of ``arch`` on ``dataset`` (004 Sec. 5 varies that
-    part): fc, the flattened input; lenet, its 50 conv maps of ``((H-4)/2-4)/2`` squared
-    pixels (800 on MNIST); resnet18 / resnet34, the ``8 width`` pooled channels."""
-    from .data import registry
-    shape = registry.get(dataset).input_shape
-    if arch == "lenet":
-        return 50 * (((shape[-1] - 4) // 2 - 4) // 2) ** 2
-    if arch in ("resnet18", "resnet34"):
-        return 8 * int(width)
-    if arch == "fc":
-        return int(np.prod(shape))
-    raise ValueError(f"derived width: no fixed-parameter rule for arch '{arch}' "
-                     "(fc, lenet, resnet18, resnet34)")
-
-
-def width_for_params(p: float, depth: int, dataset: str, arch: str = "fc", width: int = 0) -> int:
-    """004 Sec. 5: the width K with ``d_in K + (L-1) K^2 + K d_out = p`` (nearest integer);
-    ``d_in`` from :func:`fc_input_dim`, ``d_out`` the data set's classes."""
-    from .data import registry
-    spec = registry.get(dataset)
-    d_in, d_out = fc_input_dim(arch, dataset, width), int(spec.n_classes or 1)
-    a, b = depth - 1, d_in + d_out
-    k = p / b if a == 0 else (-b + np.sqrt(b * b + 4 * a * p)) / (2 * a)
-    if k < 1:
-        raise ValueError(f"derived width: no width >= 1 gives {p:g} weights at depth {depth} "
-                         f"on {dataset}")
-    return int(round(k))
+                          f"(known: {', '.join(registry.kinds())}; a study is a package "
+                          "sigprop/studies/<kind>/, see docs/adding-a-study.md)")
 
 
 def steps_for_epochs(epochs: float, run: dict, defaults: RunSpec) -> int:
@@ -345,32 +347,6 @@ def steps_for_epochs(epochs: float, run: dict, defaults: RunSpec) -> int:
         raise ValueError(f"derived steps: {per} examples per step exceed the {n} training "
                          f"examples of '{name}'")
     return max(1, int(round(epochs * (n // per))))
-
-
-def train_size(dataset: str, options: dict | None = None) -> int | None:
-    """Training examples of a prepared data set, known without building it (None: unknown).
-
-    Downloaded sets: the registry's ``n_train``.  Embedded sets: from their generator's
-    arguments (:mod:`sigprop.data.embedded`; ``options`` as in the config's ``data.options``
-    over the defaults): digits keeps ``1797 - ceil(1797 * test_fraction)`` images for
-    training (scikit-learn's ``train_test_split``), the generated sets ``n_train`` or ``n``.
-    """
-    from .data import embedded, registry
-    spec = registry.get(dataset)
-    if spec.source != "embedded":
-        return spec.n_train
-    gen = getattr(embedded, spec.fmt, None)
-    if gen is None:
-        return None
-    args = {k: p.default for k, p in inspect.signature(gen).parameters.items()
-            if p.default is not inspect.Parameter.empty}
-    args.update(options or {})
-    if spec.fmt in ("digits", "digits_images"):
-        return DIGITS_TOTAL - math.ceil(float(args["test_fraction"]) * DIGITS_TOTAL)
-    for key in ("n_train", "n"):
-        if key in args:
-            return int(args[key])
-    return None
 
 
 def check_data_options(options: dict, filename: str) -> None:
@@ -437,16 +413,23 @@ def shard_sizer(shard_size: int, memory_budget_mb: float):
 
 def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size,
                 memory_budget_mb: float = 8000, data_options: dict | None = None) -> Study:
-    """A study's runs and shards, checked (:func:`check_kind`, :func:`expand_runs`,
-    :func:`check_runs`; ``data_options`` is the config's ``data.options``)."""
+    """A study's runs, shards, block labels and typed parameters, checked (:func:`check_kind`,
+    :func:`expand_blocks`, :func:`check_runs`, :func:`sigprop.registry.resolve`;
+    ``data_options`` is the config's ``data.options``)."""
     path = str(path)
     if study_cfg.get("name") != name:
         raise ConfigError(f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file "
                           f"name '{name}'")
     check_kind(study_cfg, path)
-    runs = expand_runs(study_cfg, scale, path)
+    try:
+        params = registry.resolve(study_cfg["kind"], study_cfg, scale)
+    except ParamError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    pairs = expand_blocks(study_cfg, scale, path)
+    labels = run_labels(pairs, path, scale)
+    runs = [r for r, _ in pairs]
     check_runs(runs, path, scale, study_cfg, data_options)
     size = study_cfg["scales"][scale].get("shard_size", shard_size)
     shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb))
-    # the analysis (figures, claims) sees the scale, e.g. to map runs to blocks
-    return Study(name, path, {**study_cfg, "scale": scale}, scale, tuple(runs), tuple(shards))
+    return Study(name, path, {**study_cfg, "scale": scale}, scale, tuple(runs), tuple(shards),
+                 labels, params)

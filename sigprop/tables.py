@@ -5,7 +5,8 @@ Schemas (long format; documented in docs/tables.md):
 * run rows (``results/{study}/runs/{shard}.parquet`` and the merged
   ``results/{study}/metrics.parquet``): ``study, shard_id, run_id, step,
   metric, value`` plus every :class:`~sigprop.runs.RunSpec` field as a column
-  and ``device, tf32``.
+  and ``device, tf32``; the merged table also has ``block``, the label of the grid block
+  that made the run (``label:`` in the study file), which figures and claims split by.
 * theory rows (``results/{study}/theory.parquet``): ``study, quantity, value``
   plus the hyperparameter columns the quantity depends on.
 * claims (``results/{study}/claims.parquet``): :data:`CLAIM_COLUMNS`.
@@ -80,12 +81,22 @@ def read(path: str | Path, required: list[str] | None = None) -> pd.DataFrame:
     return df
 
 
-def merge_runs(paths: list[str | Path]) -> pd.DataFrame:
-    """Concatenate shard tables; refuse duplicated (run_id, step, metric) rows."""
+def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.DataFrame:
+    """Concatenate shard tables; refuse duplicated (run_id, step, metric) rows.
+
+    With ``manifest`` (:meth:`sigprop.config.Study.manifest`: the study and, per shard id,
+    its ``[run_id, label]`` pairs) every run gets its block label as the ``block`` column."""
     frames = [read(p, RUN_COLUMNS) for p in paths]
     if not frames:
         raise TableError("no shard tables to merge")
     df = pd.concat(frames, ignore_index=True)
+    if manifest is not None:
+        labels = {rid: label for pairs in manifest["shards"].values() for rid, label in pairs}
+        missing = sorted(set(df.run_id) - set(labels))
+        if missing:
+            raise TableError(f"runs {missing[:4]} are in the shard tables but not in the study "
+                             f"'{manifest['study']}' the workflow expects")
+        df["block"] = df.run_id.map(labels).astype("string")
     key = RUN_KEY + [c for c in ("probe", "layer") if c in df.columns]
     dup = df.duplicated(key, keep=False)
     if dup.any():

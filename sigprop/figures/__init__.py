@@ -1,24 +1,38 @@
-"""One function per figure: DataFrames in, matplotlib figure out (no file I/O)."""
+"""Shared figure helpers: saving (atomic PNG and PDF) and captions as reStructuredText.
+
+A study's figures live in its package (``sigprop/studies/<kind>/figures.py``): one function per
+figure, DataFrames in, a matplotlib figure out, no file I/O.  This module does not import
+matplotlib itself, so that the rules can read captions while the DAG is built.
+"""
 
 from __future__ import annotations
 
-import matplotlib
 
-matplotlib.use("Agg")
+def use_agg() -> None:
+    """Draw off screen (the figure jobs run on machines without a display)."""
+    import matplotlib
+    matplotlib.use("Agg")
 
 
 def save(fig, png: str, pdf: str | None = None, dpi: int = 150) -> None:
-    """Write a figure as PNG (and PDF), atomically."""
+    """Write a figure as PNG (and PDF), atomically, and close it."""
     import os
     from pathlib import Path
+
+    import matplotlib.pyplot as plt
     for path, kw in ((png, {"dpi": dpi}), (pdf, {})):
         if path is None:
             continue
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(f".{p.stem}.tmp{os.getpid()}{p.suffix}")
-        fig.savefig(tmp, bbox_inches="tight", **kw)
-        os.replace(tmp, p)
+        try:
+            fig.savefig(tmp, bbox_inches="tight", **kw)
+            os.replace(tmp, p)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    plt.close(fig)
 
 
 def rst_literal_text(text: str) -> str:

@@ -1,4 +1,5 @@
-"""000 Fig. 1: one-layer length and correlation maps, theory over simulation."""
+"""Huang et al. 2019 (arXiv:1912.09132) Fig. 1: one-layer length and correlation maps, theory
+over simulation."""
 
 from __future__ import annotations
 
@@ -6,17 +7,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .analysis import summary
+
 # the caption's colours: rho = 1 red, 0.7 green, 0.4 blue
 COLOURS = {1.0: "tab:red", 0.7: "tab:green", 0.4: "tab:blue"}
 
 
-def figure(runs: pd.DataFrame, theory: pd.DataFrame, cfg: dict):
-    from ..studies.meanfield_maps import summary
-    panels = cfg["analysis"]["panels"]
+def figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
+    panels = p.analysis.panels
     fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.8), squeeze=False,
                              constrained_layout=True)
     for ax, panel, letter in zip(axes[0], panels, "abcdefgh"):
-        act, kind = panel["activation"], panel["map"]
+        act, kind = panel.activation, panel.map
         s = summary(runs[runs.activation == act], theory, kind)
         t = theory[(theory.activation == act) & (theory.quantity == f"{kind}_map")]
         stars = theory[(theory.activation == act) & (theory.quantity == f"{kind}_star")]

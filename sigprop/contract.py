@@ -1,0 +1,164 @@
+"""The study contract: what a study package declares, and what each job receives.
+
+A study is a package ``sigprop/studies/<kind>/`` (found automatically by
+:mod:`sigprop.registry`).  Its ``__init__.py`` holds ``SPEC``, a :class:`StudySpec`, and
+the parameter dataclasses its sections use, and imports nothing heavy (no torch, pandas or
+matplotlib: it is read while Snakemake builds the DAG).  Its code lives in modules beside it,
+each imported only by the job that needs it:
+
+============  ========================================================================
+module        contract
+============  ========================================================================
+measure.py    ``measure(shard, params, buffers, p, device, data_path, masks_path)`` ->
+              run rows (:func:`sigprop.tables.run_rows`); only when ``task="measure"``
+theory.py     ``theory_table(study, p, settings)`` -> theory rows
+figures.py    one function per :class:`Figure`: ``(runs, theory, p[, layers])`` ->
+              a matplotlib figure
+claims.py     ``claims_table(runs, theory, p[, layers])`` -> claim rows
+              (:func:`sigprop.claims.row`)
+tables.py     ``build_table(name, runs, p)`` -> ``(DataFrame, title)`` for each of
+              ``SPEC.tables``
+analysis.py   helpers shared by figures and claims (summaries of the run table)
+============  ========================================================================
+
+``p`` is a :class:`Params`: the study's name and the parsed sections that the job is allowed
+to read.  Each job receives exactly the sections its outputs depend on (:data:`JOB_SECTIONS`),
+so that Snakemake reruns a job when, and only when, one of them changes: a claim tolerance
+(``claims:``) reruns the claims and nothing else, a theory parameter reruns theory, figures
+and claims, never a shard.  Reading a section a job does not receive raises
+:class:`WithheldSection`, so a study cannot depend on a parameter silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
+
+from . import params as P
+
+SECTIONS = ("measure", "theory", "analysis", "claims")
+
+# which sections each job reads (and so which edits rerun it)
+JOB_SECTIONS = {
+    "measure": ("measure",),
+    "theory": ("measure", "theory"),
+    "figure": ("measure", "theory", "analysis"),
+    "table": ("measure", "theory", "analysis"),
+    "claims": ("measure", "theory", "analysis", "claims"),
+    "all": SECTIONS,  # tests and direct calls
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure: the name of its function in the study's ``figures.py`` and its caption."""
+
+    function: str
+    caption: str
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """What a study declares in its ``__init__.py`` as ``SPEC``.
+
+    - ``task``: what a shard job does, ``"train"`` (the shard trainer) or ``"measure"``
+      (the study's ``measure`` on the freshly initialized models);
+    - ``figures``: figure name -> :class:`Figure`; each becomes
+      ``results/<study>/figures/<name>.{png,pdf}``;
+    - ``tables``: names of the study's own tables (``tables.py``);
+    - ``measure``, ``theory``, ``analysis``, ``claims``: the parameter dataclass of each config
+      section (:mod:`sigprop.params`; :class:`~sigprop.params.NoParams` when unused);
+    - ``source``: the paper and the part of it the study reproduces, for docs and errors.
+    """
+
+    task: Literal["train", "measure"]
+    figures: Mapping[str, Figure]
+    source: str
+    tables: tuple[str, ...] = ()
+    measure: type = P.NoParams
+    theory: type = P.NoParams
+    analysis: type = P.NoParams
+    claims: type = P.NoParams
+
+    def __post_init__(self):
+        if self.task not in ("train", "measure"):
+            raise ValueError(f"task must be 'train' or 'measure', got {self.task!r}")
+        for s in SECTIONS:
+            if not dataclasses.is_dataclass(getattr(self, s)):
+                raise TypeError(f"section '{s}' must be a parameter dataclass")
+            _check_defaults(getattr(self, s), s)
+
+    def section_type(self, section: str) -> type:
+        return getattr(self, section)
+
+
+def _check_defaults(cls: type, where: str) -> None:
+    """Every parameter has a default, so a study file may leave any key out."""
+    import typing
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise TypeError(f"parameter '{where}.{f.name}' of {cls.__name__} has no default")
+        if dataclasses.is_dataclass(hints[f.name]):
+            _check_defaults(hints[f.name], f"{where}.{f.name}")
+
+
+class WithheldSection(AttributeError):
+    """A job read a parameter section that it does not receive (see :data:`JOB_SECTIONS`)."""
+
+
+@dataclass(frozen=True)
+class _Withheld:
+    section: str
+    job: str
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise WithheldSection(
+            f"the {self.job} job does not receive the '{self.section}' parameters (it reads "
+            f"{', '.join(JOB_SECTIONS[self.job])}; sigprop.contract.JOB_SECTIONS): "
+            f"'{self.section}.{name}' cannot be used here")
+
+
+@dataclass(frozen=True)
+class Params:
+    """The parameters one job sees: the study's name and its parsed sections."""
+
+    study: str
+    measure: Any = None
+    theory: Any = None
+    analysis: Any = None
+    claims: Any = None
+    job: str = "all"
+
+    def to_json(self) -> str:
+        """The job's parameters as canonical JSON: the only study settings a job gets, and so
+        the value Snakemake compares to decide whether the job reruns."""
+        import json
+        d = {"study": self.study, "job": self.job}
+        for s in JOB_SECTIONS[self.job]:
+            d[s] = P.to_dict(getattr(self, s))
+        return json.dumps(d, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, spec: StudySpec, text: str) -> "Params":
+        """The inverse of :meth:`to_json`, with the withheld sections marked."""
+        import json
+        d = json.loads(text)
+        job = d["job"]
+        kw = {}
+        for s in SECTIONS:
+            kw[s] = (P.parse(spec.section_type(s), d[s], s) if s in JOB_SECTIONS[job]
+                     else _Withheld(s, job))
+        return cls(study=d["study"], job=job, **kw)
+
+    def for_job(self, job: str) -> "Params":
+        """A copy that carries only what ``job`` reads."""
+        if job not in JOB_SECTIONS:
+            raise ValueError(f"unknown job '{job}' (known: {', '.join(JOB_SECTIONS)})")
+        kw = {s: (getattr(self, s) if s in JOB_SECTIONS[job] else _Withheld(s, job))
+              for s in SECTIONS}
+        return dataclasses.replace(self, job=job, **kw)
+

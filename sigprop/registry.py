@@ -1,0 +1,105 @@
+"""The studies: found by looking for packages under ``sigprop/studies/`` (no hand-kept list).
+
+A study kind is the name of a package ``sigprop/studies/<kind>/`` whose ``__init__.py``
+defines ``SPEC`` (:class:`sigprop.contract.StudySpec`).  Declarations are light and are read
+while Snakemake builds the DAG; a study's code modules (``measure``, ``theory``, ``figures``,
+``claims``, ``tables``) are imported only by the jobs that call them (:func:`part`).
+
+Dependencies point one way: shared layers <- study packages <- this registry <- the workflow
+(``sigprop.config``, ``sigprop.workflow_steps``, ``scripts/``); ``tests/test_imports.py``
+checks it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import pkgutil
+from types import ModuleType
+
+from . import params as P
+from .contract import SECTIONS, Params, StudySpec
+
+PACKAGE = "sigprop.studies"
+
+
+@functools.cache
+def kinds() -> tuple[str, ...]:
+    """Names of every study package (sorted); packages starting with ``_`` are skipped."""
+    pkg = importlib.import_module(PACKAGE)
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)
+                        if m.ispkg and not m.name.startswith("_")))
+
+
+def spec(kind: str) -> StudySpec:
+    """The declaration of study ``kind``."""
+    if kind not in kinds():
+        raise KeyError(f"unknown study kind '{kind}' (known: {', '.join(kinds())})")
+    mod = importlib.import_module(f"{PACKAGE}.{kind}")
+    s = getattr(mod, "SPEC", None)
+    if not isinstance(s, StudySpec):
+        raise TypeError(f"{mod.__file__}: a study package must define SPEC = StudySpec(...)")
+    return s
+
+
+def part(kind: str, module: str) -> ModuleType:
+    """One of a study's code modules (``measure``, ``theory``, ``figures``, ``claims``,
+    ``tables``), imported on demand."""
+    spec(kind)
+    try:
+        return importlib.import_module(f"{PACKAGE}.{kind}.{module}")
+    except ModuleNotFoundError as e:
+        if e.name == f"{PACKAGE}.{kind}.{module}":
+            raise ModuleNotFoundError(f"study '{kind}' has no module '{module}.py' (the contract: "
+                                      "sigprop/contract.py)") from None
+        raise
+
+
+def task(kind: str) -> str:
+    return spec(kind).task
+
+
+def figure_function(kind: str, name: str):
+    fig = spec(kind).figures[name]
+    return getattr(part(kind, "figures"), fig.function)
+
+
+def measure_function(kind: str):
+    return part(kind, "measure").measure
+
+
+def theory_function(kind: str):
+    return part(kind, "theory").theory_table
+
+
+def claims_function(kind: str):
+    return part(kind, "claims").claims_table
+
+
+def table_function(kind: str):
+    return part(kind, "tables").build_table
+
+
+def resolve(kind: str, study_cfg: dict, scale: str, where: str = "") -> Params:
+    """A study's parameters at ``scale``: each section of the study file, with the scale's own
+    section (``scales.<scale>.<section>``) merged over it, parsed into the study's types.
+
+    Raises :class:`sigprop.params.ParamError` naming the key path (``analysis.z_max``, or
+    ``scales.quick.analysis.z_max`` for a key set there) and the value."""
+    s = spec(kind)
+    scale_cfg = (study_cfg.get("scales") or {}).get(scale) or {}
+    out = {}
+    for section in SECTIONS:
+        base, over = study_cfg.get(section), scale_cfg.get(section)
+        # check each part where it is written, so an error names the key the user typed
+        P.parse(s.section_type(section), base, section)
+        if over is not None:
+            P.parse(s.section_type(section), over, f"scales.{scale}.{section}")
+        out[section] = P.parse(s.section_type(section), P.merge(base, over), section)
+    return Params(study=study_cfg.get("name", kind), **out)
+
+
+def takes_layers(fn) -> bool:
+    """Whether a figure or claims function takes the prune stage's per-layer reports."""
+    return "layers" in inspect.signature(fn).parameters

@@ -1,0 +1,74 @@
+"""The iterated length and correlation maps with dropout: Huang, Xu, Du, Zeng, Zhao 2019, "Mean
+field theory for deep dropout networks: digging up gradient backpropagation deeply",
+arXiv:1912.09132, Sec. 3.1, Eqs. 2-4, Fig. 1.
+
+A measurement at initialization, no training: for each panel of the caption (linear and tanh
+length maps, ReLU and erf correlation maps) and keep rates rho in {1, 0.7, 0.4}, one random
+dropout layer of many instantiations maps probe inputs of known (q, c) to outputs; the theory
+curves are Eqs. 2-4 from :mod:`sigprop.theory.meanfield`.  Note the caption's sigma_w, sigma_b
+are standard deviations (sigma_w = 0.5 gives sigma_w^2 = 0.25; a linear map with
+sigma_w^2 = 0.5 and rho = 0.4 would have no fixed point).
+
+Modules: ``measure`` (the layer maps of a shard), ``theory`` (Eqs. 2-4 and the fixed points),
+``analysis`` (simulation against theory per probe), ``figures``, ``claims``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ...contract import Figure, StudySpec
+from ...params import param
+
+SOURCE = "000 Sec. 3.1, Eqs. 2-4, Fig. 1"
+
+
+@dataclass(frozen=True)
+class Measure:
+    q_probes: tuple[float, ...] = param((0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 15.0),
+                                        gt=0, min_len=1, doc="input lengths q of the length map")
+    c_probes: tuple[float, ...] = param((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+                                        ge=-1, le=1, min_len=1,
+                                        doc="input correlations c of the correlation map")
+    q_cap: float = param(1000.0, gt=0, doc="correlation maps are probed at q*, or at this "
+                                           "length where q* is infinite")
+
+
+@dataclass(frozen=True)
+class Theory:
+    points: int = param(200, ge=2, doc="points of each theory curve")
+    q_max: float | None = param(None, gt=0, doc="length maps drawn on [0, q_max] "
+                                                "(default 2.5 q*)")
+
+
+@dataclass(frozen=True)
+class Panel:
+    activation: str = param("tanh", doc="the panel's activation (its block's runs)")
+    map: Literal["q", "c"] = param("q", doc="q: the length map; c: the correlation map")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    panels: tuple[Panel, ...] = param((Panel("linear", "q"), Panel("tanh", "q"),
+                                       Panel("relu", "c"), Panel("erf", "c")), min_len=1,
+                                      doc="Fig. 1's panels, in order")
+
+
+@dataclass(frozen=True)
+class Claims:
+    z_max: float = param(3.0, gt=0, doc="a point agrees when |mean - theory| <= z_max SE")
+    within_fraction: float = param(0.95, gt=0, le=1, doc="... for at least this fraction")
+    fraction_tolerance: float = param(0.05, ge=0, lt=1)
+
+
+SPEC = StudySpec(
+    task="measure",
+    source=SOURCE,
+    figures={"meanfield_maps": Figure("figure", (
+        "One-layer length map q^l(q^{l-1}) (linear, tanh) and correlation map c^l(c^{l-1}) at q* "
+        "(ReLU, erf) with keep rates ρ (000 Fig. 1). Lines: 000 Eqs. 2–4 by quadrature/closed "
+        "form; dots: mean over random instantiations with ±1 standard error; diamonds: fixed "
+        "points q*, c*; dashed: the unity line."))},
+    measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
+)
