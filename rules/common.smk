@@ -62,7 +62,7 @@ def shard_tables(wildcards):
 def job_params(job):
     """The parameter sections a study's ``job`` reads, as JSON (Study.job_params): the only
     study settings the job receives, so editing another section does not rerun it."""
-    return lambda wildcards: study_of(wildcards).job_params(job)
+    return lambda wildcards: study_of(wildcards).job_params(job, getattr(wildcards, "shard", None))
 
 
 def run_settings(wildcards):

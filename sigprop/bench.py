@@ -12,6 +12,9 @@ run it with ``sigprop bench`` and record the output (docs/performance.md).
 :func:`dag_bench` (``sigprop bench-dag``) times the other kind of scale: a grid
 of 10,000 runs expanded into shards and its Snakemake DAG built (``-n``), with
 the job count per rule (one training job per shard, not per run).
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132; 004 = Chen,
+Wang, Zhao, Papailiopoulos, Koutris (2018), arXiv:1806.03791.
 """
 
 from __future__ import annotations

@@ -4,7 +4,11 @@ Each theory module declares its commands in a module-level ``CLI_COMMANDS``
 list (name, help, params, fn); this file only turns them into argparse
 sub-commands, so a new theory function becomes a command where it is defined.
 Parameters marked ``list`` take comma-separated values (``--rho 1,0.99,0.98``).
-``sigprop bench`` and ``sigprop bench-dag`` (:mod:`sigprop.bench`) print benchmarks as JSON.
+``sigprop bench`` and ``sigprop bench-dag`` (:mod:`sigprop.bench`) print benchmarks as JSON;
+``sigprop params`` lists the studies' typed parameters.
+
+Papers cited by prefix: 004 = Chen, Wang, Zhao, Papailiopoulos, Koutris (2018),
+arXiv:1806.03791.
 """
 
 from __future__ import annotations
@@ -133,7 +137,43 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     sweep.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
     sweep.add_argument("--repeats", type=int, default=3, help="timings per layout, fastest kept "
                                                                "[default: 3]")
+    params = sub.add_parser(
+        "params", help="list the studies' parameters: section, key, type, default, meaning",
+        description="Print each study's typed parameters (the measure, theory, analysis and "
+                    "claims sections of its study file) with their types, defaults and meanings.")
+    params.add_argument("kinds", nargs="*", help="study kinds [default: all]")
+    params.add_argument("--markdown", action="store_true",
+                        help="Markdown tables, as in config/README.md")
     return parser
+
+
+def params_text(kinds: list[str] | None = None, markdown: bool = False) -> str:
+    """The parameters of the given study kinds (all when None) as text or Markdown."""
+    from . import registry
+    from .contract import SECTIONS
+    from .params import describe
+    out = []
+    for kind in kinds or registry.kinds():
+        spec = registry.spec(kind)
+        out.append(f"### `{kind}` ({spec.task}; {spec.source})\n" if markdown else
+                   f"{kind} ({spec.task}; {spec.source})")
+        any_rows = False
+        for section in SECTIONS:
+            rows = describe(spec.section_type(section))
+            if not rows:
+                continue
+            any_rows = True
+            if markdown:
+                out.append(f"`{section}:`\n\n| key | type | default | meaning |\n|---|---|---|---|")
+                out += [f"| `{k}` | {t} | `{d}` | {doc.replace('|', chr(92) + '|')} |"
+                        for k, t, d, doc in rows]
+                out.append("")
+            else:
+                out += [f"  {section}.{k}: {t} = {d}" + (f"  # {doc}" if doc else "")
+                        for k, t, d, doc in rows]
+        if not any_rows:
+            out.append("No parameters.\n" if markdown else "  (no parameters)")
+    return "\n".join(out).rstrip() + "\n"
 
 
 def _bench(args: dict) -> int:
@@ -164,6 +204,15 @@ def main(argv: list[str] | None = None) -> int:
                                             args["dry_run"], args["snakefile"])),
                   sys.stdout, indent=2)
         sys.stdout.write("\n")
+        return 0
+    if group == "params":
+        from . import registry
+        unknown = [k for k in args["kinds"] if k not in registry.kinds()]
+        if unknown:
+            print(f"sigprop params: unknown study kind(s) {unknown} (known: "
+                  f"{', '.join(registry.kinds())})", file=sys.stderr)
+            return 2
+        sys.stdout.write(params_text(args["kinds"] or None, args["markdown"]))
         return 0
     if group == "bench-sweep":
         from . import bench

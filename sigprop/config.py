@@ -11,6 +11,10 @@ data sets, activations, architectures; consistent shapes) are in
 
 This module sits above the study registry: it reads a study's declaration (its task and its
 parameter types), and nothing below it imports it.
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132; 003 = Hayou,
+Ton, Doucet, Teh (2021), arXiv:2002.08797; 004 = Chen, Wang, Zhao, Papailiopoulos, Koutris
+(2018), arXiv:1806.03791.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import functools
 import inspect
 import itertools
 import json
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,12 +143,19 @@ class Study:
     def datasets(self) -> list[str]:
         return sorted({r.dataset for r in self.runs})
 
-    def job_params(self, job: str) -> str:
+    def job_params(self, job: str, shard_id: str | None = None) -> str:
         """What one of the study's jobs (``measure``, ``theory``, ``figure``, ``table``,
         ``claims``) receives as JSON: only the parameter sections it reads
         (:data:`sigprop.contract.JOB_SECTIONS`), so Snakemake reruns it when one of them
-        changes and for nothing else."""
-        return self.params.for_job(job).to_json()
+        changes and for nothing else; a measure job of a study that declares
+        ``measure_reads_labels`` also gets the block labels of its shard's runs."""
+        p = self.params.for_job(job)
+        if job == "measure" and registry.spec(self.kind).measure_reads_labels:
+            if shard_id is None:
+                raise ValueError(f"study {self.name}: the measure job's labels need its shard")
+            p = dataclasses.replace(p, labels=tuple(self.labels[r.run_id]
+                                                    for r in self.shard(shard_id).runs))
+        return p.to_json()
 
     def manifest(self) -> str:
         """What the merge of the study's shard tables expects, as JSON: per shard, its runs and
@@ -270,7 +282,7 @@ def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict |
 
     - names exist in the registries (architecture, activation, data set, pruner);
     - shapes fit together: a convolutional architecture (:data:`IMAGE_ARCHS`) needs an image
-      data set (inputs ``(C, H, W)``); in a study that trains (``TASK`` "train", see
+      data set (inputs ``(C, H, W)``); in a study that trains (task "train", see
       :mod:`sigprop.studies`) a ``batch_size`` must not exceed the training set
       (:func:`train_size`, with the data sets' generator options ``data_options``, the
       config's ``data.options``; their defaults when not given); ``eval_every`` must not
@@ -429,6 +441,12 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
     labels = run_labels(pairs, path, scale)
     runs = [r for r, _ in pairs]
     check_runs(runs, path, scale, study_cfg, data_options)
+    check = registry.spec(study_cfg["kind"]).check
+    if check is not None:
+        try:
+            check(params, set(labels.values()))
+        except ParamError as e:
+            raise ConfigError(f"{path}: {e}") from None
     size = study_cfg["scales"][scale].get("shard_size", shard_size)
     shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb))
     return Study(name, path, {**study_cfg, "scale": scale}, scale, tuple(runs), tuple(shards),

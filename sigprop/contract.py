@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from . import params as P
 
@@ -69,7 +69,14 @@ class StudySpec:
     - ``tables``: names of the study's own tables (``tables.py``);
     - ``measure``, ``theory``, ``analysis``, ``claims``: the parameter dataclass of each config
       section (:mod:`sigprop.params`; :class:`~sigprop.params.NoParams` when unused);
-    - ``source``: the paper and the part of it the study reproduces, for docs and errors.
+    - ``source``: the paper and the part of it the study reproduces, for docs and errors;
+    - ``measure_reads_labels``: the measurement depends on each run's block label (the label
+      names what to simulate); the measure job then receives its shard's labels as
+      ``p.labels`` (one per run, in order), so renaming a block reruns its shards.  Leave it
+      False when labels only name panels: renaming one then reruns the merge and after;
+    - ``check``: an optional ``check(params, labels)`` run when the DAG is built, with the
+      study's parsed parameters and the set of its block labels; it raises
+      :class:`sigprop.params.ParamError` naming the key when they do not fit together.
     """
 
     task: Literal["train", "measure"]
@@ -80,6 +87,8 @@ class StudySpec:
     theory: type = P.NoParams
     analysis: type = P.NoParams
     claims: type = P.NoParams
+    measure_reads_labels: bool = False
+    check: Callable[[Any, set], None] | None = None
 
     def __post_init__(self):
         if self.task not in ("train", "measure"):
@@ -132,15 +141,19 @@ class Params:
     analysis: Any = None
     claims: Any = None
     job: str = "all"
+    labels: tuple[str, ...] | None = None  # a measure job's run labels (measure_reads_labels)
 
     def to_json(self) -> str:
         """The job's parameters as canonical JSON: the only study settings a job gets, and so
-        the value Snakemake compares to decide whether the job reruns."""
+        the value Snakemake compares to decide whether the job reruns.  Mappings keep their
+        order (a study may list things in a mapping in the order it draws them)."""
         import json
         d = {"study": self.study, "job": self.job}
         for s in JOB_SECTIONS[self.job]:
             d[s] = P.to_dict(getattr(self, s))
-        return json.dumps(d, sort_keys=True)
+        if self.labels is not None:
+            d["labels"] = list(self.labels)
+        return json.dumps(d)
 
     @classmethod
     def from_json(cls, spec: StudySpec, text: str) -> "Params":
@@ -152,7 +165,8 @@ class Params:
         for s in SECTIONS:
             kw[s] = (P.parse(spec.section_type(s), d[s], s) if s in JOB_SECTIONS[job]
                      else _Withheld(s, job))
-        return cls(study=d["study"], job=job, **kw)
+        labels = tuple(d["labels"]) if "labels" in d else None
+        return cls(study=d["study"], job=job, labels=labels, **kw)
 
     def for_job(self, job: str) -> "Params":
         """A copy that carries only what ``job`` reads."""

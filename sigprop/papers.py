@@ -10,6 +10,17 @@ from __future__ import annotations
 
 import importlib
 
+# how code and docs cite each paper in full (docs/papers.md shows the same; tests/test_docs.py)
+CITATIONS = {
+    "000": "Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132",
+    "001": "Littwin, Wolf (2020), arXiv:2001.10460",
+    "002": "Baldi, Sadowski (2014), doi:10.1016/j.artint.2014.02.004",
+    "003": "Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797",
+    "004": "Chen, Wang, Zhao, Papailiopoulos, Koutris (2018), arXiv:1806.03791",
+}
+# the identifier a module's docstring must name when it cites the paper by its prefix
+IDENTIFIERS = {k: v.rsplit(", ", 1)[1] for k, v in CITATIONS.items()}
+
 TITLES = {
     "000": "000 Huang et al., Mean field theory for deep dropout networks",
     "001": "001 Littwin & Wolf, Residual tangent kernels",

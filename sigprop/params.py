@@ -102,7 +102,10 @@ def to_dict(obj: Any) -> Any:
 
 
 def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
-    """``(key, type, default, doc)`` per field, nested blocks flattened (for docs and --help)."""
+    """``(key, type, default, doc)`` per field, nested blocks flattened (``inner.rate``; the
+    items of a list of blocks as ``panels[].activation``, of a mapping as
+    ``simulations.<name>.part``), defaults as JSON (for docs and ``sigprop params``)."""
+    import json
     out = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
@@ -111,10 +114,13 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
         if dataclasses.is_dataclass(t):
             out += describe(t, key)
             continue
-        default = (f.default if f.default is not dataclasses.MISSING else
-                   (f.default_factory() if f.default_factory is not dataclasses.MISSING
-                    else "required"))
-        out.append((key, _type_name(t), repr(to_dict(default)), f.metadata.get("doc", "")))
+        default = (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+        out.append((key, _type_name(t), json.dumps(to_dict(default)), f.metadata.get("doc", "")))
+        args = get_args(t)
+        if get_origin(t) in (tuple, list) and args and dataclasses.is_dataclass(args[0]):
+            out += describe(args[0], f"{key}[]")
+        elif get_origin(t) is dict and dataclasses.is_dataclass(args[1]):
+            out += describe(args[1], f"{key}.<name>")
     return out
 
 
@@ -217,9 +223,9 @@ def _show(v: Any) -> str:
 def _type_name(t: Any) -> str:
     origin = get_origin(t)
     if origin in (typing.Union, types.UnionType):
-        return " | ".join(_type_name(a) for a in get_args(t))
+        return " or ".join(_type_name(a) for a in get_args(t))
     if origin is Literal:
-        return " | ".join(repr(a) for a in get_args(t))
+        return "one of " + ", ".join(repr(a) for a in get_args(t))
     if origin in (tuple, list):
         return f"list of {_type_name(get_args(t)[0])}"
     if origin is dict:

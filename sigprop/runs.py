@@ -9,6 +9,8 @@ A :class:`Shard` is a list of runs that share tensor shapes (architecture,
 widths, depth, batch size, data set, step budget) and so train together as one
 batched model.  Its id hashes its member run ids in order, so editing one grid
 value changes the ids of the shards that contain it and of no other.
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The heavy workflow steps as plain functions (scripts/ only parse arguments)."""
+"""The heavy workflow steps as plain functions (scripts/ only parse arguments).
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import torch
 from . import tables
 from .data.prepare import load as load_dataset
 from .nets import families
-from .prune.stage import mask_report, shard_masks, start_params  # noqa: F401
+from .prune.stage import mask_report, shard_masks, start_params
 from .runs import Shard
 from .train import devices
 from .train import shard as engine
@@ -102,7 +105,7 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
     if ds.meta.get("task") == "regression":
         raise ValueError(f"{data_path}: '{ds.meta.get('name')}' is a regression data set; the "
                          "shard trainer trains classifiers (cross-entropy): use a study with "
-                         "TASK 'measure' for regression (e.g. diversity_linear)")
+                         "task 'measure' for regression (e.g. diversity_linear)")
     data = engine.to_data(ds, dev, dtype)
     params, buffers = engine.load_state(Path(init_path), shard)
     masks = None

@@ -35,6 +35,18 @@ def _study(fixed=None, grid=None, drop_fixed=(), **top):
     return s
 
 
+MAPS_FILE = "studies/meanfield_maps.yaml"
+
+
+def _maps(section, key, value, scale=None):
+    """The shipped meanfield_maps study with one parameter set (at ``scales.<scale>`` if given)."""
+    import yaml
+    s = yaml.safe_load((REPO / "config/studies/meanfield_maps.yaml").read_text())
+    where = s["scales"][scale].setdefault(section, {}) if scale else s[section]
+    where[key] = value
+    return s
+
+
 def _empty_blocks():
     s = tiny_study()
     s["scales"]["quick"]["blocks"] = []
@@ -98,6 +110,20 @@ CASES = [
      "scales.quick.blocks[0].fixed.eval_every", ["eval_every (50) exceeds steps (20)"]),
     ("micro_batch not dividing batch_size", _study(grid={"micro_batch": [8, 12]}), {}, STUDY_FILE,
      "scales.quick.blocks[0].grid.micro_batch", ["batch_size 32 is not a multiple of micro_batch 12"]),
+    # the study's typed parameters (sigprop/studies/<kind>/__init__.py)
+    ("typo in a claim tolerance", _maps("claims", "zmax", 2.0), {}, MAPS_FILE, "claims.zmax",
+     ["unknown key", "did you mean 'z_max'", "2.0"]),
+    ("typo in a per-scale section", _maps("claims", "z_maxx", 2.0, scale="quick"), {}, MAPS_FILE,
+     "scales.quick.claims.z_maxx", ["unknown key", "did you mean 'z_max'"]),
+    ("study parameter of the wrong type", _maps("measure", "q_probes", "1, 2"), {}, MAPS_FILE,
+     "measure.q_probes", ["expected a list", "'1, 2'"]),
+    ("study parameter out of range", _maps("claims", "within_fraction", 1.5), {}, MAPS_FILE,
+     "claims.within_fraction", ["1.5 is out of range", "<= 1"]),
+    ("study parameter not finite", _maps("theory", "q_max", float("nan")), {}, MAPS_FILE,
+     "theory.q_max", ["not a finite number"]),
+    ("study parameter not one of its choices",
+     _maps("analysis", "panels", [{"activation": "tanh", "map": "x"}]), {}, MAPS_FILE,
+     "analysis.panels[0].map", ["'x' is not one of 'q', 'c'"]),
     ("micro_batch on a BatchNorm family", _study(fixed={"arch": "resnet18", "dataset": "digits_images",
                                                         "micro_batch": 8}), {}, STUDY_FILE,
      "scales.quick.blocks[0].fixed.micro_batch", ["arch 'resnet18' has BatchNorm"]),
@@ -141,7 +167,7 @@ def test_batch_size_check_uses_data_options_and_only_training_studies():
         build_study("trainable_depth", "f.yaml", study, "quick", 64,
                     data_options={"digits": {"test_fraction": 0.5}})
     # a study that only measures at initialization never draws a batch: no limit
-    measure = tiny_study(kind="meanfield_maps", fixed={"batch_size": 5000})
+    measure = tiny_study(kind="meanfield_maps", theory={}, analysis={}, fixed={"batch_size": 5000})
     build_study("trainable_depth", "f.yaml", measure, "quick", 64)
 
 

@@ -6,7 +6,7 @@ import pytest
 from docutils.core import publish_doctree
 from docutils.utils import Reporter
 
-from sigprop import studies
+from sigprop import registry
 from sigprop.figures import rst_literal_text
 
 
@@ -26,9 +26,7 @@ def test_escaping_keeps_the_text():
     assert _rst_problems(raw)  # unescaped, the bars are an undefined substitution
 
 
-@pytest.mark.parametrize("kind", studies.KINDS)
+@pytest.mark.parametrize("kind", registry.kinds())
 def test_captions_are_valid_rst(kind):
-    module = studies.get(kind)
-    assert set(module.CAPTIONS) == set(module.FIGURES)
-    for name, caption in module.CAPTIONS.items():
-        assert not _rst_problems(rst_literal_text(caption)), name
+    for name, fig in registry.spec(kind).figures.items():
+        assert not _rst_problems(rst_literal_text(fig.caption)), name

@@ -17,11 +17,14 @@ import torch
 import yaml
 
 from sigprop.claims import kendall_tau
-from sigprop import tables
-from sigprop.config import build_study, load_yaml, width_for_params
+from sigprop import registry, tables
+from sigprop.config import build_study, load_yaml
 from sigprop.data.prepare import prepare
+from sigprop.data.sizes import width_for_params
 from sigprop.runs import RunSpec, Shard, settings
-from sigprop.studies import diversity_linear as study
+from sigprop.studies.diversity_linear import SPEC, Measure
+from sigprop.studies.diversity_linear import analysis, claims, figures, measure
+from sigprop.studies.diversity_linear import theory as theory_mod
 from sigprop.theory import diversity as th
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,32 +62,32 @@ def test_linear_sgd_step_equals_autograd_sgd():
         h = torch.bmm(h, w.transpose(1, 2))
     grads = torch.autograd.grad((h - yb).pow(2).mean(dim=(1, 2)).sum(), ref)
     want = [w - lr * gr for w, gr in zip(ws, grads)]
-    study.linear_sgd_step(ws, xb, yb, lr)
+    measure.linear_sgd_step(ws, xb, yb, lr)
     for a, b in zip(ws, want):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
 
 
 def test_full_loss_and_diversity_of_a_linear_net():
     x, y = _xy()
-    ws = study.initial_weights([_run(), _run(seed=1)], x.shape[1], DT, "cpu")
+    ws = measure.initial_weights([_run(), _run(seed=1)], x.shape[1], DT, "cpu")
     assert [tuple(w.shape) for w in ws] == [(2, 4, 6), (2, 4, 4), (2, 1, 4)]
     h = x.expand(2, *x.shape)
     for w in ws:
         h = torch.bmm(h, w.transpose(1, 2))
-    torch.testing.assert_close(study.full_loss(ws, x, y), (h - y).pow(2).mean(dim=(1, 2)))
-    div = study.diversity(ws, x, y)
+    torch.testing.assert_close(measure.full_loss(ws, x, y), (h - y).pow(2).mean(dim=(1, 2)))
+    div = measure.diversity(ws, x, y)
     assert div.shape == (2,) and ((div > 1 / x.shape[0]) & (div < 1)).all()
 
 
 def test_train_group_protocol_and_independence_of_the_group():
     x, y = _xy()
-    prot = {"lrs": [0.03125, 0.0625, 0.125, 0.25], "lr_epochs": 2}
+    prot = Measure(lrs=(0.03125, 0.0625, 0.125, 0.25), lr_epochs=2)
     runs = [_run(seed=s) for s in range(3)]
-    recs = study.train_group(runs, x, y, prot, "cpu")
-    alone = study.train_group(runs[1:2], x, y, prot, "cpu")[0]
+    recs = measure.train_group(runs, x, y, prot, "cpu")
+    alone = measure.train_group(runs[1:2], x, y, prot, "cpu")[0]
     for rec in recs:
         # the kept learning rate has the lowest training loss after lr_epochs epochs
-        assert rec["lr"] == prot["lrs"][int(np.nanargmin(np.where(np.isfinite(rec["lr_loss"]),
+        assert rec["lr"] == prot.lrs[int(np.nanargmin(np.where(np.isfinite(rec["lr_loss"]),
                                                                   rec["lr_loss"], np.inf)))]
         assert rec["loss"][2] == pytest.approx(np.nanmin(rec["lr_loss"]), rel=1e-12)
         e = rec["epochs_to_target"]
@@ -102,11 +105,11 @@ def test_train_group_protocol_and_independence_of_the_group():
 def test_unreachable_target_and_divergence_are_recorded():
     x, y = _xy()
     runs = [_run(steps=3, eval_every=1)]
-    rec = study.train_group(runs, x, y, {"lrs": [1e-4], "lr_epochs": 2}, "cpu")[0]
+    rec = measure.train_group(runs, x, y, Measure(lrs=(1e-4,), lr_epochs=2), "cpu")[0]
     assert np.isnan(rec["epochs_to_target"]) and rec["diverged"] == 0.0
     assert sorted(rec["loss"]) == [0, 1, 2, 3] and sorted(rec["diversity"]) == [0, 1, 2, 3]
-    rec = study.train_group(runs, x, y, {"lrs": [50.0], "lr_epochs": 2,
-                                         "divergence_loss": 1e3}, "cpu")[0]
+    rec = measure.train_group(runs, x, y, Measure(lrs=(50.0,), lr_epochs=2,
+                                                  divergence_loss=1e3), "cpu")[0]
     assert rec["diverged"] == 1.0 and np.isnan(rec["epochs_to_target"])
 
 
@@ -115,15 +118,15 @@ def test_unreachable_target_and_divergence_are_recorded():
 
 def test_init_draws_match_thm6_and_are_keyed_by_run():
     run = _run(width=3, depth=1)
-    num, den = study.init_draws(run, 64, 4, 400, "cpu")
-    rho, se = study._ratio_of_means(num.numpy(), den.numpy(), 64)
-    widths = study.theory_widths(4, [3], 1)
+    num, den = measure.init_draws(run, 64, 4, 400, "cpu")
+    rho, se = analysis._ratio_of_means(num.numpy(), den.numpy(), 64)
+    widths = theory_mod.theory_widths(4, [3], 1)
     exact = float(th.linear_expected_ratio(widths, 64)[0])
     assert abs(rho - exact) <= 4 * se, (rho, se, exact)
     # ... and reject a wrong expectation: Thm. 6's ratio at n = 2 is far off
     assert abs(rho - float(th.linear_expected_ratio(widths, 2)[0])) > 10 * se
-    again = study.init_draws(run, 64, 4, 400, "cpu")[0]
-    other = study.init_draws(_run(width=3, depth=1, seed=1), 64, 4, 400, "cpu")[0]
+    again = measure.init_draws(run, 64, 4, 400, "cpu")[0]
+    other = measure.init_draws(_run(width=3, depth=1, seed=1), 64, 4, 400, "cpu")[0]
     torch.testing.assert_close(num, again, rtol=0, atol=0)
     assert not torch.allclose(num, other)
 
@@ -132,15 +135,16 @@ def test_init_draws_match_thm6_and_are_keyed_by_run():
 
 
 def test_threshold_rule():
-    an = {"threshold": {"flat_factor": 1.5, "growth_factor": 2.0}}
+    an = registry.resolve("diversity_linear", load_yaml(CONFIG), "quick").analysis
+    assert (an.threshold.flat_factor, an.threshold.growth_factor) == (1.5, 2.0)
     b = np.array([4, 8, 16, 32, 64])
-    t = study.threshold(b, np.array([2, 2, 3, 8, 30.0]), an)
+    t = analysis.threshold(b, np.array([2, 2, 3, 8, 30.0]), an)
     assert t["exists"] and t["threshold"] == 16 and t["e_min"] == 2
-    t = study.threshold(b, np.array([2, 2, 3, 3, 3.0]), an)        # flat everywhere
+    t = analysis.threshold(b, np.array([2, 2, 3, 3, 3.0]), an)        # flat everywhere
     assert not t["exists"] and t["threshold"] == 64
-    t = study.threshold(b, np.array([2, 4, 8, 16, np.inf]), an)    # grows from the start
+    t = analysis.threshold(b, np.array([2, 4, 8, 16, np.inf]), an)    # grows from the start
     assert t["exists"] and t["threshold"] == 4
-    assert not study.threshold(b, np.full(5, np.inf), an)["exists"]
+    assert not analysis.threshold(b, np.full(5, np.inf), an)["exists"]
 
 
 def test_kendall_and_trend():
@@ -148,10 +152,10 @@ def test_kendall_and_trend():
     assert np.isnan(kendall_tau([1, 1, 1], [1, 2, 3]))
     assert kendall_tau([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(2 / 3)
     df = pd.DataFrame({"w": [1, 2, 3, 1, 2, 3], "d": [1, 1, 1, 2, 2, 2], "v": [1, 2, 3, 3, 2, 1.0]})
-    tau, desc = study.trend(df, "w", "v", "d")
+    tau, desc = claims.trend(df, "w", "v", "d")
     assert tau == pytest.approx(0.0) and "per d" in desc
     one = pd.DataFrame({"w": [10, 20, 30], "d": [3, 2, 1], "v": [1.0, 2, 3]})   # one w per d
-    tau, desc = study.trend(one, "w", "v", "d")
+    tau, desc = claims.trend(one, "w", "v", "d")
     assert tau == pytest.approx(1.0) and "over all" in desc
 
 
@@ -161,9 +165,8 @@ def test_kendall_and_trend():
 def _tiny_cfg():
     cfg = load_yaml(CONFIG)
     cfg["theory"].update(d_in=6, width_max=16, depth_max=3)
-    cfg["analysis"]["training"].update(lrs={"quick": [0.0625, 0.125, 0.25], "paper": [0.1]},
-                                       n_train={"quick": 128, "paper": 128},
-                                       init_draws={"quick": 8, "paper": 8})
+    cfg["scales"]["quick"]["measure"].update(lrs=[0.0625, 0.125, 0.25], n_train=128, init_draws=8)
+    cfg["scales"]["paper"]["measure"].update(lrs=[0.1], n_train=128, init_draws=8)
     cfg["analysis"]["fig2_epochs"] = 6
     b = cfg["scales"]["quick"]["blocks"][0]
     b["fixed"].update(steps=40, eval_every=2)
@@ -178,9 +181,11 @@ def tiny(tmp_path_factory):
                                                    "d_out": 1, "teacher_width": 6})
     cfg = _tiny_cfg()
     s = build_study("diversity_linear", CONFIG, cfg, "quick", 64)
-    frames = [study.measure(sh, None, None, {**s.cfg, "data_path": str(path)}) for sh in s.shards]
+    p = s.params.for_job("measure")
+    frames = [measure.measure(sh, None, None, p, data_path=str(path)) for sh in s.shards]
     runs = pd.concat(frames, ignore_index=True)
-    theory = study.theory_table("diversity_linear", s.cfg["theory"], settings(s.runs))
+    theory = theory_mod.theory_table("diversity_linear", s.params.for_job("theory"),
+                                     settings(s.runs))
     return s, runs, theory
 
 
@@ -200,15 +205,15 @@ def test_measure_rows_and_theory_table(tiny):
 
 def test_claims_and_figures(tiny):
     s, runs, theory = tiny
-    claims = study.claims_table(runs, theory, s.cfg)
-    v = claims.set_index("claim_id").verdict
+    table = claims.claims_table(runs, theory, s.params.for_job("claims"))
+    v = table.set_index("claim_id").verdict
     assert set(v) <= {"pass", "fail"} and len(v) == 16
     for cid in ("thm3_bound_holds", "thm6_expectation", "diversity_rises_with_width[thm6]",
                 "diversity_falls_with_depth[thm6]"):
-        assert v[cid] == "pass", claims.set_index("claim_id").detail[cid]
-    for name, fn in study.FIGURES.items():
-        assert study.CAPTIONS.get(name)
-        fig = fn(runs, theory, s.cfg)
+        assert v[cid] == "pass", table.set_index("claim_id").detail[cid]
+    for name, spec in SPEC.figures.items():
+        assert spec.caption
+        fig = getattr(figures, spec.function)(runs, theory, s.params.for_job("figure"))
         assert all(ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>")
         plt.close(fig)
 
@@ -218,10 +223,11 @@ def test_claims_fail_on_a_wrong_measurement(tiny):
     bad = runs.copy()
     m = bad.metric == "init_den"
     bad.loc[m, "value"] = bad.loc[m, "value"] * 3.0        # 3x the inner products: rho / 3
-    v = study.claims_table(bad, theory, s.cfg).set_index("claim_id").verdict
+    p = s.params.for_job("claims")
+    v = claims.claims_table(bad, theory, p).set_index("claim_id").verdict
     assert v["thm6_expectation"] == "fail"
     with pytest.raises(ValueError, match="d_in"):
-        study.claims_table(runs, theory.assign(d_in=7), s.cfg)
+        claims.claims_table(runs, theory.assign(d_in=7), p)
 
 
 def test_config_validates_and_expands_at_both_scales():
@@ -239,8 +245,9 @@ def test_config_validates_and_expands_at_both_scales():
         assert width == width_for_params(16000, depth, "synthetic_regression")
         assert abs(32 * width + (depth - 1) * width ** 2 + width - 16000) < 400
     assert {r.batch_size for r in p.runs} == {2 ** k for k in range(5, 13)}
-    prot = study.protocol({**cfg, "scale": "paper"})
-    assert prot["n_train"] == 10000 and len(prot["lrs"]) == 13
+    prot = p.params.measure
+    assert prot.n_train == 10000 and len(prot.lrs) == 13
+    assert q.params.measure.n_train == 1024 and len(q.params.measure.lrs) == 9
     assert max(w for _, w in nets) <= cfg["theory"]["width_max"]
     assert max(d for d, _ in nets) <= cfg["theory"]["depth_max"]
 
@@ -249,4 +256,4 @@ def test_measure_rejects_other_nets(tiny):
     s, _, _ = tiny
     sh = Shard("diversity_linear", (_run(activation="tanh"),))
     with pytest.raises(ValueError, match="linear"):
-        study.measure(sh, None, None, {**s.cfg, "data_path": "unused"})
+        measure.measure(sh, None, None, s.params.for_job("measure"), data_path="unused")

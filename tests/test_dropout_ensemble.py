@@ -16,11 +16,17 @@ import pytest
 import torch
 import yaml
 
-from sigprop import tables
-from sigprop.config import build_study, load_yaml
+from sigprop import registry, tables
+from sigprop.config import ConfigError, build_study, load_yaml
+from sigprop.contract import Params
 from sigprop.measure import ensembles_mc as mc
 from sigprop.runs import settings
-from sigprop.studies import dropout_ensemble as study
+from sigprop.params import ParamError
+from sigprop.studies.dropout_ensemble import SPEC, analysis
+from sigprop.studies.dropout_ensemble import claims as study_claims
+from sigprop.studies.dropout_ensemble import figures as study_figures
+from sigprop.studies.dropout_ensemble import measure as study_measure
+from sigprop.studies.dropout_ensemble import theory as study_theory
 from sigprop.theory import ensembles
 from sigprop.train.shard import initial_state
 
@@ -173,9 +179,12 @@ def _measure_all(cfg):
     for sh in s.shards:
         dtype = torch.float64 if sh.runs[0].precision == "float64" else torch.float32
         params, buffers = initial_state(sh, (16,), 1, torch.device("cpu"), dtype)
-        frames.append(study.measure(sh, params, buffers, s.cfg))
+        p = Params.from_json(registry.spec("dropout_ensemble"), s.job_params("measure", sh.shard_id))
+        frames.append(study_measure.measure(sh, params, buffers, p))
     runs = pd.concat(frames, ignore_index=True)
-    theory = study.theory_table("dropout_ensemble", s.cfg["theory"], settings(s.runs))
+    runs["block"] = runs.run_id.map(s.labels).astype("string")    # as the merge labels them
+    theory = study_theory.theory_table("dropout_ensemble", s.params.for_job("theory"),
+                                       settings(s.runs))
     return s, runs, theory
 
 
@@ -193,7 +202,7 @@ def test_study_rows_theory_and_claims(tiny):
     assert np.isfinite(runs.value).all()
     assert {"bound2", "bound3", "argmax_bound2", "C2_eq104"} <= set(theory.quantity)
     assert set(tables.THEORY_COLUMNS) <= set(theory.columns)
-    claims = study.claims_table(runs, theory, s.cfg)
+    claims = study_claims.claims_table(runs, theory, s.params.for_job("claims"))
     ids = set(claims.claim_id)
     assert {"bound2_fig81", "bound3_fig82", "bound1_eq87", "eq85_second_order", "eq202_second_order",
             "nwgm_side_eqs81_82", "bound2_argmax", "bound3_argmax", "linear_mean_eq24",
@@ -216,16 +225,17 @@ def test_linear_claim_fails_on_a_wrong_expectation(tiny):
     bad = runs.copy()
     m = bad.metric == "exact_mean"
     bad.loc[m, "value"] = bad.loc[m, "value"] * 1.2 + 0.05
-    v = study.claims_table(bad, theory, s.cfg).set_index("claim_id").verdict
+    v = study_claims.claims_table(bad, theory, s.params).set_index("claim_id").verdict
     assert v["linear_mean_eq24"] == "fail"
 
 
 def test_figures_axes(tiny):
     s, runs, theory = tiny
     n_axes = {"dropout_bounds": 4, "dropout_sampling": 6, "dropout_linear": 4}
-    for name, f in study.FIGURES.items():
-        assert study.CAPTIONS.get(name)
-        fig = f(runs, theory, s.cfg)
+    assert set(SPEC.figures) == set(n_axes)
+    for name, spec in SPEC.figures.items():
+        assert spec.caption
+        fig = getattr(study_figures, spec.function)(runs, theory, s.params.for_job("figure"))
         assert len(fig.axes) == n_axes[name], name
         assert all(ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>")
         plt.close(fig)
@@ -238,16 +248,38 @@ def test_config_validates_and_expands_at_both_scales():
     sizes = {}
     for scale in ("quick", "paper"):
         s = build_study("dropout_ensemble", CONFIG, copy.deepcopy(cfg), scale, 64)
-        labels = study.labels_of(s.cfg)
-        parts = pd.Series([study.simulations(s.cfg)[labels[r.run_id]]["part"] for r in s.runs])
+        sims = [study_measure.simulation_of(s.labels[r.run_id], s.params.measure) for r in s.runs]
+        parts = pd.Series([x.part for x in sims])
         sizes[scale] = parts.value_counts().to_dict()
         lin = [r for r in s.runs if r.activation == "linear"]
         assert all(r.precision == "float64" for r in lin)
         if scale == "paper":
             assert {(r.width, r.depth, r.batch_size) for r in lin} == {(1200, 4, 10000)}
+        # each measure job receives its shard's block labels, one per run, in order
+        for sh in s.shards:
+            p = Params.from_json(SPEC, s.job_params("measure", sh.shard_id))
+            assert list(p.labels) == [s.labels[r.run_id] for r in sh.runs]
     assert sizes["quick"] == {"sampling": 24, "bounds": 4, "linear": 4}
     assert sizes["paper"] == {"sampling": 36, "bounds": 10, "linear": 10}
+    # a block whose label names no simulation stops the build, naming the key and the label
     bad = copy.deepcopy(cfg)
     bad["scales"]["quick"]["blocks"][0]["label"] = "nonsense"
+    with pytest.raises(ConfigError, match=r"key 'measure.simulations': no simulation for the "
+                                          r"block label\(s\) \['nonsense'\]"):
+        build_study("dropout_ensemble", CONFIG, bad, "quick", 64)
+    runs = pd.DataFrame({"run_id": ["r1"], "block": ["nonsense"]})
     with pytest.raises(ValueError, match="name no entry"):
-        study.labels_of({**bad, "scale": "quick"})
+        analysis.with_labels(runs, registry.resolve("dropout_ensemble", cfg, "quick"))
+    with pytest.raises(ValueError, match="names no entry"):
+        study_measure.simulation_of("nonsense", registry.resolve("dropout_ensemble", cfg,
+                                                                 "quick").measure)
+    # simulations are checked when the config is read
+    for sim, msg in (({"label": "x", "part": "bounds", "mu": [0.0, 1.0]}, "needs sd"),
+                     ({"label": "x", "part": "sampling", "dist": "normal", "mean": 0.5,
+                       "sd": [0.0, 1.0]}, "one number"),
+                     ({"label": "x", "part": "nonsense"}, "not one of")):
+        bad = copy.deepcopy(cfg)
+        bad["measure"]["simulations"] = [sim]
+        with pytest.raises(ParamError, match=msg):
+            registry.resolve("dropout_ensemble", bad, "quick")
+

@@ -14,12 +14,17 @@ import pytest
 import torch
 import yaml
 
-from sigprop import tables
+from sigprop import registry, tables
 from sigprop.config import build_study
 from sigprop.measure import dropout_learning as dl
 from sigprop.measure import dropout_mc as mc
 from sigprop.runs import RunSpec, Shard
-from sigprop.studies import dropout_training as study
+from sigprop.studies.dropout_training import SPEC
+from sigprop.studies.dropout_training import analysis as study
+from sigprop.studies.dropout_training import claims as study_claims
+from sigprop.studies.dropout_training import figures as study_figures
+from sigprop.studies.dropout_training import measure as study_measure
+from sigprop.studies.dropout_training import theory as study_theory
 from sigprop.theory import ensembles as ens
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,9 +197,18 @@ def tiny_runs():
     return tables.run_rows(shard, long.assign(model=0), "cpu", order=("layer", "probe"))
 
 
-def _cfg():
+def _params(e_grid=None, measure=None):
+    """The study's parameters at the quick scale (optionally another theory grid and Monte
+    Carlo sizes)."""
     cfg = yaml.safe_load(CFG_PATH.read_text())
-    return {**cfg, "scale": "quick"}
+    if e_grid is not None:
+        cfg["theory"]["e_grid"] = e_grid
+    if measure is not None:
+        cfg["scales"]["quick"]["measure"] = measure
+    return registry.resolve("dropout_training", cfg, "quick")
+
+
+SETTING = [{"activation": "sigmoid", "sigma_w2": 1.0, "sigma_b2": 0.0, "keep_rate": 0.5}]
 
 
 def test_measurement_rows_are_complete_and_deterministic(tiny_runs):
@@ -224,10 +238,10 @@ def test_measurement_rows_are_complete_and_deterministic(tiny_runs):
 
 
 def test_claims_on_a_tiny_measurement(tiny_runs):
-    th = study.theory_table("dropout_training", {"e_grid": 11},
-                            [{"activation": "sigmoid", "sigma_w2": 1.0, "sigma_b2": 0.0, "keep_rate": 0.5}])
+    th = study_theory.theory_table("dropout_training", _params(e_grid=11).for_job("theory"), SETTING)
     assert set(tables.THEORY_COLUMNS) <= set(th.columns)
-    c = study.claims_table(tiny_runs, th, _cfg())
+    assert len(th) == 2 * 11
+    c = study_claims.claims_table(tiny_runs, th, _params().for_job("claims"))
     assert list(c.columns) == tables.CLAIM_COLUMNS
     assert c.claim_id.is_unique
     assert set(c.verdict) <= {"pass", "fail", "inconclusive"}
@@ -242,14 +256,14 @@ def test_claims_on_a_tiny_measurement(tiny_runs):
     sel = (bad.metric == "NWGM") & (bad.step == 40)
     bad.loc[sel, "value"] = 0.001
     bad.loc[(bad.metric == "se_nwgm") & (bad.step == 40), "value"] = 0.0
-    cb = study.claims_table(bad, th, _cfg()).set_index("claim_id")
+    cb = study_claims.claims_table(bad, th, _params()).set_index("claim_id")
     assert cb.loc["nwgm_within_bound2[final]", "verdict"] == "fail"
     assert cb.loc["nwgm_error_small[final]", "verdict"] == "fail"
     # dropin accuracy as high as dropout's: the dropin claim must fail
     hi = tiny_runs.copy()
     for m in ("test_acc", "test_acc_mc", "dropin_test_acc", "dropin_test_acc_mc"):
         hi.loc[hi.metric == m, "value"] = 0.99
-    assert study.claims_table(hi, th, _cfg()).set_index("claim_id").loc["dropin_fails", "verdict"] == "fail"
+    assert study_claims.claims_table(hi, th, _params()).set_index("claim_id").loc["dropin_fails", "verdict"] == "fail"
 
 
 def test_statistics_helpers():
@@ -269,13 +283,14 @@ def test_statistics_helpers():
 
 
 def test_figures_have_their_panels(tiny_runs):
-    th = study.theory_table("dropout_training", {"e_grid": 51},
-                            [{"activation": "sigmoid", "sigma_w2": 1.0, "sigma_b2": 0.0, "keep_rate": 0.5}])
+    th = study_theory.theory_table("dropout_training", _params(e_grid=51), SETTING)
     want = {"dropout_approximations": 9, "dropout_errors": 12, "dropout_moments": 8, "dropout_sparsity": 3,
             "dropin": 3}
-    assert set(study.FIGURES) == set(want) == set(study.CAPTIONS)
-    for name, fn in study.FIGURES.items():
-        fig = fn(tiny_runs, th, _cfg())
+    assert set(SPEC.figures) == set(want)
+    for name, spec in SPEC.figures.items():
+        assert spec.caption
+        fn = getattr(study_figures, spec.function)
+        fig = fn(tiny_runs, th, _params().for_job("figure"))
         axes = fig.get_axes()
         assert len(axes) == want[name], name
         assert all(ax.get_title() for ax in axes), name
@@ -293,12 +308,14 @@ def test_config_expands_at_both_scales():
         assert {r.dataset for r in st.runs} == {ds}
         assert all(r.width == width and r.depth == depth and r.activation == "sigmoid"
                    and r.keep_rate == 0.5 and r.arch == "fc" for r in st.runs)
-        sp = study.scale_params(st.cfg)
+        sp = study_measure.mc_params(st.params.measure)
         assert {"n_inputs", "mc_samples", "mc_samples_trajectory", "pairs_per_layer"} <= set(sp)
-    assert study.scale_params(p.cfg)["mc_samples"] == 10000 and study.scale_params(p.cfg)["n_inputs"] == 10
+    assert p.params.measure.mc_samples == 10000 and p.params.measure.n_inputs == 10
+    assert q.params.measure.mc_samples == 500 and p.params.measure.mc_chunk == 2500
+    assert (q.params.claims.success_acc, p.params.claims.success_acc) == (0.85, 0.97)
     assert max(r.steps for r in p.runs) == 100 * 60000 // 100        # 100 epochs of batches of 100
     assert len(p.shards) == len(p.runs)
-    assert cfg["analysis"]["input_keep"] == 0.8
+    assert cfg["measure"]["input_keep"] == 0.8 == q.params.measure.input_keep
 
 
 def test_unit_interval_undoes_the_standardisation():
@@ -324,17 +341,18 @@ def test_measure_runs_on_the_workflow_state(tmp_path):
                          eval_every=10, precision="float64", seed=s) for s in (0, 1))
     shard = Shard("dropout_training", runs)
     params, buffers = initial_state(shard, (64,), 10, torch.device("cpu"), torch.float64)
-    cfg = {**_cfg(), "analysis": {**_cfg()["analysis"], "per_scale": {"quick": P_TINY}}}
+    pm = _params(measure=P_TINY).for_job("measure")
+    assert study_measure.mc_params(pm.measure) == P_TINY
     with pytest.raises(ValueError, match="data_path"):
-        study.measure(shard, params, buffers, cfg, "cpu")
-    df = study.measure(shard, params, buffers, {**cfg, "data_path": str(tmp_path / "digits.npz")}, "cpu")
+        study_measure.measure(shard, params, buffers, pm, "cpu")
+    df = study_measure.measure(shard, params, buffers, pm, "cpu", data_path=str(tmp_path / "digits.npz"))
     assert set(tables.RUN_COLUMNS) <= set(df.columns)
     assert set(df.run_id) == {r.run_id for r in runs}
     u = study.unit_table(df, 0)
     # the measured W at step 0 is the ensemble network of the run's own initial weights
     ws, bs = mc.split_params(params, 1)
     assert [w.shape for w in ws] == [(8, 64), (8, 8), (10, 8)]
-    data = study.load_data(tmp_path / "digits.npz", "cpu", torch.float64)
+    data = study_measure.load_data(tmp_path / "digits.npz", "cpu", torch.float64)
     rng = np.random.default_rng(mc.seeded_generator(runs[1].key, dl.STREAM_PROBES).initial_seed())
     idx = rng.choice(len(data["x_test"]), size=3, replace=False)
     _, W = mc.det_forward(ws, bs, data["x_test"][idx], mc.layer_keeps(3, 0.8, 0.5))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import re
 import signal
@@ -30,7 +31,7 @@ import pytest
 import torch
 from conftest import REPO, run_snakemake, snakemake_cmd, tiny_study, write_config
 
-from sigprop import bench, studies, tables
+from sigprop import bench, registry, tables
 from sigprop.config import build_study
 from sigprop.data.prepare import load as load_dataset
 from sigprop.train import shard as engine
@@ -194,7 +195,7 @@ def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_r
                                                torch.device("cpu"), torch.float32)
         df = engine.ShardTrainer(shard, data, params, torch.device("cpu"), buffers=buffers).run()
         ref_paths.append(tables.write_atomic(df, tmp_path / "ref" / f"{shard.shard_id}.parquet"))
-    ref = tables.merge_runs(ref_paths)
+    ref = tables.merge_runs(ref_paths, json.loads(st.manifest()))
     got = tables.read(_res(workdir, "metrics.parquet"))
     key = ["run_id", "step", "metric"]
     assert not got.duplicated(key).any()
@@ -202,7 +203,7 @@ def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_r
     pd.testing.assert_frame_equal(got.drop(columns="value"), ref.drop(columns="value"))
     np.testing.assert_allclose(got.value, ref.value, rtol=1e-6, atol=1e-9, equal_nan=True)
     theory = tables.read(_res(workdir, "theory.parquet"))
-    want = studies.get(STUDY).claims_table(ref, theory, dict(st.cfg))
+    want = registry.claims_function(st.kind)(ref, theory, st.params.for_job("claims"))
     claims = tables.read(_res(workdir, "claims.parquet"))
     pd.testing.assert_frame_equal(claims[["claim_id", "verdict"]], want[["claim_id", "verdict"]])
     np.testing.assert_allclose(claims.measured.astype(float), want.measured.astype(float),

@@ -9,10 +9,16 @@ import numpy as np
 import pandas as pd
 import torch
 
+from sigprop import registry
 from sigprop.measure.gradients import fixed_point_inputs, gradient_metrics
 from sigprop.nets import activations, fc
 from sigprop.runs import RunSpec, Shard
-from sigprop.studies import gradient_metrics as study
+from sigprop.studies.gradient_metrics import SPEC
+from sigprop.studies.gradient_metrics import analysis as gm_analysis
+from sigprop.studies.gradient_metrics import claims as gm_claims
+from sigprop.studies.gradient_metrics import figures as gm_figures
+from sigprop.studies.gradient_metrics import measure as gm_measure
+from sigprop.studies.gradient_metrics import theory as gm_theory
 from sigprop.theory import gradients as tg
 from sigprop.train.shard import initial_state
 
@@ -66,12 +72,13 @@ def test_g_aa_agrees_with_eq_12_in_linear_nets():
 
 def test_study_measure_theory_claims_and_figures():
     cfg = {"name": "gm", "theory": {"layers_from_output": 20},
-           "analysis": {"gab_fit_min_from_output": 2, "fit_min_from_output": 2, "n_boot": 20}}
+           "claims": {"gab_fit_min_from_output": 2, "fit_min_from_output": 2, "n_boot": 20}}
+    p = registry.resolve("gradient_metrics", cfg, "quick")
     frames = []
     for i, (act, sw, keeps) in enumerate([("linear", 0.5, [1.0, 0.8]), ("relu", 1.0, [0.9])]):
         shard = _shard(act, sw, keeps, range(4), width=16, depth=6, name="gm")
         params, buffers = initial_state(shard, (10,), 3, torch.device("cpu"), torch.float64)
-        df = study.measure(shard, params, buffers, cfg)
+        df = gm_measure.measure(shard, params, buffers, p.for_job("measure"))
         frames.append(df)
     runs = pd.concat(frames, ignore_index=True)
     assert {"study", "shard_id", "run_id", "step", "metric", "value", "probe", "layer",
@@ -81,18 +88,19 @@ def test_study_measure_theory_claims_and_figures():
     assert sorted(runs.layer.unique()) == list(range(1, 7))
     assert len(runs) == 12 * 6 * 4 and np.isfinite(runs.value).all() and (runs.value[runs.metric != "g_ab_signed"] >= 0).all()
     settings = [dict(zip(KEYS, t)) for t in runs[KEYS].drop_duplicates().itertuples(index=False)]
-    theory = study.theory_table("gm", cfg["theory"], settings)
+    theory = gm_theory.theory_table("gm", p.for_job("theory"), settings)
     assert {"q_star", "c_star", "chi1", "chi2", "g_aa_eq12", "g_ab_eq12"} <= set(theory.quantity)
     lin = {"activation": "linear", "sigma_w2": 0.5, "sigma_b2": 0.1, "keep_rate": 0.8, "depth": 6}
-    np.testing.assert_allclose(study.theory_curve(theory, lin, "g_aa_eq12", np.arange(1, 7)),
+    np.testing.assert_allclose(gm_analysis.theory_curve(theory, lin, "g_aa_eq12", np.arange(1, 7)),
                                tg.g_aa(np.arange(1, 7), 6, 0.5, 0.1, 0.8))
-    assert np.isclose(study.theory_value(theory, lin, "chi1"), 0.5 / 0.8)
-    claims = study.claims_table(runs, theory, cfg)
+    assert np.isclose(gm_analysis.theory_value(theory, lin, "chi1"), 0.5 / 0.8)
+    claims = gm_claims.claims_table(runs, theory, p.for_job("claims"))
     ids = list(claims.claim_id)
     assert sum(i.startswith("eq12_predicts_g_aa") for i in ids) == 2
     assert ids.count("g_ab_follows_chi1[linear, rho=0.8]") == 1
     assert "g_aa_decays_at_chi1[relu, rho=0.9]" in ids and "g_ab_abs_decays_at_chi1[relu, rho=0.9]" in ids
     assert set(claims.verdict) <= {"pass", "fail"}
-    for name, f in study.FIGURES.items():
-        assert name in study.CAPTIONS
-        plt.close(f(runs, theory, cfg))
+    assert set(SPEC.figures) == {"gradient_metrics_linear", "gradient_metrics_activations"}
+    for fig in SPEC.figures.values():
+        assert fig.caption
+        plt.close(getattr(gm_figures, fig.function)(runs, theory, p.for_job("figure")))

@@ -13,14 +13,21 @@ import pytest
 import torch
 import yaml
 
+from sigprop import registry
 from sigprop.config import build_study
 from sigprop.runs import RunSpec, Shard, settings
-from sigprop.studies import gradient_universality as study
+from sigprop.studies.gradient_universality import SPEC, Claims
+from sigprop.studies.gradient_universality import analysis as study
+from sigprop.studies.gradient_universality import claims as gu_claims
+from sigprop.studies.gradient_universality import figures as gu_figures
+from sigprop.studies.gradient_universality import measure as gu_measure
+from sigprop.studies.gradient_universality import theory as gu_theory
 from sigprop.tables import CLAIM_COLUMNS
 from sigprop.train.shard import initial_state
 
 ROOT = Path(__file__).resolve().parents[1]
 AN = {"z_max": 3.0, "abs_tolerance": 0.1, "inconclusive_tolerance": 1.0, "min_layers": 3}
+CL = Claims(**AN)
 
 
 def _lognormal_layers(p: float, a: float, n: int, layers: int, seed: int) -> np.ndarray:
@@ -39,7 +46,7 @@ def test_fit_recovers_a_known_power(p):
     assert f["n_layers"] == 25 and f["n_inst"] == 4000
     assert abs(f["p"] - p) < 0.05, f
     assert 0 < f["se"] < 0.05
-    tol, verdict = study.verdict(f["p"], f["se"], f["n_layers"], 2.0, AN)
+    tol, verdict = gu_claims.verdict(f["p"], f["se"], f["n_layers"], 2.0, CL)
     assert verdict == ("pass" if p == 2 else "fail")
     assert tol == pytest.approx(max(3 * f["se"], 0.1))
 
@@ -53,9 +60,9 @@ def test_fit_power_skips_nonpositive_points_and_needs_three():
     assert np.isnan(study.fit_power(m[:2], V[:2])[0])
     assert np.isnan(study.fit_power(np.ones(4), np.ones(4))[0])
     # a power the SE cannot resolve passes no claim
-    assert study.verdict(2.2, 0.5, 10, 2.0, AN)[1] == "inconclusive"
-    assert study.verdict(0.0, 0.5, 10, 2.0, AN)[1] == "fail"
-    assert study.verdict(np.nan, 0.01, 10, 2.0, AN)[1] == "fail"
+    assert gu_claims.verdict(2.2, 0.5, 10, 2.0, CL)[1] == "inconclusive"
+    assert gu_claims.verdict(0.0, 0.5, 10, 2.0, CL)[1] == "fail"
+    assert gu_claims.verdict(np.nan, 0.01, 10, 2.0, CL)[1] == "fail"
 
 
 def _shard(act, sw, keeps, widths, seeds, depth=6):
@@ -68,18 +75,20 @@ def _shard(act, sw, keeps, widths, seeds, depth=6):
 @pytest.fixture(scope="module")
 def measured():
     cfg = {"name": "gu", "theory": {"power": 2.0},
-           "analysis": {**AN, "n_boot": 20, "widths": {"activation": "tanh", "sigma_w2": 1.4,
-                                                       "keep_rate": 0.9}}}
+           "analysis": {"widths": {"activation": "tanh", "sigma_w2": 1.4, "keep_rate": 0.9}},
+           "claims": {**AN, "n_boot": 20}}
+    p = registry.resolve("gradient_universality", cfg, "quick")
     shards = [_shard("linear", 0.5, [1.0, 0.8], [16], range(6)),
               _shard("tanh", 1.4, [0.9], [16], range(6)),
               _shard("tanh", 1.4, [0.9], [8], range(6))]
     frames = []
     for sh in shards:
         params, buffers = initial_state(sh, (10,), 1, torch.device("cpu"), torch.float64)
-        frames.append(study.measure(sh, params, buffers, cfg))
+        frames.append(gu_measure.measure(sh, params, buffers, p.for_job("measure")))
     runs = pd.concat(frames, ignore_index=True)
-    theory = study.theory_table("gu", cfg["theory"], settings([r for sh in shards for r in sh.runs]))
-    return runs, theory, cfg
+    theory = gu_theory.theory_table("gu", p.for_job("theory"),
+                                    settings([r for sh in shards for r in sh.runs]))
+    return runs, theory, p
 
 
 def test_theory_table(measured):
@@ -93,11 +102,11 @@ def test_theory_table(measured):
 
 
 def test_claims_rows_and_verdicts(measured):
-    runs, theory, cfg = measured
+    runs, theory, p = measured
     assert set(runs.metric) == {"g_aa", "g_ab", "g_ab_abs", "g_ab_signed"}
     assert [g["width"] for g in study.fig4_groups(runs)] == [16, 16, 16]
-    assert [g["width"] for g in study.fig5_groups(runs, cfg)] == [8, 16]
-    claims = study.claims_table(runs, theory, cfg)
+    assert [g["width"] for g in study.fig5_groups(runs, p.for_job("figure"))] == [8, 16]
+    claims = gu_claims.claims_table(runs, theory, p.for_job("claims"))
     assert list(claims.columns) == CLAIM_COLUMNS
     ids = list(claims.claim_id)
     # Fig. 4: 3 groups x 3 metrics + overall + 3 pooled; Fig. 5: 2 widths x 3 metrics + overall + 3 pooled
@@ -118,10 +127,11 @@ def test_claims_rows_and_verdicts(measured):
 
 
 def test_figures(measured):
-    runs, theory, cfg = measured
-    for name, f in study.FIGURES.items():
-        assert name in study.CAPTIONS
-        fig = f(runs, theory, cfg)
+    runs, theory, p = measured
+    assert set(SPEC.figures) == {"gradient_universality_activations", "gradient_universality_widths"}
+    for spec_fig in SPEC.figures.values():
+        assert spec_fig.caption
+        fig = getattr(gu_figures, spec_fig.function)(runs, theory, p.for_job("figure"))
         assert len(fig.axes) == 3
         assert all(ax.get_xscale() == "log" and ax.get_yscale() == "log" for ax in fig.axes)
         plt.close(fig)
@@ -136,6 +146,6 @@ def test_shipped_config_expands(scale, n_fig4, widths, depth):
     df = pd.DataFrame([r.as_dict() for r in {r.run_id: r for r in st.runs}.values()])
     assert (df.depth == depth).all() and (df.dataset == "gaussian").all()
     assert len(study.fig4_groups(df)) == n_fig4
-    assert [g["width"] for g in study.fig5_groups(df, cfg)] == widths
+    assert [g["width"] for g in study.fig5_groups(df, st.params.for_job("figure"))] == widths
     for sh in st.shards:
         assert len({r.activation for r in sh.runs}) == 1

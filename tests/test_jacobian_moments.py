@@ -16,8 +16,14 @@ import torch
 from sigprop.config import build_study, load_yaml
 from sigprop.measure import jacobians as jm
 from sigprop.nets import reference
+from sigprop.registry import resolve
 from sigprop.runs import RunSpec, Shard
-from sigprop.studies import jacobian_moments as study
+from sigprop.studies.jacobian_moments import SPEC
+from sigprop.studies.jacobian_moments import figures as study_figures
+from sigprop.studies.jacobian_moments.analysis import panels, ratio_stats, theory_on
+from sigprop.studies.jacobian_moments.claims import claims_table
+from sigprop.studies.jacobian_moments.measure import load_dataset, measure
+from sigprop.studies.jacobian_moments.theory import fig5_alpha, theory_table
 from sigprop.train.shard import initial_state
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "studies" / "jacobian_moments.yaml"
@@ -125,9 +131,9 @@ def test_normalized_variance_and_slope_statistics():
     v = rng.gamma(4.0, size=(20000, 3))                         # Var/E^2 = 1/4
     np.testing.assert_allclose(jm.normalized_variance(v), 0.25, rtol=0.05)
     samples = {L: rng.gamma(4.0 * L, size=400) for L in (2, 4, 8, 16)}   # Var/E^2 = 1/(4L)
-    s = study.ratio_stats(samples, n_boot=200)
+    s = ratio_stats(samples, n_boot=200)
     assert abs(s["slope"] + 1) < 4 * s["slope_se"] and 0 < s["slope_se"] < 0.2
-    flat = study.ratio_stats({L: rng.gamma(4.0, size=400) for L in (2, 4, 8, 16)}, n_boot=200)
+    flat = ratio_stats({L: rng.gamma(4.0, size=400) for L in (2, 4, 8, 16)}, n_boot=200)
     assert abs(flat["slope"]) < 4 * flat["slope_se"]
 
 
@@ -135,7 +141,7 @@ def _kernel_specs(depth, width, steps, seeds, lr=0.5, batch=16):
     base = {"dataset": "digits", "width": width, "depth": depth, "activation": "relu", "sigma_w2": 2.0,
                 "sigma_b2": 0.0, "precision": "float64", "steps": steps, "eval_every": steps, "batch_size": batch,
                 "lr": lr}
-    scaled = float(study.fig5_alpha(depth, 0.3, 2)[0])
+    scaled = float(fig5_alpha(depth, 0.3, 2)[0])
     return [tuple(RunSpec(arch="resnet_fc", branch_depth=2, alpha=a, seed=s, **base)
                   for a in (scaled, 0.3) for s in seeds),
             tuple(RunSpec(arch="densenet_fc", seed=s, **base) for s in seeds),
@@ -163,7 +169,7 @@ def test_empirical_ntk_equals_explicit_jacobian_products():
 
 
 def test_kernel_training_moves_the_kernel_and_a_model_trains_the_same_alone():
-    ds = study.load_dataset("digits")
+    ds = load_dataset("digits")
     xtr = torch.as_tensor(ds.x_train[:200], dtype=torch.float64)
     ytr = torch.as_tensor(ds.y_train[:200])
     xpr = torch.as_tensor(ds.x_test[:4], dtype=torch.float64)
@@ -184,31 +190,32 @@ def test_kernel_training_moves_the_kernel_and_a_model_trains_the_same_alone():
     np.testing.assert_allclose(still["loss_final"], still["loss_init"], rtol=1e-9)
 
 
-def _cfg():
-    return {"name": "jm", "theory": {"depth_max": 16, "c4": 3.0,
-                                     "fig4": {"alpha": [0.3], "branch_depth": 2},
-                                     "fig5": {"width_per_depth": 10, "resnet_a": 0.3, "branch_depth": 2}},
-            "analysis": {"z_max": 3.0, "within_fraction": 0.95, "fraction_tolerance": 0.05,
-                         "flat_slope_tolerance": 0.25, "n_boot": 50,
-                         "kernel": {"resnet_a": 0.3, "branch_depth": 2}, "kernel_probes": 4}}
+def _params():
+    return resolve("jacobian_moments", {
+        "name": "jm", "measure": {"kernel_probes": 4},
+        "theory": {"depth_max": 16, "c4": 3.0, "fig4": {"alpha": [0.3], "branch_depth": 2},
+                   "fig5": {"width_per_depth": 10, "resnet_a": 0.3, "branch_depth": 2}},
+        "analysis": {"z_max": 3.0, "n_boot": 50, "kernel": {"resnet_a": 0.3, "branch_depth": 2}},
+        "claims": {"within_fraction": 0.95, "fraction_tolerance": 0.05,
+                   "flat_slope_tolerance": 0.25}}, "quick")
 
 
 def test_study_measure_theory_claims_and_figures():
-    cfg = _cfg()
+    prm = _params()
     frames = []
     specs = [_runs("resnet_fc", L, 8, range(6)) for L in (2, 3)]
     for L in (2, 3):
-        specs.append(_runs("resnet_fc", L, 10 * L, range(6), alpha=float(study.fig5_alpha(L, 0.3, 2)[0]),
+        specs.append(_runs("resnet_fc", L, 10 * L, range(6), alpha=float(fig5_alpha(L, 0.3, 2)[0]),
                            precision="float32"))
         specs += [_runs("densenet_fc", L, 10 * L, range(6), precision="float32"),
                   _runs("fc", L, 10 * L, range(6), precision="float32")]
     for runs in specs:
         shard, params, buffers = _init(runs, name="jm")
-        frames.append(study.measure(shard, params, buffers, cfg))
+        frames.append(measure(shard, params, buffers, prm.for_job("measure")))
     for runs in _kernel_specs(depth=2, width=6, steps=4, seeds=range(3)):
         shard = Shard("jm", runs)
         params, buffers = initial_state(shard, (64,), 10, torch.device("cpu"), torch.float64)
-        frames.append(study.measure(shard, params, buffers, cfg))
+        frames.append(measure(shard, params, buffers, prm.for_job("measure")))
     runs = pd.concat(frames, ignore_index=True)
     assert {"study", "shard_id", "run_id", "step", "metric", "value", "layer", "probe", "arch",
             "depth", "width", "alpha"} <= set(runs.columns)
@@ -220,20 +227,20 @@ def test_study_measure_theory_claims_and_figures():
     tot = runs[runs.metric == "jac_sq_total"].set_index("run_id").value
     per = runs[runs.metric == "jac_sq"].groupby("run_id").value.sum()
     np.testing.assert_allclose(per.loc[tot.index], tot, rtol=1e-12)
-    theory = study.theory_table("jm", cfg["theory"], [])
+    theory = theory_table("jm", prm.for_job("theory"), [])
     assert {"c4", "f2_eq152", "mean_J2", "ratio_shape", "var_shape"} <= set(theory.quantity)
     t = theory[(theory.quantity == "f2_eq152") & (theory.depth == 3)]
     np.testing.assert_allclose(t.value, 0.09 * 1.09 ** 2)
-    np.testing.assert_allclose(study.theory_on(theory, "densenet_fc", "mean_J2", [1, 2, 3]),
+    np.testing.assert_allclose(theory_on(theory, "densenet_fc", "mean_J2", [1, 2, 3]),
                                [1, 1.5, 11 / 6])
     # vanilla: exp(5 L / n) is flat at n = 10 L
-    np.testing.assert_allclose(study.theory_on(theory, "fc", "ratio_shape", [2, 8]), np.exp(0.5))
-    # the panel split without config labels: width = 10 L (and alpha = 0.3/sqrt(L)) is Fig. 5
-    p = study.panels(runs, cfg)
+    np.testing.assert_allclose(theory_on(theory, "fc", "ratio_shape", [2, 8]), np.exp(0.5))
+    # the panel split without block labels: width = 10 L (and alpha = 0.3/sqrt(L)) is Fig. 5
+    p = panels(runs, prm.for_job("claims"))
     ids = runs.drop_duplicates("run_id").set_index("run_id")
     assert (p[ids.width == 8] == "fig4").all() and (p[ids.steps > 1] == "kernel").all()
     assert (p[(ids.width != 8) & (ids.steps == 1)] == "fig5").all()
-    claims = study.claims_table(runs, theory, cfg)
+    claims = claims_table(runs, theory, prm.for_job("claims"))
     assert list(claims.claim_id) == [
         "thm4_1_second_moment[W^(k,1)]", "thm4_2_fourth_moment_bounds[W^(k,1)]",
         "thm4_1_second_moment[W^(k,2)]", "thm4_2_fourth_moment_bounds[W^(k,2)]",
@@ -242,9 +249,9 @@ def test_study_measure_theory_claims_and_figures():
         "kernel_densenet_below_vanilla[L=2, n=6]", "kernel_resnet_scaled_below_constant_alpha[L=2, n=6]"]
     assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
     assert np.isfinite(claims.measured.astype(float)).all()
-    for name, f in study.FIGURES.items():
-        assert name in study.CAPTIONS
-        fig = f(runs, theory, cfg)
+    for name, spec in SPEC.figures.items():
+        assert spec.caption
+        fig = getattr(study_figures, spec.function)(runs, theory, prm.for_job("figure"))
         axes = fig.axes
         assert len(axes) == {"fig4": 4, "fig5": 3, "kernel": 2}[name.split("_")[-1]]
         if not name.endswith("kernel"):                         # the kernel figure: x = architecture
@@ -259,8 +266,9 @@ def test_config_expands_at_both_scales():
     assert cfg["paper"] == "001" and cfg["kind"] == "jacobian_moments"
     for scale in ("quick", "paper"):
         st = build_study("jacobian_moments", CONFIG, cfg, scale, 64)
-        runs = pd.DataFrame([{**r.as_dict(), "run_id": r.run_id} for r in st.runs])
-        p = study.panels(runs, st.cfg)
+        runs = pd.DataFrame([{**r.as_dict(), "run_id": r.run_id, "block": st.labels[r.run_id]}
+                             for r in st.runs])
+        p = panels(runs, st.params)
         f5 = runs[runs.run_id.map(p).to_numpy() == "fig5"]
         f4 = runs[runs.run_id.map(p).to_numpy() == "fig4"]
         assert set(f5.arch) == {"resnet_fc", "densenet_fc", "fc"} and set(f4.arch) == {"resnet_fc"}
@@ -275,5 +283,6 @@ def test_config_expands_at_both_scales():
         assert set(kr.arch) == {"resnet_fc", "densenet_fc", "fc"} and kr.width.nunique() == 1
         assert max(kr[kr.arch == "resnet_fc"].alpha.unique().tolist()) == 0.3
         # the label rule and the width rule agree
+        by_width = panels(runs.drop(columns="block"), st.params)
         np.testing.assert_array_equal(p.loc[runs.run_id].to_numpy(),
-                                      study.panels(runs, {"theory": cfg["theory"]}).loc[runs.run_id].to_numpy())
+                                      by_width.loc[runs.run_id].to_numpy())

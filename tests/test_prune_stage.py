@@ -4,7 +4,7 @@
 - ``ShardTrainer(masks=...)``: masked weights are exactly zero after every step, for the fully
   connected and the convolutional families; a model trains with its mask as it does alone;
   all-ones masks change nothing; checkpoints resume (and ignore other masks);
-- ``workflow_steps.shard_masks``: one shard mixing pruners, sparsities and dense runs;
+- ``prune.stage.shard_masks``: one shard mixing pruners, sparsities and dense runs;
 - the real workflow: masks and the per-layer report, masked training, nothing to redo, and an
   edited sparsity reruns prune + train of that shard only.
 """
@@ -250,7 +250,7 @@ def _digits_like(n=200, classes=10, seed=0):
 
 def test_shard_masks_mix_pruners_sparsities_and_dense_runs_per_model():
     from sigprop import prune
-    from sigprop.workflow_steps import prune_groups, shard_masks
+    from sigprop.prune.stage import prune_groups, shard_masks
     torch.set_num_threads(1)
     base = dict(dataset="digits", width=16, depth=3)
     runs = (RunSpec(**base, pruner="magnitude", sparsity=0.5),
@@ -291,7 +291,7 @@ def test_shard_masks_mix_pruners_sparsities_and_dense_runs_per_model():
 
 def test_start_params_mask_and_rescale_only_the_runs_that_ask():
     """003 Prop. 1 / Alg. 1, variance-preserving: each neuron's kept fan-in has sum W^2 = sigma_w2."""
-    from sigprop.workflow_steps import shard_masks, start_params
+    from sigprop.prune.stage import shard_masks, start_params
     base = dict(dataset="digits", width=16, depth=3, pruner="magnitude", sparsity=0.7)
     runs = (RunSpec(**base, sigma_w2=1.7, prune_rescale=True), RunSpec(**base), RunSpec(depth=3, width=16))
     shard = Shard("t", runs)
@@ -336,7 +336,7 @@ def _mtimes(folder):
 @pytest.mark.slow
 def test_workflow_prunes_once_trains_masked_and_reruns_only_edited_shards(workdir):
     from sigprop.data.prepare import load
-    from sigprop.workflow_steps import start_params
+    from sigprop.prune.stage import start_params
     study = _workflow_study()
     cfg = write_config(workdir, study, shard_size=3)
     target = "results/trainable_depth/metrics.parquet"

@@ -11,8 +11,13 @@ import yaml
 
 matplotlib.use("Agg")
 
+from sigprop import registry
 from sigprop.config import derive
-from sigprop.studies import pruning_eoc as st
+from sigprop.studies import pruning_eoc as spec
+from sigprop.studies.pruning_eoc import analysis as st
+from sigprop.studies.pruning_eoc.claims import claims_table
+from sigprop.studies.pruning_eoc.figures import accuracy_grid
+from sigprop.studies.pruning_eoc.theory import theory_table
 from sigprop.theory import meanfield
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,11 +44,11 @@ def _runs(acc_fn, acts=("tanh",), depths=(2, 8, 32), sparsities=(0.5, 0.9)):
 
 def _theory(runs):
     settings = runs[st.SETTING].drop_duplicates().to_dict("records")
-    return st.theory_table("pruning_eoc", {}, settings)
+    return theory_table("pruning_eoc", _cfg(), settings)
 
 
 def _cfg(scale="quick"):
-    return {**CFG, "scale": scale}
+    return registry.resolve("pruning_eoc", CFG, scale)
 
 
 def _paperlike(scheme, L, s):
@@ -70,18 +75,18 @@ def test_theory_chi_and_scheme_classification():
 
 def test_claims_pass_on_paper_like_results_and_fail_otherwise():
     runs = _runs(_paperlike, acts=("tanh", "elu"))
-    c = st.claims_table(runs, _theory(runs), _cfg()).set_index("claim_id")
+    c = claims_table(runs, _theory(runs), _cfg()).set_index("claim_id")
     assert (c.verdict == "pass").all(), c[["measured", "detail"]]
     assert c.loc["rescaling_enlarges_trainable_region[tanh]", "measured"] == 2
     # ordered trainable in the region; rescaling no better than EOC; ordered better than EOC
     bad = _runs(lambda sch, L, s: {"ordered": 0.9, "EOC": 0.9, "EOC + rescaling": 0.1 if L == 32 else 0.9}[sch])
-    c = st.claims_table(bad, _theory(bad), _cfg()).set_index("claim_id")
+    c = claims_table(bad, _theory(bad), _cfg()).set_index("claim_id")
     assert c.loc["ordered_untrainable_region[tanh]", "verdict"] == "fail"
     assert c.loc["ordered_untrainable_region[tanh]", "measured"] == 0.0
     assert c.loc["rescaling_enlarges_trainable_region[tanh]", "verdict"] == "fail"
     # equal counts are not "more": fail
     eq = _runs(lambda sch, L, s: 0.9 if sch != "ordered" else 0.1)
-    c = st.claims_table(eq, _theory(eq), _cfg()).set_index("claim_id")
+    c = claims_table(eq, _theory(eq), _cfg()).set_index("claim_id")
     assert c.loc["rescaling_enlarges_trainable_region[tanh]", "verdict"] == "fail"
     assert c.loc["eoc_at_least_ordered[tanh]", "verdict"] == "pass"
 
@@ -91,20 +96,20 @@ def test_diverged_runs_count_as_untrainable_and_region_follows_scale():
     cells = st.cell_table(runs, _theory(runs))
     r = cells[cells.scheme == "EOC + rescaling"]
     assert (r.acc == 0).all() and (r.n_diverged == 1).all()
-    assert st.region_of(_cfg("quick")) == {"min_sparsity": 0.5, "min_depth": 32}
-    assert st.region_of(_cfg("paper"))["min_depth"] == 80
+    assert _cfg("quick").analysis.ordered_region == spec.Region(min_sparsity=0.5, min_depth=32)
+    assert _cfg("paper").analysis.ordered_region.min_depth == 80
     # paper-scale region has no ordered cells in this small grid: the claim fails, not passes
-    c = st.claims_table(runs, _theory(runs), _cfg("paper")).set_index("claim_id")
+    c = claims_table(runs, _theory(runs), _cfg("paper")).set_index("claim_id")
     assert c.loc["ordered_untrainable_region[tanh]", "verdict"] == "fail"
 
 
 def test_figure_has_a_panel_per_activation_and_scheme():
     runs = _runs(_paperlike, acts=("tanh", "elu"))
-    fig = st.FIGURES["pruning_eoc_accuracy"](runs, _theory(runs), _cfg())
+    fig = registry.figure_function("pruning_eoc", "pruning_eoc_accuracy")(runs, _theory(runs), _cfg())
     visible = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
     assert len(visible) == 6
     assert any("ordered" in ax.get_title() and ax.patches for ax in visible)  # region box
-    assert set(st.CAPTIONS) == set(st.FIGURES)
+    assert spec.SPEC.figures["pruning_eoc_accuracy"].function == accuracy_grid.__name__
 
 
 def test_config_quick_and_paper_grids():

@@ -10,18 +10,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sigprop import analysis_steps, tables
+from sigprop import registry as study_registry
 from sigprop.config import build_study, load_yaml
 from sigprop.data import embedded, registry
-from sigprop.studies import pruning_resnet as m
-from sigprop.figures import pruning_resnet as f
+from sigprop.studies import pruning_resnet as spec
+from sigprop.studies.pruning_resnet import analysis, claims, figures, tables as study_tables
+
 
 ROOT = Path(__file__).resolve().parents[1]
 CFG_PATH = ROOT / "config/studies/pruning_resnet.yaml"
 
 
 @pytest.fixture(scope="module")
-def cfg():
+def cfg_dict():
     return {"name": "pruning_resnet", **load_yaml(CFG_PATH)}
+
+
+@pytest.fixture(scope="module")
+def cfg(cfg_dict):
+    """The study's parameters (quick scale)."""
+    return study_registry.resolve("pruning_resnet", cfg_dict, "quick")
 
 
 def _runs(accs: dict, dataset="cifar10", activation="relu", steps=(0, 10, 20), depth=10,
@@ -52,11 +61,11 @@ def test_final_best_and_mean_std():
     runs = _runs({("resnet32", "snip", 0.9, s): [0.1, 0.9 - 0.01 * s, 0.8 - 0.02 * s] for s in range(3)}
                  | {("stable_resnet32", "sbp_sr", 0.9, s): [0.1, 0.5, 0.7] for s in range(3)}
                  | {("stable_resnet32", "grasp", 0.9, 0): [0.1, 0.2, 0.3]})
-    fb = m.final_best(runs).set_index(["method", "seed"])
+    fb = analysis.final_best(runs).set_index(["method", "seed"])
     assert fb.loc[("SNIP", 2), "final"] == pytest.approx(76.0)
     assert fb.loc[("SNIP", 2), "best"] == pytest.approx(88.0)
     assert fb.loc[("GraSP-SR", 0), "net"] == "resnet32"
-    t = m.accuracy_table(runs).set_index("method")
+    t = analysis.accuracy_table(runs).set_index("method")
     assert t.loc["SNIP", "final_mean"] == pytest.approx(78.0)
     assert t.loc["SNIP", "final_std"] == pytest.approx(2.0)
     assert t.loc["SBP-SR", "best_mean"] == pytest.approx(70.0) and t.loc["SBP-SR", "n"] == 3
@@ -64,33 +73,35 @@ def test_final_best_and_mean_std():
 
 
 def test_paper_numbers_transcribed_and_joined(cfg, tmp_path):
-    p = m.paper_numbers(cfg)
+    p = study_tables.paper_numbers(cfg)
     one = p[(p.table == "1") & (p.net == "resnet104") & (p.method == "SBP-SR") & (p.sparsity == 0.995)]
     assert one.paper_mean.tolist() == [87.47] and one.paper_std.tolist() == [0.23]
     # Table 2: 2 data sets x (3 dense cells + ResNet32 7 methods x 3 + ResNet50/104 6 methods x 3 x 2)
     assert len(p[p.table == "2"]) == 2 * (3 + 7 * 3 + 2 * 6 * 3)
     runs = _runs({("resnet104", "snip", 0.995, s): [0.1, 0.3, 0.3] for s in range(3)}
                  | {("stable_resnet104", "sbp_sr", 0.995, s): [0.1, 0.8, 0.8] for s in range(3)})
-    tabs = m.build_tables(runs, cfg)
+    tabs = study_tables.build_tables(runs, cfg)
     t1 = tabs["1"].set_index("method")
     assert t1.loc["SNIP", "paper_mean"] == 33.63 and t1.loc["SBP-SR", "final_mean"] == pytest.approx(80)
     assert tabs["2"].paper_mean.isna().all()      # Table 2 stops at 98%
-    from sigprop import studies
-    assert m.TABLES == ["table1", "table2", "table9", "table3", "table4", "table5"]
-    for name in m.TABLES:
+    assert list(spec.SPEC.tables) == ["table1", "table2", "table9", "table3", "table4", "table5"]
+    runs_path = tmp_path / "metrics.parquet"
+    tables.write_atomic(runs, runs_path)
+    for name in list(spec.SPEC.tables):
         out = [tmp_path / f"{name}.{e}" for e in ("parquet", "md", "csv")]
-        studies.build_table(m, name, runs, cfg, *map(str, out))
+        analysis_steps.study_table("pruning_resnet", name, cfg.for_job("table").to_json(),
+                                   str(runs_path), *map(str, out))
         assert all(q.exists() for q in out)
     assert "paper_mean" in (tmp_path / "table1.md").read_text()
     assert "33.63" in (tmp_path / "table1.csv").read_text()
     with pytest.raises(KeyError, match="no table"):
-        m.build_table("table7", runs, cfg)
+        study_tables.build_table("table7", runs, cfg)
 
 
 def test_paper_scale_tables_3_4_5_list_every_paper_cell_beside_ours(cfg):
     """Tables 3-5 (003): all paper cells are listed (ours NaN where not run); V-CNN rows are
     labelled by their initialization's phase (chi1 of 003 Sec. 2) and named by depth."""
-    p = m.paper_numbers(cfg)
+    p = study_tables.paper_numbers(cfg)
     assert [len(p[p.table == t]) for t in "345"] == [36, 9, 18]
     t3 = p[(p.table == "3") & (p.net == "resnet104") & (p.method == "SBP-SR") & (p.sparsity == 0.95)]
     assert t3.paper_mean.tolist() == [57.9] and t3.paper_std.tolist() == [0.31]
@@ -103,16 +114,16 @@ def test_paper_scale_tables_3_4_5_list_every_paper_cell_beside_ours(cfg):
         _runs({("vcnn", "snip", 0.5, s): [0.1, 0.9, 0.99] for s in range(2)}, depth=50,
               sigma_w2=1.76095, prune_rescale=True, **vc),
         _runs({("resnet32", "snip", 0.9, 0): [0.1, 0.5, 0.6]})])    # CIFAR-10: not in Table 4
-    t4 = m.build_tables(runs, cfg)["4"]
+    t4 = study_tables.build_tables(runs, cfg)["4"]
     assert len(t4) == 9 and set(t4.net) == {"vcnn10", "vcnn50", "vcnn100"}
     got = t4[t4.n > 0].set_index("method")
     assert list(got.index) == ["Ordered phase Init", "EOC Init", "EOC + ReScaling"]
     assert got.final_mean.tolist() == pytest.approx([10.0, 97.0, 99.0])
     assert got.paper_mean.tolist() == [10.0, 98.75, 98.90] and (got.net == "vcnn50").all()
     assert t4[t4.n == 0].final_mean.isna().all()
-    t5 = m.build_tables(runs, cfg)["5"]
+    t5 = study_tables.build_tables(runs, cfg)["5"]
     assert len(t5) == 18 and (t5.n == 0).all() and t5.final_mean.isna().all()
-    assert m.init_phase("tanh", 3.0, 0.05) == "Chaotic phase Init"
+    assert analysis.init_phase("tanh", 3.0, 0.05) == "Chaotic phase Init"
 
 
 def _layers(arch, pruner, act_kept: dict, seeds=(0, 1, 2), base=4) -> pd.DataFrame:
@@ -134,7 +145,7 @@ def _layers(arch, pruner, act_kept: dict, seeds=(0, 1, 2), base=4) -> pd.DataFra
 
 def test_sections_from_shapes():
     rep = _layers("resnet32", "snip", {0.9: lambda i: 0.5})
-    sec = f.sections(rep[rep.seed == 0].weight_shape)
+    sec = analysis.sections(rep[rep.seed == 0].weight_shape)
     assert sec[0] == -1 and list(sec[1:11]) == [0] * 10 and sec[13] == -1 and sec[-1] == -1
     assert (sec == 1).sum() == 10 and (sec == 2).sum() == 10
 
@@ -150,10 +161,10 @@ def test_layer_claims_pass_and_fail(cfg):
                             _layers("stable_resnet32", "sbp_sr", {0.9: stab})])
         layers = layers.assign(run_id=[f"r{a}{p}{sp}{s}relu" for a, p, sp, s in
                                        zip(layers.arch, layers.pruner, layers.sparsity, layers.seed)])
-        c = m.claims_table(runs, pd.DataFrame(), cfg, layers=layers).set_index("claim_id")
+        c = claims.claims_table(runs, pd.DataFrame(), cfg, layers=layers).set_index("claim_id")
         assert c.loc["uniform_within_sections[relu,s=0.9]", "verdict"] == want
         assert c.loc["sbp_sr_vs_snip[cifar10,relu,resnet32,s=0.9]", "verdict"] == "pass"
-        fig = f.fig2(runs, pd.DataFrame(), cfg, layers=layers)
+        fig = figures.fig2(runs, pd.DataFrame(), cfg, layers=layers)
         assert len(fig.axes) == 1
         import matplotlib.pyplot as plt
         plt.close(fig)
@@ -163,16 +174,16 @@ def test_accuracy_claims_fail_when_snip_wins(cfg):
     runs = _runs({("resnet32", "snip", sp, s): [0.1, 0.9, 0.9] for s in range(3) for sp in (0.9, 0.98)}
                  | {("stable_resnet32", "sbp_sr", sp, s): [0.1, 0.8, 0.8] for s in range(3) for sp in (0.9, 0.98)}
                  | {("resnet32", "synflow", 0.98, s): [0.1, 0.95, 0.95] for s in range(2)})
-    c = m.claims_table(runs, pd.DataFrame(), cfg, layers=pd.DataFrame()).set_index("claim_id")
+    c = claims.claims_table(runs, pd.DataFrame(), cfg, layers=pd.DataFrame()).set_index("claim_id")
     r = c.loc["sbp_sr_vs_snip[cifar10,relu,resnet32,s=0.98]"]
     assert r.verdict == "fail" and r.measured == pytest.approx(-10.0)
     assert c.loc["sbp_sr_best[cifar10,resnet32,s=0.98]", "measured"] == pytest.approx(-15.0)
     assert c.loc["uniform_within_sections", "verdict"] == "inconclusive"
 
 
-def test_config_builds_at_both_scales(cfg):
-    q = build_study("pruning_resnet", CFG_PATH, cfg, "quick", 64)
-    p = build_study("pruning_resnet", CFG_PATH, cfg, "paper", 64)
+def test_config_builds_at_both_scales(cfg_dict):
+    q = build_study("pruning_resnet", CFG_PATH, cfg_dict, "quick", 64)
+    p = build_study("pruning_resnet", CFG_PATH, cfg_dict, "paper", 64)
     assert {r.dataset for r in q.runs} == {"digits_images"}
     assert {r.pruner for r in q.runs} == {"", "random", "magnitude", "snip", "grasp", "synflow", "sbp_sr"}
     assert all(r.arch.startswith("stable_") for r in p.runs if r.pruner == "sbp_sr")

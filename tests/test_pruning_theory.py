@@ -13,14 +13,23 @@ import yaml
 
 matplotlib.use("Agg")
 
+from sigprop import registry
 from sigprop.config import derive
 from sigprop.runs import RunSpec, Shard
-from sigprop.studies import pruning_theory as st
+from sigprop.studies import pruning_theory as spec
+from sigprop.studies.pruning_theory import analysis as st
+from sigprop.studies.pruning_theory.claims import claims_table
+from sigprop.studies.pruning_theory.measure import measure
+from sigprop.studies.pruning_theory.theory import theory_table
 from sigprop.theory import pruning as tp
 
 ROOT = Path(__file__).resolve().parents[1]
 CFG = yaml.safe_load((ROOT / "config/studies/pruning_theory.yaml").read_text())
 CPU = torch.device("cpu")
+P = registry.resolve("pruning_theory", CFG, "quick")
+# the measurement with gamma = 1e8 added (a layer scaled by 1e-4 empties first)
+P_GAMMAS = registry.resolve("pruning_theory", {**CFG, "measure": {**CFG["measure"], "gammas": [2.0, 1e8]}},
+                            "quick")
 
 
 def _sw(chi, act="tanh"):
@@ -41,15 +50,14 @@ def measured(tmp_path_factory):
             RunSpec(**base, pruner="magnitude", sigma_w2=_sw(1.0)))
     shard = Shard("pruning_theory", runs)
     params, buffers = initial_state(shard, (64,), 10, CPU, torch.float64)
-    cfg = {**CFG, "data_path": str(path), "analysis": {**CFG["analysis"], "gammas": [2.0, 1e8]}}
-    return shard, params, buffers, st.measure(shard, params, buffers, cfg), path
+    return shard, params, buffers, measure(shard, params, buffers, P_GAMMAS, data_path=str(path)), path
 
 
 def test_per_neuron_fractions_are_the_prune_stage_masks(measured):
     from sigprop import prune
     from sigprop.data.prepare import load
     from sigprop.train import shard as engine
-    from sigprop.workflow_steps import shard_masks
+    from sigprop.prune.stage import shard_masks
     shard, params, buffers, df, _ = measured
     data = engine.to_data(load(measured[4]), CPU,
                           torch.float64)
@@ -89,7 +97,7 @@ def test_scr_and_gamma_rows(measured):
 def test_theory_table_matches_pruning_theory():
     settings = [{"activation": "tanh", "sigma_w2": _sw(0.2019), "sigma_b2": 0.05, "keep_rate": 1.0},
                 {"activation": "tanh", "sigma_w2": _sw(1.0), "sigma_b2": 0.05, "keep_rate": 1.0}]
-    th = st.theory_table("pruning_theory", CFG["theory"], settings)
+    th = theory_table("pruning_theory", P, settings)
     q = th.set_index(["quantity", "sigma_w2"]).value
     assert q["kappa", settings[0]["sigma_w2"]] == pytest.approx(0.2, abs=1e-4)
     assert q["thm1_bound_ln", settings[0]["sigma_w2"]] == pytest.approx(0.62, abs=0.01)  # docs/theory.md
@@ -124,12 +132,12 @@ def _synthetic(eoc_collapsed=0, chaos_collapsed=3, scr=None, gamma_scr=(0.99, 0.
             rows.append({**base, "metric": "s_cr_gamma_layer", "value": 1.0, "probe": g})
     runs = pd.DataFrame(rows)
     settings = runs[st.SETTING].drop_duplicates().to_dict("records")
-    return runs, st.theory_table("pruning_theory", CFG["theory"], settings)
+    return runs, theory_table("pruning_theory", P, settings)
 
 
 def test_claims_verdicts_follow_the_numbers():
-    cfg = {**CFG, "scale": "quick"}
-    c = st.claims_table(*_synthetic(), cfg).set_index("claim_id")
+    cfg = P
+    c = claims_table(*_synthetic(), cfg).set_index("claim_id")
     assert c.loc["fig1_eoc_layer_collapse", "verdict"] == "pass"
     assert c.loc["fig1_chaotic_layer_collapse", "verdict"] == "pass"
     assert c.loc["thm1_bound_holds[chi=0.202]", "verdict"] == "pass"
@@ -137,34 +145,32 @@ def test_claims_verdicts_follow_the_numbers():
     assert c.loc["thm1_example_kappa_0.2", "verdict"] == "fail"  # 0.05 vs 0.22
     assert c.loc["table7_empirical[gamma=5]", "verdict"] == "pass"  # 0.8 vs 0.79
     assert c.loc["prop4_bound_holds[printed, gamma=10]", "verdict"] == "fail"  # 0.7 > 0.327
-    bad = st.claims_table(*_synthetic(eoc_collapsed=2, chaos_collapsed=0,
+    bad = claims_table(*_synthetic(eoc_collapsed=2, chaos_collapsed=0,
                                       scr={0.2019: 0.7, 0.35: 0.1, 0.5: 0.15, 1.0: 0.12, 2.0: 0.1}),
                           cfg).set_index("claim_id")
     for k in ("fig1_eoc_layer_collapse", "fig1_chaotic_layer_collapse", "thm1_bound_holds[chi=0.202]",
               "thm1_scr_grows_towards_eoc"):
         assert bad.loc[k, "verdict"] == "fail", k
-    figs = {k: f(*_synthetic(), cfg) for k, f in st.FIGURES.items()}
-    assert set(figs) == set(st.CAPTIONS) and all(len(f.axes) >= 2 for f in figs.values())
+    figs = {k: registry.figure_function("pruning_theory", k)(*_synthetic(), cfg) for k in spec.SPEC.figures}
+    assert set(figs) == {"pruning_theory_fig1", "pruning_theory_scr"} and all(len(f.axes) >= 2 for f in figs.values())
 
 
 def test_measure_reads_the_prune_stage_masks_when_given(measured, tmp_path):
-    """In the workflow the measure job gets the prune stage's mask file (cfg['masks_path']) and
+    """In the workflow the measure job gets the prune stage's mask file (``masks_path``) and
     uses it rather than pruning again; the rows equal those of masks computed in the job."""
     from sigprop.data.prepare import load
     from sigprop.train import shard as engine
-    from sigprop.workflow_steps import shard_masks
+    from sigprop.prune.stage import shard_masks
     shard, params, buffers, df, path = measured
     data = engine.to_data(load(path), CPU, torch.float64)
     masks = shard_masks(shard, params, buffers, data.x_train, data.y_train)
     f = tmp_path / "m.pt"
     engine.save_masks(masks, shard, f)
-    cfg = {**CFG, "data_path": str(path), "masks_path": str(f),
-           "analysis": {**CFG["analysis"], "gammas": [2.0, 1e8]}}
-    again = st.measure(shard, params, buffers, cfg)
+    again = measure(shard, params, buffers, P_GAMMAS, data_path=str(path), masks_path=str(f))
     key = ["run_id", "metric", "layer", "probe"]
     pd.testing.assert_frame_equal(again.sort_values(key).reset_index(drop=True),
                                   df.sort_values(key).reset_index(drop=True))
     # a mask file of another shard is refused, naming the file
     engine.save_masks(masks, Shard("other", shard.runs[:1]), f)
     with pytest.raises(ValueError, match="m.pt"):
-        st.measure(shard, params, buffers, cfg)
+        measure(shard, params, buffers, P_GAMMAS, data_path=str(path), masks_path=str(f))

@@ -15,11 +15,16 @@ import torch
 import yaml
 
 from sigprop import tables
-from sigprop.config import build_study, load_yaml, run_labels
+from sigprop.config import build_study, load_yaml
 from sigprop.measure import ntk
 from sigprop.nets import families
+from sigprop.registry import resolve
 from sigprop.runs import RunSpec, Shard, settings
-from sigprop.studies import residual_ntk as study
+from sigprop.studies.residual_ntk import SPEC
+from sigprop.studies.residual_ntk import figures as study_figures
+from sigprop.studies.residual_ntk.claims import claims_table
+from sigprop.studies.residual_ntk.measure import measure
+from sigprop.studies.residual_ntk.theory import theory_table
 from sigprop.theory import kernels
 from sigprop.train.shard import initial_state
 
@@ -96,8 +101,9 @@ def test_measure_rows_and_homogeneity(tmp_path):
     runs = _runs("resnet_fc", width=8, depth=2, alphas=(0.3, 0.9), seeds=range(3))
     shard = Shard("rn", runs)
     params, buffers = initial_state(shard, (10,), 1, CPU, torch.float64)
-    cfg = {"name": "rn", "theory": {"n_angles": 5, "fig2_input_dim": 2}}
-    df = study.measure(shard, params, buffers, cfg)
+    p = resolve("residual_ntk", {"name": "rn", "measure": {"n_angles": 5, "fig2_input_dim": 2}},
+                "quick")
+    df = measure(shard, params, buffers, p)
     assert {"study", "shard_id", "run_id", "step", "metric", "value", "probe", "theta", "alpha",
             "branch_depth", "width", "depth"} <= set(df.columns)
     assert set(df.metric) == {"ntk", "ntk_diag"} and len(df) == 6 * (5 + 1)
@@ -113,10 +119,12 @@ def test_measure_rows_and_homogeneity(tmp_path):
 
 
 def test_theory_table_quantities():
-    th = {"n_angles": 5, "fig2_input_dim": 2, "max_depth": 6,
-          "resnet": [{"branch_depth": 2, "alpha": 0.3}]}
+    th = resolve("residual_ntk", {"measure": {"n_angles": 5, "fig2_input_dim": 2},
+                                  "theory": {"max_depth": 6,
+                                             "resnet": [{"branch_depth": 2, "alpha": 0.3}]}},
+                 "quick")
     s = [{"activation": "relu", "sigma_w2": 2.0, "sigma_b2": 0.0, "keep_rate": 1.0}]
-    t = study.theory_table("rn", th, s)
+    t = theory_table("rn", th, s)
     assert set(tables.THEORY_COLUMNS) <= set(t.columns)
 
     def q(name, arch):
@@ -134,7 +142,7 @@ def test_theory_table_quantities():
                                rtol=1e-7)
     assert len(ang) == 6 * 5
     with pytest.raises(ValueError, match="sigma_w2 = 2"):
-        study.theory_table("rn", th, [{**s[0], "sigma_w2": 1.0}])
+        theory_table("rn", th, [{**s[0], "sigma_w2": 1.0}])
 
 
 def _tiny_cfg():
@@ -153,10 +161,11 @@ def _tiny_cfg():
          "grid": {"depth": [1, 3], "seed": list(range(64))}},
     ]
     return {"name": "residual_ntk", "paper": "001", "kind": "residual_ntk", "title": "tiny",
-            "theory": {"n_angles": 8, "fig2_input_dim": 2, "max_depth": 3,
-                       "resnet": [{"branch_depth": 2, "alpha": 0.5}]},
-            "analysis": {"z_max": 3.0, "within_fraction": 0.95, "fraction_tolerance": 0.05,
-                         "n_boot": 50, "faint_samples": 3},
+            "measure": {"n_angles": 8, "fig2_input_dim": 2},
+            "theory": {"max_depth": 3, "resnet": [{"branch_depth": 2, "alpha": 0.5}]},
+            "analysis": {"faint_samples": 3},
+            "claims": {"z_max": 3.0, "within_fraction": 0.95, "fraction_tolerance": 0.05,
+                       "n_boot": 50},
             "scales": {"quick": {"blocks": blocks}, "paper": {"blocks": blocks}}}
 
 
@@ -167,15 +176,16 @@ def measured():
     frames = []
     for sh in st.shards:
         params, buffers = initial_state(sh, (12,), 1, CPU, torch.float64)
-        frames.append(study.measure(sh, params, buffers, st.cfg))
+        frames.append(measure(sh, params, buffers, st.params.for_job("measure")))
     runs = pd.concat(frames, ignore_index=True)
-    theory = study.theory_table("residual_ntk", cfg["theory"], settings(st.runs))
-    return runs, theory, st.cfg
+    runs["block"] = runs.run_id.map(st.labels)           # as the merge labels the runs
+    theory = theory_table("residual_ntk", st.params.for_job("theory"), settings(st.runs))
+    return runs, theory, st.params
 
 
 def test_claims_on_a_tiny_measurement(measured):
-    runs, theory, cfg = measured
-    claims = study.claims_table(runs, theory, cfg)
+    runs, theory, p = measured
+    claims = claims_table(runs, theory, p.for_job("claims"))
     assert list(claims.columns) == tables.CLAIM_COLUMNS
     by = claims.set_index("claim_id")
     ids = set(by.index)
@@ -195,17 +205,18 @@ def test_claims_on_a_tiny_measurement(measured):
     assert by.loc["fig2_spread_shrinks_with_width[resnet_fc]", "verdict"] == "pass"
     # a wrong kernel (15 % too large) is caught at width 256
     wrong = theory.assign(value=np.where(theory.quantity == "ntk_angle", 1.15 * theory.value, theory.value))
-    bad = study.claims_table(runs, wrong, cfg).set_index("claim_id")
+    bad = claims_table(runs, wrong, p.for_job("claims")).set_index("claim_id")
     assert bad.loc["fig2_mean_matches_theory[resnet_fc, n=256]", "verdict"] == "fail"
     assert bad.loc["fig2_mean_matches_theory[densenet_fc, n=256]", "verdict"] == "fail"
 
 
 def test_figures(measured):
-    runs, theory, cfg = measured
+    runs, theory, p = measured
     n_axes = {"residual_ntk_angles": 4, "residual_ntk_diagonal": 2}
-    assert set(study.FIGURES) == set(study.CAPTIONS) == set(n_axes)
-    for name, f in study.FIGURES.items():
-        fig = f(runs, theory, cfg)
+    assert set(SPEC.figures) == set(n_axes)
+    for name, spec in SPEC.figures.items():
+        assert spec.caption
+        fig = getattr(study_figures, spec.function)(runs, theory, p.for_job("figure"))
         assert len(fig.axes) == n_axes[name]
         plt.close(fig)
 
@@ -216,15 +227,15 @@ def test_shipped_config_expands(scale, depth, inits):
     cfg = load_yaml(path)
     jsonschema.validate(cfg, yaml.safe_load((ROOT / "workflow/schemas/study.schema.yaml").read_text()))
     st = build_study("residual_ntk", path, cfg, scale, 64)
-    assert st.kind == "residual_ntk" and cfg["paper"] == "001" and study.TASK == "measure"
-    labels = run_labels(cfg, scale)
+    assert st.kind == "residual_ntk" and cfg["paper"] == "001" and SPEC.task == "measure"
+    labels = st.labels
     df = pd.DataFrame([{**r.as_dict(), "label": labels[r.run_id]} for r in st.runs])
     assert (df.activation == "relu").all() and np.allclose(df.sigma_w2, 2.0)
     fig2 = df[df.label.str.startswith("Fig. 2")]
     assert set(fig2.arch) == {"resnet_fc", "densenet_fc"} and set(fig2.width) == {50, 500}
     assert (fig2.depth == depth).all() and (fig2[fig2.arch == "resnet_fc"].branch_depth == 2).all()
     assert (fig2.groupby(["arch", "width"]).size() == inits).all()
-    assert cfg["theory"]["n_angles"] == 20
+    assert cfg["measure"]["n_angles"] == 20 and st.params.measure.n_angles == 20
     # every run has theory rows: depth tabulated, ResNet (m, alpha) listed
     assert df.depth.max() <= cfg["theory"]["max_depth"]
     listed = {(s["branch_depth"], s["alpha"]) for s in cfg["theory"]["resnet"]}

@@ -1,6 +1,6 @@
 """Gradient diversity (004 Def. 1) and the width/depth bounds of 004 Thms. 1-3 vs simulation.
 
-Paper: ../shared/seeds/004_ff22a8b96b446280.txt (Chen et al.).  Models and data as
+Paper: ../shared/seeds/004 (Chen et al.).  Models and data as
 the theorems assume: N(0, 1) weights, N(0, 1) teacher of the same architecture
 (realizable labels), N(0, I_d) inputs, square loss f_i = (y_hat_i - y_i)^2 / 2,
 no biases.  Per-example gradients are computed exactly in torch: explicitly

@@ -1,6 +1,6 @@
 """Dropout ensemble theory (002, Baldi & Sadowski) vs Monte Carlo over dropout masks.
 
-Paper: ../shared/seeds/002_d308d0ca78c602f9.txt.  Module: sigprop.theory.ensembles.
+Paper: ../shared/seeds/002.  Module: sigprop.theory.ensembles.
 
 Simulation.  Random 20-30-30-5 networks, weights ``N(0, sigma_w^2/fan_in)``,
 biases ``N(0, 0.25)``, inputs ``U(0,1)^20`` (5 inputs per network), dropout on

@@ -1,6 +1,6 @@
 """Gradient metrics of linear dropout nets without gradient independence vs simulation.
 
-Paper: ../shared/seeds/000_5d2937d81257f527.txt (Huang et al.), Section 4.1, Eq. (12),
+Paper: ../shared/seeds/000 (Huang et al.), Section 4.1, Eq. (12),
 Supplement Eqs. S8-S25, and the chi_1 law Eq. (13) / Fig. 2.
 
 Simulation (sigprop.theory.gradients.simulate_linear_dropout): width N = 300,

@@ -1,6 +1,6 @@
 """Tests of sigprop.theory.pruning against simulations of finite random networks.
 
-Paper: ../shared/seeds/003_a9a46893b1f1fd6f.txt (Hayou et al., "Robust Pruning
+Paper: ../shared/seeds/003 (Hayou et al., "Robust Pruning
 at Initialization").  Every tolerance is stated where it is used; "SE" is the
 standard error over seeds estimated from the samples themselves.
 """

@@ -1,6 +1,6 @@
 """Quadrature rules and activation expectations of sigprop.theory (000 Section 3 integrals).
 
-Paper: ../shared/seeds/000_5d2937d81257f527.txt, Eqs. (2), (3), (5), (10) and chi_2
+Paper: ../shared/seeds/000, Eqs. (2), (3), (5), (10) and chi_2
 after Eq. (6) are Gaussian integrals; here the numerical rules are checked against
 closed forms (linear, erf, relu, hard_tanh, elu) and adaptive scipy quadrature (tanh).
 """

@@ -4,26 +4,32 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sigprop.claims.trainable_depth import claims_table
 from sigprop.measure import trainability
-from sigprop.studies import trainable_depth as study
+from sigprop.registry import resolve
+from sigprop.studies.trainable_depth.analysis import curve
+from sigprop.studies.trainable_depth.claims import claims_table
+from sigprop.studies.trainable_depth.figures import heatmap
+from sigprop.studies.trainable_depth.theory import theory_table
 
-CFG = {"name": "td", "analysis": {"metric": "train_acc", "trainable_fraction": 0.5,
-                                  "error_tolerance": 0.02}}
+CFG = {"name": "td", "analysis": {"metric": "train_acc"},
+       "claims": {"trainable_fraction": 0.5, "error_tolerance": 0.02}}
+P = resolve("trainable_depth", CFG, "quick")
 SW2 = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
 DEPTHS = [4, 8, 16, 24, 32, 48, 64, 96]
 
 
 @pytest.fixture(scope="module")
 def theory():
-    return study.theory_table("td", {"activation": "tanh", "sigma_b2": 0.05,
-                                     "sigma_w2_range": [1.0, 4.0], "points": 61},
-                              [{"keep_rate": 1.0}, {"keep_rate": 0.98}])
+    p = resolve("trainable_depth", {"theory": {"activation": "tanh", "sigma_b2": 0.05,
+                                               "sigma_w2_range": [1.0, 4.0], "points": 61}},
+                "quick")
+    return theory_table("td", p, [{"keep_rate": 1.0}, {"keep_rate": 0.98}])
 
 
 def _runs(theory, rule: str) -> pd.DataFrame:
-    """A run table where exactly the cells with L <= rule(σ_w²) reach accuracy 0.95."""
-    f = study.curve(theory, rule)
+    """A run table where exactly the cells with L <= rule(σ_w²) reach accuracy 0.95; one
+    block per keep rate."""
+    f = curve(theory, rule)
     rows = []
     for rho in (1.0, 0.98):
         for sw in SW2:
@@ -33,7 +39,8 @@ def _runs(theory, rule: str) -> pd.DataFrame:
                 for step, v in ((0, 0.1), (300, acc)):
                     rows.append(dict(study="td", shard_id="s", run_id=rid, step=step, metric="train_acc",
                                      value=v, keep_rate=rho, sigma_w2=sw, depth=d, dataset="digits",
-                                     sigma_b2=0.05, activation="tanh", steps=300, width=8))
+                                     sigma_b2=0.05, activation="tanh", steps=300, width=8,
+                                     block=f"rho = {rho:g}"))
     return pd.DataFrame(rows)
 
 
@@ -46,13 +53,13 @@ def test_theory_table_has_the_overlays(theory):
 
 
 def test_claim_passes_when_the_boundary_is_min_12xi(theory):
-    c = claims_table(_runs(theory, "min_12xi1_12xi2"), theory, CFG).set_index("claim_id")
+    c = claims_table(_runs(theory, "min_12xi1_12xi2"), theory, P).set_index("claim_id")
     assert (c.verdict == "pass").all(), c[["measured", "detail"]]
     assert c.loc["boundary_min12xi_vs_6xi2[all]", "measured"] > 0.02
 
 
 def test_claim_fails_when_the_boundary_is_6xi2(theory):
-    c = claims_table(_runs(theory, "6xi2"), theory, CFG).set_index("claim_id")
+    c = claims_table(_runs(theory, "6xi2"), theory, P).set_index("claim_id")
     assert c.loc["boundary_min12xi_vs_6xi2[all]", "verdict"] == "fail"
 
 
@@ -68,38 +75,68 @@ def test_diverged_runs_count_as_chance_and_boundary(theory):
 
 def test_heatmap_figure_builds(theory):
     import matplotlib
-    fig = study.FIGURES["trainable_depth"](_runs(theory, "12xi1"), theory, CFG)
+    fig = heatmap(_runs(theory, "12xi1"), theory, P)
     assert isinstance(fig, matplotlib.figure.Figure)
     panels = [ax for ax in fig.axes if ax.get_title().startswith("rho = ")]
     assert len(panels) == 2 and all(len(ax.lines) == 3 for ax in panels)
 
 
 def test_panels_are_the_config_blocks(theory):
-    """Panels (000 Fig. 7 (a)-(h)) come from block labels: two blocks with one keep rate but
-    different initializations give two panels, each with its own claim row and fit errors."""
+    """Panels (000 Fig. 7 (a)-(h)) come from block labels (the run table's ``block``): two
+    blocks with one keep rate but different initializations give two panels, each with its own
+    claim row and fit errors."""
     from sigprop.claims import values
-    from sigprop.config import expand_runs
+    from sigprop.config import expand_blocks
     fixed = {"arch": "fc", "dataset": "digits", "width": 8, "activation": "tanh", "sigma_b2": 0.05,
              "keep_rate": 1.0, "steps": 300, "eval_every": 300}
     grid = {"depth": DEPTHS, "sigma_w2": SW2}
-    cfg = {**CFG, "scale": "quick", "scales": {"quick": {"blocks": [
+    cfg = {**CFG, "scales": {"quick": {"blocks": [
         {"label": "(a) gaussian", "fixed": {**fixed, "init": "gaussian"}, "grid": grid},
         {"label": "(c) orthogonal", "fixed": {**fixed, "init": "orthogonal"}, "grid": grid}]}}}
-    f6, fmin = study.curve(theory, "6xi2"), study.curve(theory, "min_12xi1_12xi2")
+    p = resolve("trainable_depth", cfg, "quick")
+    f6, fmin = curve(theory, "6xi2"), curve(theory, "min_12xi1_12xi2")
     rows = []
-    for r in expand_runs(cfg, "quick"):
+    for r, label in expand_blocks(cfg, "quick"):
         rule = f6 if r.init == "gaussian" else fmin      # (a) follows 6ξ2, (c) min(12ξ1, 12ξ2)
         acc = 0.95 if r.depth <= rule(1.0, r.sigma_w2) else 0.11
         for step, v in ((0, 0.1), (300, acc)):
             rows.append(dict(study="td", shard_id="s", run_id=r.run_id, step=step, metric="train_acc",
-                             value=v, **r.as_dict()))
-    c = claims_table(pd.DataFrame(rows), theory, cfg).set_index("claim_id")
+                             value=v, **r.as_dict(), block=label))
+    c = claims_table(pd.DataFrame(rows), theory, p).set_index("claim_id")
     assert list(c.index) == ["boundary_min12xi_vs_6xi2[all]", "boundary_min12xi_vs_6xi2[(a)]",
                              "boundary_min12xi_vs_6xi2[(c)]"]
     assert c.loc["boundary_min12xi_vs_6xi2[(a)]", "verdict"] == "fail"
     assert c.loc["boundary_min12xi_vs_6xi2[(c)]", "verdict"] == "pass"
     v = values(c.loc["boundary_min12xi_vs_6xi2[(a)]"])
     assert v["err_6xi2"] == 0 and v["err_min_12xi1_12xi2"] > 0.02 and v["cells"] == len(SW2) * len(DEPTHS)
-    fig = study.FIGURES["trainable_depth"](pd.DataFrame(rows), theory, cfg)
+    fig = heatmap(pd.DataFrame(rows), theory, p)
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
     assert [t.split(chr(10))[0] for t in titles] == ["(a) gaussian", "(c) orthogonal"]
+
+
+def test_panels_split_a_block_by_keep_rate_and_need_the_block_column(theory):
+    """A block spanning several keep rates is one panel per keep rate (one theory curve each);
+    a run table without the merge's ``block`` column is refused."""
+    runs = _runs(theory, "6xi2").assign(block="block 0")
+    assert set(trainability.add_panels(runs).panel) == {"block 0, rho = 1", "block 0, rho = 0.98"}
+    c = claims_table(runs, theory, P)
+    assert list(c.claim_id) == ["boundary_min12xi_vs_6xi2[all]",
+                                "boundary_min12xi_vs_6xi2[block0,rho=0.98]",
+                                "boundary_min12xi_vs_6xi2[block0,rho=1]"]
+    with pytest.raises(ValueError, match="block"):
+        trainability.add_panels(runs.drop(columns="block"))
+
+
+def test_jobs_read_only_their_sections(theory):
+    """The figure job draws without the claim thresholds, the theory job without the analysis;
+    a sigma_w2_range that is not [low, high] is refused with its key."""
+    import matplotlib
+
+    from sigprop.params import ParamError
+    fig = heatmap(_runs(theory, "12xi1"), theory, P.for_job("figure"))
+    matplotlib.pyplot.close(fig)
+    p = resolve("trainable_depth", {"theory": {"points": 11}}, "quick").for_job("theory")
+    assert len(theory_table("td", p, [{"keep_rate": 1.0}])) == 11 * 10
+    for bad in ([1.0, 2.0, 3.0], [2.0, 1.0]):
+        with pytest.raises(ParamError, match="theory.sigma_w2_range"):
+            resolve("trainable_depth", {"theory": {"sigma_w2_range": bad}}, "quick")

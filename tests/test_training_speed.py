@@ -6,14 +6,18 @@ import pandas as pd
 import pytest
 
 from sigprop.measure import speed
-from sigprop.studies import training_speed as study
+from sigprop.registry import resolve
+from sigprop.studies.training_speed.analysis import theory_value
+from sigprop.studies.training_speed.claims import claims_table
+from sigprop.studies.training_speed.figures import tau_curves
+from sigprop.studies.training_speed.theory import theory_table
 
 CFG = {"name": "ts", "analysis": {"min_overlap_decades": 0.3, "grid_step_decades": 0.01,
-                                  "collapse_ratio": 0.5, "outlier_ratio": 2.0,
-                                  "outlier_min_gap": 0.3,
-                                  "paper_collapse_depth": {"0.99": 120, "0.98": 55},
-                                  "paper_outlier_depth": {"0.99": 300, "0.98": 200},
-                                  "control_depths": [125]}}
+                                  "control_depths": [125]},
+       "claims": {"collapse_ratio": 0.5, "outlier_ratio": 2.0, "outlier_min_gap": 0.3,
+                  "paper_collapse_depth": {"0.99": 120, "0.98": 55},
+                  "paper_outlier_depth": {"0.99": 300, "0.98": 200}}}
+P = resolve("training_speed", CFG, "quick")
 LRS = 10 ** np.arange(-3.5, 0.01, 0.5)
 T, EV = 300, 5
 
@@ -56,7 +60,7 @@ def _runs(law1="etaL", law_drop="eta", outlier_reaches=False):
 
 @pytest.fixture(scope="module")
 def theory():
-    return study.theory_table("ts", {}, [
+    return theory_table("ts", P, [
         {"activation": "tanh", "sigma_w2": 1.760954641, "sigma_b2": 0.05, "keep_rate": 1.0},
         {"activation": "tanh", "sigma_w2": 1.725735548, "sigma_b2": 0.05, "keep_rate": 0.98}])
 
@@ -152,7 +156,7 @@ def test_ratio_verdict():
 # ------------------------------------------------------------------ claims
 
 def test_claims_pass_when_the_runs_follow_the_paper(theory):
-    c = study.claims_table(_runs(), theory, CFG).set_index("claim_id")
+    c = claims_table(_runs(), theory, P).set_index("claim_id")
     assert list(c.index) == ["collapse_etaL[rho=1]", "collapse_eta[rho=0.98]", "outlier_departs[rho=0.98]"]
     assert (c.verdict == "pass").all(), c[["measured", "detail"]]
     assert "55" in c.loc["collapse_eta[rho=0.98]", "detail"]   # the paper's depth vs ξ2 is stated
@@ -160,14 +164,14 @@ def test_claims_pass_when_the_runs_follow_the_paper(theory):
 
 
 def test_claims_fail_when_the_runs_follow_the_other_scaling(theory):
-    c = study.claims_table(_runs(law1="eta", law_drop="etaL", outlier_reaches=True),
-                           theory, CFG).set_index("claim_id")
+    c = claims_table(_runs(law1="eta", law_drop="etaL", outlier_reaches=True),
+                           theory, P).set_index("claim_id")
     assert c.loc["collapse_etaL[rho=1]", "verdict"] == "fail"
     assert c.loc["collapse_eta[rho=0.98]", "verdict"] == "fail"
 
 
 def test_outlier_claim_fails_when_the_deep_net_collapses_too(theory):
-    c = study.claims_table(_runs(outlier_reaches=True), theory, CFG).set_index("claim_id")
+    c = claims_table(_runs(outlier_reaches=True), theory, P).set_index("claim_id")
     assert c.loc["outlier_departs[rho=0.98]", "verdict"] == "fail"
 
 
@@ -182,7 +186,7 @@ def _control(trains: bool) -> pd.DataFrame:
 
 def test_a_dropout_free_control_that_trains_keeps_the_outlier_claim(theory):
     runs = pd.concat([_runs(), _control(trains=True)], ignore_index=True)
-    c = study.claims_table(runs, theory, CFG).set_index("claim_id")
+    c = claims_table(runs, theory, P).set_index("claim_id")
     assert c.loc["outlier_departs[rho=0.98]", "verdict"] == "pass"
     assert "control ρ = 1 at L = 125" in c.loc["outlier_departs[rho=0.98]", "detail"]
     # the control is not part of panel (a)'s collapse set
@@ -191,7 +195,7 @@ def test_a_dropout_free_control_that_trains_keeps_the_outlier_claim(theory):
 
 def test_a_dropout_free_control_that_departs_too_makes_the_outlier_claim_inconclusive(theory):
     runs = pd.concat([_runs(), _control(trains=False)], ignore_index=True)
-    c = study.claims_table(runs, theory, CFG).set_index("claim_id")
+    c = claims_table(runs, theory, P).set_index("claim_id")
     assert c.loc["outlier_departs[rho=0.98]", "verdict"] == "inconclusive"
     assert "not specific to dropout" in c.loc["outlier_departs[rho=0.98]", "detail"]
 
@@ -203,15 +207,15 @@ def test_theory_table_on_the_critical_line(theory):
     assert set(THEORY_COLUMNS) <= set(theory.columns)
     chi1 = theory[theory.quantity == "chi1"].value.to_numpy()
     np.testing.assert_allclose(chi1, 1.0, atol=1e-8)
-    assert np.isinf(study.theory_value(theory, 1.0, "xi2"))
-    xi2 = study.theory_value(theory, 0.98, "xi2")
+    assert np.isinf(theory_value(theory, 1.0, "xi2"))
+    xi2 = theory_value(theory, 0.98, "xi2")
     assert 5 < xi2 < 20
-    assert study.theory_value(theory, 0.98, "12xi2") == pytest.approx(12 * xi2)
+    assert theory_value(theory, 0.98, "12xi2") == pytest.approx(12 * xi2)
 
 
 def test_figure_has_three_panels_per_row(theory):
     import matplotlib
-    fig = study.FIGURES["training_speed"](_runs(), theory, CFG)
+    fig = tau_curves(_runs(), theory, P)
     assert isinstance(fig, matplotlib.figure.Figure)
     assert len(fig.axes) == 4   # synthetic runs: two keep rates, two rows
     titles = [ax.get_title() for ax in fig.axes]
@@ -252,12 +256,29 @@ def test_figure_with_all_three_keep_rates(theory):
     r99 = _runs(outlier_reaches=False)
     r99 = r99[r99.keep_rate == 0.98].assign(keep_rate=0.99)
     r99["run_id"] = r99.run_id + "b"
-    th = pd.concat([theory, study.theory_table("ts", {}, [
+    th = pd.concat([theory, theory_table("ts", P, [
         {"activation": "tanh", "sigma_w2": 1.743345095, "sigma_b2": 0.05, "keep_rate": 0.99}])])
-    fig = study.FIGURES["training_speed"](pd.concat([runs, r99]), th, CFG)
+    fig = tau_curves(pd.concat([runs, r99]), th, P)
     top = [ax for ax in fig.axes if ax.get_title().startswith("(")]
     assert [t.get_title()[:3] for t in top] == ["(a)", "(b)", "(c)"]
     assert len(fig.axes) == 6
-    c = study.claims_table(pd.concat([runs, r99]), th, CFG)
+    c = claims_table(pd.concat([runs, r99]), th, P)
     assert len(c) == 5
     matplotlib.pyplot.close(fig)
+
+
+def test_jobs_read_only_their_sections(theory):
+    """The figure job (measure, theory, analysis) draws without the claim thresholds; the theory
+    job needs no analysis; claim keys under analysis and keys that are no keep rates are refused."""
+    import matplotlib
+
+    from sigprop.params import ParamError
+    fig = tau_curves(_runs(), theory, P.for_job("figure"))
+    matplotlib.pyplot.close(fig)
+    th = theory_table("ts", P.for_job("theory"), [
+        {"activation": "tanh", "sigma_w2": 1.760954641, "sigma_b2": 0.05, "keep_rate": 1.0}])
+    assert len(th) == 8
+    with pytest.raises(ParamError, match="analysis.collapse_ratio"):
+        resolve("training_speed", {"analysis": {"collapse_ratio": 0.5}}, "quick")
+    with pytest.raises(ParamError, match="paper_outlier_depth"):
+        resolve("training_speed", {"claims": {"paper_outlier_depth": {"rho": 300}}}, "quick")

@@ -10,14 +10,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sigprop.config import expand_runs, load_yaml, train_size
-from sigprop.studies import width_batch as m
+from sigprop import registry
+from sigprop.config import expand_runs, load_yaml
+from sigprop.data.sizes import train_size
+from sigprop.studies.width_batch import SPEC
+from sigprop.studies.width_batch import analysis as m
+from sigprop.studies.width_batch import claims, figures
 
 ROOT = Path(__file__).resolve().parents[1]
-CFG = {"name": "width_batch", **load_yaml(ROOT / "config/studies/width_batch.yaml"), "scale": "quick"}
-# synthetic runs carry no config run ids, so they form the one panel "all"
-CFG_T = {**{k: v for k, v in CFG.items() if k != "scale"},
-         "analysis": {**CFG["analysis"], "targets": {"all": 0.97}}}
+CFG = {"name": "width_batch", **load_yaml(ROOT / "config/studies/width_batch.yaml")}
+# synthetic runs are labelled with the one block (panel) "all"
+P_T = registry.resolve("width_batch", {**CFG, "analysis": {**CFG["analysis"],
+                                                          "targets": {"all": 0.97}}}, "quick")
 N = train_size("digits")      # 1347
 C = 8                         # micro-batch of the quick config
 
@@ -32,7 +36,8 @@ def _run(depth, width, b, lr, seed, acc_of_epoch, loss_of_epoch, evals=np.arange
         for metric, v in (("train_acc", acc_of_epoch(e)), ("train_loss", loss_of_epoch(e))):
             rows.append(dict(run_id=rid, step=int(st), metric=metric, value=float(v), arch="fc",
                              dataset="digits", depth=depth, width=width, head_depth=0,
-                             head_width=0, batch_size=b, micro_batch=C, lr=lr, seed=seed))
+                             head_width=0, batch_size=b, micro_batch=C, lr=lr, seed=seed,
+                             block="all"))
     return rows
 
 
@@ -67,7 +72,7 @@ def test_quick_config_nets_have_the_fixed_parameter_count():
 
 def test_per_run_tuning_and_epochs_to_target():
     runs = _runs({(1, 54): {8: 2.0, 512: 6.0}})
-    pr = m.per_run(runs, CFG_T)
+    pr = m.per_run(runs, P_T.analysis)
     assert set(pr.panel) == {"all"} and (pr.target == 0.97).all()
     fast = pr[(pr.lr == 0.1) & (pr.batch_size == 8)].iloc[0]
     assert fast.tune_loss == pytest.approx(np.exp(-0.5), rel=1e-9)   # at exactly 2 epochs
@@ -85,7 +90,7 @@ def test_tuning_picks_the_lowest_loss_rate_even_if_it_is_slower_to_target():
         for seed in (0, 1):
             rows += _run(1, 54, 64, lr, seed, lambda e, h=hit: 0.99 if e >= h else 0.1,
                          lambda e, s=loss_scale: s / (1 + e))
-    t = m.tuned(m.per_run(pd.DataFrame(rows), CFG_T)).iloc[0]
+    t = m.tuned(m.per_run(pd.DataFrame(rows), P_T.analysis)).iloc[0]
     assert t.lr == 0.1 and t.epochs == pytest.approx(9.0, abs=0.5)
 
 
@@ -101,7 +106,7 @@ def test_claims_pass_on_the_papers_pattern_and_fail_on_the_reverse():
     paper_like = {(1, 54): {8: 1, 16: 1, 32: 1, 64: 1.2, 128: 2, 256: 4, 512: 8},
                   (2, 36): {8: 1, 16: 1, 32: 1.2, 64: 2, 128: 4, 256: 8, 512: 16},
                   (4, 26): {8: 1, 16: 1.2, 32: 2, 64: 4, 128: 8, 256: 16, 512: 32}}
-    c = m.claims_table(_runs(paper_like), pd.DataFrame(), CFG_T).set_index("claim_id")
+    c = claims.claims_table(_runs(paper_like), pd.DataFrame(), P_T).set_index("claim_id")
     for k in ("threshold_exists", "threshold_grows_with_width", "wide_fewer_epochs_at_large_batch",
               "largest_batch_follows_diversity_bound"):
         assert c.loc[f"{k}[all]", "verdict"] == "pass", (k, c.loc[f"{k}[all]", "detail"])
@@ -109,7 +114,7 @@ def test_claims_pass_on_the_papers_pattern_and_fail_on_the_reverse():
     # reversed: the narrow deep net is the fastest at large batch, and no threshold anywhere
     reverse = {(1, 54): {b: 1 + b / 64 for b in (8, 64, 512)},
                (4, 26): {b: 1.0 for b in (8, 64, 512)}}
-    c = m.claims_table(_runs(reverse), pd.DataFrame(), CFG_T).set_index("claim_id")
+    c = claims.claims_table(_runs(reverse), pd.DataFrame(), P_T).set_index("claim_id")
     assert c.loc["wide_fewer_epochs_at_large_batch[all]", "verdict"] == "fail"
     assert c.loc["threshold_grows_with_width[all]", "verdict"] == "fail"
     assert c.loc["threshold_exists[all]", "measured"] == pytest.approx(0.5)
@@ -119,7 +124,7 @@ def test_claims_pass_on_the_papers_pattern_and_fail_on_the_reverse():
 def test_figures_build():
     import matplotlib.pyplot as plt
     runs = _runs({(1, 54): {8: 1, 64: 2, 512: 8}, (4, 26): {8: 2, 64: 5}})
-    for name, fn in m.FIGURES.items():
-        fig = fn(runs, pd.DataFrame(), CFG_T)
+    for name, spec in SPEC.figures.items():
+        fig = getattr(figures, spec.function)(runs, pd.DataFrame(), P_T.for_job("figure"))
         assert len(fig.axes) >= 1, name
         plt.close(fig)

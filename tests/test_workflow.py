@@ -154,16 +154,25 @@ def test_corrupt_raw_file_is_rejected_and_leaves_nothing(workdir):
     assert not (workdir / "results/data/mnist.npz").exists()
 
 
-def test_measurement_study_runs_end_to_end(workdir):
-    """A study whose TASK is 'measure' (000 Fig. 1) goes init -> measure -> figure and claims."""
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """A small run of a study measured at initialization (000 Fig. 1): init -> measure ->
+    theory, figure and claims, once for the tests below."""
     import yaml
     from conftest import REPO
+    workdir = tmp_path_factory.mktemp("measured")
     study = yaml.safe_load((REPO / "config/studies/meanfield_maps.yaml").read_text())
     for block in study["scales"]["quick"]["blocks"]:
         block["fixed"]["width"] = 64
         block["grid"]["seed"] = [0, 1, 2]
     cfg = write_config(workdir, study, data={"options": {"gaussian": {"d": 32}}})
     run_snakemake(workdir, cfg)
+    return workdir, cfg, study
+
+
+def test_measurement_study_runs_end_to_end(measured):
+    """A study whose task is 'measure' goes init -> measure -> figure and claims."""
+    workdir, _, _ = measured
     res = workdir / "results" / "meanfield_maps"
     assert (res / "figures/meanfield_maps.png").stat().st_size > 0
     claims = pd.read_parquet(res / "claims.parquet")
@@ -171,6 +180,59 @@ def test_measurement_study_runs_end_to_end(workdir):
     rows = pd.read_parquet(res / "metrics.parquet")
     assert not rows.duplicated(["run_id", "metric", "probe", "layer"]).any()
     assert list((res / "measurements").glob("*.parquet")) and not (res / "runs").exists()
+    # every row carries the label of the grid block that made its run
+    assert sorted(rows.block.unique()) == ["(a) linear", "(b) tanh", "(c) relu", "(d) erf"]
+    assert (rows.groupby("block").activation.nunique() == 1).all()
+
+
+def _edit_and_dry_run(measured, edit) -> dict[str, int]:
+    """Apply ``edit`` to a copy of the study, dry-run, restore: the jobs Snakemake would run."""
+    import copy
+
+    import yaml
+    workdir, cfg, study = measured
+    path = workdir / "studies" / "meanfield_maps.yaml"
+    original = path.read_text()
+    changed = copy.deepcopy(study)
+    edit(changed)
+    path.write_text(yaml.safe_dump(changed, sort_keys=False))
+    try:
+        out = run_snakemake(workdir, cfg, "-n").stdout
+    finally:
+        path.write_text(original)
+    rules = ("init_shard", "measure_shard", "merge_metrics", "theory", "figure", "claims",
+             "paper_claims", "paper_table")
+    return {r: _jobs(out, r) for r in rules if _jobs(out, r)}
+
+
+def _set(section, key, value):
+    def edit(study):
+        study[section][key] = value
+    return edit
+
+
+def test_editing_a_claim_tolerance_reruns_only_the_claims(measured):
+    jobs = _edit_and_dry_run(measured, _set("claims", "z_max", 2.5))
+    assert jobs == {"claims": 1, "paper_claims": 1, "paper_table": 1}, jobs
+
+
+def test_editing_a_theory_parameter_reruns_theory_figures_and_claims_not_shards(measured):
+    jobs = _edit_and_dry_run(measured, _set("theory", "points", 150))
+    assert jobs == {"theory": 1, "figure": 1, "claims": 1, "paper_claims": 1, "paper_table": 1}, jobs
+
+
+def test_editing_the_paper_scale_leaves_quick_jobs_untouched(measured):
+    def edit(study):
+        study["scales"]["paper"]["blocks"][0]["fixed"]["width"] = 2000
+        study["scales"]["paper"]["claims"] = {"z_max": 4.0}
+        study["scales"]["paper"]["description"] = "edited"
+    assert _edit_and_dry_run(measured, edit) == {}
+
+
+def test_editing_a_measurement_parameter_reruns_the_measurement(measured):
+    """The control of the three above: a parameter the shards read does rerun them."""
+    jobs = _edit_and_dry_run(measured, _set("measure", "q_cap", 999.0))
+    assert jobs.get("measure_shard") == 4 and jobs.get("claims") == 1, jobs
 
 
 def test_shipped_config_dry_runs_at_paper_scale(workdir):
@@ -180,7 +242,7 @@ def test_shipped_config_dry_runs_at_paper_scale(workdir):
 
     import yaml
 
-    from sigprop import studies as kinds
+    from sigprop import registry
 
     root = Path(__file__).resolve().parents[1]
     cfg = root / "config" / "config.yaml"
@@ -191,7 +253,7 @@ def test_shipped_config_dry_runs_at_paper_scale(workdir):
     for name in names:
         path = root / "config" / "studies" / f"{name}.yaml"
         st = build_study(name, path, yaml.safe_load(path.read_text()), "paper", 64)
-        want["measure_shard" if kinds.task(st.kind) == "measure" else "train_shard"] += len(st.shards)
+        want["measure_shard" if registry.task(st.kind) == "measure" else "train_shard"] += len(st.shards)
     for rule, n in want.items():
         assert _jobs(res.stdout, rule) == n, (rule, res.stdout[-3000:])
     from sigprop.papers import TABLES

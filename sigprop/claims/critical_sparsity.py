@@ -1,4 +1,6 @@
-"""003 Table 7, rebuilt from the claims of the 003 studies (``pruning_theory``).
+"""003 Table 7 (Hayou, Ton, Doucet & Teh 2021, "Robust Pruning at Initialization",
+arXiv:2002.08797, App. E), rebuilt from the claims of the 003 studies (claims
+``table7_empirical[gamma=...]`` and ``prop4_bound_holds[...]``, made by ``pruning_theory``).
 
 Table 7 of 003 lists, for magnitude pruning of an FFNN (L = N = 100) whose layer l0 has
 alpha = gamma, Prop. 4's upper bound on the critical sparsity and the empirical E[s_cr] over 10

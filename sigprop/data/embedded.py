@@ -2,6 +2,8 @@
 
 Each generator is deterministic in its ``seed`` and returns
 ``(x_train, y_train, x_test, y_test)`` as numpy arrays.
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

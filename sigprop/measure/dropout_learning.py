@@ -37,6 +37,8 @@ Rows (``layer`` = hidden layer 1..L, 0 for whole-network metrics; ``probe`` enco
   (fraction below ``sparse_threshold``) per layer, over ``sparsity_inputs`` test inputs;
 * cost (layer 0, last step): ``mc_seconds``, ``mc_macs``, ``mc_sample_units`` (samples x
   units summed over all Monte Carlo passes), ``train_seconds``.
+
+Papers cited by prefix: 002 = Baldi, Sadowski (2014), doi:10.1016/j.artint.2014.02.004.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Monte Carlo over dropout (and dropin) masks of a logistic network (002 §§9, 11).
 
-Paper: Baldi & Sadowski, "The dropout learning algorithm" (2014), 002 in
-``../shared/seeds``.  Network convention as in :mod:`sigprop.theory.ensembles`
+Paper: 002, Baldi & Sadowski 2014, "The dropout learning algorithm",
+doi:10.1016/j.artint.2014.02.004.  Network convention as in :mod:`sigprop.theory.ensembles`
 (dropout on units, 002 Eq. 49 / Eq. 98): ``weights[h]`` has shape
 ``(n_{h+1}, n_h)``, ``S^{h+1} = weights[h] (g^h(O^h)) + biases[h]``,
 ``O^{h+1} = sigma(S^{h+1})``, ``O^0 = x``, where the gate ``g^h`` applies the

@@ -15,6 +15,8 @@ experiment, all dropout masks of an input: one array pass):
   :func:`exact_linear_moments` (:func:`sigprop.theory.ensembles.linear_dropout_expectation`).
 
 torch is imported only inside the network functions, so study modules may import this one.
+
+Papers cited by prefix: 002 = Baldi, Sadowski (2014), doi:10.1016/j.artint.2014.02.004.
 """
 
 from __future__ import annotations

@@ -18,13 +18,21 @@ of 000 Eq. (8) are exact means over the entries of the weight gradient::
 
 (``N_0`` is the input dimension).  ``g_aa`` is reported as the mean of the
 a- and b-inputs' values (two equivalent samples of the same quantity).
+
+:func:`metric_rows` gives a shard's metrics as run-table rows (the measurement of the studies
+``gradient_metrics`` and ``gradient_universality``); :mod:`sigprop.measure.gradient_runs` reads
+them back.
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import torch
 
+from .. import tables
 from ..nets import activations, rng
 from .maps import probe_inputs
 
@@ -104,3 +112,17 @@ def gradient_metrics(params: list[torch.Tensor], runs, step: int = 0) -> dict[st
     keep = torch.tensor([r.keep_rate for r in runs], device=dev, dtype=torch.float64)
     xs, deltas = forward_backward(hidden, h0, act, keep, keys, step)
     return {k: v.cpu().numpy() for k, v in layer_metrics(xs, deltas).items()}
+
+
+def metric_rows(shard, params: list[torch.Tensor], device: str = "cpu") -> pd.DataFrame:
+    """Rows ``metric ∈ {g_aa, g_ab, g_ab_abs (g~_ab), g_ab_signed}`` per run and layer ``1..L``."""
+    runs = shard.runs
+    g = gradient_metrics(params, runs)
+    frames = []
+    for metric, v in g.items():
+        m, n_layers = v.shape
+        frames.append(pd.DataFrame({"model": np.repeat(np.arange(m), n_layers),
+                                    "layer": np.tile(np.arange(1, n_layers + 1), m),
+                                    "metric": metric, "value": v.ravel()}))
+    long = pd.concat(frames, ignore_index=True).assign(probe=0)
+    return tables.run_rows(shard, long, device, order=("layer",))

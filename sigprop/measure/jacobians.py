@@ -1,6 +1,6 @@
 """Per-weight-matrix Jacobian norms and reduced-network outputs at initialization (001 Sec. 5).
 
-001 (Littwin & Wolf, "Residual Tangent Kernels", ``../shared/seeds/001_79011e1e2f3df51c.txt``)
+001 (Littwin & Wolf 2020, "Residual Tangent Kernels", arXiv:2001.10460)
 studies, for one fixed input ``x`` and a scalar output ``f(x)``:
 
 * the per-layer Jacobian ``J^k = df/dW^k`` of one hidden weight matrix ``W^k`` (Sec. 5.1,

@@ -6,6 +6,8 @@ through ``phi`` and one random dropout layer of every model of a shard,
 ``z = (1/ρ) W (p ⊙ φ(h)) + b`` (000 Eq. 1, independent masks for a and b).  The
 measured ``q_out = mean_i z_i²`` and ``c_out = mean_i z_a,i z_b,i / sqrt(q_a q_b)``
 are the simulated counterparts of 000 Eqs. 2–4.
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132.
 """
 
 from __future__ import annotations

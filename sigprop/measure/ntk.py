@@ -1,6 +1,6 @@
 """Empirical neural tangent kernel of the 001 residual nets at initialization (torch.func).
 
-001 (Littwin & Wolf, "Residual Tangent Kernels", ``../shared/seeds/001_79011e1e2f3df51c.txt``)
+001 (Littwin & Wolf 2020, "Residual Tangent Kernels", arXiv:2001.10460)
 Eq. (1): ``G(x, x') = <df(x)/dW, df(x')/dW>``, where ``W`` are the HIDDEN weights only:
 ``W^s`` and ``W^f`` "do not participate in the optimization" (§4.3, text before Thm. 1).
 With a family's stacked parameters ``[W^s, W^{1}, ..., W^{last}, W^f]`` (see

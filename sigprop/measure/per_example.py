@@ -34,6 +34,9 @@ common scale of the losses, so this choice does not change Delta_S.
 Results (:class:`GradNorms`) keep one column per parameter tensor ("group"), in the
 order of the parameters, so a reparametrization ``W_l = c_l U_l`` (gradients scale
 by ``c_l``) is a reweighting of the groups by ``c_l^2`` (:meth:`GradNorms.diversity`).
+
+Papers cited by prefix: 004 = Chen, Wang, Zhao, Papailiopoulos, Koutris (2018),
+arXiv:1806.03791.
 """
 
 from __future__ import annotations

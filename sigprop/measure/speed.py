@@ -20,6 +20,8 @@ Conventions
   in the dispersion it is read as ``eval_every / 2`` (:func:`log_tau`).
 * Replicates (``seed``) of one (ρ, L, η) point are combined by the median with
   censored τ = +inf, so a point is censored when at least half its seeds are.
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Trainability of a (σ_w², depth) grid from run tables (000 Fig. 7; Schoenholz et al. 2017 Fig. 5).
 
 Functions take the long run table and return small tables; nothing here trains.
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132.
 """
 
 from __future__ import annotations
@@ -11,19 +13,19 @@ import pandas as pd
 PANEL = ["panel", "keep_rate"]
 
 
-def add_panels(runs: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
-    """The run table with a ``panel`` column: the run's block label (000 Fig. 7 (a)-(h)),
-    or ``rho = <keep rate>`` when no labels are given."""
+def add_panels(runs: pd.DataFrame) -> pd.DataFrame:
+    """The run table with a ``panel`` column: the run's ``block``, the label of the grid block
+    that made it (000 Fig. 7 (a)-(h); :func:`sigprop.tables.merge_runs`).  A block spanning
+    several keep rates is one panel per keep rate (one theory curve each)."""
+    if "block" not in runs.columns:
+        raise ValueError("the run table has no 'block' column (the grid block of each run, "
+                         "added by sigprop.tables.merge_runs from the study's manifest)")
+    if runs.block.isna().any():
+        rid = runs.run_id[runs.block.isna()].iloc[0]
+        raise ValueError(f"run {rid} of the table has no block label: rerun the workflow after "
+                         "editing the study")
     out = runs.copy()
-    if labels is None:
-        out["panel"] = [f"rho = {k:g}" for k in out.keep_rate]
-        return out
-    missing = sorted(set(out.run_id) - set(labels))
-    if missing:
-        raise ValueError(f"{len(missing)} runs of the table are in no block of the config "
-                         f"(e.g. {missing[0]}): rerun the workflow after editing the study")
-    out["panel"] = out.run_id.map(labels)
-    # a block spanning several keep rates is one panel per keep rate (one theory curve each)
+    out["panel"] = [str(b) for b in out.block]
     several = out.groupby("panel").keep_rate.transform("nunique") > 1
     out.loc[several, "panel"] = [f"{p}, rho = {k:g}" for p, k in
                                  zip(out.panel[several], out.keep_rate[several])]
@@ -34,7 +36,8 @@ def final_accuracy(runs: pd.DataFrame, metric: str = "train_acc", chance: float 
     """Accuracy at each run's last evaluation, averaged over seeds.
 
     Diverged runs carry NaN accuracy in the run table; here they count as
-    chance level (they did not train).  Returns columns
+    chance level (they did not train).  Runs without a ``panel`` column get one
+    (:func:`add_panels`).  Returns columns
     ``panel, keep_rate, sigma_w2, depth, acc, n_runs, n_diverged``.
     """
     if "panel" not in runs.columns:

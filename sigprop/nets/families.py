@@ -20,6 +20,8 @@ Contract of a family:
     buffers are returned; with ``train=False`` nothing random happens.
 ``constrain(runs, params, buffers)``
     Called after every optimizer step (e.g. re-apply pruning masks).
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ input of each of the ``depth`` hidden layers (the data included) and not on
 the readout, which is linear (logits).  Random numbers come from
 :mod:`sigprop.nets.rng`, so a model's weights, masks and data order depend on
 its own key only, never on the shard it sits in.
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ Written independently of the stacked implementations (:mod:`sigprop.nets.convnet
 train them with ``torch.optim`` and compare with a shard, and ``sigprop bench``
 uses them as the one-model-per-trial baseline.  :func:`from_stacked` builds one
 and copies model ``m`` of a shard's initial parameters and buffers into it.
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132; 001 = Littwin,
+Wolf (2020), arXiv:2001.10460.
 """
 
 from __future__ import annotations

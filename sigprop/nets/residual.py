@@ -35,6 +35,9 @@ All weights (``W^s``, hidden, ``W^f``) are trained parameters; 001's NTK counts
 only the hidden ones (its Thm. 1-2), which a measurement can select: the
 hidden weights are ``params[1:-1]``.  Weight ``i`` in the list is drawn from
 :func:`sigprop.nets.rng.normal` with offset ``i << 34``.
+
+Papers cited by prefix: 001 = Littwin, Wolf (2020), arXiv:2001.10460; 003 = Hayou, Ton, Doucet,
+Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Pruning at initialization for the batched families: masks for every model of a shard.
 
-Paper: ``../shared/seeds/003_a9a46893b1f1fd6f.txt`` (Hayou, Ton, Doucet, Teh,
-"Robust Pruning at Initialization").  A pruner turns the initial parameters of
+Paper: 003 (Hayou et al. 2021, arXiv:2002.08797, "Robust Pruning at Initialization").
+A pruner turns the initial parameters of
 the M models of a shard (:mod:`sigprop.nets.families`) into 0/1 masks over
 their conv / linear weights (003 Eq. 4).  One module per pruner holds its
 scoring function; thresholding is shared (:mod:`sigprop.prune.threshold`).
@@ -48,6 +48,8 @@ random and magnitude are elementwise and exact either way.
 
 Nothing here changes ``params`` or ``buffers``; BatchNorm statistics updated by
 a training-mode scoring pass are discarded.
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What is pruned, and the masked forward / loss every data-dependent scorer shares.
 
-Paper: ``../shared/seeds/003_a9a46893b1f1fd6f.txt`` (Hayou, Ton, Doucet, Teh,
-"Robust Pruning at Initialization"), Sec. 2.1 Eq. (4): a pruned net computes
+Paper: 003 (Hayou et al. 2021, arXiv:2002.08797, "Robust Pruning at Initialization"),
+Sec. 2.1 Eq. (4): a pruned net computes
 ``y^l = F_l(delta^l o W^l, y^{l-1}) + B^l`` -- the mask ``delta`` multiplies the
 *weights* ``W^l`` of every layer; biases ``B^l`` are never pruned.
 
@@ -38,6 +38,8 @@ Since shapes alone cannot always tell (a readout weight with one output is also
 ``tests/test_pruners.py`` checks this rule against the plain ``nn.Module``
 versions of the families (``sigprop.nets.reference``): the flags are exactly the
 ``nn.Conv2d`` / ``nn.Linear`` weights, as in the authors' code.
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Data independent ("zero-shot"): the mask keeps the weights with
 ``|W^l_i| >= t_s``, ``t_s`` the ``k_s``-th order statistic of all ``|W|``
 (003 App. E; thresholding in :mod:`sigprop.prune.threshold`).
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

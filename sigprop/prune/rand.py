@@ -6,6 +6,8 @@ model's own key, so a model's mask depends on its key only, never on its shard
 would not be shard-independent).  Parameter ``i`` of the model uses counters
 ``(i << 40) + j`` (``j`` its row-major position); two 32-bit words per weight
 give a uniform number on a 2^-53 grid, so ties have probability ~n^2 2^-54.
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

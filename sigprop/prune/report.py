@@ -1,4 +1,7 @@
-"""Per-model, per-layer mask statistics (the "percentage of weights kept" of 003 Fig. 2 / Fig. 4)."""
+"""Per-model, per-layer mask statistics (the "percentage of weights kept" of 003 Fig. 2 / Fig. 4).
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
+"""
 
 from __future__ import annotations
 

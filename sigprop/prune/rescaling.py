@@ -12,6 +12,8 @@ Every prunable weight (:func:`sigprop.prune.common.prunable`) is rescaled, the
 readout included (Alg. 1 loops over all layers; the authors' ``scaled_init``
 rescales every ``nn.Linear`` / ``nn.Conv2d``).  ResNets are refused: Prop. 3
 says a pruned ResNet stays on the EOC and needs no rescaling.
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

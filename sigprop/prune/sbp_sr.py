@@ -14,6 +14,8 @@ while the rescaled weights it also computes are applied only when
 ``network == 'vgg'``.  So SBP-SR = SNIP
 scores (:mod:`sigprop.prune.snip`, same data and BatchNorm defaults) on a
 ``stable_`` family; a non-stable family is refused.
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ Defaults (authors' code ``sAviOr287/imagenet_ICLR``; 003 App. is silent):
   running statistics, which at initialization makes BN the identity up to
   ``1/sqrt(1 + eps)``: that is the BN-free VGG the authors score when
   ``--bn`` is not given).
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

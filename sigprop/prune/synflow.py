@@ -33,6 +33,8 @@ the 64x32 shortcut of the third stage had no weight left).
 Scores are computed in float64 (``dtype``): ``R`` is a product of per-layer
 absolute row sums (about ``sqrt(fan_in)`` each), which for a 15-block ResNet
 exceeds the float32 range.
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

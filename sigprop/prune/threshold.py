@@ -29,6 +29,8 @@ with ranks ``r`` from the order above, layer ``l`` is empty once the
 ``k_cr = min_l (max_{i in l} r_i + 1)`` and ``s_cr = k_cr / n``
 (:func:`critical_sparsity_from_scores`; ``compute_masks`` at ``s_cr`` removes
 exactly ``k_cr`` weights and empties that layer, one weight fewer does not).
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

@@ -5,5 +5,5 @@
 * :mod:`sigprop.theory.activations` -- numpy activation registry and the expectations
   E[phi^2], E[phi'^2], E[phi phi], E[phi' phi'] (closed forms where known).
 * :mod:`sigprop.theory.meanfield`   -- q/c maps, fixed points, chi_1, chi_2, depth
-  scales and the edge of chaos of ../shared/seeds/000_5d2937d81257f527.txt, Section 3.
+  scales and the edge of chaos of 000 (Huang et al. 2019, arXiv:1912.09132), Section 3.
 """

@@ -1,6 +1,6 @@
 """Activation registry (numpy) and the Gaussian expectations of the mean-field maps.
 
-Paper: ``../shared/seeds/000_5d2937d81257f527.txt`` (Huang et al., "Mean field theory
+Paper: 000 (Huang et al. 2019, arXiv:1912.09132, "Mean field theory
 for deep dropout networks"), Section 3.  With ``u ~ N(0, q)`` and
 ``(u1, u2)`` centred Gaussian with variances ``q1, q2`` and correlation ``c``
 (``u1 = sqrt(q1) z1``, ``u2 = sqrt(q2)(c z1 + sqrt(1-c^2) z2)``), the maps use
@@ -397,7 +397,7 @@ def _two_d(a, f, g, q1, q2, c, method, deg):
 
 
 def expect_phi2(name, q, *, closed_form: bool = True, method: str = "grid", deg=None):
-    """E[phi(u)^2], u ~ N(0, q): the integral of Eq. (2) of 000_5d2937d81257f527.txt.
+    """E[phi(u)^2], u ~ N(0, q): the integral of Eq. (2) of 000.
 
     Closed form when registered and ``closed_form`` is true, otherwise quadrature
     (``method='grid'``: the default rule, i.e. the breakpoint-aware Gauss--Legendre
@@ -413,7 +413,7 @@ def expect_phi2(name, q, *, closed_form: bool = True, method: str = "grid", deg=
 
 
 def expect_dphi2(name, q, *, closed_form: bool = True, method: str = "grid", deg=None):
-    """E[phi'(u)^2], u ~ N(0, q): the integral of Eq. (5) / Eq. (10) of 000_5d2937d81257f527.txt."""
+    """E[phi'(u)^2], u ~ N(0, q): the integral of Eq. (5) / Eq. (10) of 000."""
     a = get(name)
     q = np.asarray(q, dtype=float)
     if closed_form and a.dphi2 is not None:
@@ -422,7 +422,7 @@ def expect_dphi2(name, q, *, closed_form: bool = True, method: str = "grid", deg
 
 
 def expect_phiphi(name, q1, q2, c, *, closed_form: bool = True, method: str = "grid", deg=None):
-    """E[phi(u1) phi(u2)] with variances q1, q2 and correlation c (Eq. 3 of 000_5d2937d81257f527.txt).
+    """E[phi(u1) phi(u2)] with variances q1, q2 and correlation c (Eq. 3 of 000).
 
     Inputs broadcast; closed form for linear, relu, erf, quadrature otherwise.
     """
@@ -434,7 +434,7 @@ def expect_phiphi(name, q1, q2, c, *, closed_form: bool = True, method: str = "g
 
 
 def expect_dphidphi(name, q1, q2, c, *, closed_form: bool = True, method: str = "grid", deg=None):
-    """E[phi'(u1) phi'(u2)] (chi_2 of the text after Eq. 6 of 000_5d2937d81257f527.txt)."""
+    """E[phi'(u1) phi'(u2)] (chi_2 of the text after Eq. 6 of 000)."""
     a = get(name)
     q1, q2, c = (np.asarray(x, dtype=float) for x in (q1, q2, c))
     if closed_form and a.dphidphi is not None:

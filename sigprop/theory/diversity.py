@@ -1,7 +1,7 @@
 """Gradient diversity and its width/depth bounds.
 
-Paper: ``../shared/seeds/004_ff22a8b96b446280.txt`` (Chen, Wang, Zhao, Papailiopoulos,
-Koutris, "The Effect of Network Width on the Performance of Large-batch Training").
+Paper: 004, Chen, Wang, Zhao, Papailiopoulos, Koutris 2018, "The Effect of Network Width on
+the Performance of Large-batch Training", arXiv:1806.03791.
 
 * Def. 1: ``Delta_S(w) = sum_i ||grad f_i||^2 / ||sum_i grad f_i||^2``  -> :func:`diversity`
 * Sec. 3 (from Yin et al. 2018, Lemma 1): ``B_S(w) = n Delta_S(w)``      -> :func:`batch_size_bound`

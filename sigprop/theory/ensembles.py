@@ -1,6 +1,6 @@
 """Dropout ensemble averages: NWGM, its approximation of E, and exact linear-network moments.
 
-Paper: ``../shared/seeds/002_d308d0ca78c602f9.txt`` (Baldi & Sadowski, "The dropout
+Paper: 002 (Baldi & Sadowski 2014, doi:10.1016/j.artint.2014.02.004, "The dropout
 learning algorithm", 2014).  Notation: ``O = sigma(S)`` a logistic output, values
 ``O_i`` with probabilities ``P_i``; ``E = sum P_i O_i``, ``V = Var(O)``,
 ``G = prod O_i^P_i``, ``G' = prod (1 - O_i)^P_i``, ``NWGM = G / (G + G')``.
@@ -46,6 +46,8 @@ Findings on the paper (measured in ``tests/test_theory_ensembles.py``):
 * Eq. 199 prints ``G = E[1 - V/E^2 + R_3]``; the expansion gives
   ``1 - V/(2E^2)``, consistent with the ``E - V/(2E)`` of the same equation,
   which is what Eq. 202 (implemented here) uses.
+
+Papers cited by prefix: 002 = Baldi, Sadowski (2014), doi:10.1016/j.artint.2014.02.004.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Papers
 ------
 * Vanilla ReLU nets (He init): Hanin & Nica (ICLR 2020), cited as such in
-  ``../shared/seeds/001_79011e1e2f3df51c.txt`` Sec. 1-2 and Sec. 5:
+  001 (Littwin & Wolf 2020, arXiv:2001.10460) Sec. 1-2 and Sec. 5:
   ``E[K^2] / E[K]^2 ~ exp(5 beta)``, ``beta = sum_l 1/n_l`` (= depth/width at
   constant width), "~" meaning up to multiplicative constants
   (``shared/references/theory-code.md`` Sec. 4).
@@ -22,6 +22,8 @@ Ambiguity of 001: Cor. 1 prints ``alpha = a / L^m``; the introduction ("alpha ~
 1/L^{1/m}"), the text before Cor. 1 (exponent ``alpha^m L``) and Fig. 5
 (``m = 2, alpha = 0.3/sqrt(L)``) all mean ``alpha = a L^{-1/m}``, which is what
 :func:`resnet_alpha_cor1` returns.
+
+Papers cited by prefix: 001 = Littwin, Wolf (2020), arXiv:2001.10460.
 """
 
 from __future__ import annotations

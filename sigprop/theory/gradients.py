@@ -1,6 +1,6 @@
 """Gradient metrics of LINEAR dropout networks without gradient independence.
 
-Paper: ``../shared/seeds/000_5d2937d81257f527.txt`` (Huang et al., "Mean field theory
+Paper: 000 (Huang et al. 2019, arXiv:1912.09132, "Mean field theory
 for deep dropout networks"), Section 4.1, Eq. (12), its derivation in the
 Supplement (Eqs. S1-S13 for ``g_aa``, S14-S25 for ``g_ab``) and the conjectured
 chi_1 law Eq. (13).
@@ -55,6 +55,8 @@ sigma_w2 = 0.5, sigma_b2 = 0.1, 96 networks):
 
 All functions are vectorized: every argument may be a numpy array; arguments
 broadcast against each other.
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ Papers / references
 * Dropout (keep rate ``rho``): NT's ``Dropout(rate=rho)`` kernel, i.e. the
   same-input diagonal of Sigma and Theta is multiplied by ``1/rho`` and the
   cross-input entries are unchanged; this is Eqs. (2)-(3) of
-  ``../shared/seeds/000_5d2937d81257f527.txt`` (length map with ``1/rho``,
+  000 (Huang et al. 2019, arXiv:1912.09132) (length map with ``1/rho``,
   correlation map without).
-* ResNet and DenseNet NTKs: ``../shared/seeds/001_79011e1e2f3df51c.txt``
+* ResNet and DenseNet NTKs: 001 (Littwin & Wolf 2020, arXiv:2001.10460)
   (Littwin & Wolf, "Residual Tangent Kernels"), Thm. 1 (Eqs. 8, 11-18, 23-25,
   proof Eqs. 44-67) and Thm. 2 (Eqs. 19-22, 26-29, proof Eqs. 68-93).
 
@@ -57,6 +57,9 @@ Index conventions and typos of 001 (what is implemented, and why)
    ``H_L = sum_{l=1}^L 1/l`` (times ``sigma0``).  :func:`densenet_ntk_diagonal`
    returns Eq. (29) with ``form='paper'`` and ``H_L`` with ``form='recursion'``;
    the tests show simulations agree with ``H_L`` (gap ``L/(L+1)``).
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132; 001 = Littwin,
+Wolf (2020), arXiv:2001.10460.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Mean-field signal propagation in deep (dropout) fully connected networks.
 
-Paper: ``../shared/seeds/000_5d2937d81257f527.txt`` (Huang et al., "Mean field theory
+Paper: 000 (Huang et al. 2019, arXiv:1912.09132, "Mean field theory
 for deep dropout networks: digging up gradient backpropagation deeply"),
 Section 3, Eqs. (1)-(6) and (9)-(11); for keep rate ``rho = 1`` these reduce to
 Schoenholz et al. (2017), "Deep information propagation".
@@ -44,6 +44,8 @@ Notes on the definitions of the paper
   independence) growth of single-input gradients, Eq. (9)/(11).
 * ``xi1, xi2`` are ``1/|ln chi|`` (the paper's Eq. 6 form), i.e. positive on both
   sides of ``chi = 1`` and infinite exactly at ``chi = 1``.
+
+Papers cited by prefix: 000 = Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132.
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def _diag(act, q, which):
 
 
 def q_map(q, sigma_w2, sigma_b2, rho, act):
-    """Length map, Eq. (2) of 000_5d2937d81257f527.txt.
+    """Length map, Eq. (2) of 000.
 
     ``q' = sigma_w2 / rho * E[phi(sqrt(q) z)^2] + sigma_b2``.
     """
@@ -146,7 +148,7 @@ def _c_map_flat(c, q, sw, sb, rho, act):
 
 
 def c_map(c, q, sigma_w2, sigma_b2, rho, act):
-    """Correlation map, Eqs. (3)-(4) of 000_5d2937d81257f527.txt, for two inputs of length q.
+    """Correlation map, Eqs. (3)-(4) of 000, for two inputs of length q.
 
     ``q_ab' = sigma_w2 * E[phi(u1) phi(u2)] + sigma_b2`` with
     ``u1 = sqrt(q) z1, u2 = sqrt(q)(c z1 + sqrt(1-c^2) z2)`` (Eq. 3, no 1/rho since
@@ -209,7 +211,7 @@ def _q_star_flat(sw, sb, rho, act):
 
 
 def q_star(sigma_w2, sigma_b2, rho, act):
-    """Fixed point q* of the length map Eq. (2) of 000_5d2937d81257f527.txt.
+    """Fixed point q* of the length map Eq. (2) of 000.
 
     Solved as the root of ``q_map(q) - q`` by a bracketing method (robust at any
     slope of the map, unlike plain iteration), to ~1e-15 relative.  The bracket
@@ -277,15 +279,17 @@ def _c_star_flat(sw, sb, rho, q, act):
 
 
 def c_star(sigma_w2, sigma_b2, rho, act, q=None):
-    """Stable fixed point c* of the correlation map, Eqs. (3)-(4) of 000_5d2937d81257f527.txt.
+    """Stable fixed point c* of the correlation map, Eqs. (3)-(4) of 000.
 
     The fixed point reached from ``0 <= c0 < 1`` at the length fixed point
     ``q*`` (passed as ``q`` if already known).  ``rho = 1``: 1 in the ordered
     phase (slope of the c-map at 1, = chi_1, <= 1), the root < 1 in the chaotic
     phase; ``rho < 1``: always < 1.  Found by a bracketing root finder on a
     function with a single sign change in [0, 1] (see code comments), so it is
-    accurate to ~1e-15 in c (plus the quadrature error of the map) also at and
-    near criticality, where iterating the map would converge arbitrarily slowly.
+    accurate to ~1e-15 in c (plus the quadrature error of the map) away from
+    criticality and to ~1e-7 within ~1e-8 of it in chi_1 (a near-double root;
+    measured: 1 - c* = 5e-8 where the linear law gives 1.3e-9), where iterating
+    the map would converge arbitrarily slowly.
     For odd phi and ``sigma_b2 = 0`` the map is odd and ``-c*`` is reached from
     ``c0 < 0``.  Where q* diverges (relu for ``sigma_w2 > 2 rho``, linear for
     ``sigma_w2 > rho``) the c-map is evaluated in its scale-free limit; at
@@ -306,7 +310,7 @@ def c_star(sigma_w2, sigma_b2, rho, act, q=None):
 
 
 def chi1(sigma_w2, sigma_b2, rho, act, q=None):
-    """chi_1 = sigma_w2 / rho * E[phi'(sqrt(q*) z)^2], Eq. (10) of 000_5d2937d81257f527.txt.
+    """chi_1 = sigma_w2 / rho * E[phi'(sqrt(q*) z)^2], Eq. (10) of 000.
 
     Eq. (5) at rho = 1.  The per-layer growth of ``||J v||^2`` for the layer
     Jacobian with the dropout mask held fixed (``E[p/rho^2] = 1/rho``), and of
@@ -320,7 +324,7 @@ def chi1(sigma_w2, sigma_b2, rho, act, q=None):
 
 
 def chi2(sigma_w2, sigma_b2, rho, act, q=None, c=None):
-    """chi_2 = sigma_w2 * E[phi'(u1*) phi'(u2*)] at (q*, c*); text after Eq. (6) of 000_5d2937d81257f527.txt.
+    """chi_2 = sigma_w2 * E[phi'(u1*) phi'(u2*)] at (q*, c*); text after Eq. (6) of 000.
 
     The slope of the c-map at c* (so ``|c^l - c*| ~ chi_2^l``, Eq. 6) and the
     backward factor of ``q~_ab`` in Eq. (9).  Where ``c* = 1`` (rho = 1, ordered)
@@ -348,17 +352,17 @@ def _xi(chi):
 
 
 def xi1(sigma_w2, sigma_b2, rho, act, q=None):
-    """xi_1 = 1 / |ln chi_1|, Eq. (11) of 000_5d2937d81257f527.txt (inf at chi_1 = 1)."""
+    """xi_1 = 1 / |ln chi_1|, Eq. (11) of 000 (inf at chi_1 = 1)."""
     return _xi(chi1(sigma_w2, sigma_b2, rho, act, q=q))
 
 
 def xi2(sigma_w2, sigma_b2, rho, act, q=None, c=None):
-    """xi_2 = 1 / |ln chi_2|, Eq. (6) and Eq. (11) of 000_5d2937d81257f527.txt."""
+    """xi_2 = 1 / |ln chi_2|, Eq. (6) and Eq. (11) of 000."""
     return _xi(chi2(sigma_w2, sigma_b2, rho, act, q=q, c=c))
 
 
 def fixed_point_summary(sigma_w2, sigma_b2, rho, act):
-    """All fixed-point quantities of Section 3 of 000_5d2937d81257f527.txt at once.
+    """All fixed-point quantities of Section 3 of 000 at once.
 
     Returns a dict of arrays of the broadcast shape: ``q_star`` (Eq. 2),
     ``c_star`` (Eqs. 3-4), ``chi1`` (Eq. 10), ``chi2`` (after Eq. 6), ``xi1``,
@@ -385,7 +389,7 @@ def fixed_point_summary(sigma_w2, sigma_b2, rho, act):
 
 
 def trajectory(q0, c0, depth, sigma_w2, sigma_b2, rho, act):
-    """Per-layer iterates of Eqs. (2)-(4) of 000_5d2937d81257f527.txt from layer-0 pre-activations.
+    """Per-layer iterates of Eqs. (2)-(4) of 000 from layer-0 pre-activations.
 
     ``q0`` is the length and ``c0`` the correlation of the layer-0
     pre-activations of a pair of inputs of equal length.  Returns ``(q, c)``,
@@ -409,7 +413,7 @@ def trajectory(q0, c0, depth, sigma_w2, sigma_b2, rho, act):
 
 
 def edge_of_chaos_sigma_w2(sigma_b2, rho, act):
-    """sigma_w2 at which chi_1 (Eq. 10 of 000_5d2937d81257f527.txt) equals 1.
+    """sigma_w2 at which chi_1 (Eq. 10 of 000) equals 1.
 
     For relu it is ``2 rho`` (closed form), for linear ``rho``; see
     :func:`sigma_w2_for_chi1`.
@@ -418,7 +422,7 @@ def edge_of_chaos_sigma_w2(sigma_b2, rho, act):
 
 
 def sigma_w2_for_chi1(target, sigma_b2, rho, act):
-    """Smallest sigma_w2 at which chi_1 (Eq. 10 of 000_5d2937d81257f527.txt) equals ``target``.
+    """Smallest sigma_w2 at which chi_1 (Eq. 10 of 000) equals ``target``.
 
     Root in ``sigma_w2`` of ``chi1(sigma_w2) - target`` with ``q*`` re-solved at
     each trial ``sigma_w2``.  Bracketed: at ``sigma_w2 = target rho / sup phi'^2``

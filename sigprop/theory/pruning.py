@@ -1,7 +1,7 @@
 """Pruning at initialization: critical sparsity, rescaling trick, Stable ResNet.
 
-Paper: ``../shared/seeds/003_a9a46893b1f1fd6f.txt`` (Hayou, Ton, Doucet, Teh,
-"Robust Pruning at Initialization").  Notation of its Section 2.1: ``L`` layers
+Paper: 003 (Hayou et al. 2021, arXiv:2002.08797, "Robust Pruning at Initialization").
+Notation of its Section 2.1: ``L`` layers
 of width ``N``, ``W^l ~ N(0, sigma_w2 / v_l)``, ``v_l = alpha_l N``,
 ``M_l = zeta_l N^2`` weights in layer ``l``; a global threshold keeps the top
 ``(1 - s) sum_l M_l`` scores; the critical sparsity ``s_cr`` is the smallest
@@ -40,6 +40,8 @@ Ambiguities of the paper and the choices made here (see the docstrings):
 3. Prop. 4 compares ``max|X_i|`` with ``gamma |Z|^(k)`` although the weight
    standard deviations differ by ``sqrt(alpha_l0/alpha_l) = sqrt(gamma)``;
    ``quantile_factor='gamma'`` (default, literal) or ``'sqrt_gamma'``.
+
+Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
 
 from __future__ import annotations

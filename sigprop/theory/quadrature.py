@@ -1,6 +1,6 @@
 """Gaussian expectations for the mean-field maps, vectorized with numpy.
 
-Paper: ``../shared/seeds/000_5d2937d81257f527.txt`` (Huang et al., "Mean field theory
+Paper: 000 (Huang et al. 2019, arXiv:1912.09132, "Mean field theory
 for deep dropout networks"), Section 3.  Every mean-field quantity there is a
 Gaussian integral of one of two shapes:
 
@@ -174,7 +174,7 @@ def gauss_hermite_1d(f, q, deg: int = GH_DEG_1D) -> np.ndarray:
     """E_{z ~ N(0,1)}[f(sqrt(q) z)] by ``deg``-point Gauss--Hermite.
 
     The Gaussian integral ``int Dz f(sqrt(q) z)`` of Eq. (2) / Eq. (10) of
-    ``000_5d2937d81257f527.txt``.  ``q`` is any array (broadcast elementwise);
+    ``000``.  ``q`` is any array (broadcast elementwise);
     ``f`` must be a vectorized numpy callable.  See the module docstring for
     the accuracy of the default degree.
     """
@@ -195,7 +195,7 @@ def gauss_hermite_2d(f, g, q1, q2, c, deg: int = GH_DEG_2D) -> np.ndarray:
 
     ``u1 = sqrt(q1) z1`` and ``u2 = sqrt(q2) (c z1 + sqrt(1 - c^2) z2)`` with
     independent standard normal ``z1, z2``: the double integral of Eq. (3) of
-    ``000_5d2937d81257f527.txt`` (and of chi_2 after Eq. (6)).  ``q1, q2, c``
+    ``000`` (and of chi_2 after Eq. (6)).  ``q1, q2, c``
     broadcast together; ``c`` is clipped to [-1, 1].
     """
     q1, q2, c = np.broadcast_arrays(_as_float(q1), _as_float(q2), _as_float(c))
@@ -264,7 +264,7 @@ def gauss_expect_1d(f, q, h=None, scale: float = 1.0, max_half_nodes=None) -> np
     """E_{z ~ N(0,1)}[f(sqrt(q) z)] by the adaptive Gaussian trapezoid rule.
 
     Same integral as :func:`gauss_hermite_1d` (``int Dz f(sqrt(q) z)``, Eqs. 2, 5,
-    10 of ``000_5d2937d81257f527.txt``) but accurate to ~1e-9 relative for tanh /
+    10 of ``000``) but accurate to ~1e-9 relative for tanh /
     erf up to q ~ 100 (module docstring).  ``h``: optional fixed spacing
     overriding the per-element choice (used by the convergence tests);
     ``scale``, ``max_half_nodes``: see :func:`_level` (the same values must be
@@ -295,7 +295,7 @@ def gauss_expect_2d(f, g, q1, q2, c, h=None, scale: float = 1.0,
 
     Adaptive tensor-product Gaussian trapezoid rule (module docstring), spacing
     chosen from ``max(q1, q2)``; the double integral of Eq. (3) and of chi_2 (text
-    after Eq. 6) of ``000_5d2937d81257f527.txt``.  Inputs broadcast; ``c`` is
+    after Eq. 6) of ``000``.  Inputs broadcast; ``c`` is
     clipped to [-1, 1].  At ``c = 1, q1 = q2`` it equals :func:`gauss_expect_1d`
     of ``f * g`` to rounding.
     """
@@ -446,7 +446,7 @@ def breakpoint_expect_1d(f, q, breaks=(), width=None, n: int = BP_NODES) -> np.n
     Gauss--Legendre nodes, so convergence is exponential on every smooth piece
     (measured: relu / hard_tanh / elu against their closed forms < 1e-13 for
     q in [0.01, 100], see ``tests/test_theory_quadrature.py``).  The integral
-    of Eq. (2) / Eq. (10) of ``000_5d2937d81257f527.txt``; ``q`` broadcasts
+    of Eq. (2) / Eq. (10) of ``000``; ``q`` broadcasts
     elementwise.  With ``breaks=()`` it is a plain composite rule.
     """
     q = _as_float(q)
@@ -469,7 +469,7 @@ def breakpoint_expect_2d(f, g, q1, q2, c, breaks_f=(), breaks_g=(), width_f=None
 
     ``u1 = sqrt(q1) z1``, ``u2 = sqrt(q2)(c z1 + s z2)``, ``s = sqrt(1 - c^2)``:
     the double integral of Eq. (3) and of chi_2 (text after Eq. 6) of
-    ``000_5d2937d81257f527.txt``.  Iterated composite Gauss--Legendre
+    ``000``.  Iterated composite Gauss--Legendre
     (``n`` nodes per piece, ``breaks``/``width`` as in
     :func:`breakpoint_expect_1d`):
 

@@ -21,7 +21,7 @@ from typing import Literal
 from ...contract import Figure, StudySpec
 from ...params import param
 
-SOURCE = "000 Sec. 3.1, Eqs. 2-4, Fig. 1"
+SOURCE = "000 §3.1, Eqs. 2-4, Fig. 1"
 
 
 @dataclass(frozen=True)

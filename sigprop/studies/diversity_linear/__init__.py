@@ -1,0 +1,135 @@
+"""Gradient diversity and large-batch training of deep linear nets: Chen, Wang, Zhao,
+Papailiopoulos & Koutris 2018, "The Effect of Network Width on the Performance of Large-batch
+Training", arXiv:1806.03791, Fig. 2, Figs. 3(a)/4(a), Thms. 3 and 6.
+
+Every run is one linear fully connected net (fc family, activation ``linear``, ``depth``
+hidden layers of ``width`` units, one output, **no biases**: 004's nets are products of
+matrices, Sec. 3) trained by mini-batch SGD on the embedded ``synthetic_regression`` data
+set (N(0, 1) inputs labelled by a deep linear N(0, 1) teacher, 004 Sec. 5 / Table 1) with
+the square loss, in float64.  The measure job of a shard trains its runs itself
+(:func:`~sigprop.studies.diversity_linear.measure.train_group`), following 004 Sec. 5:
+
+* learning rate: every candidate of ``measure.lrs`` is trained for ``measure.lr_epochs``
+  (2) epochs from the run's initial weights; the one with the lowest training loss is kept;
+* that model trains on until its training loss (mean squared error over the training set,
+  evaluated after every epoch) reaches ``target_loss`` (1e-12, Table 1) or the epoch budget
+  ``steps`` runs out; ``epochs_to_target`` is the first epoch at whose end the loss is at
+  the target (NaN if never);
+* gradient diversity Delta_S (004 Def. 1) of the whole training set is measured at
+  initialization and every ``eval_every`` epochs while the loss is above the target
+  ("every ten epochs ... and compute the average", Sec. 5), with the per-example gradient
+  norms of :mod:`sigprop.measure.per_example` (no per-example gradients materialized).
+
+Minibatches: a fresh permutation per epoch from the run's key (:func:`sigprop.nets.rng.permutations`),
+batches of ``batch_size`` (the last one smaller when ``batch_size`` does not divide n); the loss
+of a step is the batch mean of the squared error.  Runs of one shard with equal batch size are
+trained as one stacked model (runs x candidate learning rates).
+
+Theory check at initialization (004 Thms. 3, 6; Appendix C): Thm. 6 assumes a student with
+N(0, 1) weights, a teacher of the same widths with N(0, 1) weights and N(0, I) inputs.  Each run
+also draws ``measure.init_draws`` such (student, teacher, data) triples of its net's widths and
+of the training set's size n and dimension d (counter-based streams keyed by the run id), and
+records ``sum_i ||grad f_i||^2`` and ``||sum_i grad f_i||^2`` of each; the ratio of their means
+times n estimates the E-ratio ``rho`` of Thm. 3 / Eq. 4.1, compared with Thm. 6 (exact) and the
+Thm. 3 lower bound (:mod:`sigprop.theory.diversity`).
+
+Run fields: ``steps`` is the epoch budget, ``eval_every`` the diversity period in epochs,
+``target_loss`` the loss target, ``batch_size`` the SGD batch; ``lr`` is unused (the candidates
+are ``measure.lrs``).  Rows (``step`` = epoch): ``train_loss`` and ``diversity`` of the
+kept model; ``epochs_to_target``, ``lr``, ``diverged``; ``lr_candidate`` / ``lr_loss`` (``probe`` =
+candidate); ``init_num`` / ``init_den`` (``probe`` = draw); ``n_train``, ``d_in``, ``seconds``.
+
+Modules: ``measure`` (the training protocol and the Thm. 6 draws), ``theory`` (Thm. 6 / Thm. 3
+tables), ``analysis`` (per-run, per-batch and per-net tables, the batch threshold),
+``figures``, ``claims``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...contract import Figure, StudySpec
+from ...params import param
+
+SOURCE = "004 Sec. 5, Fig. 2, Figs. 3(a)/4(a); Sec. 4, Thm. 3; App. C, Thm. 6"
+
+# 2^-8 .. 1: the quick scale's grid
+QUICK_LRS = (0.00390625, 0.0078125, 0.015625, 0.03125, 0.0625, 0.125, 0.25, 0.5, 1.0)
+
+
+@dataclass(frozen=True)
+class Measure:
+    lrs: tuple[float, ...] = param(QUICK_LRS, gt=0, min_len=1,
+                                   doc="candidate learning rates (step on the batch-mean squared "
+                                       "error)")
+    lr_epochs: int = param(2, ge=1, doc="004 Sec. 5: the candidate with the lowest training loss "
+                                        "after this many epochs is kept")
+    n_train: int | None = param(None, ge=1, doc="first n examples of the data set (default: all)")
+    init_draws: int = param(16, ge=1, doc="Thm. 6 draws (student, teacher, data) per run")
+    divergence_loss: float = param(1.0e6, gt=0, doc="a model whose training loss exceeds this is "
+                                                    "diverged (frozen)")
+
+
+@dataclass(frozen=True)
+class Theory:
+    d_in: int = param(32, ge=1, doc="input dimension of the data set (checked against the data)")
+    width_max: int = param(128, ge=2, doc="Thm. 6 / Thm. 3 tabulated for equal hidden widths "
+                                          "2..width_max ...")
+    depth_max: int = param(4, ge=1, doc="... and 1..depth_max hidden layers")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    flat_factor: float = param(1.5, ge=1, doc="flat up to B*: epochs <= max(flat_factor e_min, "
+                                              "e_min + 1) from the smallest batch")
+    growth_factor: float = param(2.0, ge=1, doc="grows beyond: epochs at the largest batch >= "
+                                                "growth_factor e_min (or never reached)")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    fig2_epochs: float = param(14.0, gt=0, doc="Fig. 2(b): largest batch converging within this "
+                                               "many epochs")
+    threshold: Threshold = param(Threshold, doc="batch threshold B* (Sec. 5 finding 1), on "
+                                                "median epochs per batch")
+
+
+@dataclass(frozen=True)
+class Claims:
+    tau_min: float = param(0.6, gt=0, le=1, doc="'rises with' / 'falls with': Kendall tau-b >= "
+                                                "tau_min (<= -tau_min), mean over the groups")
+    z_max: float = param(3.0, gt=0, doc="Thm. 3/6 comparisons at initialization within z_max SE")
+    within_fraction: float = param(0.9, gt=0, le=1, doc="Thm. 6 holds / a threshold exists for "
+                                                        "at least this fraction of the nets")
+
+
+SPEC = StudySpec(
+    task="measure",
+    source=SOURCE,
+    figures={
+        "diversity_linear": Figure("fig2", (
+            "004 Fig. 2 on the synthetic regression set with linear FC nets (no biases, square loss, "
+            "SGD with the paper's learning-rate protocol). (a) At initialization in 004's setting "
+            "(N(0,1) student, N(0,1) teacher of the same widths, N(0,I) inputs, n and d of the "
+            "training set): n times the ratio of the mean sum_i ||grad f_i||^2 to the mean "
+            "||sum_i grad f_i||^2 over draws (points, ±1 SE) against width, one colour per depth "
+            "(hidden layers); solid: the exact E-ratio of Thm. 6 at this n, dashed: the lower bound "
+            "of Thm. 3 (Eq. 4.1, n -> infinity). (b) Gradient diversity Delta_S (Def. 1) of the "
+            "trained nets on the training set, averaged over the measurements every few epochs "
+            "during training (at initialization and while the loss is above the target) and over "
+            "runs (±1 SE over runs); dotted: the same nets at initialization. (c) Largest batch size whose median run reaches training loss "
+            "1e-12 within the epoch budget of Fig. 2(b) (the text gives 14 epochs), against width; "
+            "(d) the same against the diversity of (b) (Fig. 2(c)). Crosses in (c) and points "
+            "at the bottom edge of (d) (half the smallest batch): no batch size converged within the "
+            "budget; in (c) the depths are offset vertically "
+            "by a few percent so that equal values stay visible.")),
+        "diversity_epochs": Figure("epochs_figure", (
+            "004 Figs. 3(a)/4(a) analogue on the synthetic regression set: epochs for linear FC nets "
+            "to reach training loss 1e-12 against batch size, median over seeds (error bars: "
+            "min-max), one panel per depth, one line per width (learning rate tuned per net and "
+            "batch size by the lowest training loss after 2 epochs). Open markers at the top: the "
+            "epoch budget ran out before the target. Right: log10 of the median epochs as a "
+            "heatmap over nets and batch sizes (Fig. 4(a)); hatched cells never converged.")),
+    },
+    measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
+)

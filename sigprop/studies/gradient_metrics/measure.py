@@ -1,0 +1,13 @@
+"""The measurement: per-layer gradient metrics (Huang et al. 2019, arXiv:1912.09132, Eq. 8)
+of a shard's random dropout networks at their mean-field fixed point."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
+            masks_path=None) -> pd.DataFrame:
+    """Rows ``metric ∈ {g_aa, g_ab, g_ab_abs (g~_ab), g_ab_signed}`` per run and layer ``1..L``."""
+    from ...measure.gradients import metric_rows  # torch: imported only in the job
+    return metric_rows(shard, params, device)

@@ -1,0 +1,78 @@
+"""The measurement: Jacobian norm moments of each model at one fixed input (Littwin & Wolf 2020,
+arXiv:2001.10460, Figs. 4-5), or, beyond the paper, the change of its empirical NTK during a
+short SGD run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ... import tables
+
+
+def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
+            masks_path=None) -> pd.DataFrame:
+    """Runs with ``steps == 1`` (Figs. 4-5): at initialization, rows per run ``f``,
+    ``jac_sq_total`` (layer 0), ``jac_sq`` (layer k, probe h: matrix W^{k,h}; h = 0 outside the
+    ResNet) and, for the ResNet, ``f_reduced`` (layer k).  Runs with ``steps > 1`` (kernel
+    regime, beyond the paper): :func:`measure_kernel`."""
+    if shard.runs[0].steps > 1:
+        return measure_kernel(shard, params, p, device)
+    from ...measure.jacobians import jacobian_moments  # torch: imported only in the job
+    runs = shard.runs
+    arch = runs[0].arch
+    chunk = int(p.measure.chunk)
+    r = jacobian_moments(arch, runs, params, chunk=chunk)
+    m = len(runs)
+    frames = [pd.DataFrame({"model": np.arange(m), "layer": 0, "probe": 0, "metric": k,
+                            "value": r[key]})
+              for k, key in (("f", "f"), ("jac_sq_total", "jac_sq_total"))]
+    nj = r["jac_sq"].shape[1]
+    frames.append(pd.DataFrame({"model": np.repeat(np.arange(m), nj),
+                                "layer": np.tile(r["layer"], m), "probe": np.tile(r["sub"], m),
+                                "metric": "jac_sq", "value": r["jac_sq"].ravel()}))
+    if "f_reduced" in r:
+        L = r["f_reduced"].shape[1]
+        frames.append(pd.DataFrame({"model": np.repeat(np.arange(m), L),
+                                    "layer": np.tile(np.arange(1, L + 1), m), "probe": 0,
+                                    "metric": "f_reduced", "value": r["f_reduced"].ravel()}))
+    long = pd.concat(frames, ignore_index=True)
+    return tables.run_rows(shard, long, device, order=("layer", "probe"))
+
+
+def load_dataset(name: str):
+    """The workflow's prepared data set, rebuilt in a temporary folder (embedded sets only:
+    the generators are deterministic, so this is the same array the init stage read)."""
+    import tempfile
+    from pathlib import Path
+
+    from ...data.prepare import load, prepare
+    with tempfile.TemporaryDirectory() as tmp:
+        return load(prepare(name, Path(tmp) / f"{name}.npz"))
+
+
+def measure_kernel(shard, params, p, device: str = "cpu") -> pd.DataFrame:
+    """Beyond 001: relative change of the empirical NTK on ``measure.kernel_probes`` test inputs
+    over ``steps`` SGD steps (batch ``batch_size``, normalized step ``lr``) on the run's data set
+    (:func:`sigprop.measure.jacobians.train_kernel_change`).  Rows per run (layer 0, probe 0):
+    ``ntk_rel_change``, ``ntk_diag_0``, ``lr``, ``loss_init``, ``loss_final``, ``diverged``."""
+    import torch
+
+    from ...measure.jacobians import train_kernel_change
+    runs = shard.runs
+    r0 = runs[0]
+    ds = load_dataset(r0.dataset)
+    dev = params[0].device
+    dtype = params[0].dtype
+    xtr = torch.as_tensor(ds.x_train, device=dev).reshape(len(ds.x_train), -1).to(dtype)
+    ytr = torch.as_tensor(ds.y_train, device=dev)
+    n_probes = int(p.measure.kernel_probes)
+    xpr = torch.as_tensor(ds.x_test[:n_probes], device=dev).reshape(n_probes, -1).to(dtype)
+    eta = torch.tensor([r.lr for r in runs], dtype=torch.float64, device=dev)
+    if len({r.batch_size for r in runs}) > 1:
+        raise ValueError("kernel regime: a shard's runs must share their batch size")
+    res = train_kernel_change(r0.arch, runs, params, xtr, ytr, xpr, r0.steps, r0.batch_size, eta)
+    m = len(runs)
+    long = pd.concat([pd.DataFrame({"model": np.arange(m), "layer": 0, "probe": 0, "metric": k,
+                                    "value": v}) for k, v in res.items()], ignore_index=True)
+    return tables.run_rows(shard, long, device, order=("layer", "probe"))

@@ -1,0 +1,77 @@
+"""Trainability of pruned FFNNs at EOC, EOC + rescaling and ordered-phase init: Hayou, Ton,
+Doucet & Teh 2021, "Robust Pruning at Initialization", arXiv:2002.08797, Sec. 4.1, Figs. 3, 5.
+
+FFNNs pruned at initialization by sensitivity-based pruning (SNIP score ``|W dL/dW|``,
+Sec. 2.2) to sparsity ``s`` and trained; test accuracy over depth ``L`` x ``s`` for three
+initializations: on the edge of chaos (``chi = 1``), on the EOC with the rescaling trick
+(Prop. 1, Eq. 7, Alg. 1; variance-preserving form, see :mod:`sigprop.theory.pruning`), and in
+the ordered phase (``chi < 1``).  Fig. 3 is tanh, Fig. 5 (App. H) ELU; ReLU is added here.
+Runs are pruned and trained by the workflow's prune and train stages; the scheme of a run is
+read from its fields: ``prune_rescale`` (EOC + rescaling) or the phase of its
+``(sigma_w2, sigma_b2)`` (``chi_1`` of :mod:`sigprop.theory.meanfield`).
+
+Claims (thresholds in the study config, ``analysis`` and ``claims``):
+(1) ordered-phase init is untrainable in the paper's region "s > 40% and L > 60"
+    (Sec. 4.1), tested on the config's ``analysis.ordered_region`` (set per scale; quick
+    scale: a scaled region of its small grid);
+(2) rescaling enlarges the trainable region: more trainable (s, L) cells with
+    EOC + rescaling than with EOC alone (Sec. 4.1, Prop. 1);
+(3) EOC init has at least as many trainable cells as ordered-phase init (Sec. 4.1,
+    Thm. 1: "For an EOC initialization, the set (s, L) ... becomes larger").
+
+Modules: ``theory`` (chi_1 and q* per setting), ``analysis`` (final accuracy per run, init
+scheme, cells), ``figures``, ``claims``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...contract import Figure, StudySpec
+from ...params import param
+
+SOURCE = "003 Sec. 4.1, Figs. 3, 5"
+
+
+@dataclass(frozen=True)
+class Region:
+    """003 Sec. 4.1: "untrainable when s > 40% and L > 60", i.e. s >= 0.5, L >= 80 on the
+    paper's grid."""
+
+    min_sparsity: float = param(0.5, ge=0, le=1, doc="the region: cells with sparsity >= this "
+                                                     "...")
+    min_depth: int = param(80, ge=1, doc="... and depth >= this")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    metric: str = param("test_acc", doc="the run-table metric whose final value is a cell's "
+                                        "accuracy")
+    trainable_acc: float = param(0.5, ge=0, le=1, doc="a cell is trainable when its mean final "
+                                                      "accuracy >= this ('x' below it in the figure)")
+    ordered_region: Region = param(Region, doc="where the claims expect ordered-phase init to "
+                                               "be untrainable (set per scale; the figure's "
+                                               "dashed box); default: the paper's grid")
+
+
+@dataclass(frozen=True)
+class Claims:
+    untrainable_acc: float = param(0.2, ge=0, le=1, doc="a cell is untrainable when its mean "
+                                                        "final accuracy <= this")
+    untrainable_fraction: float = param(1.0, ge=0, le=1, doc="fraction of the ordered region's "
+                                                             "cells that must be untrainable")
+
+
+SPEC = StudySpec(
+    task="train",
+    source=SOURCE,
+    figures={"pruning_eoc_accuracy": Figure("accuracy_grid", (
+        "Final test accuracy of FFNNs pruned at initialization by SNIP (003 Sec. 2.2) over depth L "
+        "(rows of each panel) and sparsity s (columns), mean over seeds, for EOC init + rescaling "
+        "(003 Prop. 1 / Alg. 1, variance-preserving), EOC init and ordered-phase init (columns of "
+        "panels), one row of panels per activation (003 Fig. 3: tanh; Fig. 5: ELU; ReLU added). "
+        "Cells are marked 'x' when below the study's trainability threshold; the dashed box is the "
+        "region where the claims expect ordered-phase init to be untrainable. A run whose loss "
+        "diverged (NaN) counts as accuracy 0."))},
+    analysis=Analysis, claims=Claims,
+)

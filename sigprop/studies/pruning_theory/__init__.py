@@ -1,0 +1,105 @@
+"""Layer collapse of pruning at initialization: Hayou, Ton, Doucet & Teh 2021, "Robust Pruning
+at Initialization", arXiv:2002.08797, Sec. 2.2 (Fig. 1, Thm. 1) and App. E (Prop. 4, Table 7).
+
+A measurement at initialization, no training: FFNNs of depth ``L`` and width ``N`` are scored
+by their run's pruner on a class-balanced batch (as the prune stage does,
+:func:`sigprop.prune.stage.shard_masks`), and per model the job records
+
+* ``kept_fraction_neuron`` (keys ``layer``, 1-based, and ``probe`` = the 1-based neuron index,
+  since ``probe`` and ``layer`` are the run table's row keys): the fraction of a
+  neuron's incoming weights kept at the run's ``sparsity`` (003 Fig. 1: SBP,
+  L = N = 100, s = 70%, EOC vs chaotic phase);
+* ``s_cr``, ``s_cr_layer``: the exact critical sparsity of the run's one-shot
+  pruner (smallest sparsity at which a layer is fully pruned, definition above
+  Thm. 1), from :func:`sigprop.prune.critical_sparsity_from_scores`, and the
+  (0-based, among prunable layers) layer that empties first;
+* ``s_cr_gamma`` (key ``probe`` = gamma; magnitude runs only): ``s_cr`` of
+  magnitude pruning when prunable layer ``gamma_layer`` has its weight standard
+  deviation divided by ``sqrt(gamma)``, i.e. ``alpha_l0 = gamma`` and every other
+  hidden layer ``alpha = 1`` (003 App. E, Table 7: ``alpha_1 = gamma``; here the
+  N x N hidden layer ``gamma_layer`` plays ``l0`` because the data's input
+  dimension is not N).  Magnitude ranks are invariant to a common scale, so this
+  is exactly magnitude pruning of that network; ``s_cr_gamma_layer`` is the layer
+  that empties first (Prop. 4 assumes it is ``l0``).
+
+Theory: ``chi_1`` (003's ``chi = f'(1)``), Thm. 1's bound with the natural log
+(the theorem) and with log10 (the 27% quoted after it), Prop. 4's bound as printed
+(``gamma Q_x``) and with ``sqrt(gamma)`` (:mod:`sigprop.theory.pruning`).
+
+Claims: (1) Fig. 1: at the EOC no layer is fully pruned at s = 70%; (2) in the
+chaotic phase some layer is; (3) Thm. 1: mean empirical s_cr <= the bound in the
+ordered phase where the bound is below 1; (4) s_cr decreases as chi moves away
+from 1 and is largest on the EOC; (5) the paper's example (kappa = 0.2: 22%
+measured); (6) Table 7: Prop. 4's bound (printed and sqrt(gamma) forms) against
+the empirical s_cr, and the Table's printed empirical values.
+
+Modules: ``measure`` (kept fractions and critical sparsities of a shard), ``theory``
+(chi_1, kappa, Thm. 1 and Prop. 4 bounds), ``analysis`` (per-run and per-setting summaries),
+``figures``, ``claims``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...contract import Figure, StudySpec
+from ...params import param
+
+SOURCE_FIG1 = "003 Sec. 2.2, Fig. 1"
+SOURCE_THM1 = "003 Thm. 1, Sec. 2.2 (text after it)"
+SOURCE_TAB7 = "003 App. E, Prop. 4, Table 7"
+TABLE7 = {"gamma": [2.0, 5.0, 10.0], "bound": [5.77, 0.81, 0.72], "empirical": [1.0, 0.79, 0.69]}
+
+
+@dataclass(frozen=True)
+class Measure:
+    gammas: tuple[float, ...] = param(tuple(TABLE7["gamma"]), gt=0, doc="Table 7's gammas: "
+                                      "alpha_l0 of the magnitude runs' s_cr_gamma")
+    gamma_layer: int = param(1, ge=0, doc="prunable layer l0 (0-based) whose std is divided by "
+                                          "sqrt(gamma)")
+
+
+@dataclass(frozen=True)
+class Theory:
+    depth: int = param(100, ge=1, doc="L of Thm. 1 / Prop. 4 (the runs' depth)")
+    width: int = param(100, ge=1, doc="N of Thm. 1 / Prop. 4 (the runs' width)")
+    eoc_tolerance: float = param(1e-6, ge=0, doc="no Thm. 1 bound where |chi_1 - 1| <= this")
+    gammas: tuple[float, ...] = param(tuple(TABLE7["gamma"]), gt=0,
+                                      doc="gammas of Prop. 4's bound")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    eoc_tolerance: float = param(1e-3, ge=0, doc="|chi_1 - 1| <= this: EOC")
+    fig1_sparsity: float = param(0.7, ge=0, lt=1, doc="the sparsity of Fig. 1's runs")
+
+
+@dataclass(frozen=True)
+class Claims:
+    z_max: float = param(3.0, gt=0, doc="bounds hold when mean s_cr <= bound + z_max SE")
+    example_kappa: float = param(0.2, gt=0, doc="kappa of the example after Thm. 1")
+    example_kappa_tol: float = param(0.002, ge=0, doc="a setting is the example when "
+                                                      "|kappa - example_kappa| <= this")
+    example_tolerance: float = param(0.05, gt=0, doc="|mean s_cr - 0.22| <= this")
+    table7_tolerance: float = param(0.05, gt=0, doc="|mean s_cr - Table 7 empirical| <= this")
+
+
+SPEC = StudySpec(
+    task="measure",
+    source="003 Sec. 2.2, Fig. 1, Thm. 1; App. E, Prop. 4, Table 7",
+    figures={
+        "pruning_theory_fig1": Figure("fig1_kept_per_neuron", (
+            "Fraction of each neuron's incoming weights kept after SBP (SNIP) at 70% sparsity of a "
+            "randomly initialized tanh FFNN (003 Fig. 1: depth 100, width 100); pixel (layer, neuron), "
+            "first seed; left EOC init (chi = 1), right chaotic init. Black rows are fully pruned layers; "
+            "the top row is the 10-unit output layer (blank beyond its 10 neurons).")),
+        "pruning_theory_scr": Figure("fig_scr", (
+            "(a) Critical sparsity s_cr of SBP (SNIP) over chi = f'(1) (003 Thm. 1; ordered phase "
+            "chi < 1, EOC chi = 1, chaotic chi > 1), mean ± SE over seeds (grey points: seeds), against "
+            "Thm. 1's bound with ln (the theorem) and log10 (the 27% quoted after it); no bound on the "
+            "EOC, bounds above 1 are vacuous and off scale. (b) s_cr of magnitude pruning with "
+            "one layer's alpha = gamma (003 Prop. 4, Table 7) against Prop. 4's bound as printed "
+            "(gamma Q_x), with sqrt(gamma), and Table 7's printed values.")),
+    },
+    measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
+)

@@ -1,0 +1,94 @@
+"""Training speed on the critical line χ1 = 1: Huang, Xu, Du, Zeng, Zhao 2019, "Mean field
+theory for deep dropout networks: digging up gradient backpropagation deeply",
+arXiv:1912.09132, §5.1, Fig. 6.
+
+tanh fully connected networks with σ_w² on χ1 = 1 (000 Eq. 10; the config's
+``derived: {sigma_w2: {chi1: 1.0}}``) are trained by SGD over a log-spaced
+learning-rate grid and several depths L, for keep rates ρ ∈ {1, 0.99, 0.98}.
+Each run stops when its test accuracy reaches p (``target_acc``); τ is that
+step (:mod:`sigprop.measure.speed`).  The paper's findings (000 Fig. 6 and
+§5.1): without dropout the curves collapse as τ = f1(ηL) (panel a); with
+ρ = 0.99 (0.98) they collapse as τ = f2(η), without rescaling, up to L = 120
+(55), and a deeper net (L = 300, 200) departs (panels b, c).
+
+Theory: per keep rate, the mean-field fixed point at the runs' σ_w² (q*, c*,
+χ1 = 1, χ2) and the depth scale ξ2 = 1/|ln χ2| (000 Eq. 6) with 6ξ2 and 12ξ2
+(000 Table 1), from :mod:`sigprop.theory.meanfield`; ξ1 = 1/|ln χ1| is
+infinite on this line.  For ρ = 1, χ2 = 1 as well and ξ2 = ∞.
+
+Modules: ``theory`` (the fixed point and ξ2 per setting), ``analysis`` (the panels: collapse
+set, comparison depth, controls; theory look-ups), ``figures`` (τ against η or ηL),
+``claims`` (the collapse and departure claims).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...contract import Figure, StudySpec
+from ...params import ParamError, param
+
+SOURCE = "000 §5.1, Fig. 6"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    # see sigprop.measure.speed for the definitions
+    min_overlap_decades: float = param(0.3, ge=0,
+                                       doc="two depth curves are compared only where both "
+                                           "reached p over at least this many decades of x")
+    grid_step_decades: float = param(0.01, gt=0, doc="the curves are interpolated (in log x, "
+                                                     "ln τ) on a grid of this spacing")
+    control_depths: tuple[int, ...] = param((), ge=1,
+                                            doc="ρ = 1 depths that are dropout-free controls "
+                                                "for the ρ < 1 comparison depths (drawn, not "
+                                                "in panel (a)'s collapse set)")
+
+
+def _check_keep_rates(mapping: dict, where: str) -> None:
+    for k in mapping:
+        try:
+            ok = 0 < float(k) <= 1
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ParamError(f"key 'claims.{where}.{k}': keys are keep rates in (0, 1]")
+
+
+@dataclass(frozen=True)
+class Claims:
+    collapse_ratio: float = param(0.5, gt=0, le=1,
+                                  doc="a collapse claim passes when D(predicted scaling) <= "
+                                      "this times D(other scaling); it fails at >= 1")
+    outlier_ratio: float = param(2.0, ge=1, doc="the outlier claim passes when D_out >= this "
+                                                "times D_in and D_out >= outlier_min_gap; it "
+                                                "fails at <= 1")
+    outlier_min_gap: float = param(0.3, ge=0, doc="in ln τ units")
+    paper_collapse_depth: dict[str, int] = param({}, ge=1,
+                                                 doc="keep rate -> the paper's last collapsing "
+                                                     "depth (Fig. 6(b), (c)), quoted in details")
+    paper_outlier_depth: dict[str, int] = param({}, ge=1,
+                                                doc="keep rate -> the paper's departing "
+                                                    "comparison depth, quoted in details")
+
+    def __post_init__(self):
+        _check_keep_rates(self.paper_collapse_depth, "paper_collapse_depth")
+        _check_keep_rates(self.paper_outlier_depth, "paper_outlier_depth")
+
+
+SPEC = StudySpec(
+    task="train",
+    source=SOURCE,
+    figures={"training_speed": Figure("tau_curves", (
+        "Steps τ for tanh networks on the critical line χ1 = 1 to reach test accuracy p, against "
+        "the learning rate (000 Fig. 6). Top row, the paper's scalings: (a) ρ = 1 against ηL, "
+        "(b) ρ = 0.99 and (c) ρ = 0.98 against η; colours run from the shallowest (black) to the "
+        "deepest collapse-set depth (green), the deep comparison depth of each ρ < 1 in blue (in "
+        "(a), light/dark blue: dropout-free controls at those depths, where run), and "
+        "the legend gives each depth in units of the mean-field depth scale ξ2 = 1/|ln χ2| "
+        "(Gauss–Hermite quadrature; ξ2 = ∞ at ρ = 1). Open triangles above the dotted line: runs "
+        "that never reached p within the step budget (censored, τ > T); crosses: diverged runs. "
+        "Bottom row, faint: the other scaling (η for ρ = 1, ηL for ρ < 1) for comparison. "
+        "D: the dispersion of the depth curves (mean pairwise |Δ ln τ| on their overlap)."))},
+    analysis=Analysis, claims=Claims,
+)

@@ -1,0 +1,183 @@
+"""The package's import graph: no cycles, dependencies pointing one way, light declarations.
+
+Layers, bottom to top (a module may import its own layer and the ones below, never above):
+
+1. shared: data, nets, prune, train, measure, theory, figure and claim helpers, tables, runs,
+   params, contract, ...;
+2. study packages ``sigprop.studies.<kind>`` (each may import only shared modules and itself);
+3. the registry (``sigprop.registry``), which finds the study packages;
+4. the workflow: ``sigprop.config``, ``sigprop.analysis_steps``, ``sigprop.workflow_steps``,
+   ``sigprop.bench``, ``sigprop.cli``.
+
+Imports are read from the source (also those inside functions), so a cycle that only bites at
+run time is caught too.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "sigprop"
+WORKFLOW = {"sigprop.config", "sigprop.analysis_steps", "sigprop.workflow_steps",
+            "sigprop.bench", "sigprop.cli"}
+REGISTRY = {"sigprop.registry"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in ROOT.rglob("*.py"):
+        parts = list(p.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """sigprop modules imported anywhere in ``path`` (resolved to the longest known module)."""
+    pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        for t in targets:
+            while t and t not in MODULES:
+                t = t.rpartition(".")[0]
+            if t and t != name and not name.startswith(t + "."):
+                found.add(t)
+    return found
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _study_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) >= 3 and parts[:2] == ["sigprop", "studies"] else None
+
+
+def _layer(module: str) -> int:
+    if module in WORKFLOW:
+        return 4
+    if module in REGISTRY:
+        return 3
+    if _study_of(module):
+        return 2
+    return 1
+
+
+def test_the_graph_sees_the_packages():
+    assert {"sigprop.tables", "sigprop.registry", "sigprop.config"} <= set(GRAPH)
+    assert any(_study_of(m) for m in GRAPH)
+    assert "sigprop.tables" in GRAPH["sigprop.analysis_steps"]
+
+
+def test_no_import_cycles():
+    index, low, stack, on, cycles, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_dependencies_point_down():
+    wrong = []
+    for m, deps in GRAPH.items():
+        for d in deps:
+            if _layer(d) > _layer(m):
+                wrong.append(f"{m} (layer {_layer(m)}) imports {d} (layer {_layer(d)})")
+            elif _layer(m) == 2 and _layer(d) == 2 and _study_of(d) != _study_of(m):
+                wrong.append(f"study {m} imports another study's {d}")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_the_checker_catches_an_upward_import(tmp_path):
+    """The layering rule flags a shared module importing a study (the check can fail)."""
+    fake = tmp_path / "x.py"
+    fake.write_text("from sigprop.studies.meanfield_maps import analysis\n")
+    deps = _imports("sigprop.tables", fake)
+    assert any(_layer(d) > _layer("sigprop.tables") for d in deps)
+
+
+LIGHT = """
+import sys
+from sigprop import registry
+specs = {k: registry.spec(k) for k in registry.kinds()}
+import sigprop.config, sigprop.data.registry, sigprop.papers
+heavy = sorted({'torch', 'matplotlib', 'pandas', 'sklearn'} & set(sys.modules))
+print(len(specs), heavy)
+"""
+
+
+def test_declarations_and_dag_code_import_nothing_heavy():
+    """What Snakemake imports to build the DAG (every study's declaration, the config, the data
+    registry and the paper list) loads no torch, matplotlib, pandas or scikit-learn."""
+    p = subprocess.run([sys.executable, "-c", LIGHT], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    n, heavy = p.stdout.strip().split(" ", 1)
+    assert int(n) >= 1 and heavy == "[]", p.stdout
+
+
+ALONE = """
+import importlib, sys, traceback
+names = sys.argv[1:]
+failed = []
+for name in names:
+    for m in [m for m in sys.modules if m == 'sigprop' or m.startswith('sigprop.')]:
+        del sys.modules[m]
+    try:
+        importlib.import_module(name)
+    except Exception:
+        failed.append(name + ': ' + traceback.format_exc(limit=3).splitlines()[-1])
+print('\\n'.join(failed))
+"""
+
+
+@pytest.mark.slow
+def test_every_module_imports_on_its_own():
+    """Each module imports first, in an interpreter where no other sigprop module is loaded
+    (third-party packages stay loaded between modules, to keep this fast)."""
+    names = sorted(MODULES)
+    p = subprocess.run([sys.executable, "-c", ALONE, *names], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == "", p.stdout
