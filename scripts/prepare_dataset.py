@@ -2,8 +2,8 @@
 from sigprop.data.prepare import prepare
 from sigprop.logs import script_log
 
-log = script_log(snakemake)  # noqa: F821
-w, p = snakemake.wildcards, snakemake.params  # noqa: F821
-out = prepare(w.dataset, snakemake.output[0], raw_dir=p.raw_dir, options=dict(p.options),
-              sha256_overrides=dict(p.sha256_overrides))  # noqa: F821
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+log = script_log(sm)
+out = prepare(sm.wildcards.dataset, sm.output[0], raw_dir=sm.params.raw_dir,
+              options=dict(sm.params.options), sha256_overrides=dict(sm.params.sha256_overrides))
 log.info("wrote %s", out)

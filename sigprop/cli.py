@@ -5,7 +5,8 @@ list (name, help, params, fn); this file only turns them into argparse
 sub-commands, so a new theory function becomes a command where it is defined.
 Parameters marked ``list`` take comma-separated values (``--rho 1,0.99,0.98``).
 ``sigprop bench`` and ``sigprop bench-dag`` (:mod:`sigprop.bench`) print benchmarks as JSON;
-``sigprop params`` lists the studies' typed parameters.
+``sigprop params`` lists the studies' typed parameters; ``sigprop compare`` compares two results
+folders' claims and tables value by value.
 
 Papers cited by prefix: 004 = Chen, Wang, Zhao, Papailiopoulos, Koutris (2018),
 arXiv:1806.03791.
@@ -144,6 +145,15 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     params.add_argument("kinds", nargs="*", help="study kinds [default: all]")
     params.add_argument("--markdown", action="store_true",
                         help="Markdown tables, as in config/README.md")
+    cmp = sub.add_parser(
+        "compare", help="compare two results folders' claims and tables value by value",
+        description="Compare every claims table, study table and paper table of two results "
+                    "folders (e.g. before and after a change meant to keep results); print each "
+                    "difference and exit 1 when there is one.")
+    cmp.add_argument("before")
+    cmp.add_argument("after")
+    cmp.add_argument("--rtol", type=float, default=0.0,
+                     help="relative tolerance for numbers [default: 0, exact]")
     return parser
 
 
@@ -214,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         sys.stdout.write(params_text(args["kinds"] or None, args["markdown"]))
         return 0
+    if group == "compare":
+        from .compare import summary
+        text, n = summary(args["before"], args["after"], args["rtol"])
+        print(text)
+        return 1 if n else 0
     if group == "bench-sweep":
         from . import bench
         json.dump(_jsonable(bench.sweep_bench(**args)), sys.stdout, indent=2)

@@ -9,12 +9,10 @@ import logging
 import time
 from pathlib import Path
 
-import pandas as pd
 import torch
 
 from . import tables
 from .data.prepare import load as load_dataset
-from .nets import families
 from .prune.stage import mask_report, shard_masks, start_params
 from .runs import Shard
 from .train import devices

@@ -209,14 +209,16 @@ def test_study_measure_theory_claims_and_figures():
                            precision="float32"))
         specs += [_runs("densenet_fc", L, 10 * L, range(6), precision="float32"),
                   _runs("fc", L, 10 * L, range(6), precision="float32")]
-    for runs in specs:
+    blocks = ["Fig. 4 ResNet"] * 2 + ["Fig. 5 ResNet", "Fig. 5 DenseNet", "Fig. 5 vanilla"] * 2
+    for runs, block in zip(specs, blocks):
         shard, params, buffers = _init(runs, name="jm")
-        frames.append(measure(shard, params, buffers, prm.for_job("measure")))
+        frames.append(measure(shard, params, buffers, prm.for_job("measure")).assign(block=block))
     for runs in _kernel_specs(depth=2, width=6, steps=4, seeds=range(3)):
         shard = Shard("jm", runs)
         params, buffers = initial_state(shard, (64,), 10, torch.device("cpu"), torch.float64)
-        frames.append(measure(shard, params, buffers, prm.for_job("measure")))
-    runs = pd.concat(frames, ignore_index=True)
+        frames.append(measure(shard, params, buffers, prm.for_job("measure"))
+                      .assign(block="Kernel in training"))
+    runs = pd.concat(frames, ignore_index=True)   # labelled as the merge labels them
     assert {"study", "shard_id", "run_id", "step", "metric", "value", "layer", "probe", "arch",
             "depth", "width", "alpha"} <= set(runs.columns)
     assert set(runs.metric) == {"f", "jac_sq", "jac_sq_total", "f_reduced", "ntk_rel_change",
@@ -235,8 +237,10 @@ def test_study_measure_theory_claims_and_figures():
                                [1, 1.5, 11 / 6])
     # vanilla: exp(5 L / n) is flat at n = 10 L
     np.testing.assert_allclose(theory_on(theory, "fc", "ratio_shape", [2, 8]), np.exp(0.5))
-    # the panel split without block labels: width = 10 L (and alpha = 0.3/sqrt(L)) is Fig. 5
+    # the panels come from the block labels (a table without them is refused)
     p = panels(runs, prm.for_job("claims"))
+    with pytest.raises(ValueError, match="block"):
+        panels(runs.drop(columns="block"), prm.for_job("claims"))
     ids = runs.drop_duplicates("run_id").set_index("run_id")
     assert (p[ids.width == 8] == "fig4").all() and (p[ids.steps > 1] == "kernel").all()
     assert (p[(ids.width != 8) & (ids.steps == 1)] == "fig5").all()
@@ -282,7 +286,9 @@ def test_config_expands_at_both_scales():
         kr = runs[runs.run_id.map(p).to_numpy() == "kernel"]
         assert set(kr.arch) == {"resnet_fc", "densenet_fc", "fc"} and kr.width.nunique() == 1
         assert max(kr[kr.arch == "resnet_fc"].alpha.unique().tolist()) == 0.3
-        # the label rule and the width rule agree
-        by_width = panels(runs.drop(columns="block"), st.params)
-        np.testing.assert_array_equal(p.loc[runs.run_id].to_numpy(),
-                                      by_width.loc[runs.run_id].to_numpy())
+        # the labels split the runs as the paper's panels do: Fig. 5 is width 10 L (ResNet:
+        # alpha = 0.3 / sqrt(L)), the kernel study trains, the rest is Fig. 4
+        is5 = (runs.width == 10 * runs.depth) & (runs.steps == 1)
+        is5 &= (runs.arch != "resnet_fc") | np.isclose(runs.alpha, 0.3 / np.sqrt(runs.depth))
+        want = np.where(runs.steps > 1, "kernel", np.where(is5, "fig5", "fig4"))
+        np.testing.assert_array_equal(p.loc[runs.run_id].to_numpy(), want)

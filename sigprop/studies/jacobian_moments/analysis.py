@@ -12,24 +12,16 @@ ARCH_NAMES = {"resnet_fc": "ResNet", "densenet_fc": "DenseNet", "fc": "vanilla"}
 
 
 def panels(runs: pd.DataFrame, p) -> pd.Series:
-    """``run_id -> 'fig4' | 'fig5' | 'kernel'``: from the block labels ("Fig. 4 ...",
-    "Fig. 5 ...", "Kernel ...": the ``block`` column of the merged run table) when the table has
-    them, else (a table built by hand): ``steps > 1`` is the kernel study, Fig. 5 has width c L
-    (ResNet: alpha = a/sqrt(L), ``theory.fig5``), the rest is Fig. 4."""
+    """``run_id -> 'fig4' | 'fig5' | 'kernel'`` from the block labels (the ``block`` column of
+    the merged run table): "Fig. 5 ..." and "Kernel ..." blocks, the rest Fig. 4."""
+    if "block" not in runs.columns:
+        raise ValueError("jacobian_moments: the run table has no 'block' column (the merge "
+                         "labels each run with its grid block; panels are found by it)")
     ids = runs.drop_duplicates("run_id").set_index("run_id")
-    if "block" in ids.columns:
-        lab = ids.block.astype(object).fillna("")
-        name = {"Fig. 5": "fig5", "Kernel": "kernel"}
-        return pd.Series({r: next((v for k, v in name.items() if lab[r].startswith(k)), "fig4")
-                          for r in ids.index}, dtype=object)
-    f5 = p.theory.fig5
-    c, a, m = int(f5.width_per_depth), float(f5.resnet_a), int(f5.branch_depth)
-    is5 = ids.width.to_numpy() == c * ids.depth.to_numpy()
-    res = (ids.arch == "resnet_fc").to_numpy()
-    is5 &= ~res | np.isclose(ids.alpha.to_numpy(), fig5_alpha(ids.depth.to_numpy(), a, m))
-    out = np.where(is5, "fig5", "fig4").astype(object)
-    out[ids.steps.to_numpy() > 1] = "kernel"
-    return pd.Series(out, index=ids.index, dtype=object)
+    lab = ids.block.astype(object).fillna("")
+    name = {"Fig. 5": "fig5", "Kernel": "kernel"}
+    return pd.Series({r: next((v for k, v in name.items() if lab[r].startswith(k)), "fig4")
+                      for r in ids.index}, dtype=object)
 
 
 def select(runs: pd.DataFrame, p, panel: str) -> pd.DataFrame:
