@@ -19,6 +19,7 @@ rule figure:
     params:
         kind=lambda w: study_of(w).kind,
         p=job_params("figure"),
+        expect=lambda w: study_of(w).expect(),
         caption=figure_caption,
     log:
         "results/logs/{study}/figures/{figure}.log",
@@ -43,6 +44,7 @@ rule claims:
     params:
         kind=lambda w: study_of(w).kind,
         p=job_params("claims"),
+        expect=lambda w: study_of(w).expect(),
     log:
         "results/logs/{study}/claims.log",
     script:
@@ -65,6 +67,7 @@ rule study_table:
     params:
         kind=lambda w: study_of(w).kind,
         p=job_params("table"),
+        expect=lambda w: study_of(w).expect(),
     log:
         "results/logs/{study}/tables/{table}.log",
     script:

@@ -32,6 +32,8 @@ rule paper_table:
             labels={"paper": "{paper}", "table": "{table}"},
         ),
         csv="results/papers/{paper}/{table}.csv",
+    params:
+        studies=paper_studies,
     log:
         "results/logs/papers/{paper}/{table}.log",
     script:

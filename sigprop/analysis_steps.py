@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
-from . import registry, tables
+from . import atomic, registry, tables
 from .contract import Params
 
 log = logging.getLogger("sigprop.steps")
@@ -18,13 +19,35 @@ def job_params(kind: str, params_json: str) -> Params:
     return Params.from_json(registry.spec(kind), params_json)
 
 
-def _layers(fn, layer_paths) -> dict:
-    """``layers`` (the prune stage's per-layer reports, stacked) for functions that take it."""
+def _layers(fn, layer_paths, study: str) -> dict:
+    """``layers`` (the prune stage's per-layer reports, stacked) for functions that take it;
+    each report is checked to be its study's and its shard's."""
     if not registry.takes_layers(fn):
         return {}
     import pandas as pd
-    frames = [tables.read(p) for p in layer_paths]
+    frames = []
+    for p in layer_paths:
+        df = tables.read(p)
+        tables.check_study_column(df, p, study, "prune_shard")
+        sid = Path(p).name.removesuffix("_layers.parquet")
+        if len(df) and set(df.shard_id) != {sid}:
+            raise tables.TableError(f"{p}: holds the layer report of shard(s) "
+                                    f"{sorted(set(df.shard_id))}; the workflow expects shard {sid}: "
+                                    f"rebuild it with `snakemake --forcerun prune_shard {p}`")
+        frames.append(df)
     return {"layers": pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()}
+
+
+def read_inputs(study: str, expect_json: str, runs: str, theory: str | None = None):
+    """The study's merged run table and theory table, checked to be this study's
+    (:func:`sigprop.tables.check_runs_table`, :func:`sigprop.tables.check_study_column`)."""
+    r = tables.read(runs, tables.RUN_COLUMNS)
+    tables.check_runs_table(r, runs, json.loads(expect_json))
+    if theory is None:
+        return r
+    t = tables.read(theory, tables.THEORY_COLUMNS)
+    tables.check_study_column(t, theory, study, "theory")
+    return r, t
 
 
 def merge(paths: list[str], manifest_json: str, out: str):
@@ -44,55 +67,72 @@ def theory(kind: str, study: str, params_json: str, settings: list[dict], out: s
     return df
 
 
-def figure(kind: str, name: str, params_json: str, runs: str, theory: str, layers: list[str],
-           png: str, pdf: str) -> None:
+def figure(kind: str, name: str, params_json: str, expect_json: str, runs: str, theory: str,
+           layers: list[str], png: str, pdf: str) -> None:
     """One of the study's figures, from its run and theory tables."""
     from .figures import save, use_agg
     use_agg()
     p = job_params(kind, params_json)
     fn = registry.figure_function(kind, name)
-    fig = fn(tables.read(runs, tables.RUN_COLUMNS), tables.read(theory, tables.THEORY_COLUMNS),
-             p, **_layers(fn, layers))
-    save(fig, png, pdf)
+    r, t = read_inputs(p.study, expect_json, runs, theory)
+    save(fn(r, t, p, **_layers(fn, layers, p.study)), png, pdf)
 
 
-def claims(kind: str, study: str, params_json: str, runs: str, theory: str,
+def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str, theory: str,
            layers: list[str], out: str, html: str):
     """The study's claims table, as Parquet and HTML."""
     from .claims.render import to_html
     p = job_params(kind, params_json)
     fn = registry.claims_function(kind)
-    df = fn(tables.read(runs, tables.RUN_COLUMNS), tables.read(theory, tables.THEORY_COLUMNS),
-            p, **_layers(fn, layers))
+    r, t = read_inputs(study, expect_json, runs, theory)
+    df = fn(r, t, p, **_layers(fn, layers, study))
     tables.write_atomic(df, out)
-    _write_text(html, to_html(df, title=f"Claims: {study}"))
+    atomic.write_text(html, to_html(df, title=f"Claims: {study}"))
     for r in df.itertuples():
         log.info("%s: %s (measured %s, tolerance %s)", r.claim_id, r.verdict, r.measured,
                  r.tolerance)
     return df
 
 
-def study_table(kind: str, name: str, params_json: str, runs: str, parquet: str, md: str,
-                csv: str):
+def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: str,
+                parquet: str, md: str, csv: str):
     """One of the study's own tables (``SPEC.tables``) as Parquet, Markdown and CSV."""
     from .claims.render import write_table
     p = job_params(kind, params_json)
-    df, title = registry.table_function(kind)(name, tables.read(runs, tables.RUN_COLUMNS), p)
+    r = read_inputs(p.study, expect_json, runs)
+    df, title = registry.table_function(kind)(name, r, p)
     tables.write_atomic(df, parquet)
     write_table({name: df}, md, csv, title)
     log.info("%s: %d rows", name, len(df))
     return df
 
 
-def _write_text(path: str, text: str) -> None:
-    import os
-    from pathlib import Path
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+def paper_claims(paper: str, paths: list[str], out: str, html: str):
+    """All claims of one paper's studies (each file checked to be its study's), as Parquet and
+    HTML."""
+    from . import papers
+    from .claims.render import to_html
+    df = tables.concat_claims(list(paths))
+    tables.write_atomic(df, out)
+    atomic.write_text(html, to_html(df, title=f"Claims: {papers.title(paper)}"))
+    log.info("%d claims from %d studies: %s", len(df), df.study.nunique(),
+             df.verdict.value_counts().to_dict())
+    return df
+
+
+def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md: str, csv: str):
+    """One of a paper's tables (:data:`sigprop.papers.TABLES`) from the paper's claims, which
+    must be those of the paper's configured studies."""
+    from . import papers
+    from .claims.render import write_table
+    claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
+    got = sorted(map(str, set(claims.study)))
+    if got != sorted(studies):
+        raise tables.TableError(
+            f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
+            f"paper {paper}'s studies {sorted(studies)}: rebuild it with "
+            f"`snakemake --forcerun paper_claims {claims_path}`")
+    parts = papers.table_function(paper, table)(claims)
+    write_table(parts, md, csv, title=f"{papers.title(paper)}: {table}")
+    log.info("%s: %s", table, {k: len(v) for k, v in parts.items()})
+    return parts

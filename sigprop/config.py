@@ -23,6 +23,7 @@ import functools
 import inspect
 import itertools
 import json
+import math
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ from . import registry
 from .contract import Params
 from .data.sizes import fc_input_dim, train_size, width_for_params  # noqa: F401 (re-exported)
 from .params import ParamError
-from .runs import MIXED_BATCH_ARCHS, RunSpec, Shard, make_shards
+from .runs import MIXED_BATCH_ARCHS, RunSpec, Shard, make_shards, runs_digest
 
 # names of sigprop.nets.families.FAMILIES, kept here so parsing a config needs no torch
 KNOWN_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "resnet18", "resnet34",
@@ -62,12 +63,14 @@ def key_path(path) -> str:
     return out or "(top level)"
 
 
-def explain(exc: BaseException, filename: str) -> str:
-    """Turn a jsonschema ValidationError (possibly wrapped by Snakemake) into one line."""
+def explain(exc: BaseException, filename) -> str:
+    """Turn a jsonschema ValidationError (possibly wrapped by Snakemake) into one line;
+    ``filename`` is a file name or a :class:`ConfigSources`."""
     err = _find_validation_error(exc)
     if err is None:
         return f"{filename}: {exc}"
     where = key_path(err.absolute_path)
+    filename = source_of(filename, list(err.absolute_path))
     msg = err.message
     if err.validator == "additionalProperties":
         known = sorted(err.schema.get("properties", {}))
@@ -160,65 +163,124 @@ class Study:
     def manifest(self) -> str:
         """What the merge of the study's shard tables expects, as JSON: per shard, its runs and
         each run's block label (the ``block`` column of the merged table)."""
-        return json.dumps({"study": self.name, "shards": {
+        return json.dumps({"study": self.name, "rule": f"{self.task}_shard", "shards": {
             s.shard_id: [[r.run_id, self.labels[r.run_id]] for r in s.runs]
             for s in self.shards}}, sort_keys=True)
 
+    def expect(self) -> str:
+        """What a reader of the study's merged run table checks it holds, as JSON: the study and
+        the digest of its run ids (:func:`sigprop.tables.check_runs_table`)."""
+        return json.dumps({"study": self.name, "n_runs": len(self.labels),
+                           "runs": runs_digest(self.labels)}, sort_keys=True)
 
-def expand_runs(study_cfg: dict, scale: str, filename: str = "<study>") -> list[RunSpec]:
+
+def expand_runs(study_cfg: dict, scale: str, filename: str = "<study>",
+                max_runs: int | None = None) -> list[RunSpec]:
     """The runs of one scale: for each block, fixed fields times the grid product."""
-    return [r for r, _ in expand_blocks(study_cfg, scale, filename)]
+    return [r for r, _ in expand_blocks(study_cfg, scale, filename, max_runs)]
 
 
-def expand_blocks(study_cfg: dict, scale: str,
-                  filename: str = "<study>") -> list[tuple[RunSpec, str]]:
+def count_runs(study_cfg: dict, scale: str) -> int:
+    """Runs a scale's grid makes (the sum over blocks of the product of the grid lists), known
+    without expanding it."""
+    n = 0
+    for block in ((study_cfg.get("scales") or {}).get(scale) or {}).get("blocks") or []:
+        n += math.prod(len(v) if isinstance(v, list) else 1
+                       for v in (block.get("grid") or {}).values())
+    return n
+
+
+def expand_blocks(study_cfg: dict, scale: str, filename: str = "<study>",
+                  max_runs: int | None = None) -> list[tuple[RunSpec, str]]:
     """``(run, label)`` for every run of one scale, block by block; a block's label is its
     ``label:`` (``block N`` when it has none).  Figures and claims split a study into the
-    paper's panels by it, e.g. 000 Fig. 7 (a)-(h)."""
+    paper's panels by it, e.g. 000 Fig. 7 (a)-(h).
+
+    Stops, naming the key, on: a grid of more than ``max_runs`` runs (counted before anything
+    is expanded), a value listed twice in one grid list, a field set twice, a value of the
+    wrong type.  Fixed and grid values are checked once per block, not once per run, so a grid
+    of 10^6 runs expands in seconds (docs/faults.md)."""
     try:
         blocks = study_cfg["scales"][scale]["blocks"]
     except KeyError:
         raise ConfigError(f"{filename}: key 'scales.{scale}': missing") from None
+    n = count_runs(study_cfg, scale)
+    if max_runs is not None and n > max_runs:
+        raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': the grid makes {n:,} runs, "
+                          f"more than max_runs = {max_runs:,} (a key of the run's config); nothing was "
+                          "expanded. Shrink the grid, or raise max_runs if you mean it")
     out = []
     for b, block in enumerate(blocks):
+        where = f"scales.{scale}.blocks[{b}]"
         label = block.get("label", f"block {b}")
-        fixed = dict(block.get("fixed") or {})
         grid = block["grid"]
+        fixed = {k: _field(k, v, filename, f"{where}.fixed.{k}")
+                 for k, v in (block.get("fixed") or {}).items()}
         clash = sorted(set(fixed) & set(grid))
         if clash:
-            raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}]': {clash} set in both "
-                              "'fixed' and 'grid'")
+            raise ConfigError(f"{filename}: key '{where}': {clash} set in both 'fixed' and 'grid'")
         names = list(grid)
+        values = {}
         for k in names:
             if not grid[k]:
-                raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}].grid.{k}': empty list")
+                raise ConfigError(f"{filename}: key '{where}.grid.{k}': empty list")
+            vals = [_field(k, v, filename, f"{where}.grid.{k}[{i}]") for i, v in enumerate(grid[k])]
+            seen = set()
+            for v in vals:
+                if v in seen:
+                    raise ConfigError(f"{filename}: key '{where}.grid.{k}': {v!r} is listed twice "
+                                      f"({len(vals)} values, {len(set(vals))} distinct); each "
+                                      "value makes its runs once")
+                seen.add(v)
+            values[k] = vals
         derived = dict(block.get("derived") or {})
         clash = sorted(set(derived) & (set(fixed) | set(grid)))
         if clash:
-            raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}].derived': {clash} also "
-                              "set in 'fixed' or 'grid'")
-        for values in itertools.product(*(grid[k] for k in names)):
-            d = {**fixed, **dict(zip(names, values))}
+            raise ConfigError(f"{filename}: key '{where}.derived': {clash} also set in 'fixed' "
+                              "or 'grid'")
+        for combo in itertools.product(*(values[k] for k in names)):
+            kw = {**fixed, **dict(zip(names, combo))}
             try:
-                d.update(derive(d, derived))
-                out.append((RunSpec.from_dict(d), label))
+                if derived:
+                    kw.update({k: _coerce_field(k, v) for k, v in derive(kw, derived).items()})
+                out.append((RunSpec(**kw), label))
             except (TypeError, ValueError) as e:
-                raise ConfigError(f"{filename}: key 'scales.{scale}.blocks[{b}]': {e}") from None
+                raise ConfigError(f"{filename}: key '{where}': {e}") from None
     if not out:
         raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': the grid is empty")
     return out
 
 
+def _coerce_field(name: str, value):
+    from .runs import FIELD_TYPES, _coerce
+    if name not in FIELD_TYPES:
+        raise ValueError(f"unknown run field '{name}'")
+    return _coerce(name, FIELD_TYPES[name], value)
+
+
+def _field(name: str, value, filename: str, key: str):
+    """A run field's value, coerced to the field's type and finite, or a ConfigError at ``key``."""
+    try:
+        v = _coerce_field(name, value)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{filename}: key '{key}': {e}") from None
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ConfigError(f"{filename}: key '{key}': {v!r} is not a finite number")
+    return v
+
+
 def run_labels(pairs: list[tuple[RunSpec, str]], filename: str = "<study>",
                scale: str = "quick") -> dict[str, str]:
-    """``run_id -> label`` from :func:`expand_blocks`; a run made by two blocks with different
-    labels is an error."""
+    """``run_id -> label`` from :func:`expand_blocks`; a run made twice (by two blocks, or
+    twice by one) is an error naming the blocks."""
     out: dict[str, str] = {}
     for r, label in pairs:
-        if out.get(r.run_id, label) != label:
-            raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': run {r.run_id} is made "
-                              f"by the blocks '{out[r.run_id]}' and '{label}'")
-        out[r.run_id] = label
+        rid = r.run_id
+        if rid in out:
+            raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': run {rid} is made by the "
+                              f"blocks '{out[rid]}' and '{label}' (the same fields twice): "
+                              "keep it in one block")
+        out[rid] = label
     return out
 
 
@@ -338,6 +400,41 @@ def _trains(study_cfg: dict | None) -> bool:
     return registry.task(study_cfg["kind"]) == "train"
 
 
+def check_finite(obj, source, path: tuple = ()) -> None:
+    """Every number in a config is finite: NaN passes every range check of a schema (it fails
+    every comparison), so it is refused here, naming the key.  ``source`` is the file name, or
+    a :class:`ConfigSources` that says which file (or ``--config``) a key came from."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            check_finite(v, source, path + (k,))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            check_finite(v, source, path + (i,))
+    elif isinstance(obj, float) and not math.isfinite(obj):
+        raise ConfigError(f"{source_of(source, path)}: key '{key_path(path)}': {obj!r} is not a "
+                          "finite number")
+
+
+class ConfigSources:
+    """Where each top-level key of the run's config came from: ``--config`` on the command line,
+    or the config file(s); error messages name the right one."""
+
+    def __init__(self, files, cli: dict | None = None):
+        self.files = ", ".join(str(f) for f in files) or "the config"
+        self.cli = set(cli or {})
+
+    def of(self, path) -> str:
+        top = path[0] if path else None
+        return "--config" if top in self.cli else self.files
+
+    def __str__(self) -> str:
+        return self.files
+
+
+def source_of(source, path) -> str:
+    return source.of(path) if isinstance(source, ConfigSources) else str(source)
+
+
 def check_kind(study_cfg: dict, filename: str) -> None:
     """The study's ``kind`` names a study package (:func:`sigprop.registry.kinds`)."""
     kind = study_cfg.get("kind")
@@ -361,21 +458,60 @@ def steps_for_epochs(epochs: float, run: dict, defaults: RunSpec) -> int:
     return max(1, int(round(epochs * (n // per))))
 
 
-def check_data_options(options: dict, filename: str) -> None:
-    """The config's ``data.options``: known embedded data sets, and only their generator's
-    arguments (:mod:`sigprop.data.embedded`); downloaded sets take none."""
+def check_data_options(options: dict, filename) -> dict:
+    """The config's ``data.options``, checked and coerced: known embedded data sets, only their
+    generator's arguments (:mod:`sigprop.data.embedded`; downloaded sets take none), each of
+    the type of the argument's default and in its range (:data:`~sigprop.data.embedded.OPTION_RANGES`).
+    ``--config`` gives nested values as strings: ``'-5'`` for an integer option becomes ``-5``
+    (and is then refused as out of range), ``'abc'`` is refused.  Returns the coerced options;
+    errors name the source (``filename``: a file or :class:`ConfigSources`) and the key."""
     from .data import embedded, registry
+    out = {}
     for name, opts in (options or {}).items():
+        path = ("data", "options", name)
         if name not in registry.DATASETS:
-            raise ConfigError(f"{filename}: key 'data.options.{name}': unknown dataset '{name}' "
-                              f"(known: {', '.join(sorted(registry.DATASETS))})")
+            raise ConfigError(f"{source_of(filename, path)}: key 'data.options.{name}': unknown "
+                              f"dataset '{name}' (known: {', '.join(sorted(registry.DATASETS))})")
         spec = registry.get(name)
-        allowed = (list(inspect.signature(getattr(embedded, spec.fmt)).parameters)
-                   if spec.source == "embedded" else [])
-        for key in opts or {}:
-            if key not in allowed:
-                raise ConfigError(f"{filename}: key 'data.options.{name}.{key}': unknown option "
-                                  f"(allowed: {', '.join(allowed) or 'none, it is downloaded'})")
+        params = (inspect.signature(getattr(embedded, spec.fmt)).parameters
+                  if spec.source == "embedded" else {})
+        out[name] = {}
+        for key, value in (opts or {}).items():
+            where = f"{source_of(filename, path)}: key 'data.options.{name}.{key}'"
+            if key not in params:
+                raise ConfigError(f"{where}: unknown option (allowed: "
+                                  f"{', '.join(params) or 'none, it is downloaded'})")
+            out[name][key] = _option_value(value, params[key].default, key, where)
+    return out
+
+
+def _option_value(value, default, key: str, where: str):
+    """One data option coerced to the type of its default, finite and in range."""
+    typ = type(default)
+    v = value
+    if isinstance(v, str) and typ in (int, float):
+        try:
+            v = float(v) if typ is float else (int(v) if v.strip().lstrip("+-").isdigit()
+                                               else float(v))
+        except ValueError:
+            raise ConfigError(f"{where}: expected a number, got {value!r}") from None
+    if typ is int and isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if typ is float and isinstance(v, int) and not isinstance(v, bool):
+        v = float(v)
+    if not isinstance(v, typ) or isinstance(v, bool) != (typ is bool):
+        raise ConfigError(f"{where}: expected {typ.__name__}, got {value!r}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ConfigError(f"{where}: {value!r} is not a finite number")
+    from .data.embedded import OPTION_RANGES
+    lo, hi, closed = OPTION_RANGES.get(key, (None, None, True))
+    low_bad = lo is not None and (v < lo if closed else v <= lo)
+    high_bad = hi is not None and (v > hi if closed else v >= hi)
+    if low_bad or high_bad:
+        rng = (f"[{lo}, {hi if hi is not None else 'inf'}]" if closed else
+               f"({lo}, {hi if hi is not None else 'inf'})")
+        raise ConfigError(f"{where}: {value!r} is out of range {rng}")
+    return v
 
 
 def _block_key(study_cfg: dict | None, scale: str, field: str, value) -> str:
@@ -423,21 +559,27 @@ def shard_sizer(shard_size: int, memory_budget_mb: float):
     return size
 
 
+DEFAULT_MAX_RUNS = 100_000   # per study and scale; the largest shipped grid has 10,880
+
+
 def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size,
-                memory_budget_mb: float = 8000, data_options: dict | None = None) -> Study:
+                memory_budget_mb: float = 8000, data_options: dict | None = None,
+                max_runs: int | None = DEFAULT_MAX_RUNS) -> Study:
     """A study's runs, shards, block labels and typed parameters, checked (:func:`check_kind`,
-    :func:`expand_blocks`, :func:`check_runs`, :func:`sigprop.registry.resolve`;
-    ``data_options`` is the config's ``data.options``)."""
+    :func:`check_finite`, :func:`expand_blocks`, :func:`check_runs`,
+    :func:`sigprop.registry.resolve`; ``data_options`` is the config's ``data.options``,
+    ``max_runs`` its limit on the runs of one study)."""
     path = str(path)
     if study_cfg.get("name") != name:
         raise ConfigError(f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file "
                           f"name '{name}'")
+    check_finite(study_cfg, path)
     check_kind(study_cfg, path)
     try:
         params = registry.resolve(study_cfg["kind"], study_cfg, scale)
     except ParamError as e:
         raise ConfigError(f"{path}: {e}") from None
-    pairs = expand_blocks(study_cfg, scale, path)
+    pairs = expand_blocks(study_cfg, scale, path, max_runs)
     labels = run_labels(pairs, path, scale)
     runs = [r for r, _ in pairs]
     check_runs(runs, path, scale, study_cfg, data_options)

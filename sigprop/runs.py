@@ -15,9 +15,9 @@ Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
+import operator
 from dataclasses import dataclass, field, fields
 
 # Fields that must be equal for runs to be stacked into one shard.
@@ -30,7 +30,7 @@ MIXED_BATCH_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "vcnn
                      "fc_loop")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunSpec:
     """One training run (one model) of a study grid.
 
@@ -99,26 +99,27 @@ class RunSpec:
     prune_batch: int = 10
     prune_rounds: int = 100
     micro_batch: int = 0
+    # not a run field: the run id, computed on first use (a slot, so a grid of 10^6 runs
+    # holds ~0.4 KB per run; see docs/faults.md)
+    _id: str = field(default="", init=False, repr=False, compare=False, hash=False)
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunSpec":
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
+        unknown = sorted(set(d) - set(FIELD_TYPES))
         if unknown:
-            raise ValueError(f"unknown run field(s) {unknown}; known: {sorted(names)}")
-        kw = {}
-        for f in fields(cls):
-            if f.name in d:
-                kw[f.name] = _coerce(f.name, type(getattr(cls, f.name)), d[f.name])
-        return cls(**kw)
+            raise ValueError(f"unknown run field(s) {unknown}; known: {sorted(FIELD_TYPES)}")
+        return cls(**{k: _coerce(k, FIELD_TYPES[k], v) for k, v in d.items()})
 
     def non_default(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) != f.default}
+        return {name: v for (name, default), v in zip(_DEFAULTS, _values(self)) if v != default}
 
     @property
     def run_id(self) -> str:
-        return "r" + _digest(self.non_default())[:12]
+        """``r`` + 12 hex digits of the hash of the non-default fields (computed once per run:
+        a grid of 10^5 runs asks for every id several times while the DAG is built)."""
+        if not self._id:
+            object.__setattr__(self, "_id", "r" + _digest(self.non_default())[:12])
+        return self._id
 
     @property
     def key(self) -> int:
@@ -138,11 +139,12 @@ class RunSpec:
                    16) & 0x7FFFFFFF
 
     def shape_key(self) -> tuple:
-        key = tuple(getattr(self, f) for f in SHAPE_FIELDS)
+        key = _shape_values(self)
         return key if self.arch in MIXED_BATCH_ARCHS else key + (self.batch_size,)
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The run's fields (not the cached id)."""
+        return dict(zip(RUN_FIELDS, _values(self)))
 
 
 @dataclass(frozen=True)
@@ -163,8 +165,12 @@ class Shard:
 
     @property
     def shard_id(self) -> str:
-        return "s" + _digest({"study": self.study,
-                              "runs": [r.run_id for r in self.runs]})[:12]
+        try:
+            return self.__dict__["_shard_id"]
+        except KeyError:
+            sid = "s" + _digest({"study": self.study, "runs": [r.run_id for r in self.runs]})[:12]
+            object.__setattr__(self, "_shard_id", sid)
+            return sid
 
     def to_json(self) -> str:
         return json.dumps({"study": self.study, "shard_id": self.shard_id,
@@ -205,6 +211,20 @@ def make_shards(study: str, runs: list[RunSpec], shard_size) -> list[Shard]:
         for i in range(0, len(members), size):
             shards.append(Shard(study, tuple(members[i:i + size])))
     return shards
+
+
+_DEFAULTS = tuple((f.name, f.default) for f in fields(RunSpec) if f.init)
+FIELD_TYPES = {f.name: type(f.default) for f in fields(RunSpec) if f.init}
+RUN_FIELDS = tuple(FIELD_TYPES)   # the run's fields, in order
+_values = operator.attrgetter(*RUN_FIELDS)
+_shape_values = operator.attrgetter(*SHAPE_FIELDS)
+
+
+def runs_digest(run_ids) -> str:
+    """A short digest of a set of run ids: what a study's merged table must hold
+    (:func:`sigprop.tables.check_runs_table`)."""
+    text = "\n".join(sorted(set(map(str, run_ids))))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _coerce(name: str, typ: type, value):

@@ -17,10 +17,12 @@ job never leaves a half-written table behind.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
+
+from . import atomic
+from .runs import runs_digest
 
 RUN_KEY = ["run_id", "step", "metric"]
 RUN_COLUMNS = ["study", "shard_id", "run_id", "step", "metric", "value"]
@@ -55,16 +57,10 @@ def run_rows(shard, long: pd.DataFrame, device: str, tf32: bool = False,
 
 
 def write_atomic(df: pd.DataFrame, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
+    """Write ``df`` as Parquet atomically (:mod:`sigprop.atomic`: nothing left on failure)."""
+    with atomic.target(path) as tmp:
         df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return Path(path)
 
 
 def read(path: str | Path, required: list[str] | None = None) -> pd.DataFrame:
@@ -81,21 +77,85 @@ def read(path: str | Path, required: list[str] | None = None) -> pd.DataFrame:
     return df
 
 
+def _holds(df: pd.DataFrame) -> str:
+    studies = sorted(map(str, set(df.study))) if "study" in df else ["?"]
+    shards = sorted(map(str, set(df.shard_id))) if "shard_id" in df else ["?"]
+    n = df.run_id.nunique() if "run_id" in df else 0
+    return (f"study {', '.join(studies) or '(none)'}, shard {', '.join(shards[:3]) or '(none)'}"
+            f"{' ...' if len(shards) > 3 else ''}, {n} runs")
+
+
+def _rebuild(rule: str, path) -> str:
+    return f"rebuild it with `snakemake --forcerun {rule} {path}`"
+
+
+def check_shard_table(df: pd.DataFrame, path: str | Path, manifest: dict) -> None:
+    """A shard table is the one the DAG expects under its name: its ``study`` and ``shard_id``
+    columns and its set of run ids equal the manifest's (:meth:`sigprop.config.Study.manifest`)
+    for the shard the file is named after.  A table copied from another study or another grid
+    stops the merge, naming both shards and the command that rebuilds the file."""
+    path = Path(path)
+    sid, study = path.stem, manifest["study"]
+    rule = manifest.get("rule", "measure_shard or train_shard")
+    expected = manifest["shards"].get(sid)
+    if expected is None:
+        raise TableError(f"{path}: study '{study}' has no shard {sid} in the current config; "
+                         "the merge was given a file the workflow did not ask for")
+    want = {rid for rid, _ in expected}
+    got = set(df.run_id)
+    if set(df.study) == {study} and set(df.shard_id) == {sid} and got == want:
+        return
+    parts = []
+    if got - want:
+        parts.append(f"{len(got - want)} runs the shard does not have (e.g. {sorted(got - want)[0]})")
+    if want - got:
+        parts.append(f"{len(want - got)} of its runs missing (e.g. {sorted(want - got)[0]})")
+    raise TableError(f"{path}: holds {_holds(df)}; the workflow expects shard {sid} of study "
+                     f"{study} with {len(want)} runs" + (f" ({'; '.join(parts)})" if parts else "")
+                     + f". The file was not written for this shard (copied, or left from another "
+                     f"grid): {_rebuild(rule, path)}")
+
+
+def check_runs_table(df: pd.DataFrame, path: str | Path, expect: dict) -> None:
+    """A study's merged run table holds exactly the study's runs (``expect``:
+    :meth:`sigprop.config.Study.expect`, the study and the digest of its run ids)."""
+    ok = (set(df.study) == {expect["study"]}
+          and runs_digest(df.run_id.unique()) == expect["runs"])
+    if not ok:
+        raise TableError(f"{path}: holds {_holds(df)} (run digest {runs_digest(df.run_id.unique())}); "
+                         f"the workflow expects the {expect['n_runs']} runs of study "
+                         f"{expect['study']} (digest {expect['runs']}): "
+                         f"{_rebuild('merge_metrics', path)}")
+
+
+def check_study_column(df: pd.DataFrame, path: str | Path, study: str, rule: str) -> None:
+    """A table made for one study (theory, claims, layer reports) names that study (an empty
+    table names none and passes)."""
+    if len(df) == 0:
+        return
+    got = sorted(map(str, set(df.study))) if "study" in df else []
+    if got != [study]:
+        raise TableError(f"{path}: holds rows of study {', '.join(got) or '(none)'}; the workflow "
+                         f"expects study {study}: {_rebuild(rule, path)}")
+
+
 def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.DataFrame:
     """Concatenate shard tables; refuse duplicated (run_id, step, metric) rows.
 
     With ``manifest`` (:meth:`sigprop.config.Study.manifest`: the study and, per shard id,
-    its ``[run_id, label]`` pairs) every run gets its block label as the ``block`` column."""
-    frames = [read(p, RUN_COLUMNS) for p in paths]
+    its ``[run_id, label]`` pairs) each table is checked to be the shard it is named after
+    (:func:`check_shard_table`) and every run gets its block label as the ``block`` column."""
+    frames = []
+    for p in paths:
+        df = read(p, RUN_COLUMNS)
+        if manifest is not None:
+            check_shard_table(df, p, manifest)
+        frames.append(df)
     if not frames:
         raise TableError("no shard tables to merge")
     df = pd.concat(frames, ignore_index=True)
     if manifest is not None:
         labels = {rid: label for pairs in manifest["shards"].values() for rid, label in pairs}
-        missing = sorted(set(df.run_id) - set(labels))
-        if missing:
-            raise TableError(f"runs {missing[:4]} are in the shard tables but not in the study "
-                             f"'{manifest['study']}' the workflow expects")
         df["block"] = df.run_id.map(labels).astype("string")
     key = RUN_KEY + [c for c in ("probe", "layer") if c in df.columns]
     dup = df.duplicated(key, keep=False)
@@ -108,10 +168,15 @@ def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.Data
 def concat_claims(paths: list[str | Path]) -> pd.DataFrame:
     """One paper's claims: the studies' claims tables stacked, in the order given.
 
-    A (study, claim_id) pair twice is an error naming the files (two studies
-    sharing a name would otherwise hide each other's verdicts).
+    Each table must hold the claims of the study whose folder it is in
+    (``results/<study>/claims.parquet``); a (study, claim_id) pair twice is an error naming the
+    files (two studies sharing a name would otherwise hide each other's verdicts).
     """
-    frames = [read(p, CLAIM_COLUMNS) for p in paths]
+    frames = []
+    for p in paths:
+        df = read(p, CLAIM_COLUMNS)
+        check_study_column(df, p, Path(p).parent.name, "claims")
+        frames.append(df)
     if not frames:
         raise TableError("no claims tables to merge")
     df = pd.concat(frames, ignore_index=True)[CLAIM_COLUMNS]

@@ -47,6 +47,20 @@ def _maps(section, key, value, scale=None):
     return s
 
 
+def _derived(derived):
+    s = tiny_study(grid={"depth": [2, 3], "keep_rate": [1.0], "sigma_w2": [1.0]})
+    s["scales"]["quick"]["blocks"][0]["fixed"].pop("lr")
+    s["scales"]["quick"]["blocks"][0]["derived"] = derived
+    return s
+
+
+def _two_blocks():
+    s = tiny_study(grid={"depth": [2], "keep_rate": [1.0], "sigma_w2": [1.0, 2.0]})
+    block = s["scales"]["quick"]["blocks"][0]
+    s["scales"]["quick"]["blocks"] = [block, {**block, "grid": {**block["grid"], "sigma_w2": [2.0]}}]
+    return s
+
+
 def _empty_blocks():
     s = tiny_study()
     s["scales"]["quick"]["blocks"] = []
@@ -124,6 +138,32 @@ CASES = [
     ("study parameter not one of its choices",
      _maps("analysis", "panels", [{"activation": "tanh", "map": "x"}]), {}, MAPS_FILE,
      "analysis.panels[0].map", ["'x' is not one of 'q', 'c'"]),
+    # non-finite numbers (NaN fails every comparison, so no schema range catches it)
+    ("NaN as a fixed value", _study(fixed={"sigma_w2": float("nan")}), {}, STUDY_FILE,
+     "scales.quick.blocks[0].fixed.sigma_w2", ["nan is not a finite number"]),
+    ("NaN in a grid list", _study(grid={"keep_rate": [1.0, float("nan")]}), {}, STUDY_FILE,
+     "scales.quick.blocks[0].grid.keep_rate[1]", ["nan is not a finite number"]),
+    ("infinity as a fixed value", _study(fixed={"lr": float("inf")}), {}, STUDY_FILE,
+     "scales.quick.blocks[0].fixed.lr", ["inf is not a finite number"]),
+    ("NaN in a derived rule", _derived({"lr": {"per_depth": float("nan")}}), {}, STUDY_FILE,
+     "scales.quick.blocks[0].derived.lr.per_depth", ["nan is not a finite number"]),
+    ("NaN at the top of the config", tiny_study(), {"memory_budget_mb": float("nan")},
+     "config.yaml", "memory_budget_mb", ["nan is not a finite number"]),
+    # data options, checked when the DAG is built (they were checked only inside the job)
+    ("data option out of range", tiny_study(), {"data": {"options": {"gaussian": {"d": -5}}}},
+     "config.yaml", "data.options.gaussian.d", ["-5 is out of range [1, inf]"]),
+    ("data option of the wrong type", tiny_study(),
+     {"data": {"options": {"digits": {"test_fraction": "half"}}}}, "config.yaml",
+     "data.options.digits.test_fraction", ["expected a number, got 'half'"]),
+    # duplicates and scale
+    ("a value twice in a grid list", _study(grid={"seed": [0, 0, 1, 1, 2, 2]}), {}, STUDY_FILE,
+     "scales.quick.blocks[0].grid.seed", ["0 is listed twice", "6 values, 3 distinct"]),
+    ("the same run from two blocks", _two_blocks(), {}, STUDY_FILE, "scales.quick.blocks",
+     ["is made by the blocks 'block 0' and 'block 1'"]),
+    ("a grid over max_runs", _study(grid={"keep_rate": [round(0.001 * (i + 1), 6) for i in range(1000)],
+                                          "seed": list(range(1000)), "depth": [2],
+                                          "sigma_w2": [1.0]}), {}, STUDY_FILE,
+     "scales.quick.blocks", ["the grid makes 1,000,000 runs, more than max_runs = 100,000"]),
     ("micro_batch on a BatchNorm family", _study(fixed={"arch": "resnet18", "dataset": "digits_images",
                                                         "micro_batch": 8}), {}, STUDY_FILE,
      "scales.quick.blocks[0].fixed.micro_batch", ["arch 'resnet18' has BatchNorm"]),

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -290,3 +291,66 @@ def test_an_uncaught_error_in_a_job_script_is_written_to_the_rules_log(tmp_path)
     text = log.read_text()
     assert "job failed: ValueError: bad shard table x.parquet" in text and "Traceback" in text
     assert "bad shard table x.parquet" in p.stderr
+
+
+# -- the results store checks what it reads (docs/faults.md "Tables filed under the wrong name")
+
+def _maps_study():
+    import yaml
+    study = yaml.safe_load((REPO / "config/studies/meanfield_maps.yaml").read_text())
+    for block in study["scales"]["quick"]["blocks"]:
+        block["fixed"]["width"] = 32
+        block["grid"]["seed"] = [0, 1, 2]
+    return study
+
+
+def test_shard_and_merged_tables_filed_under_the_wrong_name_stop_their_readers(workdir):
+    """A measurement table copied over another shard's stops the merge, naming both shards and
+    the command that rebuilds it; a merged table of another grid stops the figure and claims
+    jobs.  After the suggested --forcerun the run completes with the original claims."""
+    cfg = write_config(workdir, _maps_study(), data={"options": {"gaussian": {"d": 16}}})
+    run_snakemake(workdir, cfg)
+    res = workdir / "results/meanfield_maps"
+    claims0 = pd.read_parquet(res / "claims.parquet")
+    shards = sorted((res / "measurements").glob("*.parquet"))
+    a, b = shards[0], shards[1]
+    shutil.copy(a, b)                                  # a's rows filed under b's name
+    p = run_snakemake(workdir, cfg, check=False)
+    out = p.stdout + p.stderr + (workdir / "results/logs/meanfield_maps/merge_metrics.log").read_text()
+    assert p.returncode != 0
+    assert f"holds study meanfield_maps, shard {a.stem}" in out and f"expects shard {b.stem}" in out
+    assert f"snakemake --forcerun measure_shard {b}" in out.replace(str(workdir) + "/", "") or \
+        f"--forcerun measure_shard results/meanfield_maps/measurements/{b.name}" in out
+    run_snakemake(workdir, cfg, "--forcerun", "measure_shard",
+                  f"results/meanfield_maps/measurements/{b.name}")
+    run_snakemake(workdir, cfg)
+    pd.testing.assert_frame_equal(pd.read_parquet(res / "claims.parquet"), claims0)
+
+    # a merged table that lost some runs (another grid's): figures and claims refuse it
+    m = pd.read_parquet(res / "metrics.parquet")
+    m[m.run_id != m.run_id.iloc[0]].to_parquet(res / "metrics.parquet")
+    p = run_snakemake(workdir, cfg, check=False)
+    logs = (workdir / "results/logs/meanfield_maps/claims.log").read_text()
+    assert p.returncode != 0
+    # 4 panels x 3 keep rates x 3 seeds = 36 runs; the damaged table holds 35
+    assert "35 runs" in logs and "expects the 36 runs of study meanfield_maps" in logs
+    assert "--forcerun merge_metrics" in logs
+    run_snakemake(workdir, cfg, "--forcerun", "merge_metrics")
+    pd.testing.assert_frame_equal(pd.read_parquet(res / "claims.parquet"), claims0)
+
+
+def test_bad_data_options_from_the_command_line_stop_before_any_job_and_delete_nothing(workdir):
+    cfg = write_config(workdir)
+    run_snakemake(workdir, cfg, "results/data/digits.npz")
+    data = workdir / "results/data/digits.npz"
+    before = data.stat().st_mtime_ns
+    # --config gives nested values as strings: '-5' is coerced, then refused as out of range
+    p = run_snakemake(workdir, cfg, "--config", "data={options: {digits: {test_fraction: -5}}}",
+                      check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0
+    assert "--config: key 'data.options.digits.test_fraction': '-5' is out of range" in out, out[-2000:]
+    p = run_snakemake(workdir, cfg, "--config", "memory_budget_mb=nan", check=False)
+    assert "--config: key 'memory_budget_mb': nan is not a finite number" in p.stdout + p.stderr
+    assert data.stat().st_mtime_ns == before            # nothing computed was deleted
+    assert not (workdir / "results/trainable_depth").exists()

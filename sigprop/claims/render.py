@@ -43,14 +43,11 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
 
 def write_table(parts: dict[str, pd.DataFrame], md_path: str, csv_path: str, title: str) -> None:
     """A paper table: every part to one Markdown file, the first part to CSV (atomically)."""
-    import os
-    from pathlib import Path
+    from .. import atomic
     text = [f"# {title}\n"]
     for name, df in parts.items():
         text += [f"\n## {name}\n\n", to_markdown(df)]
     first = next(iter(parts.values()))
-    for path, write in ((md_path, lambda p: Path(p).write_text("".join(text))),
-                        (csv_path, lambda p: first.to_csv(p, index=False))):
-        tmp = f"{path}.tmp{os.getpid()}"
-        write(tmp)
-        os.replace(tmp, path)
+    atomic.write_text(md_path, "".join(text))
+    with atomic.target(csv_path) as tmp:
+        first.to_csv(tmp, index=False)

@@ -13,6 +13,16 @@ import math
 import numpy as np
 
 
+# allowed values of the generators' options (config data.options; sigprop.config checks them
+# when the DAG is built): (lowest, highest, whether the ends are allowed)
+OPTION_RANGES = {
+    "test_fraction": (0.0, 1.0, False), "seed": (0, None, True), "n": (1, None, True),
+    "d": (1, None, True), "n_test": (0, None, True), "n_train": (1, None, True),
+    "d_in": (1, None, True), "d_out": (1, None, True), "teacher_depth": (1, None, True),
+    "teacher_width": (1, None, True), "noise": (0.0, None, True),
+}
+
+
 def digits(test_fraction: float = 0.25, seed: int = 0):
     """scikit-learn's bundled 8x8 digits (1797 samples, 64 features, 10 classes).
 

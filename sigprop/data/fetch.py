@@ -10,16 +10,15 @@ the digest has been checked.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
+from .. import atomic
 from . import registry
 
 _CHUNK = 1 << 20
@@ -126,9 +125,8 @@ def fetch(url: str, dest, sha256: str, *, mirror: str | None = None,
     use_local = local is not None and local.is_file()
     source = str(local) if use_local else _source(url, mirror)
 
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as tmp:
+    with atomic.target(dest) as tmp_name:      # nothing is left behind on any error
+        with open(tmp_name, "wb") as tmp:
             if use_local:
                 _copy_into(tmp, local)
             else:
@@ -138,10 +136,6 @@ def fetch(url: str, dest, sha256: str, *, mirror: str | None = None,
             raise ChecksumError(
                 f"{dest.name}: SHA-256 mismatch for the file from {source}: "
                 f"expected {expected}, got {actual}; nothing was written to {dest}")
-        os.replace(tmp_name, dest)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
     return dest
 
 

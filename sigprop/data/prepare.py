@@ -16,7 +16,6 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import atomic
 from . import embedded, formats, registry
 from .fetch import verify
 
@@ -147,17 +147,11 @@ def _labels(spec, y: np.ndarray, split: str) -> np.ndarray:
 
 
 def _save_npz(out: Path, arrays: dict) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
+    with atomic.target(out) as tmp:
+        with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
@@ -209,6 +203,10 @@ def _read_meta(path: Path, arr: np.ndarray) -> dict:
 def load(path) -> Dataset:
     """Read and validate a file written by :func:`prepare` (never unpickles)."""
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: the prepared data set is gone (deleted or moved after "
+                                "the workflow planned this job?): run `snakemake` again and it "
+                                "is rebuilt")
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:

@@ -7,6 +7,8 @@ matplotlib itself, so that the rules can read captions while the DAG is built.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def use_agg() -> None:
     """Draw off screen (the figure jobs run on machines without a display)."""
@@ -16,23 +18,16 @@ def use_agg() -> None:
 
 def save(fig, png: str, pdf: str | None = None, dpi: int = 150) -> None:
     """Write a figure as PNG (and PDF), atomically, and close it."""
-    import os
-    from pathlib import Path
-
     import matplotlib.pyplot as plt
-    for path, kw in ((png, {"dpi": dpi}), (pdf, {})):
-        if path is None:
-            continue
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.stem}.tmp{os.getpid()}{p.suffix}")
-        try:
-            fig.savefig(tmp, bbox_inches="tight", **kw)
-            os.replace(tmp, p)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-    plt.close(fig)
+
+    from .. import atomic
+    try:
+        for path, kw in ((png, {"dpi": dpi}), (pdf, {})):
+            if path is not None:
+                with atomic.target(path, suffix=Path(path).suffix) as tmp:
+                    fig.savefig(tmp, bbox_inches="tight", **kw)
+    finally:
+        plt.close(fig)
 
 
 def rst_literal_text(text: str) -> str:

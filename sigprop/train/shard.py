@@ -38,7 +38,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .. import tables
+from .. import atomic, tables
 from ..nets import families, rng
 from ..runs import MIXED_BATCH_ARCHS, RunSpec, Shard
 from .optim import StackedOptimizer
@@ -129,11 +129,10 @@ def initial_state(shard: Shard, in_shape: tuple[int, ...], n_out: int, device: t
 
 
 def _atomic_save(obj, path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    """``torch.save`` through :func:`sigprop.atomic.target`: no temporary file is left when the
+    write fails, and a full disk says so with the path."""
+    with atomic.target(path) as tmp:
+        torch.save(obj, tmp)
 
 
 def save_state(params, buffers, shard: Shard, path: Path) -> None:
@@ -148,7 +147,9 @@ def load_state(path: Path, shard: Shard) -> tuple[list[torch.Tensor], list[torch
         raise ValueError(f"{path}: not a readable parameter file ({e})") from e
     if not isinstance(d, dict) or d.get("shard_id") != shard.shard_id:
         found = d.get("shard_id") if isinstance(d, dict) else "?"
-        raise ValueError(f"{path}: parameters are for shard {found}, expected {shard.shard_id}")
+        raise ValueError(f"{path}: holds the initial parameters of shard {found}; the workflow "
+                         f"expects shard {shard.shard_id} of study {shard.study}: rebuild it with "
+                         f"`snakemake --forcerun init_shard {path}`")
     return list(d["params"]), list(d.get("buffers", []))
 
 
@@ -166,9 +167,12 @@ def load_masks(path: Path, shard: Shard) -> list:
         d = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
         raise ValueError(f"{path}: not a readable mask file ({e})") from e
-    if not isinstance(d, dict) or d.get("shard_id") != shard.shard_id:
+    runs = [r.run_id for r in shard.runs]
+    if not isinstance(d, dict) or d.get("shard_id") != shard.shard_id or d.get("run_ids") != runs:
         found = d.get("shard_id") if isinstance(d, dict) else "?"
-        raise ValueError(f"{path}: masks are for shard {found}, expected {shard.shard_id}")
+        raise ValueError(f"{path}: holds the masks of shard {found}; the workflow expects shard "
+                         f"{shard.shard_id} of study {shard.study} ({len(runs)} runs): rebuild it "
+                         f"with `snakemake --forcerun prune_shard {path}`")
     return list(d["masks"])
 
 
