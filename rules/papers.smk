@@ -14,6 +14,8 @@ rule paper_claims:
             subcategory="All claims",
             labels={"paper": "{paper}", "table": "claims"},
         ),
+    params:
+        studies=paper_studies,
     log:
         "results/logs/papers/{paper}/claims.log",
     script:

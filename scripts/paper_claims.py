@@ -4,4 +4,5 @@ from sigprop.logs import script_log
 
 script_log(snakemake)  # noqa: F821
 sm = snakemake  # noqa: F821
-analysis_steps.paper_claims(sm.wildcards.paper, list(sm.input), sm.output.table, sm.output.html)
+analysis_steps.paper_claims(sm.wildcards.paper, list(sm.input), list(sm.params.studies),
+                            sm.output.table, sm.output.html)

@@ -107,12 +107,12 @@ def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: 
     return df
 
 
-def paper_claims(paper: str, paths: list[str], out: str, html: str):
+def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, html: str):
     """All claims of one paper's studies (each file checked to be its study's), as Parquet and
     HTML."""
     from . import papers
     from .claims.render import to_html
-    df = tables.concat_claims(list(paths))
+    df = tables.concat_claims(list(paths), list(studies))
     tables.write_atomic(df, out)
     atomic.write_text(html, to_html(df, title=f"Claims: {papers.title(paper)}"))
     log.info("%d claims from %d studies: %s", len(df), df.study.nunique(),

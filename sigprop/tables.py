@@ -165,17 +165,20 @@ def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.Data
     return df.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
 
 
-def concat_claims(paths: list[str | Path]) -> pd.DataFrame:
+def concat_claims(paths: list[str | Path], studies: list[str] | None = None) -> pd.DataFrame:
     """One paper's claims: the studies' claims tables stacked, in the order given.
 
-    Each table must hold the claims of the study whose folder it is in
-    (``results/<study>/claims.parquet``); a (study, claim_id) pair twice is an error naming the
-    files (two studies sharing a name would otherwise hide each other's verdicts).
+    With ``studies`` (one per path) each table must hold that study's claims; a (study,
+    claim_id) pair twice is an error naming the files (two studies sharing a name would
+    otherwise hide each other's verdicts).
     """
+    if studies is not None and len(studies) != len(paths):
+        raise ValueError("concat_claims: one study name per claims table")
     frames = []
-    for p in paths:
+    for i, p in enumerate(paths):
         df = read(p, CLAIM_COLUMNS)
-        check_study_column(df, p, Path(p).parent.name, "claims")
+        if studies is not None:
+            check_study_column(df, p, studies[i], "claims")
         frames.append(df)
     if not frames:
         raise TableError("no claims tables to merge")

@@ -38,14 +38,7 @@ MEASURED: dict = {}
 
 
 @dataclass(frozen=True)
-class Run(RunSpec):
-    """RunSpec plus the fields these families read (the lead adds them to RunSpec)."""
-
-    branch_depth: int = 1
-    alpha: float = 1.0
-    head_depth: int = 0
-    head_width: int = 0
-
+Run = RunSpec   # branch_depth, alpha, head_depth, head_width are RunSpec fields
 
 FAMS = {**residual.families(), **convnets.families()}
 

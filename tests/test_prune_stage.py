@@ -236,7 +236,8 @@ def test_mask_file_round_trip_and_shard_check(tmp_path):
     got = engine.load_masks(tmp_path / "m.pt", shard)
     assert [g is None for g in got] == [m is None for m in masks]
     assert all(g.dtype == torch.bool and torch.equal(g, m) for g, m in zip(got, masks) if m is not None)
-    with pytest.raises(ValueError, match="expected"):
+    with pytest.raises(ValueError, match=rf"holds the masks of shard {shard.shard_id}; the "
+                                         rf"workflow expects shard {Shard('t', runs[:1]).shard_id}"):
         engine.load_masks(tmp_path / "m.pt", Shard("t", runs[:1]))
 
 

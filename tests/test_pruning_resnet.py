@@ -4,6 +4,8 @@ Synthetic run tables and layer reports with known answers; no training (fast).""
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ from sigprop import analysis_steps, tables
 from sigprop import registry as study_registry
 from sigprop.config import build_study, load_yaml
 from sigprop.data import embedded, registry
+from sigprop.runs import runs_digest
 from sigprop.studies import pruning_resnet as spec
 from sigprop.studies.pruning_resnet import analysis, claims, figures, tables as study_tables
 
@@ -89,8 +92,10 @@ def test_paper_numbers_transcribed_and_joined(cfg, tmp_path):
     tables.write_atomic(runs, runs_path)
     for name in list(spec.SPEC.tables):
         out = [tmp_path / f"{name}.{e}" for e in ("parquet", "md", "csv")]
+        expect = json.dumps({"study": "pruning_resnet", "n_runs": runs.run_id.nunique(),
+                             "runs": runs_digest(runs.run_id.unique())})
         analysis_steps.study_table("pruning_resnet", name, cfg.for_job("table").to_json(),
-                                   str(runs_path), *map(str, out))
+                                   expect, str(runs_path), *map(str, out))
         assert all(q.exists() for q in out)
     assert "paper_mean" in (tmp_path / "table1.md").read_text()
     assert "33.63" in (tmp_path / "table1.csv").read_text()

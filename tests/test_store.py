@@ -85,7 +85,7 @@ def test_readers_check_the_merged_table_theory_and_claims(tmp_path):
     p.parent.mkdir()
     frame([row("other", "c", "c", "src", 1.0, "", 0.0, "pass")]).to_parquet(p)
     with pytest.raises(tables.TableError, match="holds rows of study other"):
-        tables.concat_claims([p])
+        tables.concat_claims([p], ["s"])
 
 
 def test_weights_and_masks_of_another_shard_are_refused(tmp_path):
