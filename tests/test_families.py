@@ -22,7 +22,6 @@ forward+backward took 167 / 168 ms (grouped conv) vs 192 / 186 ms (vmap) vs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import pytest
 import torch
@@ -36,8 +35,6 @@ from sigprop.runs import RunSpec
 MEASURED: dict = {}
 
 
-
-@dataclass(frozen=True)
 Run = RunSpec   # branch_depth, alpha, head_depth, head_width are RunSpec fields
 
 FAMS = {**residual.families(), **convnets.families()}
