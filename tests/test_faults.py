@@ -354,3 +354,32 @@ def test_bad_data_options_from_the_command_line_stop_before_any_job_and_delete_n
     assert "--config: key 'memory_budget_mb': nan is not a finite number" in p.stdout + p.stderr
     assert data.stat().st_mtime_ns == before            # nothing computed was deleted
     assert not (workdir / "results/trainable_depth").exists()
+
+
+VANISH = '''
+import atexit, os, sys
+if sys.argv and sys.argv[0].endswith(".prepare_dataset.py"):
+    # the data set the job just wrote disappears before Snakemake looks at it
+    atexit.register(lambda: os.path.exists("results/data/digits.npz")
+                    and os.remove("results/data/digits.npz"))
+'''
+
+
+def test_a_file_that_vanishes_mid_run_is_explained_not_blamed_on_latency(workdir, tmp_path):
+    """Snakemake calls a missing output "filesystem latency"; the workflow adds a note that names
+    the file and says a rerun rebuilds it (and the rerun does)."""
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(VANISH)
+    cfg = write_config(workdir)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(inject),
+                                                                    os.environ.get("PYTHONPATH")])))
+    p = subprocess.run(snakemake_cmd(workdir, cfg, "results/data/digits.npz", "--latency-wait", "1"),
+                       capture_output=True, text=True, env=env, timeout=300)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0 and "latency" in out
+    assert "sigprop: Snakemake could not find file(s) it had planned with: " \
+           "results/data/digits.npz" in out, out[-3000:]
+    assert "run `snakemake` again" in out
+    run_snakemake(workdir, cfg, "results/data/digits.npz")
+    assert (workdir / "results/data/digits.npz").exists()
