@@ -19,6 +19,7 @@ Wang, Zhao, Papailiopoulos, Koutris (2018), arXiv:1806.03791.
 
 from __future__ import annotations
 
+import copy
 import platform
 import time
 from pathlib import Path
@@ -50,6 +51,22 @@ def _peak(device: torch.device) -> float | None:
     return None
 
 
+def matmul_peak(device: torch.device, n: int = 2048, repeats: int = 5) -> float:
+    """FLOP/s of one float32 ``n x n`` matmul on ``device`` with the current threads, best of
+    ``repeats``: the machine's attainable dense peak, measured on the spot (TF32 off)."""
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+        _sync(device)
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n ** 3 / best
+
+
 def _data(n: int, in_shape: tuple[int, ...], classes: int, device: torch.device) -> Data:
     g = torch.Generator().manual_seed(0)
     x = torch.randn((n,) + tuple(in_shape), generator=g)
@@ -67,38 +84,129 @@ def _step_flops(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> fl
     return float(counter.get_total_flops())
 
 
-def _loop_baseline(arch, runs, in_shape, n_out, params, buffers, data: Data, steps: int,
-                   batch: int, device) -> tuple[float, float]:
-    """Train each model as a plain nn.Module with torch.optim.SGD, one after another.
+def fc_step_flops(d_in: int, width: int, depth: int, n_out: int, batch: int) -> float:
+    """FLOPs of one forward + backward pass of a fully connected net, counted analytically: per
+    affine layer ``2 B in out`` forward and twice that backward (input and weight gradients;
+    the first layer has no input gradient), as ``torch.utils.flop_counter`` counts them."""
+    dims = [d_in] + [width] * depth + [n_out]
+    total = 0.0
+    for layer, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        total += 2 * batch * a * b * (2 if layer == 0 else 3)
+    return total
 
-    Returns (seconds, FLOPs of one model's step)."""
-    t_total, flops = 0.0, 0.0
+
+# -- the four ways to train M fully connected nets, each one step function ---------------
+
+def _shard_step(shard, data, params, buffers, device):
+    trainer = ShardTrainer(shard, data, params, device, buffers=buffers)
+    return trainer.train_step
+
+
+def _loop_steps(arch, runs, in_shape, n_out, params, buffers, data, batch, device):
+    """What a sweep tool does in one process: an ``nn.Module`` and a ``torch.optim.SGD`` per
+    model, trained one after another (the step trains every model once)."""
     x, y = data.x_train[:batch], data.y_train[:batch]
+    models, opts = [], []
     for m, run in enumerate(runs):
         model = reference.from_stacked(arch, run, in_shape, n_out, params, buffers, m).to(device)
         model.train()
-        opt = torch.optim.SGD(model.parameters(), lr=run.lr)
-        if m == 0:
-            flops = _step_flops(model, x, y)
-        for _ in range(2):  # warm-up, untimed
+        models.append(model)
+        opts.append(torch.optim.SGD(model.parameters(), lr=run.lr))
+
+    def step():
+        for model, opt in zip(models, opts):
             opt.zero_grad()
             F.cross_entropy(model(x), y).backward()
             opt.step()
-        _sync(device)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            opt.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            opt.step()
-        _sync(device)
-        t_total += time.perf_counter() - t0
-    return t_total, flops
+    return step, models[0], x, y
+
+
+def _func_steps(models, x, y, lr):
+    """PyTorch's model-ensembling recipe (``torch.func.stack_module_state`` +
+    ``functional_call`` + ``vmap``) over the same modules, in its two usual forms: autograd
+    through the vmapped forward with ``torch.optim.SGD`` on the stacked parameters, and
+    ``vmap(grad(loss))`` with a foreach update."""
+    from torch.func import functional_call, grad, stack_module_state, vmap
+    base = copy.deepcopy(models[0]).to("meta")
+    m = len(models)
+
+    def loss_one(p, b, x, y):
+        return F.cross_entropy(functional_call(base, (p, b), (x,)), y)
+
+    ps, bs = stack_module_state(models)
+    p1 = {k: v.detach().clone().requires_grad_(True) for k, v in ps.items()}
+    opt = torch.optim.SGD(list(p1.values()), lr=lr)
+    fwd = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)), in_dims=(0, 0, None))
+
+    def vmap_optim():
+        opt.zero_grad(set_to_none=True)
+        logits = fwd(p1, bs, x)
+        # the mean loss of each model, summed: each model's gradient is its own mean loss's
+        F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.repeat(m),
+                        reduction="sum").div(x.shape[0]).backward()
+        opt.step()
+
+    p2 = {k: v.detach().clone() for k, v in ps.items()}
+    g = vmap(grad(loss_one), in_dims=(0, 0, None, None))
+    names = list(p2)
+
+    def vmap_grad():
+        gs = g(p2, bs, x, y)
+        torch._foreach_add_([p2[k] for k in names], [gs[k] for k in names], alpha=-lr)
+    return {"func_vmap_optim": vmap_optim, "func_vmap_grad": vmap_grad}
+
+
+def _minimal_step(d_in, width, depth, n_out, models, x, y, lr, activation, device):
+    """A minimal hand-written stacked MLP: weights ``[M, in, out]``, ``baddbmm`` per layer, one
+    foreach SGD update; no per-model rates, no divergence handling, no schedules."""
+    from .nets import activations
+    phi = activations.get(activation)
+    dims = [d_in] + [width] * depth + [n_out]
+    g = torch.Generator().manual_seed(1)
+    ws = [(torch.randn(models, a, b, generator=g) / a ** 0.5).to(device).requires_grad_(True)
+          for a, b in zip(dims[:-1], dims[1:])]
+    bs = [torch.zeros(models, 1, b, device=device, requires_grad=True) for b in dims[1:]]
+    params = [t for pair in zip(ws, bs) for t in pair]
+    xx = x.reshape(x.shape[0], -1).unsqueeze(0).expand(models, x.shape[0], d_in)
+    yy = y.repeat(models)
+
+    def step():
+        h = xx
+        for i, (w, b) in enumerate(zip(ws, bs)):
+            h = torch.baddbmm(b, h, w)
+            if i < len(ws) - 1:
+                h = phi(h)
+        loss = F.cross_entropy(h.reshape(-1, n_out), yy, reduction="sum") / x.shape[0]
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            torch._foreach_add_(params, list(grads), alpha=-lr)
+    return step
+
+
+def _time(steps_fn, steps: int, device) -> float:
+    for _ in range(2):   # warm-up, untimed
+        steps_fn()
+    _sync(device)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        steps_fn()
+    _sync(device)
+    return time.perf_counter() - t0
 
 
 def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int = 20,
                batch: int = 128, steps: int = 20, in_shape: tuple[int, ...] = (64,),
-               classes: int = 10, activation: str = "tanh", device: str = "auto") -> dict:
-    """Shard vs loop for M models of one architecture (float32, TF32 off)."""
+               classes: int = 10, activation: str = "tanh", device: str = "auto",
+               repeats: int = 3, peak: float | None = None,
+               baselines: tuple[str, ...] = ("loop", "func", "minimal")) -> dict:
+    """One shard of M models against the same models trained one by one (``loop``), by
+    PyTorch's ensembling recipe (``func``: the faster of vmap + optim and vmap(grad)), and by a
+    minimal stacked step (``minimal``, fully connected nets only); float32, TF32 off.
+
+    Each way is timed ``repeats`` times, interleaved (shard, loop, func, minimal, shard, ...),
+    and the fastest is kept; ``*_spread`` is (slowest - fastest) / fastest.  FLOPs of a step
+    are counted from operator shapes; ``*_gflops`` and ``*_peak_fraction`` relate the fastest
+    time to the float32 matmul peak measured on the spot (:func:`matmul_peak`)."""
     dev = devices.acquire(device)
     set_precision_policy("float32")
     runs = tuple(RunSpec(arch=arch, width=width, depth=depth, batch_size=batch, steps=steps,
@@ -107,51 +215,93 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
     shard = Shard("bench", runs)
     data = _data(max(batch * 4, 256), in_shape, classes, dev)
     params, buffers = initial_state(shard, in_shape, classes, dev, torch.float32)
-
-    trainer = ShardTrainer(shard, data, params, dev, buffers=buffers)
-    for _ in range(2):  # warm-up, untimed
-        trainer.train_step()
-    _sync(dev)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        trainer.train_step()
-    _sync(dev)
-    t_shard = time.perf_counter() - t0
-    t_loop, step_flops = _loop_baseline(arch, runs, in_shape, classes, params, buffers, data,
-                                        steps, batch, dev)
+    ways = {"shard": _shard_step(shard, data, params, buffers, dev)}
+    loop, model0, x, y = _loop_steps(arch, runs, in_shape, classes, params, buffers, data,
+                                     batch, dev)
+    step_flops = _step_flops(model0, x, y)
+    if "loop" in baselines:
+        ways["loop"] = loop
+    if "func" in baselines:
+        mods = [reference.from_stacked(arch, r, in_shape, classes, params, buffers, m).to(dev)
+                for m, r in enumerate(runs)]
+        ways.update(_func_steps(mods, x, y, runs[0].lr))
+    if "minimal" in baselines and arch == "fc":
+        d_in = 1
+        for s_ in in_shape:
+            d_in *= int(s_)
+        ways["minimal"] = _minimal_step(d_in, width, depth, classes, models, x, y, runs[0].lr,
+                                        activation, dev)
+    times: dict[str, list[float]] = {k: [] for k in ways}
+    for _ in range(repeats):
+        for name, fn in ways.items():
+            times[name].append(_time(fn, steps, dev))
     flops = step_flops * models * steps
-    peak = _peak(dev)
-    out = {"arch": arch, "width": width, "depth": depth, "models": models, "batch": batch,
-           "steps": steps, "in_shape": list(in_shape), "device": str(dev), "shard_s": t_shard,
-           "loop_s": t_loop, "speedup": t_loop / t_shard, "flops_per_model_step": step_flops,
-           "shard_tflops": flops / t_shard / 1e12, "loop_tflops": flops / t_loop / 1e12}
-    if peak:
-        out["shard_peak_fraction"] = flops / t_shard / peak
+    peak = peak or _peak(dev) or matmul_peak(dev)
+    out = {"arch": arch, "activation": activation, "width": width, "depth": depth,
+           "models": models, "batch": batch, "steps": steps, "in_shape": list(in_shape),
+           "device": str(dev), "repeats": repeats, "flops_per_model_step": step_flops,
+           "matmul_peak_gflops": peak / 1e9}
+    for name, ts in times.items():
+        out[f"{name}_s"] = min(ts)
+        out[f"{name}_spread"] = (max(ts) - min(ts)) / min(ts)
+        out[f"{name}_gflops"] = flops / min(ts) / 1e9
+        out[f"{name}_peak_fraction"] = flops / min(ts) / peak
+    if "func_vmap_optim_s" in out:
+        best = min(("func_vmap_optim", "func_vmap_grad"), key=lambda k: out[f"{k}_s"])
+        out["func_best"] = best
+        out["func_s"] = out[f"{best}_s"]
+    out["speedup"] = out.get("loop_s", float("nan")) / out["shard_s"]           # vs the loop
+    if "func_s" in out:
+        out["speedup_vs_func"] = out["func_s"] / out["shard_s"]
+    if "minimal_s" in out:
+        out["fraction_of_minimal"] = out["minimal_s"] / out["shard_s"]
     return out
 
 
 def machine() -> dict:
     info = {"torch": torch.__version__, "python": platform.python_version(),
             "cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            info["cpu_model"] = next(ln.split(":", 1)[1].strip() for ln in f
+                                     if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
     return info
 
 
+# the cases of the engine's targets (docs/performance.md): fully connected nets, M = 64,
+# depth 20, SGD, 20 steps, widths 32 and 256, batches 32 and 128, tanh and relu
+ISSUE_CASES = [dict(activation=a, width=w, batch=b)
+               for w in (32, 256) for b in (128, 32) for a in ("tanh", "relu")]
+
+
 def default_cases(device: str = "auto") -> list[dict]:
-    """The issue's cases; on a CPU the width-1024 case uses fewer models and steps."""
-    gpu = torch.cuda.is_available() and device != "cpu"
-    cases = [dict(width=32, models=64), dict(width=256, models=64)]
-    cases.append(dict(width=1024, models=64) if gpu else dict(width=1024, models=4, steps=3))
-    resnet = dict(arch="resnet32", width=16, depth=1, activation="relu", in_shape=(3, 32, 32))
-    cases.append(dict(resnet, models=16, batch=128, steps=5) if gpu else
-                 dict(resnet, width=8, models=8, batch=32, steps=3))
-    return cases
+    """The eight fully connected cases of :data:`ISSUE_CASES`."""
+    return [dict(c) for c in ISSUE_CASES]
 
 
-def run(cases: list[dict] | None = None, device: str = "auto") -> dict:
-    results = [bench_case(device=device, **c) for c in (cases or default_cases(device))]
-    return {"machine": machine(), "results": results, "families": sorted(families.FAMILIES)}
+def run(cases: list[dict] | None = None, device: str = "auto", repeats: int = 3) -> dict:
+    """Every case of ``cases`` (default :func:`default_cases`), with the commit and date."""
+    dev = devices.acquire(device)
+    peak = matmul_peak(dev)
+    results = [bench_case(device=device, repeats=repeats, peak=peak, **c)
+               for c in (cases or default_cases(device))]
+    return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "commit": _commit(), "matmul_peak_gflops": peak / 1e9, "results": results,
+            "families": sorted(families.FAMILIES)}
+
+
+def _commit() -> str:
+    import subprocess
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=Path(__file__).resolve().parent,
+                              timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
 
 
 # -- scale: a big grid's DAG ---------------------------------------------------------------

@@ -98,16 +98,24 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
             p.add_argument(flag, dest=pname, type=_converter(spec, pname), default=default,
                            required=required, help=helptext)
     bench = sub.add_parser(
-        "bench", help="benchmark a shard against the same models trained one by one (JSON)",
-        description="Train the same M fully connected models as one shard and one after another "
-                    "as ordinary nn.Modules; print wall times, speed-up and FLOP/s as JSON.")
+        "bench", help="benchmark a shard against what a PyTorch user would write (JSON)",
+        description="Train the same M fully connected models as one shard, one after another "
+                    "as ordinary nn.Modules (loop), with torch.func ensembling (vmap over "
+                    "functional_call) and with a minimal stacked baddbmm step; print the fastest "
+                    "of --repeats interleaved timings of each, their spread, GFLOP/s and the "
+                    "fraction of a float32 matmul peak measured on the spot, as JSON.")
     bench.add_argument("--widths", type=lambda s: [int(t) for t in s.split(",")], default=None,
-                       help="comma-separated widths [default: 32,256,1024]")
+                       help="comma-separated widths [default: the eight cases of "
+                            "docs/performance.md: widths 32, 256 x batches 32, 128 x tanh, relu]")
     bench.add_argument("--models", type=int, default=None, help="models per shard [default: 64]")
     bench.add_argument("--depth", type=int, default=20, help="hidden layers [default: 20]")
     bench.add_argument("--steps", type=int, default=None, help="timed steps [default: 20]")
-    bench.add_argument("--batch", type=int, default=128, help="batch size [default: 128]")
-    bench.add_argument("--activation", default="tanh", help="activation [default: tanh]")
+    bench.add_argument("--batch", type=int, default=None, help="batch size [default: 32 and 128]")
+    bench.add_argument("--activation", default=None, help="activation [default: tanh and relu]")
+    bench.add_argument("--repeats", type=int, default=3,
+                       help="interleaved timings of each way, fastest kept [default: 3]")
+    bench.add_argument("--baselines", default="loop,func,minimal",
+                       help="comma-separated subset of loop, func, minimal [default: all]")
     bench.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
     dag = sub.add_parser(
         "bench-dag", help="time a big grid's config expansion and Snakemake DAG (JSON)",
@@ -188,15 +196,20 @@ def params_text(kinds: list[str] | None = None, markdown: bool = False) -> str:
 
 def _bench(args: dict) -> int:
     from . import bench
-    if args["widths"] is None and args["models"] is None and args["steps"] is None:
-        cases = bench.default_cases(args["device"])
-    else:
-        cases = [{"width": w, "models": args["models"] or 64, **({"steps": args["steps"]} if args["steps"] else {})}
-                 for w in (args["widths"] or [32, 256, 1024])]
+    cases = bench.default_cases(args["device"])
+    if args["widths"] is not None:
+        cases = [c for c in cases if c["width"] in args["widths"]] or \
+            [dict(c, width=w) for w in args["widths"] for c in cases if c["width"] == 32]
     for c in cases:
-        if c.get("arch", "fc") == "fc":
-            c.update(depth=args["depth"], batch=args["batch"], activation=args["activation"])
-    json.dump(_jsonable(bench.run(cases, args["device"])), sys.stdout, indent=2)
+        c.update(depth=args["depth"])
+        for key, name in (("models", "models"), ("steps", "steps"), ("batch", "batch"),
+                          ("activation", "activation")):
+            if args[key] is not None:
+                c[name] = args[key]
+        c["baselines"] = tuple(b for b in args["baselines"].split(",") if b)
+    unique = list({tuple(sorted(c.items())): c for c in cases}.values())
+    json.dump(_jsonable(bench.run(unique, args["device"], args["repeats"])), sys.stdout,
+              indent=2)
     sys.stdout.write("\n")
     return 0
 

@@ -54,9 +54,29 @@ def test_bench_command_prints_both_timings():
                         "--depth", "2", "--steps", "2", "--batch", "8", "--device", "cpu"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    res = json.loads(p.stdout)["results"][0]
+    out = json.loads(p.stdout)
+    res = out["results"][0]
     assert res["models"] == 3 and res["shard_s"] > 0 and res["loop_s"] > 0
     assert res["speedup"] == pytest.approx(res["loop_s"] / res["shard_s"])
+    # the peers a PyTorch user would pick, and the machine's peak measured on the spot
+    assert res["func_best"] in ("func_vmap_optim", "func_vmap_grad") and res["minimal_s"] > 0
+    assert res["speedup_vs_func"] == pytest.approx(res["func_s"] / res["shard_s"])
+    assert res["fraction_of_minimal"] == pytest.approx(res["minimal_s"] / res["shard_s"])
+    assert 0 < res["shard_peak_fraction"] < 1 and out["matmul_peak_gflops"] > 0
+    assert res["shard_spread"] >= 0 and out["commit"] and out["date"]
+
+
+def test_bench_flops_are_counted_from_shapes_as_torch_counts_them():
+    import torch
+
+    from sigprop.bench import _step_flops, fc_step_flops
+    layers, d = [], 20
+    for _ in range(3):
+        layers += [torch.nn.Linear(d, 12), torch.nn.Tanh()]
+        d = 12
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(12, 7))
+    x, y = torch.randn(5, 20), torch.randint(0, 7, (5,))
+    assert _step_flops(model, x, y) == fc_step_flops(20, 12, 3, 7, 5)
 
 
 def test_bench_sweep_command_times_the_three_layouts():

@@ -54,9 +54,7 @@ class FullyConnected:
 
     def apply(self, runs, params, buffers, x, train, keys, step):
         x = x.reshape(x.shape[0], x.shape[1], -1)
-        keep = None
-        if train and any(r.keep_rate < 1 for r in runs):
-            keep = torch.tensor([r.keep_rate for r in runs], device=x.device, dtype=x.dtype)
+        keep = _keep_rates(runs, x.device, x.dtype) if train else None
         if buffers:
             params = [p * buffers[i // 2] if i % 2 == 0 else p for i, p in enumerate(params)]
         return fc.forward(params, x, runs[0].activation, keep, keys, step), buffers
@@ -66,6 +64,23 @@ class FullyConnected:
             with torch.no_grad():
                 for w, mask in zip(params[0::2], buffers):
                     w.mul_(mask.to(w.dtype))
+
+
+_KEEP: dict = {}
+
+
+def _keep_rates(runs, device, dtype) -> torch.Tensor | None:
+    """The runs' keep rates ``[M]`` (None without dropout), made once per shard's tuple of runs,
+    not at every step."""
+    key = (id(runs), str(device), dtype)
+    hit = _KEEP.get(key)
+    if hit is None or hit[0] is not runs:
+        if len(_KEEP) > 256:
+            _KEEP.clear()
+        rates = [r.keep_rate for r in runs]
+        hit = _KEEP[key] = (runs, torch.tensor(rates, device=device, dtype=dtype)
+                            if any(k < 1 for k in rates) else None)
+    return hit[1]
 
 
 def _fc_module(run, in_shape, n_out):

@@ -84,7 +84,7 @@ def forward(params: list[torch.Tensor], x: torch.Tensor, act: str,
     Pass ``keep`` (``[M]``) and ``keys`` to train with dropout; leave them None
     for evaluation (the inverted 1/ρ scaling makes the weights directly usable).
     """
-    return preactivations(params, x, act, keep, keys, step)[-1]
+    return _layers(params, x, act, keep, keys, step, keep_all=False)[-1]
 
 
 def preactivations(params: list[torch.Tensor], x: torch.Tensor, act: str,
@@ -95,6 +95,12 @@ def preactivations(params: list[torch.Tensor], x: torch.Tensor, act: str,
     Dropout masks (when ``keep`` is given) are independent per model and per
     input row, as 000 Eq. 1 assumes for two inputs a and b.
     """
+    return _layers(params, x, act, keep, keys, step, keep_all=True)
+
+
+def _layers(params, x, act, keep, keys, step, keep_all: bool) -> list[torch.Tensor]:
+    """The layers of :func:`preactivations`; with ``keep_all`` False only the logits are kept
+    (the training step needs no other pre-activation, and holding them costs memory)."""
     phi = activations.get(act)
     n_layers = len(params) // 2
     masks = None
@@ -109,6 +115,7 @@ def preactivations(params: list[torch.Tensor], x: torch.Tensor, act: str,
         if layer < n_layers - 1 and masks is not None:
             h = h * (masks[layer] * inv_keep).to(h.dtype)
         z = torch.baddbmm(b, h, w.transpose(1, 2))
-        out.append(z)
+        if keep_all or layer == n_layers - 1:
+            out.append(z)
         h = phi(z) if layer < n_layers - 1 else z
     return out

@@ -25,37 +25,69 @@ class StackedOptimizer:
         self.alpha, self.eps = alpha, eps
         self.weight_decay = weight_decay
         self.state: list[torch.Tensor | None] = [None] * len(params)
+        # fixed for the optimizer's life: decided once, not at every step
+        self._decay = weight_decay is not None and bool((weight_decay != 0).any())
+        self._momentum = bool((momentum != 0).any())
+
+    def _view(self, t: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        return t.view((-1,) + (1,) * (p.dim() - 1)).to(p.dtype)
 
     @torch.no_grad()
-    def step(self, lr: torch.Tensor, update: torch.Tensor | None = None) -> None:
+    def step(self, lr: torch.Tensor, update: torch.Tensor | None = None,
+             grads: list[torch.Tensor | None] | None = None,
+             lr_scalar: float | None = None, scale_grads_in_place: bool = False) -> None:
         """One step for every model, or only for the models where ``update`` ([M] bool) is
         true: the others keep their parameters and optimizer state exactly (gradient
-        accumulation of a micro-batched shard, :class:`sigprop.train.shard.ShardTrainer`)."""
+        accumulation of a micro-batched shard, :class:`sigprop.train.shard.ShardTrainer`).
+        ``grads`` (aligned with the parameters; default: their ``.grad``) are the gradients;
+        ``lr_scalar``, when every model's rate is that one number, lets plain SGD update all
+        parameters in one foreach call (``p - lr g`` to the same bits); with
+        ``scale_grads_in_place`` plain SGD may overwrite ``grads`` (the caller's, no longer
+        needed) instead of allocating the scaled gradients."""
+        if grads is None:
+            grads = [p.grad for p in self.params]
         if update is None or bool(update.all()):
-            self._step(lr)
+            self._step(lr, grads, lr_scalar, scale_grads_in_place)
             return
         # a zero rate leaves a parameter exactly as it was (its gradient is finite: diverged
         # models' gradients are zeroed by the trainer); only the optimizer state must be restored
         old_s = [None if s is None else s.clone() for s in self.state]
-        self._step(lr * update.to(lr.dtype))
+        self._step(lr * update.to(lr.dtype), grads, None, False)
         for i, p in enumerate(self.params):
             if self.state[i] is not None:
                 keep = ~update.view((-1,) + (1,) * (p.dim() - 1))
                 prev = old_s[i] if old_s[i] is not None else torch.zeros_like(self.state[i])
                 self.state[i] = torch.where(keep, prev, self.state[i])
 
-    def _step(self, lr: torch.Tensor) -> None:
+    def _step(self, lr: torch.Tensor, grads: list, lr_scalar: float | None = None,
+              in_place: bool = False) -> None:
+        if self.kind == "sgd" and not self._momentum and not self._decay:
+            # plain SGD, the common case: p - lr * g for all parameters in foreach calls
+            # (the same roundings as the per-parameter loop below; checked bit for bit)
+            ps = [p for p, g in zip(self.params, grads) if g is not None]
+            gs = [g for g in grads if g is not None]
+            if not ps:
+                return
+            # lr * g, then p - that (not add_(g, alpha=-lr): it fuses the multiply-add and rounds
+            # once); in place when allowed: new tensors' first touch costs more than the
+            # arithmetic at these sizes
+            scale = lr_scalar if lr_scalar is not None else [self._view(lr, p) for p in ps]
+            if in_place:
+                torch._foreach_mul_(gs, scale)
+            else:
+                gs = torch._foreach_mul(gs, scale)
+            torch._foreach_sub_(ps, gs)
+            return
         for i, p in enumerate(self.params):
-            g = p.grad
+            g = grads[i]
             if g is None:
                 continue
-            shape = (-1,) + (1,) * (p.dim() - 1)
-            lr_ = lr.view(shape).to(p.dtype)
-            if self.weight_decay is not None and bool((self.weight_decay != 0).any()):
-                g = g + self.weight_decay.view(shape).to(p.dtype) * p
+            lr_ = self._view(lr, p)
+            if self._decay:
+                g = g + self._view(self.weight_decay, p) * p
             if self.kind == "sgd":
-                mom = self.momentum.view(shape).to(p.dtype)
-                if bool((self.momentum != 0).any()):
+                mom = self._view(self.momentum, p)
+                if self._momentum:
                     buf = self.state[i]
                     buf = g.clone() if buf is None else buf.mul_(mom).add_(g)
                     self.state[i] = buf
