@@ -2,6 +2,7 @@
 
 from sigprop import registry as studies
 from sigprop.data import registry
+from sigprop.jobs import run_job  # run: blocks call one package function through it
 
 
 wildcard_constraints:

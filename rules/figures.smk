@@ -23,8 +23,11 @@ rule figure:
         caption=figure_caption,
     log:
         "results/logs/{study}/figures/{figure}.log",
-    script:
-        "../scripts/figure.py"
+    run:
+        from sigprop import analysis_steps as light
+
+        run_job(log, light.figure, params.kind, wildcards.figure, params.p, params.expect,
+                input.runs, input.theory, list(input.layers), output.png, output.pdf)
 
 
 rule claims:
@@ -47,8 +50,11 @@ rule claims:
         expect=lambda w: study_of(w).expect(),
     log:
         "results/logs/{study}/claims.log",
-    script:
-        "../scripts/claims.py"
+    run:
+        from sigprop import analysis_steps as light
+
+        run_job(log, light.claims, params.kind, wildcards.study, params.p, params.expect,
+                input.runs, input.theory, list(input.layers), output.table, output.html)
 
 
 rule study_table:
@@ -70,5 +76,8 @@ rule study_table:
         expect=lambda w: study_of(w).expect(),
     log:
         "results/logs/{study}/tables/{table}.log",
-    script:
-        "../scripts/study_table.py"
+    run:
+        from sigprop import analysis_steps as light
+
+        run_job(log, light.study_table, params.kind, wildcards.table, params.p, params.expect,
+                input.runs, output.parquet, output.md, output.csv)

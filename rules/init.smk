@@ -16,5 +16,8 @@ rule init_shard:
         "results/logs/{study}/init/{shard}.log",
     benchmark:
         "results/benchmarks/{study}/init/{shard}.tsv"
-    script:
-        "../scripts/init_shard.py"
+    run:
+        from sigprop import workflow_steps as steps
+
+        run_job(log, steps.init_shard, params.shard, input.data, output[0], device=params.device,
+                threads=threads)

@@ -20,5 +20,8 @@ rule measure_shard:
         "results/logs/{study}/measure/{shard}.log",
     benchmark:
         "results/benchmarks/{study}/measure/{shard}.tsv"
-    script:
-        "../scripts/measure_shard.py"
+    run:
+        from sigprop import workflow_steps as steps
+
+        run_job(log, steps.measure_shard, params.kind, params.shard, input.init, output[0],
+                params.p, device=params.device, threads=threads, data_path=input.data)

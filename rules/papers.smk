@@ -18,8 +18,11 @@ rule paper_claims:
         studies=paper_studies,
     log:
         "results/logs/papers/{paper}/claims.log",
-    script:
-        "../scripts/paper_claims.py"
+    run:
+        from sigprop import analysis_steps as light
+
+        run_job(log, light.paper_claims, wildcards.paper, list(input), list(params.studies),
+                output.table, output.html)
 
 
 rule paper_table:
@@ -38,5 +41,8 @@ rule paper_table:
         studies=paper_studies,
     log:
         "results/logs/papers/{paper}/{table}.log",
-    script:
-        "../scripts/paper_table.py"
+    run:
+        from sigprop import analysis_steps as light
+
+        run_job(log, light.paper_table, wildcards.paper, wildcards.table, input[0],
+                list(params.studies), output.md, output.csv)

@@ -35,5 +35,8 @@ rule prune_shard:
         "results/logs/{study}/prune/{shard}.log",
     benchmark:
         "results/benchmarks/{study}/prune/{shard}.tsv"
-    script:
-        "../scripts/prune_shard.py"
+    run:
+        from sigprop import workflow_steps as steps
+
+        run_job(log, steps.prune_shard, params.shard, input.init, input.data, output.masks,
+                output.report, device=params.device, threads=threads)

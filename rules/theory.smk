@@ -12,5 +12,8 @@ rule theory:
         "results/logs/{study}/theory.log",
     benchmark:
         "results/benchmarks/{study}/theory.tsv"
-    script:
-        "../scripts/theory.py"
+    run:
+        from sigprop import analysis_steps as light
+
+        run_job(log, light.theory, params.kind, wildcards.study, params.p, params.settings,
+                output[0])

@@ -20,8 +20,12 @@ rule train_shard:
         "results/logs/{study}/train/{shard}.log",
     benchmark:
         "results/benchmarks/{study}/train/{shard}.tsv"
-    script:
-        "../scripts/train_shard.py"
+    run:
+        from sigprop import workflow_steps as steps
+
+        run_job(log, steps.train_shard, params.shard, input.init, input.data, output[0],
+                checkpoint=params.checkpoint, checkpoint_every=config["checkpoint_every"],
+                device=params.device, threads=threads)
 
 
 rule merge_metrics:
@@ -33,5 +37,7 @@ rule merge_metrics:
         manifest=lambda w: study_of(w).manifest(),
     log:
         "results/logs/{study}/merge_metrics.log",
-    script:
-        "../scripts/merge_metrics.py"
+    run:
+        from sigprop import analysis_steps as light
+
+        run_job(log, light.merge, list(input), params.manifest, output[0])

@@ -71,11 +71,13 @@ def figure(kind: str, name: str, params_json: str, expect_json: str, runs: str, 
            layers: list[str], png: str, pdf: str) -> None:
     """One of the study's figures, from its run and theory tables."""
     from .figures import save, use_agg
+    from .jobs import FIGURE_LOCK
     use_agg()
     p = job_params(kind, params_json)
     fn = registry.figure_function(kind, name)
     r, t = read_inputs(p.study, expect_json, runs, theory)
-    save(fn(r, t, p, **_layers(fn, layers, p.study)), png, pdf)
+    with FIGURE_LOCK:   # pyplot keeps global state: one figure at a time in a process
+        save(fn(r, t, p, **_layers(fn, layers, p.study)), png, pdf)
 
 
 def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str, theory: str,

@@ -24,9 +24,28 @@ log = logging.getLogger("sigprop.steps")
 GPU_LOCK_DIR = "results/.gpu_locks"
 
 
+def _gated(fn):
+    """Run ``fn`` (a step taking ``shard_json``) inside the process's precision gate for the
+    shard's precision (:func:`sigprop.jobs.precision_gate`): jobs in threads of one process
+    share the TF32 flags, so a TF32 job never overlaps one that needs IEEE float32."""
+    import functools
+    import inspect
+
+    from .jobs import precision_gate
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        shard_json = sig.bind(*args, **kwargs).arguments["shard_json"]
+        precision = Shard.from_json(shard_json).runs[0].precision
+        with precision_gate(engine.PRECISIONS[precision][1]):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 def _setup(device: str, threads: int | None) -> torch.device:
-    if threads:
-        torch.set_num_threads(int(threads))
+    if threads and torch.get_num_threads() != int(threads):
+        torch.set_num_threads(int(threads))   # process-wide: set only when it changes
     dev = devices.acquire(device, lock_dir=GPU_LOCK_DIR)
     log.info("device %s, torch %s, %d threads", dev, torch.__version__, torch.get_num_threads())
     return dev
@@ -36,6 +55,7 @@ def _dims(ds) -> tuple[tuple[int, ...], int]:
     return tuple(ds.x_train.shape[1:]), engine.n_outputs(ds)
 
 
+@_gated
 def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
                threads: int | None = None) -> None:
     """Draw every model's initial parameters (on the GPU when there is one) and save them."""
@@ -53,6 +73,7 @@ def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
 
 # -- the prune stage (Hayou et al. 2021, arXiv:2002.08797) ----------------------------
 
+@_gated
 def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
                 out_report: str, device: str = "auto", threads: int | None = None) -> None:
     """The prune stage: masks of a shard's pruned models from their initial weights (003 Sec. 2),
@@ -85,6 +106,7 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
              sum(bool(r.pruner) for r in shard.runs), len(shard.runs), time.time() - t0)
 
 
+@_gated
 def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
                 checkpoint: str | None = None, checkpoint_every: int = 0,
                 device: str = "auto", threads: int | None = None,
@@ -125,6 +147,7 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
         Path(checkpoint).unlink()
 
 
+@_gated
 def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_json: str,
                   device: str = "auto", threads: int | None = None,
                   data_path: str | None = None) -> None:

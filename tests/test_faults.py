@@ -4,8 +4,9 @@ run killed and resumed, corrupt data files caught before anything trains on them
 Faults are real or injected from outside the package:
 
 - a first attempt that fails: a ``sitecustomize`` module on ``PYTHONPATH`` (written by the
-  test, so no hook in the package) makes the first ``train_shard`` job of one chosen shard exit
-  with status 3; it also counts every ``train_shard`` start per shard;
+  test, so no hook in the package) wraps ``sigprop.jobs.run_job`` (every rule's ``run:`` block
+  calls it) so that the first ``train_shard`` job of one chosen shard raises; it also counts
+  every ``train_shard`` start per shard;
 - a job that always fails: the shard's checkpoint path is a directory, so saving the first
   checkpoint fails with ``IsADirectoryError`` (as an unwritable or full disk would);
 - kills: SIGKILL to Snakemake's whole process group;
@@ -42,19 +43,26 @@ pytestmark = pytest.mark.slow
 STUDY = "trainable_depth"
 
 SITECUSTOMIZE = '''
-import os, sys
+import os
 _shards = [s for s in os.environ.get("FAULT_SHARDS", "").split(",") if s]
-if _shards and sys.argv and sys.argv[0].endswith(".train_shard.py"):
-    _text = open(sys.argv[0]).read()
-    for _s in _shards:
-        if _s in _text:
-            with open(os.environ["FAULT_ATTEMPTS"], "a") as _f:
-                _f.write(_s + "\\n")
-            _n = sum(1 for _l in open(os.environ["FAULT_ATTEMPTS"]) if _l.strip() == _s)
-            if _s == os.environ.get("FAULT_FAIL_FIRST") and _n == 1:
-                sys.stderr.write(f"injected fault: first attempt of shard {_s} fails\\n")
-                sys.stderr.flush()
-                os._exit(3)
+if _shards:
+    # jobs run in threads of the Snakemake process (rules' run: blocks): wrap the function
+    # every block calls, before the Snakefile imports it (no hook in the package)
+    import sigprop.jobs as _jobs
+    _run_job = _jobs.run_job
+
+    def run_job(log, fn, *args, **kwargs):
+        if getattr(fn, "__name__", "") == "train_shard":
+            _s = next((s for s in _shards if s in str(args[0])), None)
+            if _s is not None:
+                with open(os.environ["FAULT_ATTEMPTS"], "a") as _f:
+                    _f.write(_s + "\\n")
+                _n = sum(1 for _l in open(os.environ["FAULT_ATTEMPTS"]) if _l.strip() == _s)
+                if _s == os.environ.get("FAULT_FAIL_FIRST") and _n == 1:
+                    def fn(*a, **k):
+                        raise RuntimeError(f"injected fault: first attempt of shard {_s} fails")
+        return _run_job(log, fn, *args, **kwargs)
+    _jobs.run_job = run_job
 '''
 
 
@@ -383,3 +391,30 @@ def test_a_file_that_vanishes_mid_run_is_explained_not_blamed_on_latency(workdir
     assert "run `snakemake` again" in out
     run_snakemake(workdir, cfg, "results/data/digits.npz")
     assert (workdir / "results/data/digits.npz").exists()
+
+
+def test_an_error_in_a_run_block_job_is_written_to_the_jobs_log(tmp_path):
+    """sigprop.jobs.run_job: a job running in a thread of Snakemake logs to its own file only,
+    and an error there is written with its traceback before it is raised."""
+    import logging
+    import threading
+
+    from sigprop.jobs import run_job
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+
+    def work(name):
+        logging.getLogger("sigprop.test").info("working on %s", name)
+
+    def fail():
+        raise ValueError("bad shard table x.parquet")
+    threads = [threading.Thread(target=run_job, args=([str(p)], work, p.stem)) for p in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert "working on a" in a.read_text() and "working on b" not in a.read_text()
+    assert "working on b" in b.read_text() and "working on a" not in b.read_text()
+    with pytest.raises(ValueError):
+        run_job([str(tmp_path / "c.log")], fail)
+    text = (tmp_path / "c.log").read_text()
+    assert "job failed: ValueError: bad shard table x.parquet" in text and "Traceback" in text
