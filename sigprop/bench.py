@@ -278,6 +278,12 @@ ISSUE_CASES = [dict(activation=a, width=w, batch=b)
                for w in (32, 256) for b in (128, 32) for a in ("tanh", "relu")]
 
 
+# a convolutional shard (grouped convolutions over the model axis) against the loop and
+# torch.func: small enough for a CPU (``sigprop bench --arch resnet32``)
+CONV_CASE = dict(arch="resnet32", width=8, depth=1, models=8, batch=32, steps=3,
+                 in_shape=(3, 32, 32), activation="relu")
+
+
 def default_cases(device: str = "auto") -> list[dict]:
     """The eight fully connected cases of :data:`ISSUE_CASES`."""
     return [dict(c) for c in ISSUE_CASES]

@@ -116,6 +116,10 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                        help="interleaved timings of each way, fastest kept [default: 3]")
     bench.add_argument("--baselines", default="loop,func,minimal",
                        help="comma-separated subset of loop, func, minimal [default: all]")
+    bench.add_argument("--arch", default="fc",
+                       help="fc (the eight cases), or a convolutional family such as resnet32: "
+                            "grouped convolutions against the loop and torch.func on 3x32x32 "
+                            "inputs [default: fc]")
     bench.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
     dag = sub.add_parser(
         "bench-dag", help="time a big grid's config expansion and Snakemake DAG (JSON)",
@@ -197,11 +201,14 @@ def params_text(kinds: list[str] | None = None, markdown: bool = False) -> str:
 def _bench(args: dict) -> int:
     from . import bench
     cases = bench.default_cases(args["device"])
+    if args["arch"] != "fc":
+        cases = [dict(bench.CONV_CASE, arch=args["arch"])]
     if args["widths"] is not None:
         cases = [c for c in cases if c["width"] in args["widths"]] or \
             [dict(c, width=w) for w in args["widths"] for c in cases if c["width"] == 32]
     for c in cases:
-        c.update(depth=args["depth"])
+        if c.get("arch", "fc") == "fc":
+            c.update(depth=args["depth"])
         for key, name in (("models", "models"), ("steps", "steps"), ("batch", "batch"),
                           ("activation", "activation")):
             if args[key] is not None:
