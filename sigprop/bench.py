@@ -440,10 +440,10 @@ def sweep_bench(batches=(8, 16, 32, 64, 128, 256, 512), models_per_batch: int = 
                         steps=steps_of(b), eval_every=steps_of(b), seed=i)
                 for b in batches for i in range(models_per_batch)]
 
-    def timed(shard_runs: list[RunSpec]) -> float:
+    def timed(shard_runs: list[RunSpec]) -> list[float]:
         shard = Shard("bench_sweep", tuple(shard_runs))
         params, buffers = initial_state(shard, (64,), 10, dev, torch.float32)
-        best = float("inf")
+        times = []
         for _ in range(max(1, repeats)):
             tr = ShardTrainer(shard, data, [p.clone() for p in params], dev,
                               buffers=[b.clone() for b in buffers])
@@ -451,20 +451,27 @@ def sweep_bench(batches=(8, 16, 32, 64, 128, 256, 512), models_per_batch: int = 
             t0 = time.perf_counter()
             tr.run(progress_every=1e9)
             _sync(dev)
-            best = min(best, time.perf_counter() - t0)
-        return best
+            times.append(time.perf_counter() - t0)
+        return times
+
+    def record(name: str, times: list[float]) -> None:
+        out[f"{name}_s"] = min(times)
+        out[f"{name}_spread"] = (max(times) - min(times)) / min(times)
 
     micro_steps = int(round(epochs * (n // c)))
-    out = {"machine": machine(), "batches": list(batches), "models": len(batches) * models_per_batch,
+    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": _commit(),
+           "batches": list(batches), "models": len(batches) * models_per_batch,
            "repeats": repeats,
            "width": width, "depth": depth, "epochs": epochs, "n_train": n, "micro_batch": c}
-    out["micro_s"] = timed(runs(c, lambda b: micro_steps))
+    record("micro", timed(runs(c, lambda b: micro_steps)))
     per = [timed([r for r in runs(0, lambda b: max(1, int(round(epochs * (n // b)))))
                   if r.batch_size == b]) for b in batches]
-    out["per_batch_s"] = sum(per)
+    # each batch size's fastest, summed; the spread of the sums over repeats
+    record("per_batch", [sum(t[i] for t in per) for i in range(len(per[0]))])
+    out["per_batch_s"] = sum(min(t) for t in per)
     out["per_batch_jobs"] = len(batches)
     if padded:
-        out["padded_s"] = timed(runs(0, lambda b: int(round(epochs * (n // min(batches))))))
+        record("padded", timed(runs(0, lambda b: int(round(epochs * (n // min(batches)))))))
     out["speedup_vs_per_batch"] = out["per_batch_s"] / out["micro_s"]
     if padded:
         out["speedup_vs_padded"] = out["padded_s"] / out["micro_s"]

@@ -305,6 +305,8 @@ class ShardTrainer:
 
     def _apply_masks(self) -> None:
         """Set the masked entries to exactly zero (after init and every optimizer step)."""
+        if not self.masks:
+            return
         with torch.no_grad():
             for p, drop in zip(self.params, self._dropped):
                 if drop is not None:
@@ -401,7 +403,8 @@ class ShardTrainer:
         grads = list(torch.autograd.grad(self._where_active(loss).sum(), self.params,
                                          allow_unused=True))
         # a diverged model's NaNs must not reach optimizer state
-        grads = [None if g is None else self._where_active(g) for g in grads]
+        if not self._all_active:
+            grads = [None if g is None else self._where_active(g) for g in grads]
         if self.micro:
             grads = [g if a is None else (a if g is None else g + a)
                      for g, a in zip(grads, self._acc)]
@@ -436,6 +439,8 @@ class ShardTrainer:
 
     def _lr_epoch(self, step: int) -> int:
         """How many schedule milestones of any model lie at or before ``step``."""
+        if not len(self._all_milestones):
+            return 0
         return int(np.searchsorted(self._all_milestones, step, side="right"))
 
     @torch.no_grad()
