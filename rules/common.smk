@@ -92,6 +92,14 @@ def paper_studies(wildcards):
     return [n for n in STUDIES if study_paper(n) == wildcards.paper]
 
 
+def paper_summary_info(wildcards):
+    """Per study of the paper, what its referee's summary says of it, as JSON."""
+    import json
+
+    return json.dumps({n: STUDIES[n].summary_info() for n in paper_studies(wildcards)},
+                      sort_keys=True)
+
+
 def paper_claims(wildcards):
     return [f"results/{n}/claims.parquet" for n in paper_studies(wildcards)]
 

@@ -48,13 +48,15 @@ rule claims:
         kind=lambda w: study_of(w).kind,
         p=job_params("claims"),
         expect=lambda w: study_of(w).expect(),
+        design=lambda w: study_of(w).design(),
     log:
         "results/logs/{study}/claims.log",
     run:
         from sigprop import analysis_steps as light
 
         run_job(log, light.claims, params.kind, wildcards.study, params.p, params.expect,
-                input.runs, input.theory, list(input.layers), output.table, output.html)
+                input.runs, input.theory, list(input.layers), output.table, output.html,
+                params.design)
 
 
 rule study_table:

@@ -14,15 +14,17 @@ rule paper_claims:
             subcategory="All claims",
             labels={"paper": "{paper}", "table": "claims"},
         ),
+        summary="results/papers/{paper}/summary.md",
     params:
         studies=paper_studies,
+        info=paper_summary_info,
     log:
         "results/logs/papers/{paper}/claims.log",
     run:
         from sigprop import analysis_steps as light
 
         run_job(log, light.paper_claims, wildcards.paper, list(input), list(params.studies),
-                output.table, output.html)
+                output.table, output.html, output.summary, params.info)
 
 
 rule paper_table:

@@ -81,13 +81,20 @@ def figure(kind: str, name: str, params_json: str, expect_json: str, runs: str, 
 
 
 def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str, theory: str,
-           layers: list[str], out: str, html: str):
-    """The study's claims table, as Parquet and HTML."""
+           layers: list[str], out: str, html: str, design_json: str = "{}"):
+    """The study's claims table, as Parquet and HTML: checked against the claims contract
+    (:func:`sigprop.claims.check_table`), with the rows that the study's design changes affect
+    marked exploratory."""
+    import json
+
+    from . import claims as C
     from .claims.render import to_html
     p = job_params(kind, params_json)
     fn = registry.claims_function(kind)
     r, t = read_inputs(study, expect_json, runs, theory)
     df = fn(r, t, p, **_layers(fn, layers, study))
+    C.check_table(df, f"study {study} (sigprop/studies/{kind}/claims.py)")
+    df = C.mark_exploratory(df, json.loads(design_json).get("changes") or [])
     tables.write_atomic(df, out)
     atomic.write_text(html, to_html(df, title=f"Claims: {study}"))
     for r in df.itertuples():
@@ -109,16 +116,24 @@ def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: 
     return df
 
 
-def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, html: str):
+def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, html: str,
+                 summary: str | None = None, info_json: str = "{}"):
     """All claims of one paper's studies (each file checked to be its study's), as Parquet and
-    HTML."""
+    HTML, and the referee's summary (:mod:`sigprop.claims.summary`) as Markdown."""
+    import json
+
     from . import papers
+    from .claims import tally
     from .claims.render import to_html
+    from .claims.summary import referee_summary
     df = tables.concat_claims(list(paths), list(studies))
     tables.write_atomic(df, out)
     atomic.write_text(html, to_html(df, title=f"Claims: {papers.title(paper)}"))
-    log.info("%d claims from %d studies: %s", len(df), df.study.nunique(),
-             df.verdict.value_counts().to_dict())
+    if summary is not None:
+        atomic.write_text(summary, referee_summary(papers.title(paper),
+                                                   papers.CITATIONS.get(paper, ""), df,
+                                                   json.loads(info_json)))
+    log.info("%d rows from %d studies: %s", len(df), df.study.nunique(), tally(df))
     return df
 
 

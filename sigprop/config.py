@@ -160,6 +160,28 @@ class Study:
                                                     for r in self.shard(shard_id).runs))
         return p.to_json()
 
+    def design(self) -> str:
+        """The study's ``design:`` for the claims job, as JSON: the date the design was fixed and
+        the changes made since that apply to this scale (their ``affects`` patterns mark
+        claims ``exploratory``, :func:`sigprop.claims.mark_exploratory`)."""
+        from .claims import design_changes
+        d = self.cfg.get("design") or {}
+        return json.dumps({"fixed": str(d.get("fixed", "")), "scale": self.scale,
+                           "changes": design_changes(d, self.scale)}, sort_keys=True, default=str)
+
+    def summary_info(self) -> dict:
+        """What a referee's summary says of the study (:mod:`sigprop.claims.summary`): its
+        scale, data, the scale's description of what differs from the paper, and the design's
+        date and changes."""
+        from .claims import design_changes
+        d = self.cfg.get("design") or {}
+        desc = ((self.cfg.get("scales") or {}).get(self.scale) or {}).get("description", "")
+        return {"title": self.cfg.get("title", self.name), "scale": self.scale,
+                "datasets": self.datasets, "description": str(desc).strip(),
+                "fixed": str(d.get("fixed", "")),
+                "changes": [{"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
+                            for c in design_changes(d, self.scale)]}
+
     def manifest(self) -> str:
         """What the merge of the study's shard tables expects, as JSON: per shard, its runs and
         each run's block label (the ``block`` column of the merged table)."""

@@ -28,7 +28,14 @@ RUN_KEY = ["run_id", "step", "metric"]
 RUN_COLUMNS = ["study", "shard_id", "run_id", "step", "metric", "value"]
 THEORY_COLUMNS = ["study", "quantity", "value"]
 CLAIM_COLUMNS = ["study", "claim_id", "claim", "source", "measured", "expected",
-                 "tolerance", "verdict", "detail", "values"]
+                 "tolerance", "verdict", "detail", "values", "kind", "test", "detectable",
+                 "exploratory"]
+"""Columns of a claims table (:func:`sigprop.claims.row`): ``kind`` is ``claim`` (a paper
+statement tested against measurement, which could come out either way) or ``sanity`` (an
+identity, theorem or control that must hold if the apparatus is right; never tallied);
+``test`` names the test and ``detectable`` the smallest effect it could detect at the
+configured design; ``exploratory`` marks a verdict obtained after the study's design was
+changed (the study file's ``design.changes``)."""
 
 
 class TableError(ValueError):

@@ -6,7 +6,8 @@ Table 1 of 000 lists, per metric, the depth scale that governs it under the
 depth each implies: q_ab ~ ξ2 for both; g_aa ~ ξ1 for both; g_ab ~ ξ1 (000)
 against ξ2 ([6]); trainable depth min(12ξ1, 12ξ2) (000) against 6ξ2 ([6]).
 
-Here a third row says what our measurements support, and a fourth cites the
+Here a third row says what our measurements support (from claim rows only: a sanity
+row, such as g_ab at rho = 1 where it equals g_aa by construction, is not evidence), and a fourth cites the
 claims that decide it with their verdicts.  A column whose claims were not run
 (study not in the config) says so instead of guessing.  Nothing is copied from
 the paper except its two rows of depth scales.
@@ -37,6 +38,10 @@ BOUNDARY_ALL = "boundary_min12xi_vs_6xi2[all]"
 
 
 def _evidence(claims: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The claim rows that decide ``column``: sanity rows (e.g. g_ab at rho = 1, where it
+    equals g_aa by construction) are never evidence."""
+    if "kind" in claims.columns:
+        claims = claims[claims["kind"] == "claim"]
     ids = claims.claim_id.astype(str)
     keep = np.zeros(len(claims), bool)
     for p in EVIDENCE[column]:

@@ -6,26 +6,58 @@ import html
 
 import pandas as pd
 
-COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "inconclusive": "#9a6700"}
+COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "inconclusive": "#9a6700", "smoke": "#57606a"}
+SHOWN = ["study", "claim_id", "claim", "source", "measured", "expected", "tolerance", "verdict",
+         "test", "detectable", "exploratory", "detail"]
 
 
-def to_html(df: pd.DataFrame, title: str = "Claims") -> str:
-    df = df.drop(columns=["values"], errors="ignore")   # machine-readable; the detail says it in words
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+def _rows_html(df: pd.DataFrame) -> str:
+    cols = [c for c in SHOWN if c in df.columns]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = []
     for _, r in df.iterrows():
         cells = []
-        for c in df.columns:
+        for c in cols:
             v = r[c]
-            text = f"{v:.4g}" if isinstance(v, float) else str(v)
+            if c == "exploratory":
+                text = "exploratory" if bool(v) else ""
+            else:
+                text = f"{v:.4g}" if isinstance(v, float) else str(v)
             style = f' style="color:{COLOURS[v]};font-weight:bold"' if c == "verdict" and v in COLOURS else ""
             cells.append(f"<td{style}>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def tally_line(df: pd.DataFrame) -> str:
+    """The tally in words: claims only; sanity checks are counted apart."""
+    from . import tally
+    t = tally(df)
+    parts = [f"{t['claims']} claims: {t['pass']} supported (pass), {t['fail']} not supported "
+             f"(fail), {t['inconclusive']} inconclusive"]
+    if t.get("smoke"):
+        parts.append(f"{t['smoke']} smoke (no verdict)")
+    if t["exploratory"]:
+        parts.append(f"{t['exploratory']} of the claims exploratory (obtained after a design "
+                     "change)")
+    parts.append(f"{t['sanity']} sanity checks, not counted ({t['sanity_failing']} not passing)")
+    return "; ".join(parts) + "."
+
+
+def to_html(df: pd.DataFrame, title: str = "Claims") -> str:
+    """Claims first, with the tally; sanity checks (identities, theorems, controls) in their
+    own section, never tallied."""
+    kinds = df["kind"] if "kind" in df.columns else pd.Series("claim", index=df.index)
+    claims, checks = df[kinds == "claim"], df[kinds == "sanity"]
+    sections = [f"<p>{html.escape(tally_line(df))}</p>",
+                "<h3>Claims (tested against measurement)</h3>", _rows_html(claims)]
+    if len(checks):
+        sections += ["<h3>Sanity checks (identities, theorems, controls; not counted)</h3>",
+                     _rows_html(checks)]
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}</style></head>"
-            f"<body><h2>{html.escape(title)}</h2><table><tr>{head}</tr>{''.join(body)}</table>"
-            "</body></html>\n")
+            f"<body><h2>{html.escape(title)}</h2>{''.join(sections)}</body></html>\n")
 
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:

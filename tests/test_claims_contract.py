@@ -1,0 +1,180 @@
+"""The claims contract (issue 18): two kinds of row, tallies that count only claims, every claim
+naming its test and detectable effect, power helpers checked against simulation, exploratory
+rows from a study's design changes, and a referee's summary that parses as reStructuredText."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigprop import claims as C
+from sigprop.claims.render import to_html
+from sigprop.claims.summary import escape, referee_summary
+
+
+def _row(cid, verdict="pass", kind="claim", test="z test", detectable=0.1, claim="x"):
+    if kind == "sanity":
+        return C.sanity("s", cid, claim, "000", 1.0, "1", 0.0, verdict)
+    return C.row("s", cid, claim, "000", 1.0, "1", 0.0, verdict, kind=kind, test=test,
+                 detectable=detectable)
+
+
+def test_check_table_accepts_a_well_formed_table():
+    df = C.frame([_row("a"), _row("b", "inconclusive", detectable=np.nan), _row("c", kind="sanity")])
+    C.check_table(df, "study s")
+    assert list(df.columns) == list(C.CLAIM_COLUMNS)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([_row("a", test="")], "does not name its test"),
+    ([_row("a", detectable=np.nan)], "no detectable effect"),
+    ([_row("a", "fail", detectable=np.inf)], "no detectable effect"),
+    ([_row("a"), _row("a")], "appears twice"),
+    ([{**_row("a"), "kind": "evidence"}], "kind 'evidence'"),
+    ([_row("a", "maybe")], "verdict 'maybe'"),
+])
+def test_check_table_names_the_study_and_the_claim(rows, message):
+    with pytest.raises(ValueError) as e:
+        C.check_table(C.frame(rows), "study s (sigprop/studies/s/claims.py)")
+    assert "study s" in str(e.value) and message in str(e.value)
+
+
+def test_tally_never_counts_sanity_rows():
+    df = C.frame([_row("a"), _row("b", "fail"), _row("c", kind="sanity"),
+                  _row("d", "fail", kind="sanity")])
+    t = C.tally(df)
+    assert (t["claims"], t["pass"], t["fail"], t["sanity"], t["sanity_failing"]) == (2, 1, 1, 2, 1)
+
+
+def test_html_puts_sanity_checks_in_their_own_section_and_tallies_claims_only():
+    df = C.frame([_row("a"), _row("sane", kind="sanity")])
+    html = to_html(df)
+    claims_part, sanity_part = html.split("Sanity checks (identities")
+    assert "<td>a</td>" in claims_part and "<td>sane</td>" in sanity_part
+    assert "1 claims: 1 supported" in html and "1 sanity checks, not counted" in html
+
+
+def test_z_helpers_state_their_power():
+    assert C.z_within(0.25, 0.1, 3) == ("pass", "|deviation| <= max(3 SE, 0)", pytest.approx(0.3))
+    assert C.z_within(0.35, 0.1, 3)[0] == "fail"
+    assert C.z_within(0.05, 0.01, 3, floor=0.1)[2] == pytest.approx(0.1)
+    assert C.z_within(0.0, np.nan, 3)[0] == "inconclusive"
+    assert C.z_above(0.31, 0.1, 3)[0] == "pass"
+    assert C.z_above(0.1, 0.1, 3)[0] == "inconclusive"     # within noise: the design cannot tell
+    assert C.z_above(-0.31, 0.1, 3)[0] == "fail"
+    assert C.z_above(0.5, 0.1, 3)[2] == pytest.approx(0.3)
+
+
+def test_kendall_levels_and_the_three_item_rule():
+    assert np.allclose(C.kendall_levels(3), [-1, -1 / 3, 1 / 3, 1])
+    r3 = C.rank_claim([1, 2, 3], [1, 2, 3], 0.3)
+    assert r3["measured"] == pytest.approx(1.0) and r3["verdict"] == "inconclusive"
+    assert "fewer than 4" in r3["test"]
+    assert C.rank_claim([1, 2, 3], [1, 2, 3], 0.3, reason="the paper has 3 nets")["verdict"] == "pass"
+    r4 = C.rank_claim([1, 2, 3, 4], [1, 2, 4, 3], 0.3)
+    assert r4["verdict"] == "pass" and r4["measured"] == pytest.approx(2 / 3)
+    assert r4["detectable"] == pytest.approx(1 / 3)          # levels of 4 items: 1, 2/3, 1/3, 0, ...
+    assert C.rank_claim([1, 2, 3, 4], [4, 3, 2, 1], 0.3)["verdict"] == "fail"
+    # between 0 and the threshold: the design cannot tell
+    assert C.rank_claim([1, 2, 3, 4], [1, 2, 4, 3], 0.99)["verdict"] == "inconclusive"
+
+
+@pytest.mark.parametrize("n, min_tau", [(4, 0.3), (5, 0.3), (6, 0.5), (10, 0.3)])
+def test_kendall_null_pass_probability_matches_simulation(n, min_tau):
+    """The chance an ordering claim passes with no association, against random orders."""
+    from scipy.stats import kendalltau
+    rng = np.random.default_rng(0)
+    sims = 4000
+    hits = sum(kendalltau(np.arange(n), rng.permutation(n)).statistic >= min_tau - 1e-12
+               for _ in range(sims))
+    p = C.kendall_null_pass(n, min_tau)
+    tol = 4 * np.sqrt(p * (1 - p) / sims) + (0.03 if n > 8 else 0)   # normal approx above 8
+    assert abs(hits / sims - p) <= tol
+
+
+def _correlated(rng, n_init, points, shift=0.0):
+    """Per-initialization values at several points that share the initialization: a common
+    random effect per initialization plus independent noise."""
+    common = rng.normal(size=(n_init, 1))
+    return 1.0 + shift + 0.2 * common + 0.1 * rng.normal(size=(n_init, points))
+
+
+def test_joint_bootstrap_test_holds_its_level_and_detects_an_offset():
+    """Calibration by simulation: with theory true, max |z| exceeds the 95 % bootstrap critical
+    value in about 5 % of data sets (< 12 % of 120 here); offset by 3 SE at every point it is
+    caught nearly always."""
+    rng = np.random.default_rng(1)
+    theory = np.ones(20)
+    false = sum(C.max_abs_z_bootstrap(_correlated(rng, 32, 20), theory, n_boot=400, seed=i)["p"]
+                < 0.05 for i in range(120))
+    assert false / 120 < 0.12
+    se = np.sqrt(0.2 ** 2 + 0.1 ** 2) / np.sqrt(32)
+    caught = sum(C.max_abs_z_bootstrap(_correlated(rng, 32, 20, shift=4 * se), theory,
+                                       n_boot=400, seed=i)["p"] < 0.05 for i in range(40))
+    assert caught / 40 > 0.8
+    r = C.max_abs_z_bootstrap(_correlated(rng, 32, 20), theory, n_boot=400)
+    assert r["crit"] > 2.0 and 0 < r["detectable"] < 0.2
+
+
+def test_design_changes_mark_matching_claims_exploratory_at_their_scale():
+    design = {"fixed": "2026-11-21", "changes": [
+        {"date": "2026-11-22", "scale": "quick", "what": "grid", "why": "w", "before": "b",
+         "affects": ["threshold_*"]},
+        {"date": "2026-11-22", "scale": "paper", "what": "grid", "why": "w", "before": "b",
+         "affects": ["*"]}]}
+    quick = C.design_changes(design, "quick")
+    assert len(quick) == 1
+    df = C.mark_exploratory(C.frame([_row("threshold_exists[a]"), _row("other")]), quick)
+    assert df.exploratory.tolist() == [True, False]
+
+
+def test_referee_summary_reads_as_restructuredtext_without_warnings():
+    from docutils.core import publish_doctree
+    from docutils.nodes import system_message
+    df = C.frame([_row("c_star[*, rho=1]", claim="c* = 1 at rho_1 | `x`"),
+                  _row("b", "fail"), _row("i", "inconclusive", detectable=np.nan),
+                  _row("sane", kind="sanity")])
+    df.loc[1, "exploratory"] = True
+    text = referee_summary("000 Huang et al.", "arXiv:1912.09132", df, {
+        "s": {"title": "A study", "scale": "quick", "datasets": ["digits"],
+              "description": "Digits instead of MNIST; width 64 *not* 300.", "fixed": "2026-11-21",
+              "changes": [{"date": "2026-11-22", "what": "seeds 1 -> 3"}]}})
+    tree = publish_doctree(text, settings_overrides={"report_level": 5, "halt_level": 5})
+    assert not list(tree.findall(system_message)), text
+    for want in ("3 claims: 1 supported, 1 not supported, 1 inconclusive",
+                 "1 sanity checks", "Not supported (1)", "Sanity checks, not counted (1)",
+                 "design fixed 2026-11-21", "seeds 1 -> 3", "(exploratory"):
+        assert want in text.replace("\\", ""), want
+
+
+def test_escape_keeps_markup_characters_literal():
+    assert escape("a*b_c `d` |e|") == r"a\*b\_c \`d\` \|e\|"
+
+
+def test_shipped_studies_state_when_their_design_was_fixed():
+    import yaml
+    from conftest import REPO
+    for path in sorted((REPO / "config/studies").glob("*.yaml")):
+        d = yaml.safe_load(path.read_text())["design"]
+        assert len(d["fixed"]) == 10, path
+        for c in d.get("changes") or []:
+            assert c["date"] >= d["fixed"], f"{path}: a change dated before the design was fixed"
+            assert c["affects"] and c["before"].strip(), path
+
+
+def test_study_design_json_for_the_claims_job():
+    import yaml
+    from conftest import REPO
+    from sigprop.config import build_study
+    path = REPO / "config/studies/meanfield_maps.yaml"
+    cfg = yaml.safe_load(path.read_text())
+    cfg["design"]["changes"] = [{"date": "2026-11-22", "scale": "paper", "what": "w", "why": "y",
+                                 "before": "b", "affects": ["*"]}]
+    s = build_study("meanfield_maps", str(path), cfg, "quick", 64, 0)
+    assert json.loads(s.design()) == {"fixed": "2026-11-21", "scale": "quick", "changes": []}
+    info = s.summary_info()
+    assert info["scale"] == "quick" and info["datasets"] and info["description"]
