@@ -157,6 +157,16 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     params.add_argument("kinds", nargs="*", help="study kinds [default: all]")
     params.add_argument("--markdown", action="store_true",
                         help="Markdown tables, as in config/README.md")
+    cdoc = sub.add_parser(
+        "claims-doc", help="regenerate the verdict tables of docs/papers.md from a results folder",
+        description="Replace each <!-- claims:{paper}:{scale}:start/end --> block of a Markdown "
+                    "file by the tally and rows of results/papers/{paper}/claims.parquet; with "
+                    "--check, exit 1 when the file differs from what it would write.")
+    cdoc.add_argument("file", nargs="?", default="docs/papers.md")
+    cdoc.add_argument("--results", default="results", help="results folder [default: results]")
+    cdoc.add_argument("--scale", default="quick", help="the scale the results were run at "
+                                                       "[default: quick]")
+    cdoc.add_argument("--check", action="store_true", help="compare, do not write")
     cmp = sub.add_parser(
         "compare", help="compare two results folders' claims and tables value by value",
         description="Compare every claims table, study table and paper table of two results "
@@ -243,6 +253,27 @@ def main(argv: list[str] | None = None) -> int:
                   f"{', '.join(registry.kinds())})", file=sys.stderr)
             return 2
         sys.stdout.write(params_text(args["kinds"] or None, args["markdown"]))
+        return 0
+    if group == "claims-doc":
+        from pathlib import Path
+
+        from .claims.doc_tables import render
+        path = Path(args["file"])
+        old = path.read_text()
+        new, found = render(old, args["results"], args["scale"])
+        if not found:
+            print(f"sigprop claims-doc: {path} has no <!-- claims:NNN:{args['scale']}:start --> "
+                  "block", file=sys.stderr)
+            return 2
+        if args["check"]:
+            if new != old:
+                print(f"{path}: the verdict tables of papers {found} differ from "
+                      f"{args['results']}: rerun `sigprop claims-doc {path}`", file=sys.stderr)
+                return 1
+            return 0
+        from . import atomic
+        atomic.write_text(str(path), new)
+        print(f"{path}: papers {', '.join(found)} ({args['scale']}) from {args['results']}")
         return 0
     if group == "compare":
         from .compare import summary

@@ -178,3 +178,25 @@ def test_study_design_json_for_the_claims_job():
     assert json.loads(s.design()) == {"fixed": "2026-11-21", "scale": "quick", "changes": []}
     info = s.summary_info()
     assert info["scale"] == "quick" and info["datasets"] and info["description"]
+
+
+def test_claims_doc_regenerates_and_checks_the_verdict_tables(tmp_path, capsys):
+    from sigprop import tables
+    from sigprop.cli import main
+    paper = tmp_path / "results/papers/000"
+    paper.mkdir(parents=True)
+    df = C.frame([_row("a"), _row("sane", kind="sanity")])
+    tables.write_atomic(df, paper / "claims.parquet")
+    doc = tmp_path / "papers.md"
+    doc.write_text("# Papers\n\n<!-- claims:000:quick:start -->\nold\n<!-- claims:000:quick:end -->\n"
+                   "\nProse stays.\n")
+    res = str(tmp_path / "results")
+    assert main(["claims-doc", str(doc), "--results", res, "--check"]) == 1
+    assert main(["claims-doc", str(doc), "--results", res]) == 0
+    text = doc.read_text()
+    assert "old" not in text and "Prose stays." in text and "| s | a | claim | pass |" in text
+    assert "1 claims: 1 supported" in text and "| sane | sanity |" in text
+    assert main(["claims-doc", str(doc), "--results", res, "--check"]) == 0
+    tables.write_atomic(C.frame([_row("a", "fail")]), paper / "claims.parquet")
+    assert main(["claims-doc", str(doc), "--results", res, "--check"]) == 1
+    assert "rerun `sigprop claims-doc" in capsys.readouterr().err
