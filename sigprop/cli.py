@@ -157,6 +157,22 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     params.add_argument("kinds", nargs="*", help="study kinds [default: all]")
     params.add_argument("--markdown", action="store_true",
                         help="Markdown tables, as in config/README.md")
+    pl = sub.add_parser(
+        "plan", help="cost plan: runs, shards, FLOPs, memory, CPU and GPU time per study and block",
+        description="Per study and block of the configured run: runs, shards, FLOPs per shard "
+                    "(counted from operator shapes on the meta device), peak memory per shard, the "
+                    "projected time of a shard on this CPU (calibrated by timing real steps) and on "
+                    "named GPUs (dense peak x efficiency), and the study's GPU-hours.")
+    pl.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="overrides as for snakemake --config, e.g. scale=paper")
+    pl.add_argument("--configfile", default="config/config.yaml")
+    pl.add_argument("--efficiency", type=float, default=None,
+                    help="fraction of a GPU's dense peak assumed [default: sigprop.plan."
+                         "DEFAULT_EFFICIENCY]")
+    pl.add_argument("--gpu", default="A100-80GB", help="the GPU shown in the table's per-block "
+                                                       "columns [default: A100-80GB]")
+    pl.add_argument("--no-calibrate", action="store_true", help="skip the CPU timing")
+    pl.add_argument("--json", metavar="FILE", help="also write the whole plan as JSON")
     cdoc = sub.add_parser(
         "claims-doc", help="regenerate the verdict tables of docs/papers.md from a results folder",
         description="Replace each <!-- claims:{paper}:{scale}:start/end --> block of a Markdown "
@@ -253,6 +269,21 @@ def main(argv: list[str] | None = None) -> int:
                   f"{', '.join(registry.kinds())})", file=sys.stderr)
             return 2
         sys.stdout.write(params_text(args["kinds"] or None, args["markdown"]))
+        return 0
+    if group == "plan":
+        from . import plan as P
+        eff = P.DEFAULT_EFFICIENCY if args["efficiency"] is None else args["efficiency"]
+        if not 0 < eff <= 1:
+            print(f"sigprop plan: --efficiency {eff}: expected a fraction in (0, 1]", file=sys.stderr)
+            return 2
+        if args["gpu"] not in P.GPUS:
+            print(f"sigprop plan: --gpu {args['gpu']}: known GPUs {sorted(P.GPUS)}", file=sys.stderr)
+            return 2
+        result = P.plan(args["configfile"], args["config"], eff, not args["no_calibrate"])
+        if args["json"]:
+            from . import atomic
+            atomic.write_text(args["json"], json.dumps(_jsonable(result), indent=2) + "\n")
+        sys.stdout.write(P.table(result, args["gpu"]))
         return 0
     if group == "claims-doc":
         from pathlib import Path

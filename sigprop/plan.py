@@ -1,0 +1,312 @@
+"""The cost plan of a configured run (``sigprop plan``): per study and block, how many runs and
+shards, the FLOPs and peak memory of a shard, its projected wall time on this CPU and on named
+GPUs, and the study's GPU-hours.  No Snakemake: the config is read and the studies built by the
+same functions the Snakefile calls (:func:`sigprop.config.build_study`).
+
+How each number is obtained:
+
+* **FLOPs** are counted from operator shapes (``torch.utils.flop_counter``, as ``sigprop
+  bench`` does) by running one training step of one model of the shard's shape on the ``meta``
+  device (no memory, no arithmetic): forward + backward at the shard's (padded) batch, times the
+  steps, plus the evaluations (a forward pass over ``min(2048, n_train)`` training and all test
+  examples every ``eval_every`` steps), times the models.  A measurement study (task
+  ``measure``) is costed as one forward + backward pass of its batch per model and step (its
+  ``steps``: 1 at initialization, more where it trains, as 002's): a proxy, flagged as such,
+  because each measurement has its own passes.
+* **Peak memory** of a shard: per model, the parameters with their gradients, initial copy and
+  optimizer slots (4 + slots copies; 8-byte floats under ``float64``), plus every tensor
+  autograd saves for the backward pass at the batch size (measured with saved-tensor hooks in
+  the same ``meta`` step); plus the data set on the device.
+* **CPU time** is calibrated on the spot: a few real training steps of each family's costliest
+  shard (its models and batch cut until a step is at most :data:`CALIBRATION_FLOPS`) give the
+  CPU's achieved GFLOP/s for that family, and a shard's time is its FLOPs at that rate (small
+  shards, dominated by per-step overhead, run slower than that).
+* **GPU time** is FLOPs over a named GPU's dense peak (vendor figures in :data:`GPUS`, float32
+  or TF32 by the run's precision) times an efficiency (:data:`DEFAULT_EFFICIENCY`, or
+  ``--efficiency``): a projection, never a measurement.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import time
+from pathlib import Path
+
+import yaml
+
+# dense (not sparsity-doubled) vendor peaks, TFLOP/s, and memory, GB
+GPUS = {
+    "V100-32GB": {"float32": 15.7, "tf32": 15.7, "float64": 7.8, "mem_gb": 32},
+    "A100-80GB": {"float32": 19.5, "tf32": 156.0, "float64": 9.7, "mem_gb": 80},
+    "H100-SXM-80GB": {"float32": 67.0, "tf32": 495.0, "float64": 34.0, "mem_gb": 80},
+}
+DEFAULT_EFFICIENCY = 0.3
+"""Fraction of a GPU's dense peak a shard is assumed to reach: stacked small matmuls and grouped
+convolutions rarely reach more (``sigprop gpu-check`` measures it on the user's GPU)."""
+EVAL_TRAIN_MAX = 2048     # as sigprop.train.shard.EVAL_TRAIN_MAX (checked in tests)
+
+
+@dataclasses.dataclass
+class ShapeCost:
+    """One model of one shape: FLOPs of a training step and of a forward pass per example,
+    parameter count and saved-activation bytes at the batch size."""
+
+    step_flops: float
+    fwd_flops_per_example: float
+    params: int
+    act_bytes: int
+
+
+def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None):
+    """The config with ``key=value`` overrides (YAML values, as ``snakemake --config``) and its
+    studies, built as the Snakefile builds them: ``(config, {name: Study})``."""
+    from .config import ConfigError, build_study, check_data_options, load_yaml
+    config = load_yaml(config_path)
+    for item in overrides or []:
+        if "=" not in item:
+            raise ConfigError(f"--config {item!r}: expected key=value")
+        key, value = item.split("=", 1)
+        config[key] = yaml.safe_load(value)
+    schema = load_yaml(Path(__file__).resolve().parent.parent / "workflow/schemas/config.schema.yaml")
+    _defaults(config, schema)
+    config["data"]["options"] = check_data_options(config["data"]["options"], str(config_path))
+    studies = {}
+    for name in config["studies"]:
+        path = Path(config["studies_dir"]) / f"{name}.yaml"   # relative to the working directory
+        scale = (config.get("scale_overrides") or {}).get(name, config["scale"])
+        studies[name] = build_study(name, path, load_yaml(path), scale, config["shard_size"],
+                                    config["memory_budget_mb"],
+                                    data_options=config["data"]["options"],
+                                    max_runs=config["max_runs"])
+    return config, studies
+
+
+def _defaults(obj: dict, schema: dict) -> None:
+    """Fill the schema's defaults in place, nested objects too (as Snakemake's validate does)."""
+    for key, spec in (schema.get("properties") or {}).items():
+        if not isinstance(spec, dict):
+            continue
+        if key not in obj and "default" in spec:
+            obj[key] = copy.deepcopy(spec["default"])
+        if isinstance(obj.get(key), dict) and spec.get("properties"):
+            _defaults(obj[key], spec)
+
+
+def dataset_dims(name: str, options: dict) -> tuple[tuple[int, ...], int, int, int]:
+    """``(input shape, outputs, n_train, n_test)`` of a data set, known without building it."""
+    from .data import registry
+    from .data.sizes import train_size
+    spec = registry.get(name)
+    opts = (options or {}).get(name, {})
+    shape = tuple(spec.input_shape)
+    if "d" in opts and len(shape) == 1:
+        shape = (int(opts["d"]),)
+    n_out = int(spec.n_classes or opts.get("d_out", 1))
+    n_train = train_size(name, options) or 0
+    n_test = int(spec.n_test or opts.get("n_test", 0) or 0)
+    return shape, n_out, int(n_train), n_test
+
+
+def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeCost:
+    """FLOPs and saved bytes of one model's training step, counted on the ``meta`` device."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .nets import families
+    run = dataclasses.replace(run, keep_rate=1.0)   # dropout adds no FLOPs the counter sees
+    fam = families.get(run.arch)
+    cpu, meta = torch.device("cpu"), torch.device("meta")
+    dtype = torch.float64 if run.precision == "float64" else torch.float32
+    keys = torch.zeros(1, dtype=torch.int64, device=cpu)
+    # the values are irrelevant: shapes come from a one-model init on the CPU
+    params, buffers = fam.init((run,), keys, tuple(in_shape), n_out, cpu, dtype)
+    params = [torch.empty_like(p, device=meta).requires_grad_(True) for p in params]
+    buffers = [torch.empty_like(b, device=meta) for b in buffers]
+    saved = [0]
+
+    def pack(t):
+        saved[0] += t.numel() * t.element_size()
+        return t
+
+    x = torch.empty((1, batch) + tuple(in_shape), device=meta, dtype=dtype)
+    with FlopCounterMode(display=False) as step, \
+            torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out, _ = fam.apply((run,), params, buffers, x, True, keys.to(meta), 0)
+        torch.autograd.grad(out.float().sum(), [p for p in params], allow_unused=True)
+    xe = torch.empty((1, 1) + tuple(in_shape), device=meta, dtype=dtype)
+    with torch.no_grad(), FlopCounterMode(display=False) as fwd:
+        fam.apply((run,), params, buffers, xe, False, keys.to(meta), 0)
+    return ShapeCost(float(step.get_total_flops()), float(fwd.get_total_flops()),
+                     sum(p.numel() for p in params), saved[0])
+
+
+def _shard_batch(shard) -> int:
+    return max(r.micro_batch or r.batch_size for r in shard.runs)
+
+
+def _slots(run) -> int:
+    return 1 if run.optimizer == "rmsprop" or run.momentum > 0 else 0
+
+
+def shard_costs(study, options: dict, cache: dict) -> list[dict]:
+    """One dict per shard: block, models, FLOPs, peak bytes, and whether FLOPs are a proxy."""
+    rows = []
+    for shard in study.shards:
+        r0 = shard.runs[0]
+        in_shape, n_out, n_train, n_test = dataset_dims(r0.dataset, options)
+        batch = _shard_batch(shard)
+        key = (r0.shape_key(), in_shape, n_out, batch)
+        if key not in cache:
+            cache[key] = shape_cost(r0, in_shape, n_out, batch)
+        c = cache[key]
+        m = len(shard.runs)
+        measure = study.task == "measure"
+        steps = max(r.steps for r in shard.runs)      # a measure study may train (002)
+        evals = 0 if measure else steps // max(1, min(r.eval_every for r in shard.runs)) + 1
+        n_eval = min(EVAL_TRAIN_MAX, n_train) + n_test
+        flops = m * (c.step_flops * steps + c.fwd_flops_per_example * n_eval * evals)
+        bytes_per = 8 if r0.precision == "float64" else 4
+        mem = m * (bytes_per * c.params * (4 + _slots(r0)) + c.act_bytes)
+        mem += bytes_per * (n_train + n_test) * math.prod(in_shape)
+        rows.append({"shard": shard.shard_id, "block": study.labels[r0.run_id], "models": m,
+                     "arch": r0.arch, "precision": r0.precision, "flops": flops,
+                     "peak_bytes": mem, "proxy": measure, "steps": steps,
+                     "step_flops": c.step_flops})
+    return rows
+
+
+CALIBRATION_FLOPS = 2e10
+"""Most FLOPs one timed calibration step may take (models and batch are cut to fit)."""
+
+
+def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
+    """Achieved CPU GFLOP/s per family: real training steps of the family's costliest shard
+    shape ``(run, in_shape, n_out, batch, step_flops, models)``, with its models and batch cut
+    until one step is at most :data:`CALIBRATION_FLOPS`, timed after a warm-up step."""
+    import torch
+
+    from .bench import _data
+    from .runs import Shard
+    from .train.shard import ShardTrainer, initial_state
+    rates = {}
+    dev = torch.device("cpu")
+    for fam, (run, in_shape, n_out, batch, step_flops, models) in families_shapes.items():
+        if step_flops > CALIBRATION_FLOPS:
+            batch = max(1, int(batch * CALIBRATION_FLOPS / step_flops))
+            step_flops *= batch / (run.micro_batch or run.batch_size or batch)
+        m = max(1, min(models, int(CALIBRATION_FLOPS // max(step_flops, 1.0))))
+        runs = tuple(dataclasses.replace(run, seed=i, batch_size=batch, micro_batch=0,
+                                         steps=10 ** 6, eval_every=10 ** 6) for i in range(m))
+        shard = Shard("plan", runs)
+        data = _data(max(4 * batch, 64), in_shape, max(n_out, 2), dev)
+        params, buffers = initial_state(shard, in_shape, n_out, dev, torch.float32)
+        tr = ShardTrainer(shard, data, params, dev, buffers=buffers)
+        tr.train_step()
+        n, t0 = 0, time.perf_counter()
+        while n < 2 or (time.perf_counter() - t0 < seconds and n < 20):
+            tr.train_step()
+            n += 1
+        dt = (time.perf_counter() - t0) / n
+        rates[fam] = {"gflops": m * step_flops / dt / 1e9, "step_s": dt, "models": m,
+                      "batch": batch, "in_shape": list(in_shape), "steps_timed": n}
+    return rates
+
+
+def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None,
+         efficiency: float = DEFAULT_EFFICIENCY, calibrate_cpu: bool = True,
+         gpus: dict | None = None) -> dict:
+    """The plan as a dict: ``blocks`` (one row per study and block), ``studies`` (totals),
+    ``cpu_rates`` (the calibration) and the assumptions."""
+    import torch
+    gpus = gpus or GPUS
+    config, studies = load(config_path, overrides)
+    options = config["data"]["options"]
+    cache, per_study = {}, {}
+    fam_shapes = {}
+    for name, study in studies.items():
+        rows = shard_costs(study, options, cache)
+        per_study[name] = (study, rows)
+        for shard, r in zip(study.shards, rows):
+            r0 = shard.runs[0]
+            in_shape, n_out, _, _ = dataset_dims(r0.dataset, options)
+            cur = fam_shapes.get(r0.arch)
+            if cur is None or r["flops"] > cur[0]:     # the family's costliest shard
+                fam_shapes[r0.arch] = (r["flops"], (r0, in_shape, n_out, _shard_batch(shard),
+                                                    r["step_flops"], len(shard.runs)))
+    threads = torch.get_num_threads()
+    rates = calibrate({k: v[1] for k, v in fam_shapes.items()}) if calibrate_cpu else {}
+    blocks, totals = [], {}
+    for name, (study, rows) in per_study.items():
+        by_block: dict = {}
+        for r in rows:
+            by_block.setdefault(r["block"], []).append(r)
+        for label, rs in by_block.items():
+            cpu_s = [r["flops"] / (rates[r["arch"]]["gflops"] * 1e9) if r["arch"] in rates
+                     else math.nan for r in rs]
+            row = {"study": name, "scale": study.scale, "task": study.task, "block": label,
+                   "runs": sum(r["models"] for r in rs), "shards": len(rs),
+                   "flops_per_shard_max": max(r["flops"] for r in rs),
+                   "flops_total": sum(r["flops"] for r in rs),
+                   "peak_mb_per_shard_max": max(r["peak_bytes"] for r in rs) / 2 ** 20,
+                   "cpu_s_per_shard_max": max(cpu_s), "cpu_h_total": sum(cpu_s) / 3600,
+                   "flops_proxy": any(r["proxy"] for r in rs)}
+            for g, spec in gpus.items():
+                peak = [spec["tf32" if r["precision"] == "tf32" else
+                             ("float64" if r["precision"] == "float64" else "float32")] * 1e12
+                        for r in rs]
+                secs = [r["flops"] / (p * efficiency) for r, p in zip(rs, peak)]
+                row[f"{g}_s_per_shard_max"] = max(secs)
+                row[f"{g}_h_total"] = sum(secs) / 3600
+                row[f"{g}_fits"] = row["peak_mb_per_shard_max"] <= spec["mem_gb"] * 1024
+            blocks.append(row)
+        b = [x for x in blocks if x["study"] == name]
+        totals[name] = {"scale": study.scale, "runs": sum(x["runs"] for x in b),
+                        "shards": sum(x["shards"] for x in b),
+                        "flops_total": sum(x["flops_total"] for x in b),
+                        "cpu_h_total": sum(x["cpu_h_total"] for x in b),
+                        "peak_mb_per_shard_max": max(x["peak_mb_per_shard_max"] for x in b),
+                        **{f"{g}_h_total": sum(x[f"{g}_h_total"] for x in b) for g in gpus}}
+    return {"config": str(config_path), "overrides": list(overrides or []),
+            "efficiency": efficiency, "gpus": gpus, "cpu_threads": threads,
+            "cpu_rates": rates, "blocks": blocks, "studies": totals,
+            "notes": ["FLOPs of measure studies are a proxy (one forward + backward per model)",
+                      "GPU times are projections: FLOPs / (dense peak x efficiency)",
+                      "peak memory excludes the framework's own workspace"]}
+
+
+def _fmt_s(s: float) -> str:
+    if s != s:
+        return "–"
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def table(p: dict, gpu: str = "A100-80GB") -> str:
+    """The plan as Markdown: one row per study and block, then the studies' totals."""
+    head = ["study", "scale", "block", "runs", "shards", "TFLOP/shard (max)", "peak MB/shard",
+            "CPU/shard (max)", "CPU total", f"{gpu}/shard (max)", f"{gpu} h"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for b in p["blocks"]:
+        proxy = " (proxy)" if b["flops_proxy"] else ""
+        out.append(f"| {b['study']} | {b['scale']} | {b['block']} | {b['runs']} | {b['shards']} | "
+                   f"{b['flops_per_shard_max'] / 1e12:.3g}{proxy} | "
+                   f"{b['peak_mb_per_shard_max']:.0f} | {_fmt_s(b['cpu_s_per_shard_max'])} | "
+                   f"{_fmt_s(b['cpu_h_total'] * 3600)} | {_fmt_s(b[f'{gpu}_s_per_shard_max'])} | "
+                   f"{b[f'{gpu}_h_total']:.3g} |")
+    out += ["", "| study | scale | runs | shards | PFLOP | CPU total | " +
+            " | ".join(f"{g} h" for g in p["gpus"]) + " |",
+            "|" + "---|" * (6 + len(p["gpus"]))]
+    for name, t in p["studies"].items():
+        out.append(f"| {name} | {t['scale']} | {t['runs']} | {t['shards']} | "
+                   f"{t['flops_total'] / 1e15:.3g} | {_fmt_s(t['cpu_h_total'] * 3600)} | " +
+                   " | ".join(f"{t[f'{g}_h_total']:.3g}" for g in p["gpus"]) + " |")
+    out += ["", f"Efficiency assumed: {p['efficiency']:g} of each GPU's dense peak; CPU rates "
+            f"measured on {p['cpu_threads']} threads: " +
+            ", ".join(f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in p["cpu_rates"].items()) + "."]
+    out += [f"Note: {n}." for n in p["notes"]]
+    return "\n".join(out) + "\n"
