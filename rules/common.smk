@@ -17,6 +17,19 @@ def study_of(wildcards):
     return STUDIES[wildcards.study]
 
 
+def shard_resource(stage, name):
+    """A shard job's ``mem_mb`` or ``runtime`` (minutes): from the config's resources_plan when
+    it has one, else the fixed default; times the attempt, so that retries grow it
+    (sigprop.config.shard_request)."""
+    from sigprop.config import shard_request
+
+    def request(wildcards, attempt):
+        return shard_request(SHARD_RESOURCES, wildcards.study, wildcards.shard, stage, name,
+                             attempt)
+
+    return request
+
+
 def shard_json(wildcards):
     return study_of(wildcards).shard(wildcards.shard).to_json()
 

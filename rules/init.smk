@@ -11,7 +11,8 @@ rule init_shard:
         device=config["device"],
     threads: config["threads_per_job"]
     resources:
-        mem_mb=2000,
+        mem_mb=shard_resource("init", "mem_mb"),
+        runtime=shard_resource("init", "runtime"),
     log:
         "results/logs/{study}/init/{shard}.log",
     benchmark:

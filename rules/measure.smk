@@ -15,7 +15,8 @@ rule measure_shard:
         device=config["device"],
     threads: config["threads_per_job"]
     resources:
-        mem_mb=4000,
+        mem_mb=shard_resource("measure", "mem_mb"),
+        runtime=shard_resource("measure", "runtime"),
     log:
         "results/logs/{study}/measure/{shard}.log",
     benchmark:

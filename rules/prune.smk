@@ -30,7 +30,8 @@ rule prune_shard:
         device=config["device"],
     threads: config["threads_per_job"]
     resources:
-        mem_mb=4000,
+        mem_mb=shard_resource("prune", "mem_mb"),
+        runtime=shard_resource("prune", "runtime"),
     log:
         "results/logs/{study}/prune/{shard}.log",
     benchmark:

@@ -14,8 +14,8 @@ rule train_shard:
         checkpoint="results/{study}/checkpoints/{shard}.pt",
     threads: config["threads_per_job"]
     resources:
-        mem_mb=4000,
-        runtime=120,
+        mem_mb=shard_resource("train", "mem_mb"),
+        runtime=shard_resource("train", "runtime"),
     log:
         "results/logs/{study}/train/{shard}.log",
     benchmark:

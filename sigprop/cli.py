@@ -173,6 +173,12 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                                                        "columns [default: A100-80GB]")
     pl.add_argument("--no-calibrate", action="store_true", help="skip the CPU timing")
     pl.add_argument("--json", metavar="FILE", help="also write the whole plan as JSON")
+    pl.add_argument("--resources", metavar="FILE",
+                    help="write per-shard scheduler requests (runtime, mem_mb, gpu_mem_mb) for "
+                         "the config's resources_plan")
+    pl.add_argument("--target", default="A100-80GB",
+                    help="what --resources plans for: a GPU of sigprop.plan.GPUS or cpu "
+                         "[default: A100-80GB]")
     cdoc = sub.add_parser(
         "claims-doc", help="regenerate the verdict tables of docs/papers.md from a results folder",
         description="Replace each <!-- claims:{paper}:{scale}:start/end --> block of a Markdown "
@@ -279,10 +285,29 @@ def main(argv: list[str] | None = None) -> int:
         if args["gpu"] not in P.GPUS:
             print(f"sigprop plan: --gpu {args['gpu']}: known GPUs {sorted(P.GPUS)}", file=sys.stderr)
             return 2
+        if args["target"] != "cpu" and args["target"] not in P.GPUS:
+            print(f"sigprop plan: --target {args['target']}: cpu or one of {sorted(P.GPUS)}",
+                  file=sys.stderr)
+            return 2
+        if args["resources"] and args["target"] == "cpu" and args["no_calibrate"]:
+            print("sigprop plan: --target cpu needs the CPU calibration (drop --no-calibrate)",
+                  file=sys.stderr)
+            return 2
         result = P.plan(args["configfile"], args["config"], eff, not args["no_calibrate"])
         if args["json"]:
             from . import atomic
             atomic.write_text(args["json"], json.dumps(_jsonable(result), indent=2) + "\n")
+        if args["resources"]:
+            from . import atomic
+            try:
+                res = P.resources(result, args["target"])
+            except ValueError as e:
+                print(f"sigprop plan: {e}", file=sys.stderr)
+                return 2
+            atomic.write_text(args["resources"], json.dumps(res, indent=2) + "\n")
+            print(f"wrote {args['resources']}: requests of "
+                  f"{sum(len(v) for v in res['shards'].values())} shards on {args['target']}",
+                  file=sys.stderr)
         sys.stdout.write(P.table(result, args["gpu"]))
         return 0
     if group == "claims-doc":

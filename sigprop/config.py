@@ -584,6 +584,54 @@ def shard_sizer(shard_size: int, memory_budget_mb: float):
 DEFAULT_MAX_RUNS = 100_000   # per study and scale; the largest shipped grid has 10,880
 
 
+DEFAULT_SHARD_RESOURCES = {
+    "init": {"mem_mb": 4000, "runtime": 30},
+    "prune": {"mem_mb": 8000, "runtime": 60},
+    "train": {"mem_mb": 8000, "runtime": 120},
+    "measure": {"mem_mb": 8000, "runtime": 60},
+}
+"""What a shard job asks a scheduler for without a resources plan (runtime in minutes)."""
+
+
+def load_resources(path: str | Path | None, studies: dict | None = None) -> dict:
+    """The per-shard requests of a ``sigprop plan --resources`` file (``{}`` for None): stops,
+    naming the file, when it is missing, not the plan's format, or plans none of a configured
+    study's shards (a plan made for another config)."""
+    if not path:
+        return {}
+    p = Path(path)
+    where = f"resources_plan: {p}"
+    if not p.exists():
+        raise ConfigError(f"{where}: file not found (write it with `sigprop plan --config ... "
+                          f"--resources {p}`)")
+    try:
+        data = json.loads(p.read_text())
+        shards = data["shards"]
+        assert isinstance(shards, dict)
+    except (ValueError, KeyError, TypeError, AssertionError):
+        raise ConfigError(f"{where}: not a resources plan (expected JSON with 'shards': "
+                          "{study: {shard: {runtime, mem_mb}}})") from None
+    for name, study in (studies or {}).items():
+        have = shards.get(name, {})
+        missing = [s.shard_id for s in study.shards if s.shard_id not in have]
+        if missing:
+            raise ConfigError(f"{where}: plans no requests for {len(missing)} of study {name}'s "
+                              f"{len(study.shards)} shards (e.g. {missing[0]}); the plan was made "
+                              "for another config: rerun `sigprop plan --resources` with this "
+                              "one")
+    return shards
+
+
+def shard_request(plan: dict, study: str, shard: str, stage: str, name: str, attempt: int) -> int:
+    """What a shard job of ``stage`` asks for (``mem_mb`` or ``runtime``) at ``attempt``: the
+    plan's value for train and measure jobs (memory also for init and prune, whose time is the
+    default's), else :data:`DEFAULT_SHARD_RESOURCES`, times the attempt."""
+    default = DEFAULT_SHARD_RESOURCES[stage][name]
+    planned = (plan.get(study) or {}).get(shard) or {}
+    use_plan = name in planned and (name == "mem_mb" or stage in ("train", "measure"))
+    return int((planned[name] if use_plan else default) * attempt)
+
+
 def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size,
                 memory_budget_mb: float = 8000, data_options: dict | None = None,
                 max_runs: int | None = DEFAULT_MAX_RUNS) -> Study:

@@ -237,8 +237,17 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                                                     r["step_flops"], len(shard.runs)))
     threads = torch.get_num_threads()
     rates = calibrate({k: v[1] for k, v in fam_shapes.items()}) if calibrate_cpu else {}
-    blocks, totals = [], {}
+    blocks, totals, shards = [], {}, []
     for name, (study, rows) in per_study.items():
+        for r in rows:
+            cpu = (r["flops"] / (rates[r["arch"]]["gflops"] * 1e9) if r["arch"] in rates
+                   else math.nan)
+            shards.append({"study": name, **{k: r[k] for k in ("shard", "block", "models", "arch",
+                                                               "precision", "flops", "peak_bytes",
+                                                               "proxy")},
+                           "cpu_s": cpu,
+                           **{f"{g}_s": r["flops"] / (_peak(spec, r["precision"]) * efficiency)
+                              for g, spec in gpus.items()}})
         by_block: dict = {}
         for r in rows:
             by_block.setdefault(r["block"], []).append(r)
@@ -253,9 +262,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                    "cpu_s_per_shard_max": max(cpu_s), "cpu_h_total": sum(cpu_s) / 3600,
                    "flops_proxy": any(r["proxy"] for r in rs)}
             for g, spec in gpus.items():
-                peak = [spec["tf32" if r["precision"] == "tf32" else
-                             ("float64" if r["precision"] == "float64" else "float32")] * 1e12
-                        for r in rs]
+                peak = [_peak(spec, r["precision"]) for r in rs]
                 secs = [r["flops"] / (p * efficiency) for r, p in zip(rs, peak)]
                 row[f"{g}_s_per_shard_max"] = max(secs)
                 row[f"{g}_h_total"] = sum(secs) / 3600
@@ -270,10 +277,52 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                         **{f"{g}_h_total": sum(x[f"{g}_h_total"] for x in b) for g in gpus}}
     return {"config": str(config_path), "overrides": list(overrides or []),
             "efficiency": efficiency, "gpus": gpus, "cpu_threads": threads,
-            "cpu_rates": rates, "blocks": blocks, "studies": totals,
+            "cpu_rates": rates, "blocks": blocks, "studies": totals, "shards": shards,
             "notes": ["FLOPs of measure studies are a proxy (one forward + backward per model)",
                       "GPU times are projections: FLOPs / (dense peak x efficiency)",
                       "peak memory excludes the framework's own workspace"]}
+
+
+def _peak(spec: dict, precision: str) -> float:
+    """A GPU's dense peak in FLOP/s for a run's precision (bf16 and float32 runs at float32's)."""
+    return spec["tf32" if precision == "tf32" else
+                ("float64" if precision == "float64" else "float32")] * 1e12
+
+
+SAFETY_TIME = 3.0
+"""Wall time asked of the scheduler: the projection times this (projections are rough, and a
+job killed at its limit loses its work since the last checkpoint)."""
+SAFETY_MEM = 1.5
+"""Memory asked of the scheduler: the planned peak times this, plus :data:`HOST_BASE_MB`."""
+HOST_BASE_MB = 2000     # the interpreter, torch and the data loader, whatever the shard
+MIN_RUNTIME_MIN = 5
+
+
+def resources(p: dict, target: str = "A100-80GB", safety_time: float = SAFETY_TIME,
+              safety_mem: float = SAFETY_MEM) -> dict:
+    """Per shard, what to ask a scheduler for on ``target`` (a GPU of :data:`GPUS`, or
+    ``cpu``): ``runtime`` in minutes (projected time x ``safety_time``, at least
+    :data:`MIN_RUNTIME_MIN`), ``mem_mb`` (host memory: planned peak x ``safety_mem`` +
+    :data:`HOST_BASE_MB`) and, on a GPU, ``gpu_mem_mb`` (planned peak x ``safety_mem``).
+    The rules read it through the config's ``resources_plan``; retries multiply it by the
+    attempt."""
+    if target != "cpu" and target not in p["gpus"]:
+        raise ValueError(f"resources: unknown target {target!r} (cpu or one of {sorted(p['gpus'])})")
+    out = {}
+    for r in p["shards"]:
+        secs = r["cpu_s"] if target == "cpu" else r[f"{target}_s"]
+        if secs != secs:
+            raise ValueError(f"resources: shard {r['shard']} of {r['study']} has no {target} "
+                             "projection (calibrate the CPU, or pick a GPU)")
+        peak_mb = r["peak_bytes"] / 2 ** 20
+        row = {"runtime": max(MIN_RUNTIME_MIN, math.ceil(safety_time * secs / 60)),
+               "mem_mb": math.ceil(safety_mem * peak_mb + HOST_BASE_MB)}
+        if target != "cpu":
+            row["gpu_mem_mb"] = math.ceil(safety_mem * peak_mb)
+        out.setdefault(r["study"], {})[r["shard"]] = row
+    return {"target": target, "safety_time": safety_time, "safety_mem": safety_mem,
+            "host_base_mb": HOST_BASE_MB, "efficiency": p["efficiency"],
+            "config": p["config"], "overrides": p["overrides"], "shards": out}
 
 
 def _fmt_s(s: float) -> str:

@@ -12,6 +12,7 @@ a local run's.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -93,7 +94,14 @@ def test_quick_study_through_slurm_profile_equals_local_run(slurm, tmp_path, tmp
     env, folder = slurm
     want = local_reference(tmp_path_factory)
     work = tmp_path / "slurm_run"
+    # the shard jobs' memory and time come from a cost plan of this very config
     cfg = write_config(work, study())
+    plan_file = work / "resources.json"
+    from sigprop.cli import main as sigprop_main
+    assert sigprop_main(["plan", "--configfile", str(cfg), "--no-calibrate",
+                         "--resources", str(plan_file)]) == 0
+    plan = json.loads(plan_file.read_text())["shards"]["trainable_depth"]
+    cfg = write_config(work, study(), resources_plan=str(plan_file))
     overlay = write_overlay(tmp_path / "overlay", {
         "slurm-status-command": "squeue",            # no accounting database here
         "slurm-init-seconds-before-status-checks": 2,  # <= MinJobAge / 3
@@ -133,13 +141,18 @@ def test_quick_study_through_slurm_profile_equals_local_run(slurm, tmp_path, tmp
     for rule in ("init_shard", "train_shard"):
         tasks = by_rule[rule]
         assert len(tasks) == n_shards == 2
-        req = profile_resources("slurm", rule)
+        reqs = [profile_resources("slurm", rule, 1, {"trainable_depth": plan}, "trainable_depth",
+                                  shard) for shard in plan]
+        req = reqs[0]
+        default = profile_resources("slurm", rule)       # without the plan
         for t in tasks:
             assert t["TresPerJob"] == f"gres:gpu:{req['gpu']}", t
             assert t["CpusPerTres"] == f"gres:gpu:{req['cpus_per_gpu']}", t
             assert int(t["NumCPUs"]) == req["cpus_per_gpu"] * req["gpu"]
-            assert int(t["MinMemoryNode"].rstrip("M")) >= req["mem_mb"]  # + the array payload
-            assert _minutes(t["TimeLimit"]) == req["runtime"]
+            mem = int(t["MinMemoryNode"].rstrip("M"))
+            assert mem >= min(r["mem_mb"] for r in reqs)     # + the array payload
+            assert mem < default["mem_mb"], "the plan's memory, not the default's"
+            assert _minutes(t["TimeLimit"]) in {r["runtime"] for r in reqs}
     # CPU jobs: one CPU, no GPU, the default resources
     req = profile_resources("slurm", None)
     for t in by_rule["theory"] + by_rule["prepare_dataset"]:

@@ -56,3 +56,45 @@ def test_cli_rejects_an_efficiency_outside_0_1(capsys):
     from sigprop.cli import main
     assert main(["plan", "--efficiency", "1.5", "--no-calibrate"]) == 2
     assert "--efficiency 1.5" in capsys.readouterr().err
+
+
+def test_resources_come_from_the_plan_with_the_stated_safety_factors(tmp_path):
+    cfg = write_config(tmp_path, tiny_study())
+    p = P.plan(cfg, calibrate_cpu=False)
+    res = P.resources(p, "A100-80GB")
+    for r in p["shards"]:
+        got = res["shards"]["trainable_depth"][r["shard"]]
+        assert got["mem_mb"] == -(-(P.SAFETY_MEM * r["peak_bytes"] / 2 ** 20 + P.HOST_BASE_MB) // 1)
+        assert got["runtime"] == max(P.MIN_RUNTIME_MIN,
+                                     -(-(P.SAFETY_TIME * r["A100-80GB_s"] / 60) // 1))
+        assert got["gpu_mem_mb"] < got["mem_mb"]
+    with pytest.raises(ValueError, match="no cpu projection"):
+        P.resources(p, "cpu")                       # not calibrated
+
+
+def test_rules_read_the_plan_and_stop_on_one_made_for_another_config(tmp_path):
+    from sigprop.config import (DEFAULT_SHARD_RESOURCES, ConfigError, load_resources,
+                                shard_request)
+    cfg = write_config(tmp_path, tiny_study())
+    _, studies = P.load(cfg)
+    res = P.resources(P.plan(cfg, calibrate_cpu=False), "A100-80GB")
+    path = tmp_path / "res.json"
+    path.write_text(json.dumps(res))
+    plan = load_resources(path, studies)
+    shard = studies["trainable_depth"].shards[0].shard_id
+    want = res["shards"]["trainable_depth"][shard]
+    assert shard_request(plan, "trainable_depth", shard, "train", "runtime", 2) == 2 * want["runtime"]
+    assert shard_request(plan, "trainable_depth", shard, "init", "mem_mb", 1) == want["mem_mb"]
+    assert (shard_request(plan, "trainable_depth", shard, "init", "runtime", 3)
+            == 3 * DEFAULT_SHARD_RESOURCES["init"]["runtime"])
+    assert shard_request({}, "trainable_depth", shard, "train", "mem_mb", 1) == \
+        DEFAULT_SHARD_RESOURCES["train"]["mem_mb"]
+    other = write_config(tmp_path / "other", tiny_study(grid={"depth": [4, 5]}))
+    _, others = P.load(other)
+    with pytest.raises(ConfigError, match=r"resources_plan: .*res.json: plans no requests"):
+        load_resources(path, others)
+    with pytest.raises(ConfigError, match="file not found"):
+        load_resources(tmp_path / "none.json", studies)
+    (tmp_path / "bad.json").write_text("[1]")
+    with pytest.raises(ConfigError, match="not a resources plan"):
+        load_resources(tmp_path / "bad.json", studies)

@@ -108,12 +108,25 @@ def write_overlay(folder: Path, settings: dict) -> Path:
     return folder
 
 
-def profile_resources(profile: str, rule: str | None, attempt: int = 1) -> dict:
+SHARD_STAGES = {"init_shard": "init", "train_shard": "train", "measure_shard": "measure",
+                "prune_shard": "prune"}
+
+
+def profile_resources(profile: str, rule: str | None, attempt: int = 1,
+                      plan: dict | None = None, study: str = "", shard: str = "") -> dict:
     """A shipped profile's resources of ``rule`` (None: default-resources) evaluated at
-    ``attempt``, as Snakemake evaluates profile expressions."""
+    ``attempt``, as Snakemake evaluates profile expressions; a shard rule's mem_mb and runtime
+    come from the rule (sigprop.config.shard_request: the resources plan ``plan`` for that
+    study and shard, else the defaults), as in the workflow."""
+    from sigprop.config import shard_request
     cfg = yaml.safe_load((PROFILES / profile / "config.yaml").read_text())
     raw = cfg["default-resources"] if rule is None else cfg["set-resources"][rule]
-    return {k: eval(str(v), {"attempt": attempt}) for k, v in raw.items()}
+    out = {k: eval(str(v), {"attempt": attempt}) for k, v in raw.items()}
+    if rule in SHARD_STAGES:
+        for name in ("mem_mb", "runtime"):
+            out.setdefault(name, shard_request(plan or {}, study, shard, SHARD_STAGES[rule],
+                                               name, attempt))
+    return out
 
 
 def _sorted_frame(df: pd.DataFrame) -> pd.DataFrame:
