@@ -115,13 +115,16 @@ def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeC
     from torch.utils.flop_counter import FlopCounterMode
 
     from .nets import families
-    run = dataclasses.replace(run, keep_rate=1.0)   # dropout adds no FLOPs the counter sees
+    # dropout adds no FLOPs the counter sees; the init's distribution no shapes (and QR is slow)
+    run = dataclasses.replace(run, keep_rate=1.0, init="gaussian")
     fam = families.get(run.arch)
     cpu, meta = torch.device("cpu"), torch.device("meta")
     dtype = torch.float64 if run.precision == "float64" else torch.float32
-    keys = torch.zeros(1, dtype=torch.int64, device=cpu)
-    # the values are irrelevant: shapes come from a one-model init on the CPU
-    params, buffers = fam.init((run,), keys, tuple(in_shape), n_out, cpu, dtype)
+    keys = torch.zeros(1, dtype=torch.int64, device=meta)
+    try:            # shapes only: a one-model init on the meta device (no values, no time) ...
+        params, buffers = fam.init((run,), keys, tuple(in_shape), n_out, meta, dtype)
+    except (NotImplementedError, RuntimeError):   # ... or on the CPU where a family needs values
+        params, buffers = fam.init((run,), keys.to(cpu), tuple(in_shape), n_out, cpu, dtype)
     params = [torch.empty_like(p, device=meta).requires_grad_(True) for p in params]
     buffers = [torch.empty_like(b, device=meta) for b in buffers]
     saved = [0]
@@ -133,11 +136,11 @@ def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeC
     x = torch.empty((1, batch) + tuple(in_shape), device=meta, dtype=dtype)
     with FlopCounterMode(display=False) as step, \
             torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out, _ = fam.apply((run,), params, buffers, x, True, keys.to(meta), 0)
+        out, _ = fam.apply((run,), params, buffers, x, True, keys, 0)
         torch.autograd.grad(out.float().sum(), [p for p in params], allow_unused=True)
     xe = torch.empty((1, 1) + tuple(in_shape), device=meta, dtype=dtype)
     with torch.no_grad(), FlopCounterMode(display=False) as fwd:
-        fam.apply((run,), params, buffers, xe, False, keys.to(meta), 0)
+        fam.apply((run,), params, buffers, xe, False, keys, 0)
     return ShapeCost(float(step.get_total_flops()), float(fwd.get_total_flops()),
                      sum(p.numel() for p in params), saved[0])
 

@@ -102,7 +102,12 @@ def train(weights, biases, x, y, *, steps: int, lr: float, momentum: float, batc
     opt = torch.optim.SGD(ws + bs, lr=lr, momentum=momentum, weight_decay=weight_decay)
     dims = [w.shape[1] for w in ws]
     n = x.shape[0]
-    perm, pos = torch.randperm(n, generator=gen_batch).to(x.device), 0
+
+    def order():
+        """A random order of the examples, drawn on the batch generator's device (the CPU)."""
+        return torch.randperm(n, generator=gen_batch, device=gen_batch.device).to(x.device)
+
+    perm, pos = order(), 0
     snaps, losses, acc = set(snapshots), {}, []
     for step in range(steps + 1):
         if step in snaps:
@@ -113,7 +118,7 @@ def train(weights, biases, x, y, *, steps: int, lr: float, momentum: float, batc
         if step == steps:
             break
         if pos + batch_size > n:
-            perm, pos = torch.randperm(n, generator=gen_batch).to(x.device), 0
+            perm, pos = order(), 0
         idx = perm[pos:pos + batch_size]
         pos += batch_size
         masks = mc.draw_masks(gen_mask, len(idx), dims, keeps, x.dtype, x.device)

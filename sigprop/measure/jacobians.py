@@ -70,10 +70,12 @@ def ntk_scales(arch: str, runs, params: list[torch.Tensor]) -> torch.Tensor:
     """``[M, n_hidden]`` factors turning ``||df/dW||^2`` into the NTK-parameterization norm."""
     idx = hidden_weights(arch, params)
     m = params[0].shape[0]
+    dev = params[0].device
     if arch != "fc":
-        return torch.ones(m, len(idx), dtype=torch.float64)
-    sw2 = torch.tensor([float(r.sigma_w2) for r in runs], dtype=torch.float64).view(-1, 1)
-    fan_in = torch.tensor([float(params[i].shape[2]) for i in idx], dtype=torch.float64).view(1, -1)
+        return torch.ones(m, len(idx), dtype=torch.float64, device=dev)
+    sw2 = torch.tensor([float(r.sigma_w2) for r in runs], dtype=torch.float64, device=dev).view(-1, 1)
+    fan_in = torch.tensor([float(params[i].shape[2]) for i in idx], dtype=torch.float64,
+                          device=dev).view(1, -1)
     return sw2 / fan_in
 
 

@@ -22,10 +22,10 @@ from ..nets import activations, fc
 def probe_inputs(q: np.ndarray, c: np.ndarray, d: int, seed: int = 0,
                  dtype=torch.float64) -> torch.Tensor:
     """``[2P, d]``: rows 2p, 2p+1 have mean square ``q[p]`` and correlation ``c[p]`` exactly."""
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device="cpu").manual_seed(seed)   # drawn on the CPU: the same on any device
     out = []
     for qp, cp in zip(np.asarray(q, float), np.asarray(c, float)):
-        z1, z2 = torch.randn(2, d, generator=g, dtype=torch.float64)
+        z1, z2 = torch.randn(2, d, generator=g, dtype=torch.float64, device="cpu")
         z1 = z1 / z1.pow(2).mean().sqrt()
         z2 = z2 - (z2 @ z1) / (z1 @ z1) * z1          # orthogonal to z1
         z2 = z2 / z2.pow(2).mean().sqrt()

@@ -72,8 +72,9 @@ __all__ = [
 ]
 
 
-def embed(x: np.ndarray, dim: int, d_eff: float, dtype=torch.float64) -> torch.Tensor:
-    """``[B, d]`` inputs as ``[B, dim]``: zero-padded, times ``sqrt(dim / d_eff)``.
+def embed(x: np.ndarray, dim: int, d_eff: float, dtype=torch.float64,
+          device: torch.device | str = "cpu") -> torch.Tensor:
+    """``[B, d]`` inputs as ``[B, dim]``: zero-padded, times ``sqrt(dim / d_eff)``, on ``device``.
 
     With ``y^0 = W^s x~ / sqrt(dim)`` this is the ``d``-input net with ``Sigma^0 = x.x'/d_eff``.
     """
@@ -82,16 +83,17 @@ def embed(x: np.ndarray, dim: int, d_eff: float, dtype=torch.float64) -> torch.T
         raise ValueError(f"cannot embed {x.shape[1]}-dim inputs in {dim} dimensions")
     out = np.zeros((x.shape[0], dim))
     out[:, :x.shape[1]] = x * math.sqrt(dim / float(d_eff))
-    return torch.as_tensor(out, dtype=dtype)
+    return torch.as_tensor(out, dtype=dtype, device=device)
 
 
-def fig2_probe_inputs(theta: np.ndarray, dim: int, d_eff: float = 2.0, dtype=torch.float64):
+def fig2_probe_inputs(theta: np.ndarray, dim: int, d_eff: float = 2.0, dtype=torch.float64,
+                      device: torch.device | str = "cpu"):
     """001 Fig. 2 inputs embedded in ``dim``: ``x = [1, 0]`` (``[1, dim]``) and
-    ``x'(theta) = [cos theta, sin theta]`` (``[len(theta), dim]``)."""
+    ``x'(theta) = [cos theta, sin theta]`` (``[len(theta), dim]``), on ``device``."""
     th = np.atleast_1d(np.asarray(theta, dtype=float))
     x1 = np.array([[1.0, 0.0]])
     x2 = np.stack([np.cos(th), np.sin(th)], -1)
-    return embed(x1, dim, d_eff, dtype), embed(x2, dim, d_eff, dtype)
+    return embed(x1, dim, d_eff, dtype, device), embed(x2, dim, d_eff, dtype, device)
 
 
 def hidden_forward(family, runs, params):

@@ -258,8 +258,8 @@ def naive_grad_norms(loss_fn, params: list[torch.Tensor], x: torch.Tensor, y: to
     Same arguments as :func:`func_grad_norms` with shared data ``x [n, ...]``, ``y [n, ...]``.
     """
     m, n = params[0].shape[0], x.shape[0]
-    per_ex = torch.zeros(m, n, len(params), dtype=params[0].dtype)
-    sum_sq = torch.zeros(m, len(params), dtype=params[0].dtype)
+    per_ex = torch.zeros(m, n, len(params), dtype=params[0].dtype, device=params[0].device)
+    sum_sq = torch.zeros(m, len(params), dtype=params[0].dtype, device=params[0].device)
     for k in range(m):
         ps = [p[k].detach().clone().requires_grad_(True) for p in params]
         total = [torch.zeros_like(p) for p in ps]
@@ -283,14 +283,15 @@ def benchmark(n: int = 2048, d: int = 32, width: int = 64, depth: int = 4, model
     Run as ``python -m sigprop.measure.per_example [n=2048 width=64 depth=4 ...]``.
     """
     torch.set_num_threads(threads)
-    gen = torch.Generator().manual_seed(seed)
+    cpu = torch.device("cpu")   # a CPU benchmark, whatever the process's default device
+    gen = torch.Generator(device=cpu).manual_seed(seed)
     dims = [d] + [width] * depth + [1]
     params = []
     for a, b in itertools.pairwise(dims):
-        params += [torch.randn(models, b, a, generator=gen, dtype=torch.float64) / a ** 0.5,
-                   0.1 * torch.randn(models, 1, b, generator=gen, dtype=torch.float64)]
-    x = torch.randn(n, d, generator=gen, dtype=torch.float64)
-    y = torch.randn(n, 1, generator=gen, dtype=torch.float64)
+        params += [torch.randn(models, b, a, generator=gen, dtype=torch.float64, device=cpu) / a ** 0.5,
+                   0.1 * torch.randn(models, 1, b, generator=gen, dtype=torch.float64, device=cpu)]
+    x = torch.randn(n, d, generator=gen, dtype=torch.float64, device=cpu)
+    y = torch.randn(n, 1, generator=gen, dtype=torch.float64, device=cpu)
     fn = fc_loss_fn(activation, "mse", bias=True)
 
     def timed(f, reps=reps):

@@ -32,7 +32,8 @@ class PerModel:
         """One module per shape and device, built at init and reused by apply."""
         key = (run.shape_key(), str(torch.device(device)))
         if key not in self._template:
-            self._template[key] = self.builder(run, tuple(in_shape), n_out).to(device, dtype)
+            with torch.device(device):    # built where it runs (no CPU copy, no default device)
+                self._template[key] = self.builder(run, tuple(in_shape), n_out).to(dtype)
         return self._template[key]
 
     @staticmethod

@@ -47,8 +47,8 @@ class FullyConnected:
         for s in in_shape:
             d_in *= int(s)
         dims = fc.layer_dims(d_in, r0.width, r0.depth, n_out)
-        sw = torch.tensor([r.sigma_w2 for r in runs], dtype=torch.float64)
-        sb = torch.tensor([r.sigma_b2 for r in runs], dtype=torch.float64)
+        sw = torch.tensor([r.sigma_w2 for r in runs], dtype=torch.float64, device=device)
+        sb = torch.tensor([r.sigma_b2 for r in runs], dtype=torch.float64, device=device)
         params = fc.init_params(keys.to(device), sw, sb, [r.init for r in runs], dims, dtype)
         return params, []
 

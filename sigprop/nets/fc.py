@@ -51,13 +51,14 @@ def init_params(keys: torch.Tensor, sigma_w2: torch.Tensor, sigma_b2: torch.Tens
     dev = keys.device
     sw = sigma_w2.to(dev, torch.float64).sqrt()
     sb = sigma_b2.to(dev, torch.float64).sqrt()
-    ortho = torch.tensor([i == "orthogonal" for i in init], device=dev)
+    is_ortho = [i == "orthogonal" for i in init]      # decided on the host: no device sync
+    ortho = torch.tensor(is_ortho, device=dev)
     params = []
     for layer, (d_in, d_out) in enumerate(dims):
         off = layer << 34
         z = rng.normal(keys, rng.STREAM_INIT_W, (d_out, d_in), offset=off, dtype=torch.float64)
         w = z * (sw / d_in ** 0.5).view(-1, 1, 1)
-        if bool(ortho.any()):
+        if any(is_ortho):
             q = _orthogonal(z[ortho]) * (sw[ortho] * max(1.0, d_out / d_in) ** 0.5).view(-1, 1, 1)
             w[ortho] = q
         b = rng.normal(keys, rng.STREAM_INIT_B, (1, d_out), offset=off, dtype=torch.float64)

@@ -186,16 +186,27 @@ def _mixed_counters(sizes: tuple[int, ...], first_layer: int, device) -> torch.T
 
 
 _THRESHOLDS: dict = {}
+_THRESHOLDS_OF_TENSOR: dict = {}
 
 
 def _keep_thresholds(keep: torch.Tensor) -> torch.Tensor:
-    """:func:`_thresholds_of` for a shard's keep rates, computed once per set of rates."""
+    """:func:`_thresholds_of` for a shard's keep rates, computed once per set of rates.
+
+    The trainer passes the same keep-rate tensor at every step (:func:`sigprop.nets.families`
+    caches it per shard), so it is first looked up by identity and in-place version: reading
+    its values (``tolist``) would make the host wait for the device at every step."""
+    hit = _THRESHOLDS_OF_TENSOR.get(id(keep))
+    if hit is not None and hit[0] is keep and hit[1] == keep._version:
+        return hit[2]
     key = (tuple(keep.detach().reshape(-1).tolist()), str(keep.device))
     out = _THRESHOLDS.get(key)
     if out is None:
         if len(_THRESHOLDS) > 64:
             _THRESHOLDS.clear()
         out = _THRESHOLDS[key] = _thresholds_of(keep)
+    if len(_THRESHOLDS_OF_TENSOR) > 64:
+        _THRESHOLDS_OF_TENSOR.clear()
+    _THRESHOLDS_OF_TENSOR[id(keep)] = (keep, keep._version, out)
     return out
 
 

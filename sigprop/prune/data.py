@@ -29,8 +29,9 @@ def class_balanced_batch(x, y, per_class: int = SAMPLES_PER_CLASS, key=0, n_clas
     draw of a key is a hashed random order of the ``N`` examples
     (:mod:`sigprop.nets.rng`), so it depends on the key and the data only.
     """
-    x = torch.as_tensor(x)
-    y = torch.as_tensor(y).long().to(x.device)
+    dev = x.device if torch.is_tensor(x) else torch.device("cpu")   # never the default device
+    x = torch.as_tensor(x, device=dev)
+    y = torch.as_tensor(y, device=dev).long()
     single = isinstance(key, int)
     keys = torch.as_tensor([key] if single else key, dtype=torch.int64, device=x.device).reshape(-1)
     c = int(y.max()) + 1 if n_classes is None else int(n_classes)

@@ -229,23 +229,25 @@ def simulate_linear_dropout(N, L, sigma_w2, sigma_b2, rhos, n_inst, seed=0, chun
     R = len(rhos)
     keys = ("g_aa", "g_ab_signed", "g_tilde_ab")
     out = {k: np.empty((R, n_inst, L)) for k in keys}
-    gen = torch.Generator().manual_seed(int(seed))
-    rho_t = torch.tensor(rhos, dtype=torch.float64).view(R, 1, 1)
-    qaa = torch.tensor([float(q_star_linear(sw, sb, r)) for r in rhos], dtype=torch.float64)
+    cpu = torch.device("cpu")   # explicitly: never the process's default device
+    gen = torch.Generator(device=cpu).manual_seed(int(seed))
+    rho_t = torch.tensor(rhos, dtype=torch.float64, device=cpu).view(R, 1, 1)
+    qaa = torch.tensor([float(q_star_linear(sw, sb, r)) for r in rhos], dtype=torch.float64,
+                       device=cpu)
     qab = float(q_star_ab_linear(sw, sb))
     for start in range(0, n_inst, chunk):
         B = min(chunk, n_inst - start)
         # layer-0 pair at the fixed point: z_a = s u1, z_b = s (c u1 + sqrt(1-c^2) u2)
-        u = torch.randn(2, B, N, generator=gen, dtype=torch.float64)
+        u = torch.randn(2, B, N, generator=gen, dtype=torch.float64, device=cpu)
         c = (qab / qaa).view(R, 1, 1)
         s = qaa.sqrt().view(R, 1, 1)
         za = s * u[0]
         zb = s * (c * u[0] + (1 - c ** 2).sqrt() * u[1])
         Ws, masks, xs = [], [], []
         for _ in range(L):
-            W = torch.randn(B, N, N, generator=gen) * np.sqrt(sw / N)  # float32 storage
-            b = torch.randn(B, N, generator=gen, dtype=torch.float64) * np.sqrt(sb)
-            U = torch.rand(2, B, N, generator=gen, dtype=torch.float64)
+            W = torch.randn(B, N, N, generator=gen, device=cpu) * np.sqrt(sw / N)  # float32 storage
+            b = torch.randn(B, N, generator=gen, dtype=torch.float64, device=cpu) * np.sqrt(sb)
+            U = torch.rand(2, B, N, generator=gen, dtype=torch.float64, device=cpu)
             pa = (U[0] < rho_t).double() / rho_t  # (R, B, N), p/rho
             pb = (U[1] < rho_t).double() / rho_t
             xa, xb = pa * za, pb * zb

@@ -247,6 +247,7 @@ class ShardTrainer:
         self.alive = torch.ones(self.M, dtype=torch.bool, device=device)    # not diverged
         self.active = torch.ones(self.M, dtype=torch.bool, device=device)   # still training
         self._all_active = True
+        self._any_active = True      # host copies of active.all() / .any(): no sync per step
         self._n_active_changes = 0
         self._all_milestones = np.array(sorted({s for ms in self._milestones for s in ms}))
         self._lr_key, self._lr_cache, self._lr_scalar = None, None, None
@@ -382,6 +383,7 @@ class ShardTrainer:
     def _set_active(self, active: torch.Tensor) -> None:
         self.active = active
         self._all_active = bool(active.all())
+        self._any_active = bool(active.any())
         self._n_active_changes += 1
 
     def train_step(self) -> None:
@@ -502,7 +504,7 @@ class ShardTrainer:
             self.evaluate()
         t0, last = time.time(), time.time()
         start_step = self.step
-        while self.step < total and bool(self.active.any()):
+        while self.step < total and self._any_active:
             self.train_step()
             if self.step % self.r0.eval_every == 0 or self.step == total:
                 self.evaluate()
