@@ -17,6 +17,7 @@ import torch
 import yaml
 
 from sigprop import registry, tables
+from sigprop.claims import check_table
 from sigprop.config import ConfigError, build_study, load_yaml
 from sigprop.contract import Params
 from sigprop.measure import ensembles_mc as mc
@@ -210,14 +211,53 @@ def test_study_rows_theory_and_claims(tiny):
             "corr_close_to_one[U(0,1)]", "cov_decays_as_inv_m[N(0.25,0.05)]",
             "no_bias_at_half[U(0,1)]", "bias_small[U(0,0.5)]", "c1_equals_c2[N(0.5,0.1)]",
             "nwgm_approx_normal[U(0,0.5)]"} <= ids
-    assert set(claims.verdict) <= {"pass", "fail"}
+    assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
+    check_table(claims, "dropout_ensemble")       # every claim names its test and its power
     v = claims.set_index("claim_id").verdict
+    kind = claims.set_index("claim_id").kind
     # exact identities and inequalities hold; Eq. 85 misses the factor 1/(2E(1-E)) >= 2
     for cid in ("linear_mean_eq24", "linear_unscaled_rejected", "nwgm_side_eqs81_82",
-                "bound2_argmax", "bound3_argmax", "eq202_second_order"):
+                "bound2_argmax", "bound3_argmax"):
         assert v[cid] == "pass", claims.set_index("claim_id").loc[cid].detail
     assert v["eq85_second_order"] == "fail"
     assert claims.set_index("claim_id").measured["eq85_second_order"] > 2
+    # issue 18: theorems, our own curves' maximisers, nested bounds and controls are sanity rows
+    sanity_ids = {"nwgm_side_eqs81_82", "bound2_argmax", "bound3_argmax", "bound2_fig81",
+                  "bound3_fig82", "linear_mean_eq24", "linear_var_eq25", "linear_cov_eq25",
+                  "linear_unscaled_rejected", "no_bias_at_half[U(0,1)]"}
+    assert set(kind[kind == "sanity"].index) == sanity_ids | {"no_bias_at_half[N(0.5,0.1)]"} & ids
+    assert kind["eq85_second_order"] == kind["bound1_eq87"] == kind["bias_small[U(0,0.5)]"] == "claim"
+    c = claims[claims.kind == "claim"]
+    assert (c.test.str.len() > 0).all()
+    decided = c[c.verdict.isin(["pass", "fail"])]
+    assert np.isfinite(decided.detectable).all() and (decided.detectable > 0).all()
+
+
+def test_power_helpers_fail_inconclusive_and_pass():
+    # an equivalence claim passes only when k SE fits inside the tolerance ...
+    assert study_claims._band(0.05, 0.01, 0.1, 3)[0] == "pass"
+    assert study_claims._band(0.05, 0.05, 0.1, 3)[0] == "inconclusive"       # 3 SE > tolerance
+    assert study_claims._band(0.3, 0.05, 0.1, 3)[0] == "fail"                # beyond tol + 3 SE
+    assert study_claims._band(0.12, 0.01, 0.1, 3)[0] == "inconclusive"       # within noise of tol
+    assert study_claims._band(0.05, np.nan, 0.1, 3)[0] == "inconclusive"
+    # ... and "at every m" needs every margin above k SE
+    assert study_claims._all_above([0.1, 0.2], [0.01, 0.01], 3)[0] == "pass"
+    assert study_claims._all_above([0.1, 0.02], [0.01, 0.01], 3)[0] == "inconclusive"
+    assert study_claims._all_above([0.1, -0.05], [0.01, 0.01], 3)[0] == "fail"
+
+
+def test_claims_fail_on_a_shifted_theory(tiny):
+    s, runs, theory = tiny
+    p = s.params.for_job("claims")
+    # a wrong closed form of the maximiser fails its sanity row
+    th = theory.copy()
+    th.loc[th.quantity == "argmax_bound2", "value"] += 0.01
+    assert study_claims.claims_table(runs, th, p).set_index("claim_id").verdict["bound2_argmax"] == "fail"
+    # a population Eq. 104 value 50% off fails the claim (C2 is in the theory table)
+    th = theory.copy()
+    th.loc[th.quantity == "C2_eq104", "value"] *= 1.5
+    v = study_claims.claims_table(runs, th, p).set_index("claim_id").verdict
+    assert (v[[i for i in v.index if i.startswith("var_nwgm_eq104")]] == "fail").all()
 
 
 def test_linear_claim_fails_on_a_wrong_expectation(tiny):

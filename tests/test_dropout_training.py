@@ -15,6 +15,7 @@ import torch
 import yaml
 
 from sigprop import registry, tables
+from sigprop.claims import check_table
 from sigprop.config import build_study
 from sigprop.measure import dropout_learning as dl
 from sigprop.measure import dropout_mc as mc
@@ -197,6 +198,21 @@ def tiny_runs():
     return tables.run_rows(shard, long.assign(model=0), "cpu", order=("layer", "probe"))
 
 
+@pytest.fixture(scope="module")
+def tiny_seeds():
+    """Three tiny networks (seeds 0-2), as the quick scale's three seeds (issue 18)."""
+    import dataclasses
+    runs = tuple(dataclasses.replace(RUN, seed=s) for s in (0, 1, 2))
+    shard = Shard("dropout_training", runs)
+    frames = []
+    for i, run in enumerate(runs):
+        ws, bs, _ = _net([12, 10, 10, 10, 3], sd=1.0, seed=9 + i)
+        frames.append(dl.measure_run(ws, bs, _toy_data(), run, P_TINY, 0.8,
+                                     torch.device("cpu")).assign(model=i))
+    return tables.run_rows(shard, pd.concat(frames, ignore_index=True), "cpu",
+                           order=("layer", "probe"))
+
+
 def _params(e_grid=None, measure=None):
     """The study's parameters at the quick scale (optionally another theory grid and Monte
     Carlo sizes)."""
@@ -237,33 +253,68 @@ def test_measurement_rows_are_complete_and_deterministic(tiny_runs):
     np.testing.assert_array_equal(a, b)
 
 
-def test_claims_on_a_tiny_measurement(tiny_runs):
+def test_claims_on_a_tiny_measurement(tiny_seeds):
     th = study_theory.theory_table("dropout_training", _params(e_grid=11).for_job("theory"), SETTING)
     assert set(tables.THEORY_COLUMNS) <= set(th.columns)
     assert len(th) == 2 * 11
-    c = study_claims.claims_table(tiny_runs, th, _params().for_job("claims"))
+    c = study_claims.claims_table(tiny_seeds, th, _params().for_job("claims"))
     assert list(c.columns) == tables.CLAIM_COLUMNS
     assert c.claim_id.is_unique
+    check_table(c, "dropout_training")          # every claim names its test and its power
     assert set(c.verdict) <= {"pass", "fail", "inconclusive"}
-    for cid in ("nwgm_within_bound2[final]", "w_error_no_depth_growth[final]", "dropin_fails",
+    for cid in ("nwgm_within_bound1[final]", "w_error_no_depth_growth[final]", "dropin_fails",
                 "variance_rises_during_learning", "active_consistency_across_layers[final]",
                 "wij_correction_helps[final]", "sigma_prime_of_mean[init]", "sparse_activations[final]"):
         assert cid in set(c.claim_id)
+    ci = c.set_index("claim_id")
+    # one row per claim, judged on the mean over the 3 seeds (per-seed values kept)
+    v = study_claims.values_of(ci.loc["dropout_learns"].to_dict())
+    assert v["n_seeds"] == 3 and {"seed0", "seed1", "seed2"} <= set(v)
+    assert ci.loc["dropout_learns", "measured"] == pytest.approx(np.mean([v[f"seed{i}"] for i in range(3)]))
+    # Bound 2 follows from Bound 1 (Bound 1 <= Bound 2): sanity rows, never tallied
+    assert set(c[c.kind == "sanity"].claim_id) == {f"{q}_within_bound2[{t}]" for q in ("nwgm", "w")
+                                                   for t in ("init", "final")}
     # at initialisation NWGM and E agree to well within the bounds + noise
-    assert c.set_index("claim_id").loc["nwgm_within_bound2[init]", "verdict"] == "pass"
+    assert ci.loc["nwgm_within_bound1[init]", "verdict"] == "pass"
+    assert ci.loc["nwgm_within_bound2[init]", "verdict"] == "pass"
     # corrupt the table: NWGM far from E must fail the bound claim and the small-error claim
-    bad = tiny_runs.copy()
+    bad = tiny_seeds.copy()
     sel = (bad.metric == "NWGM") & (bad.step == 40)
     bad.loc[sel, "value"] = 0.001
     bad.loc[(bad.metric == "se_nwgm") & (bad.step == 40), "value"] = 0.0
     cb = study_claims.claims_table(bad, th, _params()).set_index("claim_id")
-    assert cb.loc["nwgm_within_bound2[final]", "verdict"] == "fail"
+    assert cb.loc["nwgm_within_bound1[final]", "verdict"] == "fail"
     assert cb.loc["nwgm_error_small[final]", "verdict"] == "fail"
-    # dropin accuracy as high as dropout's: the dropin claim must fail
-    hi = tiny_runs.copy()
+    # dropin accuracy as high as dropout's: the dropin claim must fail (seeds differ slightly)
+    hi = tiny_seeds.copy()
     for m in ("test_acc", "test_acc_mc", "dropin_test_acc", "dropin_test_acc_mc"):
-        hi.loc[hi.metric == m, "value"] = 0.99
+        sel = hi.metric == m
+        hi.loc[sel, "value"] = 0.99 - 0.01 * hi.loc[sel, "seed"]
     assert study_claims.claims_table(hi, th, _params()).set_index("claim_id").loc["dropin_fails", "verdict"] == "fail"
+
+
+def test_one_seed_cannot_decide_a_claim(tiny_runs):
+    th = study_theory.theory_table("dropout_training", _params(e_grid=11).for_job("theory"), SETTING)
+    c = study_claims.claims_table(tiny_runs, th, _params().for_job("claims"))
+    check_table(c, "dropout_training")
+    assert set(c[c.kind == "claim"].verdict) == {"inconclusive"}       # no SE over seeds
+
+
+def test_seed_margin_decides_pass_fail_and_inconclusive(tiny_seeds):
+    th = study_theory.theory_table("dropout_training", _params(e_grid=11).for_job("theory"), SETTING)
+    p = _params()
+    succ = p.claims.success_acc
+    verdicts = []
+    for accs in ((succ + 0.05, succ + 0.06, succ + 0.07),      # clear of the threshold: pass
+                 (succ - 0.02, succ + 0.03, succ + 0.01),      # mean within 3 SE: inconclusive
+                 (succ - 0.07, succ - 0.06, succ - 0.05)):     # clearly below: fail
+        r = tiny_seeds.copy()
+        for m in ("test_acc", "test_acc_mc"):
+            for i, a in enumerate(accs):
+                r.loc[(r.metric == m) & (r.seed == i), "value"] = a
+        verdicts.append(study_claims.claims_table(r, th, p).set_index("claim_id")
+                        .loc["dropout_learns", "verdict"])
+    assert verdicts == ["pass", "inconclusive", "fail"]
 
 
 def test_statistics_helpers():

@@ -25,6 +25,16 @@ The simulation math is in :mod:`sigprop.measure.ensembles_mc`.  Measured rows: `
 is the set / sample / unit (or unit pair ``i*k + j``) index, ``layer`` the network layer
 (0 outside the linear part).
 
+Claims (paper statements tested by simulation, each with its test and detectable effect):
+Bound 1 of Eq. 87 holds for the simulated sets; Eqs. 85 and 202 approximate E - NWGM to second
+order; for each distribution of Figs. 9.1-9.2 the correlation of E_S and NWGM_S is close to 1
+and roughly constant in m, their covariance decays as 1/m, Var(NWGM_S) follows Eq. 104, C1 ~ C2
+when sigma_O^2 is small, the bias away from 0.5 is below sigma_O, NWGM_S is roughly normal.
+Sanity rows (issue 18; hold if the apparatus is right, never tallied): Bound 2 and
+2E(1-E)|1-2E| (Figs. 8.1-8.2) are looser than Bound 1; their maximisers against the closed
+forms; Eqs. 81-82 (Ky Fan's inequality); no bias at mu_O = 0.5 (symmetry); the exact linear
+moments of Eqs. 24-25 against Monte Carlo and the rejection of the unscaled network.
+
 Findings recorded in the claims: the Eq. 85 second-order term underestimates E - NWGM by
 the factor 2E(1-E) (Eq. 202 of App. B does not), see :mod:`sigprop.theory.ensembles`.
 

@@ -3,6 +3,11 @@ the Eq. 87 bounds and second-order approximations (Figs. 9.3-9.5), the error dis
 (Figs. 9.6-9.7), variances and covariances (Figs. 9.8-9.15), sparsity and learning phases
 (Figs. 11.1-11.3) and dropin (§11.6).
 
+Issue 18: each claim's statistic is computed per trained network (:func:`_seed_rows`, one seed
+each) and judged on its mean over seeds with the SE over seeds (:func:`claims_table`,
+``claims.seed_z`` SE margins); with one seed no claim is decided.  The Bound 2 rows follow from
+the Bound 1 rows (Bound 1 <= Bound 2 pointwise since V <= E(1-E)) and are sanity rows.
+
 Papers cited by prefix: 002 = Baldi, Sadowski (2014), doi:10.1016/j.artint.2014.02.004.
 """
 
@@ -11,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import frame, row
+from ...claims import frame, row, sanity, z_above
 from ...theory import ensembles as ens
 from . import (
     SOURCE_APPB,
@@ -62,7 +67,8 @@ def _bound_claims(study, u: pd.DataFrame, tag: str, p) -> list[dict]:
                             detail=(f"{len(u)} (unit, input) pairs; per layer "
                                     + ", ".join(f"l{k}: {v:.3f}" for k, v in per_layer.items())
                                     + f"; without the MC allowance {raw.mean():.3f}"),
-                            values={"fraction": frac, "fraction_raw": float(raw.mean())}))
+                            values={"fraction": frac, "fraction_raw": float(raw.mean()),
+                                    "n": len(u)}))
     return rows
 
 
@@ -87,7 +93,7 @@ def _approx_claims(study, u: pd.DataFrame, p) -> list[dict]:
         row(study, "eq202_beats_eq85[final]",
             "The second-order expansion around E (Eq. 202) approximates E - NWGM better than the "
             "expansion around 0.5 (Eqs. 85/87)", SOURCE_APPB, measured=l202,
-            expected=f"median |log ratio| of Eq. 202 < that of Eq. 85 ({l85:.3f})", tolerance=0.0,
+            expected="median |log ratio| of Eq. 202 < that of Eq. 85", tolerance=0.0,
             verdict=_ok(l202 < l85) if len(res) else "inconclusive", detail=det,
             values={"log_ratio_eq85": l85, "log_ratio_eq202": l202}),
         row(study, "eq85_predicts_e_minus_nwgm[final]",
@@ -152,7 +158,7 @@ def _variance_claims(study, u0, u1, runs, p) -> list[dict]:
                         measured=frac, expected=f">= {want:g} of (unit, input) pairs with V <= W(1-W)",
                         tolerance=0.0, verdict=_ok(frac >= want),
                         detail=f"{len(u)} pairs; median V = {u.V.median():.4f}, median W(1-W) = "
-                               f"{(u.W * (1 - u.W)).median():.4f}"))
+                               f"{(u.W * (1 - u.W)).median():.4f}", values={"n": len(u)}))
         zero = float(np.mean(np.abs(u.EO2 - u.W ** 2) < np.abs(u.EO2 - u.W)))
         rows.append(row(study, f"zero_better_variance_estimate[{tag}]",
                         "At the beginning and end of learning the variances are small and 0 (E(O^2) ~ W^2, "
@@ -160,7 +166,7 @@ def _variance_claims(study, u0, u1, runs, p) -> list[dict]:
                         measured=zero, expected=f">= {maj:g} of (unit, input) pairs", tolerance=0.0,
                         verdict=_ok(zero >= maj),
                         detail=f"median |E(O^2) - W^2| = {np.median(np.abs(u.EO2 - u.W ** 2)):.4f}, median "
-                               f"|E(O^2) - W| = {np.median(np.abs(u.EO2 - u.W)):.4f}"))
+                               f"|E(O^2) - W| = {np.median(np.abs(u.EO2 - u.W)):.4f}", values={"n": len(u)}))
     v, g = layer_series(runs, "traj_V").mean(axis=1), layer_series(runs, "traj_gap").mean(axis=1)
     peak = float(v.max() / v.iloc[0])
     ok = peak >= rise and g.min() < g.iloc[0]
@@ -171,7 +177,8 @@ def _variance_claims(study, u0, u1, runs, p) -> list[dict]:
                              "its initial value", tolerance=rise, verdict=_ok(ok),
                     detail=(f"mean V: initial {v.iloc[0]:.4f}, peak {v.max():.4f} at step {v.idxmax()}, "
                             f"final {v.iloc[-1]:.4f}; mean W(1-W) - V: initial {g.iloc[0]:.4f}, min "
-                            f"{g.min():.4f} at step {g.idxmin()}, final {g.iloc[-1]:.4f}")))
+                            f"{g.min():.4f} at step {g.idxmin()}, final {g.iloc[-1]:.4f}"),
+                    values={"gap_drop": float(g.iloc[0] - g.min())}))
     return rows
 
 
@@ -298,7 +305,8 @@ def _dropin_claims(study, runs, p) -> list[dict]:
     ]
 
 
-def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
+def _seed_rows(runs: pd.DataFrame, p) -> list[dict]:
+    """The rows of ONE trained network (one seed): the per-seed statistics."""
     study = p.study
     T = final_step(runs)
     u0, u1 = unit_table(runs, 0), unit_table(runs, T)
@@ -312,4 +320,144 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     rows += _sigma_prime_claims(study, u0, u1, p)
     rows += _learning_claims(study, runs, p)
     rows += _dropin_claims(study, runs, p)
-    return frame(rows)
+    return rows
+
+
+# ------------------------------------------------------------------ seeds (issue 18)
+
+NESTED = {"nwgm_within_bound2": "nwgm_within_bound1", "w_within_bound2": "w_within_bound1"}
+"""Bound 1 <= Bound 2 pointwise (V <= E(1-E)), so a pair within Bound 1 (+ MC allowance) is
+within Bound 2: the Bound 2 rows follow from the Bound 1 rows and are sanity rows."""
+
+
+def _rule(cid: str, p):
+    """How a claim's per-seed statistic is judged: ``(effects, units)`` where ``effects(r)``
+    maps one seed's row to the numbers that must all be positive for the claim (the claim's
+    threshold subtracted, oriented so that > 0 means the paper's statement holds), or None for
+    a sanity row."""
+    c = p.claims
+    base = cid.split("[")[0]
+    v = lambda r, key: values_of(r).get(key, np.nan)
+    above = lambda t: (lambda r: [r["measured"] - t])
+    below = lambda t: (lambda r: [t - r["measured"]])
+    if base in NESTED:
+        return None
+    return {
+        "nwgm_within_bound1": (above(c.within_fraction), "fraction of (unit, input) pairs"),
+        "w_within_bound1": (above(c.within_fraction), "fraction of (unit, input) pairs"),
+        "eq202_beats_eq85": (lambda r: [v(r, "log_ratio_eq85") - v(r, "log_ratio_eq202")],
+                             "median |log ratio|, Eq. 85 minus Eq. 202"),
+        "eq85_predicts_e_minus_nwgm": (lambda r: [r["measured"] - 1 / c.approx_factor,
+                                                  c.approx_factor - r["measured"]],
+                                       "median ratio measured / Eq. 85"),
+        "nwgm_error_small": (below(c.small_rms), "RMS"),
+        "w_error_small": (below(c.small_rms), "RMS"),
+        "nwgm_error_gaussian_skew": (below(c.max_skew), "|skewness|"),
+        "w_error_gaussian_skew": (below(c.max_skew), "|skewness|"),
+        "nwgm_error_gaussian_kurtosis": (below(c.max_excess_kurtosis), "|excess kurtosis|"),
+        "w_error_gaussian_kurtosis": (below(c.max_excess_kurtosis), "|excess kurtosis|"),
+        "w_error_no_depth_growth": (below(c.depth_growth),
+                                    "ratio RMS(W - E) last / first of the hidden layers"),
+        "w1mw_bounds_variance": (above(c.within_fraction), "fraction of (unit, input) pairs"),
+        "zero_better_variance_estimate": (above(c.majority_fraction),
+                                          "fraction of (unit, input) pairs"),
+        "variance_rises_during_learning": (lambda r: [r["measured"] - c.rise_factor,
+                                                      v(r, "gap_drop")],
+                                           "peak / initial mean V (and the drop of the mean gap)"),
+        "ww_approximates_pairs_unconnected": (below(c.pair_ratio), "relative median error"),
+        "ww_approximates_pairs_connected": (below(c.pair_ratio), "relative median error"),
+        "wij_correction_no_help": (above(1.0), "ratio of mean errors"),
+        "wij_correction_helps": (below(1.0), "ratio of mean errors"),
+        "sigma_prime_of_mean": (below(c.sigma_prime_tol), "median |difference|"),
+        "sparse_activations": (above(c.sparse_fraction), "fraction of activations"),
+        "active_units_variance_rises": (above(c.rise_factor), "peak / initial SD"),
+        "active_units_variance_settles": (below(c.settle_tol), "relative change"),
+        "inactive_units_stay_consistent": (below(c.inactive_ratio), "ratio of peak SDs"),
+        "active_consistency_across_layers": (below(c.layer_sd_ratio),
+                                             "ratio last / first of the hidden layers"),
+        "dropout_learns": (above(c.success_acc), "test accuracy"),
+        "dropin_fails": (below(c.fail_acc), "test accuracy"),
+    }[base]
+
+
+def values_of(r: dict) -> dict:
+    import json
+    return json.loads(r.get("values") or "{}")
+
+
+def _floor_se(r: dict, threshold: float, n_seeds: int) -> float:
+    """A floor for the SE over seeds of a fraction: the binomial SE at the threshold of the
+    pooled (unit, input) pairs (so that identical fractions over seeds, e.g. all 1.0, do not
+    claim an SE of 0)."""
+    n = values_of(r).get("n", np.nan)
+    return float(np.sqrt(threshold * (1 - threshold) / (n * n_seeds))) if np.isfinite(n) else 0.0
+
+
+def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
+    """One row per claim: the claim's statistic is computed per trained network (seed), then
+    judged on its mean over seeds with SE = SD / sqrt(n_seeds) (``claims.seed_z`` SE margins,
+    :func:`sigprop.claims.z_above`; several conditions must all clear their margins).  Rows
+    whose statistic follows from another row (:data:`NESTED`) are sanity rows."""
+    study = p.study
+    k = float(p.claims.seed_z)
+    ids = sorted(runs.run_id.unique())
+    seeds = {rid: int(runs.loc[runs.run_id == rid, "seed"].iloc[0]) for rid in ids}
+    per = {rid: _seed_rows(runs[runs.run_id == rid], p) for rid in ids}
+    n = len(ids)
+    order = [r["claim_id"] for r in per[ids[0]]]
+    by_id = {cid: [next(r for r in per[rid] if r["claim_id"] == cid) for rid in ids] for cid in order}
+    out, verdicts = [], {}
+    for cid in order:
+        rs = by_id[cid]
+        m = np.array([r["measured"] for r in rs], float)
+        first = rs[0]
+        seed_txt = ", ".join(f"seed {seeds[rid]}: {x:.4g}" for rid, x in zip(ids, m))
+        mean = float(np.nanmean(m)) if np.isfinite(m).any() else np.nan
+        base = cid.split("[")[0]
+        rule = _rule(cid, p)
+        vals = {**{f"seed{seeds[rid]}": x for rid, x in zip(ids, m)}, "n_seeds": n}
+        detail = f"per seed {seed_txt}; seed {seeds[ids[0]]}: {first['detail']}"
+        if rule is None:
+            tighter = cid.replace(base, NESTED[base])
+            ok = all(a["measured"] >= b["measured"] for a, b in zip(rs, by_id[tighter]))
+            out.append(sanity(study, cid, first["claim"] + " (follows from the Bound 1 row: "
+                              "Bound 1 <= Bound 2 pointwise since V <= E(1-E))", first["source"],
+                              measured=mean, expected=f">= the fraction of {tighter}, every seed",
+                              tolerance=0.0, verdict="pass" if ok else "fail", detail=detail,
+                              values=vals, test="nesting of the Eq. 87 curves, per seed"))
+            continue
+        effects, units = rule
+        e = np.array([effects(r) for r in rs], float)           # [seeds, conditions]
+        if n < 2 or not np.isfinite(e).all():
+            with np.errstate(invalid="ignore"):
+                emean = np.array([np.mean(col[np.isfinite(col)]) if np.isfinite(col).any()
+                                  else np.nan for col in e.T])
+            verdict, det, se = "inconclusive", np.nan, np.full(e.shape[1], np.nan)
+        else:
+            emean = e.mean(0)
+            se = e.std(0, ddof=1) / np.sqrt(n)
+            if units.startswith("fraction of (unit"):
+                want = mean - emean[0]                               # the threshold
+                se = np.maximum(se, _floor_se(first, want, n))
+            parts = [z_above(float(a), float(b), k) for a, b in zip(emean, se)]
+            vs = [q[0] for q in parts]
+            verdict = "pass" if all(x == "pass" for x in vs) else (
+                "fail" if any(x == "fail" for x in vs) else "inconclusive")
+            det = float(max(q[2] for q in parts))
+        test = (f"mean over {n} seeds of the per-seed statistic; every condition's margin "
+                f"(threshold distance, oriented so > 0 holds) > {k:g} SE over seeds passes, any "
+                f"< -{k:g} SE fails, else inconclusive; units: {units}; margins "
+                + ", ".join(f"{a:+.4g} (SE {b:.2g})" for a, b in zip(np.atleast_1d(emean), np.atleast_1d(se))))
+        if base in ("w_error_no_depth_growth", "active_consistency_across_layers"):
+            test += ("; a ratio of the last to the first hidden layer (3 hidden layers at quick "
+                     "scale), not a rank test")
+        if base == "dropin_fails" and verdicts.get("dropout_learns") != "pass":
+            verdict = "inconclusive"
+            test += "; inconclusive unless dropout_learns passes (dropin fails WHERE dropout works)"
+        verdicts[cid] = verdict
+        vals.update({"se": float(np.atleast_1d(se)[0]) if np.isfinite(np.atleast_1d(se)[0]) else np.nan})
+        out.append(row(study, cid, first["claim"], first["source"], measured=mean,
+                       expected=first["expected"] + f" (mean of {n} seeds, margin > {k:g} SE)",
+                       tolerance=first["tolerance"], verdict=verdict, detail=detail, values=vals,
+                       test=test, detectable=det))
+    return frame(out)
