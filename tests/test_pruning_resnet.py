@@ -196,3 +196,37 @@ def test_config_builds_at_both_scales(cfg_dict):
     assert {r.sparsity for r in c10} == {0.9, 0.95, 0.98, 0.995, 0.999} and {r.width for r in c10} == {32}
     assert {r.steps for r in p.runs if r.dataset == "cifar100"} == {250 * 391}
     assert {r.dataset for r in p.runs} == {"cifar10", "cifar100", "tiny_imagenet", "mnist"}
+
+
+def test_layer_claims_need_a_difference_beyond_noise(cfg):
+    """Issue 18: a last-section difference of about one weight, within its SE over seeds, is
+    inconclusive (not pass); the same difference with no seed-to-seed spread passes; every
+    claim row names its test and detectable effect."""
+    from sigprop.claims import check_table
+    runs = _runs({("resnet32", "snip", 0.98, s): [0.1, 0.5, 0.5] for s in range(3)}
+                 | {("stable_resnet32", "sbp_sr", 0.98, s): [0.1, 0.6, 0.6] for s in range(3)})
+
+    def layers_for(stable_last):
+        parts = []
+        for s in range(3):
+            res = _layers("resnet32", "snip", {0.98: lambda i: 0.002 if i < 22 else 0.0005}, seeds=(s,))
+            stab = _layers("stable_resnet32", "sbp_sr",
+                           {0.98: lambda i, s=s: 0.002 if i < 22 else stable_last[s]}, seeds=(s,))
+            parts += [res, stab]
+        out = pd.concat(parts)
+        return out.assign(run_id=[f"r{a}{p}{sp}{s}relu" for a, p, sp, s in
+                                  zip(out.arch, out.pruner, out.sparsity, out.seed)])
+
+    noisy = claims.claims_table(runs, pd.DataFrame(), cfg,
+                                layers=layers_for([0.0001, 0.0012, 0.0004]))
+    check_table(noisy, "pruning_resnet")
+    r = noisy.set_index("claim_id").loc["deeper_layers_kept[relu,s=0.98]"]
+    assert r.measured == pytest.approx(0.0000667, rel=1e-2) and r.verdict == "inconclusive"
+    assert "SE" in r.test and np.isfinite(r.detectable) and r.detectable > abs(r.measured)
+    clean = claims.claims_table(runs, pd.DataFrame(), cfg,
+                                layers=layers_for([0.0006, 0.0006, 0.0006]))
+    assert clean.set_index("claim_id").loc["deeper_layers_kept[relu,s=0.98]", "verdict"] == "pass"
+    reverse = claims.claims_table(runs, pd.DataFrame(), cfg,
+                                  layers=layers_for([0.0001, 0.0001, 0.0001]))
+    assert reverse.set_index("claim_id").loc["deeper_layers_kept[relu,s=0.98]", "verdict"] == "fail"
+    assert (noisy.kind == "claim").all() and noisy.test.str.len().gt(0).all()

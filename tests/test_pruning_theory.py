@@ -86,12 +86,24 @@ def test_scr_and_gamma_rows(measured):
     g = df[df.metric == "s_cr_gamma"]
     assert set(g.run_id) == {shard.runs[3].run_id} and sorted(g.probe) == [2.0, 1e8]
     first = df[df.metric == "s_cr_gamma_layer"].set_index("probe").value
-    assert first[1e8] == 1  # a layer scaled by 1e-4 empties first
+    assert first[1e8] == 0  # l0 = the input layer (Table 7's alpha_1), scaled by ~2e-4, empties first
     gv = g.set_index("probe").value
     assert gv[1e8] < gv[2.0]
-    # l0 (16 x 16) scaled by 1e-4 holds the 256 smallest scores: it empties after exactly 256 removals
+    # l0 (64 inputs x 16) holds the 1024 smallest scores: it empties after exactly 1024 removals
     n = 64 * 16 + 5 * 16 * 16 + 16 * 10
-    assert gv[1e8] == pytest.approx(256 / n, abs=1e-12)
+    assert gv[1e8] == pytest.approx(1024 / n, abs=1e-12)
+
+
+def test_alpha_scale_is_003_parametrization():
+    """003 Sec. 2.1: W^l ~ N(0, sigma_w2 / (alpha_l N)); our init has variance sigma_w2 / fan_in.
+    A hidden layer (fan_in = N) with alpha = gamma is scaled by 1/sqrt(gamma); the input layer
+    (fan-in d) by sqrt(d / (gamma N))."""
+    from sigprop.studies.pruning_theory.measure import alpha_scale
+    assert alpha_scale(4.0, 100, 100) == pytest.approx(0.5)
+    assert alpha_scale(2.0, 64, 100) == pytest.approx(np.sqrt(0.32))
+    assert alpha_scale(1.0, 784, 100) == pytest.approx(2.8)
+    assert P.measure.gamma_layer == 0 and P.theory.zeta_l0 == pytest.approx(64 * 100 / 100 ** 2)
+    assert registry.resolve("pruning_theory", CFG, "paper").theory.zeta_l0 == pytest.approx(7.84)
 
 
 def test_theory_table_matches_pruning_theory():
@@ -105,7 +117,10 @@ def test_theory_table_matches_pruning_theory():
     assert np.isinf(q["thm1_bound_ln", settings[1]["sigma_w2"]])
     p4 = th[th.quantity == "prop4_bound_sqrt"].set_index("x").value
     np.testing.assert_allclose(p4.to_numpy(), tp.mbp_critical_sparsity_bound(
-        np.array([2.0, 5.0, 10.0]), 100, quantile_factor="sqrt_gamma"))
+        np.array([2.0, 5.0, 10.0]), 100, 0.64, quantile_factor="sqrt_gamma"))
+    # the input layer's zeta_l0 = d / N changes the bound: it is not the zeta = 1 value
+    assert not np.allclose(p4.to_numpy(), tp.mbp_critical_sparsity_bound(
+        np.array([2.0, 5.0, 10.0]), 100, 1.0, quantile_factor="sqrt_gamma"))
 
 
 def _synthetic(eoc_collapsed=0, chaos_collapsed=3, scr=None, gamma_scr=(0.99, 0.8, 0.7)):
@@ -129,15 +144,23 @@ def _synthetic(eoc_collapsed=0, chaos_collapsed=3, scr=None, gamma_scr=(0.99, 0.
         rows.append({**base, "metric": "s_cr", "value": 0.99, "probe": 0.0})
         for g, v in zip((2.0, 5.0, 10.0), gamma_scr):
             rows.append({**base, "metric": "s_cr_gamma", "value": v + 0.001 * seed, "probe": g})
-            rows.append({**base, "metric": "s_cr_gamma_layer", "value": 1.0, "probe": g})
+            rows.append({**base, "metric": "s_cr_gamma_layer", "value": 0.0, "probe": g})
     runs = pd.DataFrame(rows)
     settings = runs[st.SETTING].drop_duplicates().to_dict("records")
     return runs, theory_table("pruning_theory", P, settings)
 
 
 def test_claims_verdicts_follow_the_numbers():
+    from sigprop.claims import check_table
     cfg = P
-    c = claims_table(*_synthetic(), cfg).set_index("claim_id")
+    c = claims_table(*_synthetic(), cfg)
+    check_table(c, "pruning_theory")     # every claim names its test and detectable effect
+    kinds = c.set_index("claim_id").kind
+    assert (kinds[kinds.index.str.startswith("prop4_bound_holds[sqrt_gamma")] == "sanity").all()
+    assert (kinds[~kinds.index.str.startswith("prop4_bound_holds[sqrt_gamma")] == "claim").all()
+    c = c.set_index("claim_id")
+    assert "our choice" in c.loc["fig1_chaotic_layer_collapse", "test"]
+    assert "l0 empties first in 100%" in c.loc["table7_empirical[gamma=5]", "detail"]
     assert c.loc["fig1_eoc_layer_collapse", "verdict"] == "pass"
     assert c.loc["fig1_chaotic_layer_collapse", "verdict"] == "pass"
     assert c.loc["thm1_bound_holds[chi=0.202]", "verdict"] == "pass"

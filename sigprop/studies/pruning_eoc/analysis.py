@@ -30,18 +30,42 @@ def schemes(acc: pd.DataFrame, theory: pd.DataFrame, eoc_tol: float = 1e-3) -> p
     return pd.Series(out, index=acc.index, name="scheme")
 
 
-def cell_table(runs: pd.DataFrame, theory: pd.DataFrame, metric: str = "test_acc") -> pd.DataFrame:
-    """Mean final accuracy per (activation, scheme, depth, sparsity) cell, with ``n`` seeds and
-    ``chi1``; a diverged run counts as accuracy 0 (not trainable)."""
+def run_table(runs: pd.DataFrame, theory: pd.DataFrame, metric: str = "test_acc") -> pd.DataFrame:
+    """One row per run: final accuracy ``acc`` (a diverged run counts as accuracy 0, not
+    trainable; ``diverged`` flags it), ``scheme``, ``chi1`` and ``dense`` (an unpruned control,
+    sparsity 0)."""
     acc = final_accuracy(runs, metric)
     acc["scheme"] = schemes(acc, theory)
     acc["diverged"] = acc.acc.isna()
     acc["acc"] = acc.acc.fillna(0.0)
     chi = theory[theory.quantity == "chi1"].set_index(SETTING).value
     acc["chi1"] = chi.reindex(pd.MultiIndex.from_frame(acc[SETTING])).to_numpy(float)
-    return (acc.groupby(["activation", "scheme", "depth", "sparsity"], as_index=False)
-            .agg(acc=("acc", "mean"), n=("acc", "size"), n_diverged=("diverged", "sum"),
-                 chi1=("chi1", "first")))
+    acc["dense"] = acc.sparsity.astype(float) <= 0
+    return acc
+
+
+def cell_table(runs: pd.DataFrame, theory: pd.DataFrame, metric: str = "test_acc") -> pd.DataFrame:
+    """Mean final accuracy per (activation, scheme, depth, sparsity) cell, with its standard
+    deviation ``sd`` and ``n`` over seeds, ``n_diverged`` and ``chi1``; a diverged run counts as
+    accuracy 0 (not trainable).  Unpruned controls are the cells with ``dense`` (sparsity 0)."""
+    acc = run_table(runs, theory, metric)
+    out = (acc.groupby(["activation", "scheme", "depth", "sparsity"], as_index=False)
+           .agg(acc=("acc", "mean"), sd=("acc", "std"), n=("acc", "size"),
+                n_diverged=("diverged", "sum"), chi1=("chi1", "first")))
+    out["dense"] = out.sparsity.astype(float) <= 0
+    return out
+
+
+def trainable_counts(runs: pd.DataFrame, theory: pd.DataFrame, threshold: float,
+                     metric: str = "test_acc") -> pd.DataFrame:
+    """Per (activation, scheme, seed): the number of pruned (depth, sparsity) cells whose final
+    accuracy in that seed is >= ``threshold`` (``count``) and of cells (``cells``): the
+    trainable region of one seed, whose spread over seeds gives the SE of a count."""
+    acc = run_table(runs, theory, metric)
+    acc = acc[~acc.dense]
+    acc["ok"] = acc.acc >= threshold
+    return (acc.groupby(["activation", "scheme", "seed"], as_index=False)
+            .agg(count=("ok", "sum"), cells=("ok", "size")))
 
 
 def in_region(cells: pd.DataFrame, region) -> np.ndarray:

@@ -97,11 +97,10 @@ def sections(shapes: pd.Series) -> np.ndarray:
     return sec
 
 
-def layer_profiles(layers: pd.DataFrame, net: str = "resnet32", runs: pd.DataFrame | None = None
-                   ) -> pd.DataFrame:
-    """Per (activation, sparsity, variant, layer): mean / min / max over seeds of the kept
-    fraction, the section, and ``n`` seeds.  ``layers``: the prune stage's layer reports; its
-    ``activation`` column is taken from ``runs`` (by ``run_id``) when missing."""
+def _variant_rows(layers: pd.DataFrame, net: str = "resnet32",
+                  runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The layer-report rows of SNIP on ``net`` and SBP-SR on its Stable version, with
+    ``variant`` and ``activation`` (taken from ``runs`` by ``run_id`` when missing)."""
     d = layers
     if "activation" not in d.columns:
         if runs is None:
@@ -116,7 +115,15 @@ def layer_profiles(layers: pd.DataFrame, net: str = "resnet32", runs: pd.DataFra
              else d.arch == net).to_numpy() & (d.pruner == pruner).to_numpy()
         keep |= m
         label[m] = name
-    d = d[keep].assign(variant=label[keep])
+    return d[keep].assign(variant=label[keep])
+
+
+def layer_profiles(layers: pd.DataFrame, net: str = "resnet32", runs: pd.DataFrame | None = None
+                   ) -> pd.DataFrame:
+    """Per (activation, sparsity, variant, layer): mean / min / max over seeds of the kept
+    fraction, the section, and ``n`` seeds.  ``layers``: the prune stage's layer reports; its
+    ``activation`` column is taken from ``runs`` (by ``run_id``) when missing."""
+    d = _variant_rows(layers, net, runs)
     if d.empty:
         return pd.DataFrame(columns=["activation", "sparsity", "variant", "layer", "kept",
                                      "kept_min", "kept_max", "n", "section"])
@@ -127,6 +134,26 @@ def layer_profiles(layers: pd.DataFrame, net: str = "resnet32", runs: pd.DataFra
     prof["section"] = prof.groupby(["activation", "sparsity", "variant"]).weight_shape.transform(
         lambda s: sections(s))
     return prof
+
+
+def seed_section_stats(layers: pd.DataFrame, net: str = "resnet32",
+                       runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (activation, sparsity, variant, run): the Fig. 2 statistics of one pruned network
+    (003 Sec. 3): ``spread``, the mean over sections of the within-section std (ddof 0) of the
+    per-layer kept fraction, and ``last_section_kept``, the mean kept fraction of the last
+    section's layers.  Their spread over runs (seeds) gives the standard errors of the claims."""
+    d = _variant_rows(layers, net, runs)
+    out = []
+    for (act, sp, var, rid), r in d.groupby(["activation", "sparsity", "variant", "run_id"]):
+        r = r.sort_values("layer")
+        sec = sections(r.weight_shape)
+        body = r.assign(section=sec)[sec >= 0]
+        spread = body.groupby("section").kept_fraction.std(ddof=0).mean()
+        last = body[body.section == body.section.max()].kept_fraction.mean()
+        out.append({"activation": act, "sparsity": sp, "variant": var, "run_id": rid,
+                    "spread": spread, "last_section_kept": last})
+    return pd.DataFrame(out, columns=["activation", "sparsity", "variant", "run_id", "spread",
+                                      "last_section_kept"])
 
 
 def section_spread(prof: pd.DataFrame) -> pd.DataFrame:

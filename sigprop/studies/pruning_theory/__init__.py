@@ -14,24 +14,29 @@ by their run's pruner on a class-balanced batch (as the prune stage does,
   Thm. 1), from :func:`sigprop.prune.critical_sparsity_from_scores`, and the
   (0-based, among prunable layers) layer that empties first;
 * ``s_cr_gamma`` (key ``probe`` = gamma; magnitude runs only): ``s_cr`` of
-  magnitude pruning when prunable layer ``gamma_layer`` has its weight standard
-  deviation divided by ``sqrt(gamma)``, i.e. ``alpha_l0 = gamma`` and every other
-  hidden layer ``alpha = 1`` (003 App. E, Table 7: ``alpha_1 = gamma``; here the
-  N x N hidden layer ``gamma_layer`` plays ``l0`` because the data's input
-  dimension is not N).  Magnitude ranks are invariant to a common scale, so this
-  is exactly magnitude pruning of that network; ``s_cr_gamma_layer`` is the layer
-  that empties first (Prop. 4 assumes it is ``l0``).
+  magnitude pruning of the network whose prunable layer ``gamma_layer`` (default 0:
+  the input layer, 003 App. E, Table 7's ``alpha_1 = gamma``) has weight variance
+  ``sigma_w2 / (gamma N)`` and every other layer ``sigma_w2 / N`` (003 Sec. 2.1:
+  ``W^l ~ N(0, sigma_w2 / v_l)``, ``v_l = alpha_l N``), obtained by rescaling that
+  layer's magnitude scores (:func:`.measure.alpha_scale`; magnitude ranks are
+  invariant to a common scale, so this is exactly magnitude pruning of that
+  network); ``s_cr_gamma_layer`` is the layer that empties first (Prop. 4 assumes
+  it is ``l0``).  Until 2026-11-23 ``l0`` was the first N x N hidden layer (issue 18).
 
 Theory: ``chi_1`` (003's ``chi = f'(1)``), Thm. 1's bound with the natural log
 (the theorem) and with log10 (the 27% quoted after it), Prop. 4's bound as printed
-(``gamma Q_x``) and with ``sqrt(gamma)`` (:mod:`sigprop.theory.pruning`).
+(``gamma Q_x``) and with ``sqrt(gamma)`` (:mod:`sigprop.theory.pruning`), with
+``zeta_l0 = M_l0 / N^2`` of the input layer (``theory.zeta_l0``: d N / N^2 = d / N).
 
-Claims: (1) Fig. 1: at the EOC no layer is fully pruned at s = 70%; (2) in the
-chaotic phase some layer is; (3) Thm. 1: mean empirical s_cr <= the bound in the
-ordered phase where the bound is below 1; (4) s_cr decreases as chi moves away
-from 1 and is largest on the EOC; (5) the paper's example (kappa = 0.2: 22%
-measured); (6) Table 7: Prop. 4's bound (printed and sqrt(gamma) forms) against
-the empirical s_cr, and the Table's printed empirical values.
+Claims (each row names its test and the smallest effect it detects): (1) Fig. 1: at
+the EOC no layer is fully pruned at s = 70%; (2) in the chaotic phase (chi = 2, our
+choice: the paper gives no sigma's) some layer is; (3) Thm. 1: mean empirical s_cr <=
+the bound in the ordered phase where the bound is below 1 (chi's other than the
+example's kappa = 0.2 are our choice); (4) s_cr decreases as chi moves away from 1 and
+is largest on the EOC; (5) the paper's example (kappa = 0.2: 22% measured); (6) Prop.
+4's bound as printed against the empirical s_cr of Table 7's setting, and (7) Table 7's
+printed empirical values.  Sanity (shown apart, not tallied): Prop. 4 with
+``sqrt(gamma)``, our corrected reading, against the same measurement.
 
 Modules: ``measure`` (kept fractions and critical sparsities of a shard), ``theory``
 (chi_1, kappa, Thm. 1 and Prop. 4 bounds), ``analysis`` (per-run and per-setting summaries),
@@ -55,8 +60,9 @@ TABLE7 = {"gamma": [2.0, 5.0, 10.0], "bound": [5.77, 0.81, 0.72], "empirical": [
 class Measure:
     gammas: tuple[float, ...] = param(tuple(TABLE7["gamma"]), gt=0, doc="Table 7's gammas: "
                                       "alpha_l0 of the magnitude runs' s_cr_gamma")
-    gamma_layer: int = param(1, ge=0, doc="prunable layer l0 (0-based) whose std is divided by "
-                                          "sqrt(gamma)")
+    gamma_layer: int = param(0, ge=0, doc="prunable layer l0 (0-based; 0 = the input layer, "
+                                          "Table 7's alpha_1) whose variance is sigma_w2 / "
+                                          "(gamma N)")
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,8 @@ class Theory:
     eoc_tolerance: float = param(1e-6, ge=0, doc="no Thm. 1 bound where |chi_1 - 1| <= this")
     gammas: tuple[float, ...] = param(tuple(TABLE7["gamma"]), gt=0,
                                       doc="gammas of Prop. 4's bound")
+    zeta_l0: float = param(1.0, gt=0, doc="M_l0 / N^2 of Prop. 4's layer l0 (the input layer: "
+                                          "d / N, d its fan-in)")
 
 
 @dataclass(frozen=True)

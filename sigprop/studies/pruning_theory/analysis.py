@@ -54,7 +54,7 @@ def scr_summary(runs: pd.DataFrame, theory: pd.DataFrame, pruner: str = "snip") 
     return g.sort_values("chi1").reset_index(drop=True)
 
 
-def gamma_summary(runs: pd.DataFrame, theory: pd.DataFrame, first_layer: int = 1) -> pd.DataFrame:
+def gamma_summary(runs: pd.DataFrame, theory: pd.DataFrame, first_layer: int = 0) -> pd.DataFrame:
     """Mean, SE, n of ``s_cr_gamma`` per gamma with Prop. 4's bounds and Table 7's values, and
     ``l0_first``: the fraction of seeds whose first emptied layer is ``first_layer`` (= l0)."""
     d = runs[runs.metric == "s_cr_gamma"]

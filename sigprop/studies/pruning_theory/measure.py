@@ -1,7 +1,8 @@
-"""The measurement at initialization (Hayou et al. 2021, arXiv:2002.08797, Fig. 1, Thm. 1,
-Prop. 4): per model, the kept fraction of every neuron's fan-in after its pruner, the critical
-sparsity of its one-shot pruner and, for magnitude runs, that of the network whose layer l0 has
-alpha = gamma."""
+"""The measurement at initialization (Hayou, Ton, Doucet & Teh 2021, "Robust Pruning at
+Initialization", arXiv:2002.08797, Fig. 1, Thm. 1, Prop. 4): per model, the kept fraction of
+every neuron's fan-in after its pruner, the critical sparsity of its one-shot pruner and, for
+magnitude runs, that of the network whose layer l0 (the input layer, as in Table 7's
+``alpha_1 = gamma``) has ``alpha_l0 = gamma`` and every other layer ``alpha = 1``."""
 
 from __future__ import annotations
 
@@ -25,12 +26,23 @@ def _model_scores(shard, params, buffers, x_train, y_train, i):
                                 [b[i:i + 1] for b in buffers], x[None], y[None], keys)
 
 
-def _scaled(scores, flags, layer, gamma):
-    """Scores with prunable layer ``layer`` divided by ``sqrt(gamma)`` (alpha_l0 = gamma)."""
+def alpha_scale(gamma: float, fan_in: int, width: int) -> float:
+    """The factor that turns a weight drawn with variance ``sigma_w2 / fan_in`` (our init) into
+    one with variance ``sigma_w2 / (alpha N)``, ``alpha = gamma``, ``N = width``: 003's
+    parametrization ``W^l ~ N(0, sigma_w2 / v_l)``, ``v_l = alpha_l N`` (Sec. 2.1), with
+    ``alpha_l0 = gamma`` and ``alpha_l = 1`` elsewhere (App. E, Table 7).  For a hidden layer
+    (``fan_in = N``) it is ``1 / sqrt(gamma)``; for the input layer (fan-in ``d``) it is
+    ``sqrt(d / (gamma N))``."""
+    return float(np.sqrt(fan_in / (gamma * width)))
+
+
+def _scaled(scores, flags, layer, factor):
+    """Scores with prunable layer ``layer`` multiplied by ``factor`` (magnitude scores |W|:
+    exactly the scores of the network whose layer ``layer`` is scaled by ``factor``)."""
     out, k = [], 0
     for s, f in zip(scores, flags):
         if f and s is not None:
-            s = s / np.sqrt(gamma) if k == layer else s
+            s = s * factor if k == layer else s
             k += 1
         out.append(s)
     return out
@@ -57,6 +69,7 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
     gammas = [float(g) for g in p.measure.gammas]
     l0 = int(p.measure.gamma_layer)
     data = engine.to_data(load(data_path), params[0].device, params[0].dtype)
+    d_in = int(np.prod(tuple(data.x_train.shape[1:])))   # the input layer's fan-in
     flags = prune.prunable(shard.runs[0].arch, params)
     if masks_path:   # the prune stage's masks (the workflow passes them)
         from pathlib import Path
@@ -79,8 +92,10 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
         frames.append(_rows(i, "s_cr", cr.s_cr.iloc[0]))
         frames.append(_rows(i, "s_cr_layer", layer_of[int(cr.layer.iloc[0])]))
         if r.pruner == "magnitude":
+            fan_in = d_in if l0 == 0 else int(r.width)
             for g in gammas:
-                cg = prune.critical_sparsity_from_scores(_scaled(sc, flags, l0, g))
+                cg = prune.critical_sparsity_from_scores(
+                    _scaled(sc, flags, l0, alpha_scale(g, fan_in, int(r.width))))
                 frames.append(_rows(i, "s_cr_gamma", cg.s_cr.iloc[0], probe=g))
                 frames.append(_rows(i, "s_cr_gamma_layer", layer_of[int(cg.layer.iloc[0])], probe=g))
     long = pd.concat(frames, ignore_index=True)
