@@ -200,3 +200,13 @@ def test_claims_doc_regenerates_and_checks_the_verdict_tables(tmp_path, capsys):
     tables.write_atomic(C.frame([_row("a", "fail")]), paper / "claims.parquet")
     assert main(["claims-doc", str(doc), "--results", res, "--check"]) == 1
     assert "rerun `sigprop claims-doc" in capsys.readouterr().err
+
+
+def test_pooled_summaries_are_shown_apart_and_never_tallied():
+    df = C.frame([_row("a[p1]"), _row("a[p2]", "fail"),
+                  C.pooled("s", "a[all]", "x", "000", 0.5, ">0", 0.0, "pass", test="pooled")])
+    t = C.tally(df)
+    assert (t["claims"], t["pass"], t["fail"], t["summary"]) == (2, 1, 1, 1)
+    html = to_html(df)
+    assert "Pooled summaries" in html and "<td>a[all]</td>" in html.split("Pooled summaries")[1]
+    C.check_table(df, "study s")

@@ -12,7 +12,7 @@ from sigprop.studies.trainable_depth.figures import heatmap
 from sigprop.studies.trainable_depth.theory import theory_table
 
 CFG = {"name": "td", "analysis": {"metric": "train_acc"},
-       "claims": {"trainable_fraction": 0.5, "error_tolerance": 0.02}}
+       "claims": {"trainable_fraction": 0.5, "error_tolerance": 0.02, "seed_z": 3.0}}
 P = resolve("trainable_depth", CFG, "quick")
 SW2 = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
 DEPTHS = [4, 8, 16, 24, 32, 48, 64, 96]
@@ -26,21 +26,23 @@ def theory():
     return theory_table("td", p, [{"keep_rate": 1.0}, {"keep_rate": 0.98}])
 
 
-def _runs(theory, rule: str) -> pd.DataFrame:
+def _runs(theory, rule: str, seeds=(0, 1, 2), rules=None) -> pd.DataFrame:
     """A run table where exactly the cells with L <= rule(σ_w²) reach accuracy 0.95; one
-    block per keep rate."""
-    f = curve(theory, rule)
+    block per keep rate; ``rules`` (one per seed) overrides ``rule`` seed by seed."""
     rows = []
-    for rho in (1.0, 0.98):
-        for sw in SW2:
-            for d in DEPTHS:
-                acc = 0.95 if d <= f(rho, sw) else 0.11
-                rid = f"r{rho}{sw}{d}"
-                for step, v in ((0, 0.1), (300, acc)):
-                    rows.append(dict(study="td", shard_id="s", run_id=rid, step=step, metric="train_acc",
-                                     value=v, keep_rate=rho, sigma_w2=sw, depth=d, dataset="digits",
-                                     sigma_b2=0.05, activation="tanh", steps=300, width=8,
-                                     block=f"rho = {rho:g}"))
+    for i, seed in enumerate(seeds):
+        f = curve(theory, rules[i] if rules else rule)
+        for rho in (1.0, 0.98):
+            for sw in SW2:
+                for d in DEPTHS:
+                    acc = 0.95 if d <= f(rho, sw) else 0.11
+                    rid = f"r{rho}{sw}{d}s{seed}"
+                    for step, v in ((0, 0.1), (300, acc)):
+                        rows.append(dict(study="td", shard_id="s", run_id=rid, step=step,
+                                         metric="train_acc", value=v, keep_rate=rho, sigma_w2=sw,
+                                         depth=d, dataset="digits", sigma_b2=0.05,
+                                         activation="tanh", steps=300, width=8, seed=seed,
+                                         block=f"rho = {rho:g}"))
     return pd.DataFrame(rows)
 
 
@@ -61,10 +63,41 @@ def test_claim_passes_when_the_boundary_is_min_12xi(theory):
 def test_claim_fails_when_the_boundary_is_6xi2(theory):
     c = claims_table(_runs(theory, "6xi2"), theory, P).set_index("claim_id")
     assert c.loc["boundary_min12xi_vs_6xi2[all]", "verdict"] == "fail"
+    from sigprop.claims import check_table, values
+    check_table(c.reset_index(), "test")
+    v = values(c.loc["boundary_min12xi_vs_6xi2[all]"])      # the keys 000 Table 1 reads
+    assert {"err_min_12xi1_12xi2", "err_6xi2", "cells"} <= set(v) and v["err_6xi2"] == 0
+    assert v["n_seeds"] == 3
+
+
+def test_seeds_that_disagree_leave_the_claim_inconclusive(theory):
+    """Two seeds follow min(12ξ1, 12ξ2), one follows 6ξ2: the seed mean favours min(12ξ1,
+    12ξ2), but not by 3 SE over seeds."""
+    runs = _runs(theory, "", rules=["min_12xi1_12xi2", "min_12xi1_12xi2", "6xi2"])
+    c = claims_table(runs, theory, P).set_index("claim_id")
+    r = c.loc["boundary_min12xi_vs_6xi2[all]"]
+    assert r.measured > 0.02 and r.verdict == "inconclusive", r.detail
+    assert r.detectable > r.measured
+
+
+def test_one_seed_has_no_standard_error_and_no_verdict(theory):
+    c = claims_table(_runs(theory, "min_12xi1_12xi2", seeds=(0,)), theory, P)
+    assert (c.verdict == "inconclusive").all()
+
+
+def test_the_standard_error_is_at_least_one_cell_per_seed():
+    from sigprop.studies.trainable_depth.claims import decide
+    # identical differences over 3 seeds (sample SE 0): one cell of 30 is not enough
+    assert decide(1 / 30, 0.0, 3, 30, 3.0, 0.02)[0] == "inconclusive"
+    verdict, margin, se = decide(2 / 30, 0.0, 3, 30, 3.0, 0.02)
+    assert verdict == "pass" and se == pytest.approx(1 / (30 * np.sqrt(3)))
+    assert margin == pytest.approx(3 * se)
+    assert decide(-2 / 30, 0.0, 3, 30, 3.0, 0.02)[0] == "fail"
+    assert decide(0.05, 0.0, 3, 1000, 3.0, 0.02)[1] == pytest.approx(0.02)   # the tolerance floor
 
 
 def test_diverged_runs_count_as_chance_and_boundary(theory):
-    runs = _runs(theory, "6xi2")
+    runs = _runs(theory, "6xi2", seeds=(0,))
     runs.loc[runs.index[-1], "value"] = np.nan  # a diverged run
     acc = trainability.final_accuracy(runs, "train_acc", chance=0.1)
     assert acc.n_diverged.sum() == 1 and acc.acc.min() == pytest.approx(0.1)
@@ -89,7 +122,7 @@ def test_panels_are_the_config_blocks(theory):
     from sigprop.config import expand_blocks
     fixed = {"arch": "fc", "dataset": "digits", "width": 8, "activation": "tanh", "sigma_b2": 0.05,
              "keep_rate": 1.0, "steps": 300, "eval_every": 300}
-    grid = {"depth": DEPTHS, "sigma_w2": SW2}
+    grid = {"depth": DEPTHS, "sigma_w2": SW2, "seed": [0, 1, 2]}
     cfg = {**CFG, "scales": {"quick": {"blocks": [
         {"label": "(a) gaussian", "fixed": {**fixed, "init": "gaussian"}, "grid": grid},
         {"label": "(c) orthogonal", "fixed": {**fixed, "init": "orthogonal"}, "grid": grid}]}}}
@@ -140,3 +173,22 @@ def test_jobs_read_only_their_sections(theory):
     for bad in ([1.0, 2.0, 3.0], [2.0, 1.0]):
         with pytest.raises(ParamError, match="theory.sigma_w2_range"):
             resolve("trainable_depth", {"theory": {"sigma_w2_range": bad}}, "quick")
+
+
+def test_shipped_quick_config_has_three_seeds_stacked_per_depth():
+    """Issue 18: >= 3 seeds per cell; the seeds train in the shards of their depth (shard_size
+    72 holds the four 450-step panels x 6 σ_w² x 3 seeds), so the shard count is unchanged."""
+    import jsonschema
+    import yaml
+
+    from sigprop.config import build_study, load_yaml
+    path = "config/studies/trainable_depth.yaml"
+    cfg = load_yaml(path)
+    with open("workflow/schemas/study.schema.yaml") as f:
+        jsonschema.validate(cfg, yaml.safe_load(f))
+    st = build_study("trainable_depth", path, cfg, "quick", 64)
+    cells = {}
+    for r in st.runs:
+        cells.setdefault((st.labels[r.run_id], r.depth, r.sigma_w2), set()).add(r.seed)
+    assert len(cells) == 240 and all(v == {0, 1, 2} for v in cells.values())
+    assert len(st.shards) == 20

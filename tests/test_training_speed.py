@@ -16,7 +16,7 @@ CFG = {"name": "ts", "analysis": {"min_overlap_decades": 0.3, "grid_step_decades
                                   "control_depths": [125]},
        "claims": {"collapse_ratio": 0.5, "outlier_ratio": 2.0, "outlier_min_gap": 0.3,
                   "paper_collapse_depth": {"0.99": 120, "0.98": 55},
-                  "paper_outlier_depth": {"0.99": 300, "0.98": 200}}}
+                  "paper_outlier_depth": {"0.99": 300, "0.98": 200}, "seed_z": 3.0}}
 P = resolve("training_speed", CFG, "quick")
 LRS = 10 ** np.arange(-3.5, 0.01, 0.5)
 T, EV = 300, 5
@@ -40,21 +40,41 @@ def _tau(A, x):
     return t if t <= T else -1
 
 
-def _runs(law1="etaL", law_drop="eta", outlier_reaches=False):
+SEEDS = (0, 1, 2)
+
+
+def _noise(rho, depth, seed, sd=0.05):
+    """A fixed multiplicative jitter of τ per (ρ, depth, seed), so that statistics vary over
+    seeds (an SE of 0 would make any effect significant)."""
+    rng = np.random.default_rng([int(rho * 100), depth, seed])
+    return float(np.exp(sd * rng.standard_normal()))
+
+
+def _law(law, lr, depth, A_etaL=2.0, A_eta=0.5):
+    return (A_etaL, lr * depth) if law == "etaL" else (A_eta, lr)
+
+
+def _runs(law1="etaL", law_drop="eta", outlier_reaches=False, seeds=SEEDS):
     """ρ = 1 over L ∈ {6, 12, 24, 48} following τ = 2/(ηL) ('etaL') or τ = 0.5/η ('eta');
     ρ = 0.98 over L ∈ {6, 12, 24} following ``law_drop`` and an outlier L = 125 that never
-    reaches p (or, with ``outlier_reaches``, follows the same law as the others)."""
+    reaches p (or, with ``outlier_reaches``, follows the same law as the others); each seed
+    jitters τ per depth by a few per cent."""
     rows = []
-    for d in (6, 12, 24, 48):
-        for lr in LRS:
-            rows += _run(1.0, d, lr, _tau(2.0 if law1 == "etaL" else 0.5, lr * d if law1 == "etaL" else lr))
-    for d in (6, 12, 24, 125):
-        for lr in LRS:
-            if d == 125 and not outlier_reaches:
-                tau = -1
-            else:
-                tau = _tau(2.0 if law_drop == "etaL" else 0.5, lr * d if law_drop == "etaL" else lr)
-            rows += _run(0.98, d, lr, tau)
+    for seed in seeds:
+        for d in (6, 12, 24, 48):
+            j = _noise(1.0, d, seed)
+            for lr in LRS:
+                A, x = _law(law1, lr, d)
+                rows += _run(1.0, d, lr, _tau(A * j, x), seed)
+        for d in (6, 12, 24, 125):
+            j = _noise(0.98, d, seed)
+            for lr in LRS:
+                if d == 125 and not outlier_reaches:
+                    tau = -1
+                else:
+                    A, x = _law(law_drop, lr, d)
+                    tau = _tau(A * j, x)
+                rows += _run(0.98, d, lr, tau, seed)
     return pd.DataFrame(rows)
 
 
@@ -155,19 +175,54 @@ def test_ratio_verdict():
 
 # ------------------------------------------------------------------ claims
 
+def _control(trains: bool, seeds=SEEDS) -> pd.DataFrame:
+    """ρ = 1 at the outlier depth L = 125: trains like the shallow ρ = 0.98 nets (τ = 0.5/η)
+    or never reaches p."""
+    rows = []
+    for seed in seeds:
+        j = _noise(1.0, 125, seed)
+        for lr in LRS:
+            rows += _run(1.0, 125, lr, _tau(0.5 * j, lr) if trains else -1, seed)
+    return pd.DataFrame(rows)
+
+
 def test_claims_pass_when_the_runs_follow_the_paper(theory):
-    c = claims_table(_runs(), theory, P).set_index("claim_id")
+    runs = pd.concat([_runs(), _control(trains=True)], ignore_index=True)
+    c = claims_table(runs, theory, P).set_index("claim_id")
     assert list(c.index) == ["collapse_etaL[rho=1]", "collapse_eta[rho=0.98]", "outlier_departs[rho=0.98]"]
     assert (c.verdict == "pass").all(), c[["measured", "detail"]]
     assert "55" in c.loc["collapse_eta[rho=0.98]", "detail"]   # the paper's depth vs ξ2 is stated
     assert "ξ2" in c.loc["collapse_eta[rho=0.98]", "detail"]
+    assert "3 seeds" in c.loc["collapse_etaL[rho=1]", "detail"]
+    # every decided row states its power, and the SE is over seeds (not zero)
+    assert np.isfinite(c.detectable).all() and (c.detectable > 0).all()
+    from sigprop.claims import check_table
+    check_table(c.reset_index(), "test")
 
 
 def test_claims_fail_when_the_runs_follow_the_other_scaling(theory):
     c = claims_table(_runs(law1="eta", law_drop="etaL", outlier_reaches=True),
-                           theory, P).set_index("claim_id")
+                     theory, P).set_index("claim_id")
     assert c.loc["collapse_etaL[rho=1]", "verdict"] == "fail"
     assert c.loc["collapse_eta[rho=0.98]", "verdict"] == "fail"
+
+
+def test_a_collapse_in_eta_that_the_dropout_free_control_shares_is_not_evidence(theory):
+    """Issue 18: ρ = 1 collapses in η as well (as on digits at quick scale): the ρ < 1 curves
+    collapse in η, but no better than the control at the same depths, so the claim is
+    inconclusive, not a pass; the measured effect is the difference of the ln ratios."""
+    c = claims_table(_runs(law1="eta", law_drop="eta"), theory, P).set_index("claim_id")
+    assert c.loc["collapse_etaL[rho=1]", "verdict"] == "fail"
+    r = c.loc["collapse_eta[rho=0.98]"]
+    assert r.verdict == "inconclusive", r.detail
+    assert "collapses in η as well" in r.detail
+    assert np.isfinite(r.detectable) and abs(r.measured) <= r.detectable   # δ within noise
+
+
+def test_one_seed_gives_no_standard_error_and_no_verdict(theory):
+    runs = pd.concat([_runs(seeds=(0,)), _control(trains=True, seeds=(0,))], ignore_index=True)
+    c = claims_table(runs, theory, P)
+    assert (c.verdict == "inconclusive").all(), c[["claim_id", "verdict"]]
 
 
 def test_outlier_claim_fails_when_the_deep_net_collapses_too(theory):
@@ -175,13 +230,10 @@ def test_outlier_claim_fails_when_the_deep_net_collapses_too(theory):
     assert c.loc["outlier_departs[rho=0.98]", "verdict"] == "fail"
 
 
-def _control(trains: bool) -> pd.DataFrame:
-    """ρ = 1 at the outlier depth L = 125: trains like the shallow ρ = 0.98 nets (τ = 0.5/η)
-    or never reaches p."""
-    rows = []
-    for lr in LRS:
-        rows += _run(1.0, 125, lr, _tau(0.5, lr) if trains else -1)
-    return pd.DataFrame(rows)
+def test_outlier_claim_without_a_control_at_its_depth_is_inconclusive(theory):
+    c = claims_table(_runs(), theory, P).set_index("claim_id")
+    r = c.loc["outlier_departs[rho=0.98]"]
+    assert r.verdict == "inconclusive" and "no ρ = 1 run at L = 125" in r.detail
 
 
 def test_a_dropout_free_control_that_trains_keeps_the_outlier_claim(theory):
@@ -196,8 +248,20 @@ def test_a_dropout_free_control_that_trains_keeps_the_outlier_claim(theory):
 def test_a_dropout_free_control_that_departs_too_makes_the_outlier_claim_inconclusive(theory):
     runs = pd.concat([_runs(), _control(trains=False)], ignore_index=True)
     c = claims_table(runs, theory, P).set_index("claim_id")
-    assert c.loc["outlier_departs[rho=0.98]", "verdict"] == "inconclusive"
-    assert "not specific to dropout" in c.loc["outlier_departs[rho=0.98]", "detail"]
+    r = c.loc["outlier_departs[rho=0.98]"]
+    assert r.verdict == "inconclusive"
+    assert "not specific to dropout" in r.detail and "cannot separate" in r.detail
+    assert r.measured == pytest.approx(0.0) and np.isnan(r.detectable)   # nothing detectable
+
+
+def test_band_verdict_needs_the_mean_k_standard_errors_inside_the_band():
+    from sigprop.studies.training_speed.claims import band_verdict
+    lcr = np.log(0.5)
+    assert band_verdict(-1.0, 0.05, 3, 3.0, lcr, 0.0) == "pass"
+    assert band_verdict(-1.0, 0.2, 3, 3.0, lcr, 0.0) == "inconclusive"   # -1 + 0.6 > ln 0.5
+    assert band_verdict(0.5, 0.1, 3, 3.0, lcr, 0.0) == "fail"
+    assert band_verdict(0.2, 0.1, 3, 3.0, lcr, 0.0) == "inconclusive"
+    assert band_verdict(-1.0, 0.05, 1, 3.0, lcr, 0.0) == "inconclusive"
 
 
 # ------------------------------------------------------------------ theory, figure, config
@@ -244,6 +308,17 @@ def test_shipped_config_expands_on_the_critical_line(scale):
         assert float(meanfield.chi1(sw.pop(), 0.05, rho, "tanh")) == pytest.approx(1.0, abs=1e-8)
         depths = sorted({r.depth for r in st.runs if r.keep_rate == rho})
         assert len(depths) >= 4
+        # every deep comparison depth of a keep rate < 1 has a dropout-free control
+        if rho < 1:
+            assert max(depths) in {r.depth for r in st.runs if r.keep_rate == 1.0}
+    # >= 3 seeds at every (keep rate, depth, learning rate) point (issue 18)
+    per_point = {}
+    for r in st.runs:
+        per_point.setdefault((r.keep_rate, r.depth, r.lr), set()).add(r.seed)
+    assert all(len(v) >= 3 for v in per_point.values())
+    if scale == "quick":
+        assert set(resolve("training_speed", cfg, scale).analysis.control_depths) == {125, 170}
+        assert len(st.runs) == 270 and len(st.shards) == 6   # the seeds share their depth's shard
     if scale == "paper":
         assert {r.dataset for r in st.runs} == {"cifar10"}
         assert {(r.width, r.batch_size, r.steps) for r in st.runs} == {(400, 1000, 1000)}

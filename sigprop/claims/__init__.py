@@ -2,10 +2,11 @@
 ``sigprop.tables.CLAIM_COLUMNS`` with a measured value, what the paper expects, a tolerance, a
 verdict (pass / fail / inconclusive), the test used and the smallest effect it could detect.
 
-Two kinds of row (:data:`KINDS`): a ``claim`` tests a paper's statement against measurement and
-could come out either way; a ``sanity`` row is an identity, a theorem or a control that must
-hold if the apparatus is right.  Sanity rows are shown apart and never counted in a tally
-(:func:`tally`).  Statistical helpers here state their power: :func:`z_within` and
+Three kinds of row (:data:`KINDS`): a ``claim`` tests a paper's statement against measurement
+and could come out either way; a ``sanity`` row is an identity, a theorem or a control that must
+hold if the apparatus is right; a ``summary`` pools measurements that claim rows already test
+(e.g. all panels at once, as a paper's plot does).  Sanity and summary rows are shown apart and
+never counted in a tally (:func:`tally`): one measurement, one counted row.  Statistical helpers here state their power: :func:`z_within` and
 :func:`z_above` (the deviation that ``k`` standard errors can resolve), :func:`rank_claim`
 (Kendall's tau with its attainable levels and its chance of passing under no association) and
 :func:`max_abs_z_bootstrap` (one joint test over points that share initializations).
@@ -23,7 +24,7 @@ import pandas as pd
 
 from ..tables import CLAIM_COLUMNS
 
-KINDS = ("claim", "sanity")
+KINDS = ("claim", "sanity", "summary")
 VERDICTS = ("pass", "fail", "inconclusive", "smoke")
 MIN_ORDERED_ITEMS = 4
 """An ordering claim ("rises with") needs at least this many ordered items, or a stated reason
@@ -66,14 +67,22 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     return df
 
 
+def pooled(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
+           values: dict | None = None, *, test: str = "",
+           detectable: float = float("nan")) -> dict:
+    """A pooled row over measurements that claim rows already test: reported, never tallied."""
+    return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
+               values, kind="summary", test=test, detectable=detectable)
+
+
 def claims_only(df: pd.DataFrame) -> pd.DataFrame:
     """The rows that count: ``kind == 'claim'``."""
     return df[df["kind"] == "claim"]
 
 
 def tally(df: pd.DataFrame) -> dict:
-    """Verdict counts over the claim rows only (sanity rows never count), with how many of
-    them are exploratory."""
+    """Verdict counts over the claim rows only (sanity and summary rows never count), with how
+    many of them are exploratory."""
     c = claims_only(df)
     out = {v: int((c.verdict == v).sum()) for v in ("pass", "fail", "inconclusive")}
     if (c.verdict == "smoke").any():
@@ -83,6 +92,7 @@ def tally(df: pd.DataFrame) -> dict:
     s = df[df["kind"] == "sanity"]
     out["sanity"] = len(s)
     out["sanity_failing"] = int((s.verdict != "pass").sum())
+    out["summary"] = int((df["kind"] == "summary").sum())
     return out
 
 

@@ -37,11 +37,12 @@ EVIDENCE = {
 BOUNDARY_ALL = "boundary_min12xi_vs_6xi2[all]"
 
 
-def _evidence(claims: pd.DataFrame, column: str) -> pd.DataFrame:
+def _evidence(claims: pd.DataFrame, column: str, pooled: bool = False) -> pd.DataFrame:
     """The claim rows that decide ``column``: sanity rows (e.g. g_ab at rho = 1, where it
-    equals g_aa by construction) are never evidence."""
+    equals g_aa by construction) are never evidence; pooled summaries (the boundary over all
+    panels) only with ``pooled``, for the measured row."""
     if "kind" in claims.columns:
-        claims = claims[claims["kind"] == "claim"]
+        claims = claims[claims["kind"].isin(["claim", "summary"] if pooled else ["claim"])]
     ids = claims.claim_id.astype(str)
     keep = np.zeros(len(claims), bool)
     for p in EVIDENCE[column]:
@@ -84,7 +85,7 @@ def table1(claims: pd.DataFrame) -> dict[str, pd.DataFrame]:
     measured, evidence = [], []
     for col in COLUMNS:
         ev = _evidence(claims, col)
-        measured.append(_measured(col, ev))
+        measured.append(_measured(col, _evidence(claims, col, pooled=True)))
         evidence.append("; ".join(f"{r.study}:{r.claim_id} {r.verdict}" for r in ev.itertuples())
                         if not ev.empty else "")
     rows["measured (sigprop)"] = measured

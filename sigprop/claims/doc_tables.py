@@ -22,7 +22,7 @@ def _marker(paper: str, scale: str, end: bool = False) -> str:
 
 def block(paper: str, scale: str, df: pd.DataFrame, source: str) -> str:
     """The Markdown between a paper's markers: the tally and one line per row, claims first."""
-    df = df.assign(kind=pd.Categorical(df["kind"], ["claim", "sanity"])).sort_values(
+    df = df.assign(kind=pd.Categorical(df["kind"], ["claim", "summary", "sanity"])).sort_values(
         ["kind", "study"], kind="stable")
     view = pd.DataFrame({
         "study": df.study, "claim id": df.claim_id.astype(str), "kind": df["kind"].astype(str),

@@ -41,6 +41,9 @@ def tally_line(df: pd.DataFrame) -> str:
         parts.append(f"{t['exploratory']} of the claims exploratory (obtained after a design "
                      "change)")
     parts.append(f"{t['sanity']} sanity checks, not counted ({t['sanity_failing']} not passing)")
+    if t.get("summary"):
+        parts.append(f"{t['summary']} pooled summaries, not counted (their measurements are "
+                     "claims above)")
     return "; ".join(parts) + "."
 
 
@@ -48,9 +51,12 @@ def to_html(df: pd.DataFrame, title: str = "Claims") -> str:
     """Claims first, with the tally; sanity checks (identities, theorems, controls) in their
     own section, never tallied."""
     kinds = df["kind"] if "kind" in df.columns else pd.Series("claim", index=df.index)
-    claims, checks = df[kinds == "claim"], df[kinds == "sanity"]
+    claims, checks, pooled = df[kinds == "claim"], df[kinds == "sanity"], df[kinds == "summary"]
     sections = [f"<p>{html.escape(tally_line(df))}</p>",
                 "<h3>Claims (tested against measurement)</h3>", _rows_html(claims)]
+    if len(pooled):
+        sections += ["<h3>Pooled summaries (over measurements the claims above test; not "
+                     "counted)</h3>", _rows_html(pooled)]
     if len(checks):
         sections += ["<h3>Sanity checks (identities, theorems, controls; not counted)</h3>",
                      _rows_html(checks)]

@@ -60,13 +60,20 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
                if t["exploratory"] else "")
             + f". {t['sanity']} sanity checks (identities, theorems, controls), not counted"
             + (f", {t['sanity_failing']} of them not passing" if t["sanity_failing"] else
-               ", all passing") + ".", ""]
+               ", all passing")
+            + (f"; {t['summary']} pooled summaries of claims, not counted" if t["summary"] else "")
+            + ".", ""]
     out = head
     c = claims[claims["kind"] == "claim"]
     for verdict, name in GROUPS:
         g = c[c.verdict == verdict]
         if len(g):
             out += [f"**{name} ({len(g)})**", ""] + [_item(r) for r in g.itertuples()] + [""]
+    pooled = claims[claims["kind"] == "summary"]
+    if len(pooled):
+        out += [f"**Pooled summaries, not counted ({len(pooled)})**", ""]
+        out += [f"- {_lit(r.study)} {_lit(r.claim_id)}: {r.verdict} — {escape(r.claim)}, measured "
+                f"{_num(r.measured)}" for r in pooled.itertuples()] + [""]
     s = claims[claims["kind"] == "sanity"]
     if len(s):
         out += [f"**Sanity checks, not counted ({len(s)})**", ""]

@@ -9,6 +9,10 @@ the depth scales ξ1 = 1/|ln χ1| (000 Eqs. 10-11) and ξ2 = 1/|ln χ2| (000 Eq.
 :mod:`sigprop.theory.meanfield`; the paper's empirical bound L ≤ min(12ξ1, 12ξ2) (000 Table 1,
 "realistic condition") against Schoenholz et al.'s 6ξ2 ("independent assumption").
 
+Claims (``claims``): ``boundary_min12xi_vs_6xi2[all]`` and one row per panel: the seed mean of
+err(6ξ2) − err(min(12ξ1, 12ξ2)), the fractions of (σ_w², L) cells each bound misclassifies,
+is above max(3 SE over seeds, the tolerance).
+
 Modules: ``theory`` (the depth scales on a σ_w² grid), ``analysis`` (the theory curves as
 functions of (ρ, σ_w²)), ``figures`` (the heatmaps), ``claims`` (which bound fits the
 trainable region); the trainability of a grid is :mod:`sigprop.measure.trainability`.
@@ -53,6 +57,9 @@ class Claims:
     error_tolerance: float = param(0.02, ge=0, lt=1,
                                    doc="fit errors of the two bounds closer than this are "
                                        "'inconclusive'")
+    seed_z: float = param(3.0, gt=0, doc="standard errors over seeds that decide a claim (3 SE "
+                                         "with 3 seeds is about the one-sided 95 % point of "
+                                         "Student's t with 2 degrees of freedom, 2.92)")
 
 
 SPEC = StudySpec(

@@ -16,6 +16,15 @@ Theory: per keep rate, the mean-field fixed point at the runs' σ_w² (q*, c*,
 (000 Table 1), from :mod:`sigprop.theory.meanfield`; ξ1 = 1/|ln χ1| is
 infinite on this line.  For ρ = 1, χ2 = 1 as well and ξ2 = ∞.
 
+Claims (``claims``; each statistic per seed, judged on its seed mean with its SE over seeds):
+
+* ``collapse_etaL[rho=1]``: without dropout the curves collapse in ηL (Fig. 6(a)).
+* ``collapse_eta[rho=ρ]``: with dropout they collapse in η, compared with the dropout-free
+  control (ρ = 1) at the same depths: a pass needs the collapse in η and a ln-ratio better than
+  the control's by more than its SE (Fig. 6(b), (c)).
+* ``outlier_departs[rho=ρ]``: the deep comparison net departs, by more than the dropout-free
+  control at the same depth departs from the same curves.
+
 Modules: ``theory`` (the fixed point and ξ2 per setting), ``analysis`` (the panels: collapse
 set, comparison depth, controls; theory look-ups), ``figures`` (τ against η or ηL),
 ``claims`` (the collapse and departure claims).
@@ -64,6 +73,9 @@ class Claims:
                                                 "times D_in and D_out >= outlier_min_gap; it "
                                                 "fails at <= 1")
     outlier_min_gap: float = param(0.3, ge=0, doc="in ln τ units")
+    seed_z: float = param(3.0, gt=0, doc="standard errors over seeds that decide a claim (3 SE "
+                                         "with 3 seeds is about the one-sided 95 % point of "
+                                         "Student's t with 2 degrees of freedom, 2.92)")
     paper_collapse_depth: dict[str, int] = param({}, ge=1,
                                                  doc="keep rate -> the paper's last collapsing "
                                                      "depth (Fig. 6(b), (c)), quoted in details")
