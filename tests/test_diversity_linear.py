@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from sigprop.claims import kendall_tau
+from sigprop.claims import check_table, kendall_tau
 from sigprop import registry, tables
 from sigprop.config import build_study, load_yaml
 from sigprop.data.prepare import prepare
@@ -159,12 +159,53 @@ def test_kendall_and_trend():
     assert tau == pytest.approx(1.0) and "over all" in desc
 
 
+def test_tanh2_sums_match_autograd():
+    """The Thm. 2 Monte Carlo's closed-form per-example gradients equal torch autograd's."""
+    d, K, n = 5, 4, 7
+    num, den = theory_mod.tanh2_sums(d, K, n, 1, np.random.default_rng(3))
+    rng = np.random.default_rng(3)                 # the same draw, in the same order
+    W1, T1 = (torch.from_numpy(a) for a in rng.standard_normal((2, K, d)))
+    w2, t2 = (torch.from_numpy(a) for a in rng.standard_normal((2, K)))
+    X = torch.from_numpy(rng.standard_normal((n, d)))
+    y = torch.tanh(X @ T1.T) @ t2
+    gs = []
+    for i in range(n):
+        a, b = W1.clone().requires_grad_(True), w2.clone().requires_grad_(True)
+        loss = 0.5 * (torch.tanh(a @ X[i]) @ b - y[i]) ** 2
+        gs.append(torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, (a, b))]))
+    G = torch.stack(gs)
+    assert num[0] == pytest.approx(n * float((G ** 2).sum()), rel=1e-10)
+    assert den[0] == pytest.approx(float((G.sum(0) ** 2).sum()), rel=1e-10)
+
+
+def test_group_rank_levels_and_verdicts():
+    # one group of 3 untied items: tau in {-1, -1/3, 1/3, 1}; P(tau >= 0.6) = 1/6
+    null = claims.mean_tau_null([3])
+    assert sorted(null) == pytest.approx([-1, -1 / 3, 1 / 3, 1])
+    assert null[1.0] == 1 and sum(null.values()) == 6
+    # 4 groups of 3 (width trends per depth): 6^4 orders
+    assert sum(claims.mean_tau_null([3] * 4).values()) == 6 ** 4
+    df = pd.DataFrame({"w": [1, 2, 3] * 4, "d": np.repeat([1, 2, 3, 4], 3)})
+    up = claims.group_rank(df.assign(v=df.w + 0.1 * df.d), "w", "v", "d", 0.6)
+    assert up["verdict"] == "pass" and up["measured"] == pytest.approx(1.0)
+    assert up["detectable"] == pytest.approx(2 / 3)        # smallest attainable mean >= 0.6
+    down = claims.group_rank(df.assign(v=-df.w), "w", "v", "d", 0.6)
+    assert down["verdict"] == "fail"
+    mixed = claims.group_rank(df.assign(v=np.where(df.d <= 2, df.w, -df.w + 0.5 * (df.w == 1))),
+                              "w", "v", "d", 0.6)
+    assert mixed["verdict"] in {"inconclusive", "fail"} and mixed["measured"] < 0.6
+    # the depth trend with the paper's sign (falls): sign -1
+    assert claims.group_rank(df.assign(v=-df.d + 0.01 * df.w), "d", "v", "w", 0.6,
+                             -1)["verdict"] == "pass"
+
+
 # ----------------------------------------------------------------- end to end
 
 
 def _tiny_cfg():
     cfg = load_yaml(CONFIG)
-    cfg["theory"].update(d_in=6, width_max=16, depth_max=3)
+    cfg["theory"].update(d_in=6, width_max=16, depth_max=3, thm2_widths=[3, 12], thm2_n=64,
+                         thm2_draws=40)
     cfg["scales"]["quick"]["measure"].update(lrs=[0.0625, 0.125, 0.25], n_train=128, init_draws=8)
     cfg["scales"]["paper"]["measure"].update(lrs=[0.1], n_train=128, init_draws=8)
     cfg["analysis"]["fig2_epochs"] = 6
@@ -198,7 +239,8 @@ def test_measure_rows_and_theory_table(tiny):
             "init_num", "init_den", "n_train", "d_in"} <= set(runs.metric)
     assert (runs[runs.metric == "n_train"].value == 128).all()
     assert set(tables.THEORY_COLUMNS) <= set(theory.columns)
-    assert {"sq_norm_thm8", "inner_thm6", "ratio_inf_thm6", "bound_thm3"} == set(theory.quantity)
+    assert {"sq_norm_thm8", "inner_thm6", "ratio_inf_thm6", "bound_thm3", "thm2_ratio_mc",
+            "thm2_ratio_mc_se", "thm2_order", "thm2_draws", "thm2_n"} == set(theory.quantity)
     t = theory[(theory.quantity == "bound_thm3") & (theory.depth == 2) & (theory.width == 12)]
     assert float(t.value.iloc[0]) == pytest.approx(float(th.linear_equal_width_lower_bound(6, 12, 3)))
 
@@ -206,11 +248,22 @@ def test_measure_rows_and_theory_table(tiny):
 def test_claims_and_figures(tiny):
     s, runs, theory = tiny
     table = claims.claims_table(runs, theory, s.params.for_job("claims"))
-    v = table.set_index("claim_id").verdict
-    assert set(v) <= {"pass", "fail"} and len(v) == 16
+    check_table(table, "diversity_linear test")   # every claim row names its test and power
+    t = table.set_index("claim_id")
+    v = t.verdict
+    assert set(v) <= {"pass", "fail", "inconclusive"} and len(v) == 18
     for cid in ("thm3_bound_holds", "thm6_expectation", "diversity_rises_with_width[thm6]",
-                "diversity_falls_with_depth[thm6]"):
-        assert v[cid] == "pass", table.set_index("claim_id").detail[cid]
+                "diversity_falls_with_depth[thm6]", "thm1_two_layer_order",
+                "thm2_two_layer_tanh_order"):
+        assert v[cid] == "pass", t.detail[cid]
+    # issue 18: theorem consequences and Theta statements are sanity rows, never tallied
+    sanity_ids = {"thm3_bound_holds", "diversity_rises_with_width[thm6]",
+                  "diversity_falls_with_depth[thm6]", "thm1_two_layer_order",
+                  "thm2_two_layer_tanh_order"}
+    assert set(t.index[t.kind == "sanity"]) == sanity_ids
+    assert t.kind["thm6_expectation"] == "claim"
+    decided = t[(t.kind == "claim") & t.verdict.isin(["pass", "fail"])]
+    assert np.isfinite(decided.detectable).all() and (decided.test.str.len() > 0).all()
     for name, spec in SPEC.figures.items():
         assert spec.caption
         fig = getattr(figures, spec.function)(runs, theory, s.params.for_job("figure"))
@@ -226,6 +279,12 @@ def test_claims_fail_on_a_wrong_measurement(tiny):
     p = s.params.for_job("claims")
     v = claims.claims_table(bad, theory, p).set_index("claim_id").verdict
     assert v["thm6_expectation"] == "fail"
+    # a Thm. 2 Monte Carlo far below its order (a wrong gradient would do this) fails the sanity row
+    low = theory.copy()
+    m = low.quantity.isin(["thm2_ratio_mc", "thm2_ratio_mc_se"])
+    low.loc[m, "value"] = low.loc[m, "value"] * 0.1
+    assert claims.claims_table(runs, low, p).set_index("claim_id").verdict[
+        "thm2_two_layer_tanh_order"] == "fail"
     with pytest.raises(ValueError, match="d_in"):
         claims.claims_table(runs, theory.assign(d_in=7), p)
 

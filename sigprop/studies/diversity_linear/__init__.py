@@ -1,6 +1,6 @@
 """Gradient diversity and large-batch training of deep linear nets: Chen, Wang, Zhao,
 Papailiopoulos & Koutris 2018, "The Effect of Network Width on the Performance of Large-batch
-Training", arXiv:1806.03791, Fig. 2, Figs. 3(a)/4(a), Thms. 3 and 6.
+Training", arXiv:1806.03791, Fig. 2, Figs. 3(a)/4(a), Thms. 3 and 6 (and Thms. 1-2 as sanity rows).
 
 Every run is one linear fully connected net (fc family, activation ``linear``, ``depth``
 hidden layers of ``width`` units, one output, **no biases**: 004's nets are products of
@@ -32,6 +32,14 @@ of the training set's size n and dimension d (counter-based streams keyed by the
 records ``sum_i ||grad f_i||^2`` and ``||sum_i grad f_i||^2`` of each; the ratio of their means
 times n estimates the E-ratio ``rho`` of Thm. 3 / Eq. 4.1, compared with Thm. 6 (exact) and the
 Thm. 3 lower bound (:mod:`sigprop.theory.diversity`).
+
+Claims (:mod:`~sigprop.studies.diversity_linear.claims`; issue 18 kinds): ``thm6_expectation``
+(Thm. 6 against the init draws) and the trained-net ordering / threshold rows are claims; sanity
+rows, never tallied: ``thm3_bound_holds`` (Eq. 4.1 follows algebraically from Thm. 6), the
+init-draw trends ``diversity_*[thm6]`` (the same draws as Thm. 6), ``thm1_two_layer_order`` (Thm. 1,
+004 Sec. 3, on the depth-1 init draws: B_S = n Delta_S per draw) and ``thm2_two_layer_tanh_order``
+(Thm. 2 on the theory job's Monte Carlo of 2-layer tanh nets, ``theory.thm2_*``): Thms. 1-2 are
+Theta / Omega statements with unspecified constants, so no finite grid can refute them.
 
 Run fields: ``steps`` is the epoch budget, ``eval_every`` the diversity period in epochs,
 ``target_loss`` the loss target, ``batch_size`` the SGD batch; ``lr`` is unused (the candidates
@@ -76,6 +84,12 @@ class Theory:
     width_max: int = param(128, ge=2, doc="Thm. 6 / Thm. 3 tabulated for equal hidden widths "
                                           "2..width_max ...")
     depth_max: int = param(4, ge=1, doc="... and 1..depth_max hidden layers")
+    thm2_widths: tuple[int, ...] = param((4, 16, 64), ge=1, min_len=1,
+                                         doc="004 Thm. 2 Monte Carlo: hidden widths of the "
+                                             "2-layer tanh nets")
+    thm2_n: int = param(1024, ge=2, doc="004 Thm. 2 Monte Carlo: data points per draw")
+    thm2_draws: int = param(200, ge=2, doc="004 Thm. 2 Monte Carlo: (net, teacher, data) draws")
+    thm2_seed: int = param(0, ge=0, doc="004 Thm. 2 Monte Carlo: numpy seed")
 
 
 @dataclass(frozen=True)

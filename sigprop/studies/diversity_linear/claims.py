@@ -1,12 +1,32 @@
 """Claims of 004 Thms. 3/6 (initialization), Fig. 2 and the Sec. 5 findings (Chen, Wang, Zhao,
-Papailiopoulos & Koutris 2018, arXiv:1806.03791)."""
+Papailiopoulos & Koutris 2018, arXiv:1806.03791), and sanity rows for Thms. 1-3.
+
+Kinds (issue 18): ``thm6_expectation`` and the trained-net rows are ``claim`` rows.  Sanity rows
+(shown apart, never tallied): ``thm3_bound_holds`` (Eq. 4.1 follows algebraically from Thm. 6,
+which ``thm6_expectation`` checks), ``diversity_rises_with_width[thm6]`` /
+``diversity_falls_with_depth[thm6]`` (the same init draws as ``thm6_expectation``; the Thm. 6
+curve is monotone, so the trend follows once Thm. 6 holds), ``thm1_two_layer_order`` and
+``thm2_two_layer_tanh_order`` (004 Thms. 1-2 are Theta / Omega statements with unspecified
+constants: no finite grid can refute them; checked against the band of constants of
+tests/test_theory_diversity.py).
+
+Ordering claims ("rises with" / "falls with") are the mean over groups (e.g. depths) of Kendall's
+tau-b across the other variable (:func:`group_rank`): pass at ``claims.tau_min``, fail at the
+wrong sign or zero, inconclusive in between (the rule of :func:`sigprop.claims.rank_claim`); the
+test string states the attainable levels of the mean and its chance of passing when the order
+within each group is random (exact, by enumerating the within-group permutations)."""
 
 from __future__ import annotations
+
+import itertools
+from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 
-from ...claims import frame, kendall_tau, row
+from ...claims import frame, kendall_tau, rank_claim, row, sanity
+from ...theory import diversity as th
 from .analysis import batch_table, init_table, net_table
 
 SOURCE_FIG2 = "004 Sec. 5, Fig. 2"
@@ -27,25 +47,111 @@ def trend(df: pd.DataFrame, x: str, y: str, by: str) -> tuple[float, str]:
     return kendall_tau(d[x], d[y]), f"tau-b over all {len(d)} nets (no {by} with two values of {x})"
 
 
-def _tau_claim(study, cid, claim, source, tau, desc, tau_min, sign=+1) -> dict:
-    ok = bool(np.isfinite(tau) and sign * tau >= tau_min)
+def _tau_levels(m: int) -> Counter:
+    """Kendall's tau over ``m`` untied items: counts of each (exact, Fraction) value over the m!
+    orders."""
+    out = Counter()
+    for perm in itertools.permutations(range(m)):
+        disc = sum(1 for i in range(m) for j in range(i + 1, m) if perm[i] > perm[j])
+        out[1 - Fraction(4 * disc, m * (m - 1))] += 1
+    return out
+
+
+def mean_tau_null(sizes: list[int]) -> Counter:
+    """Distribution (counts, exact Fraction keys) of the mean over groups of Kendall's tau when
+    the order within each group of the given sizes is random and untied (convolution of the
+    per-group laws)."""
+    dist = Counter({Fraction(0): 1})
+    for m in sizes:
+        lv = _tau_levels(m)
+        nxt = Counter()
+        for a, ca in dist.items():
+            for b, cb in lv.items():
+                nxt[a + b] += ca * cb
+        dist = nxt
+    g = max(len(sizes), 1)
+    out = Counter()
+    for k, v in dist.items():
+        out[k / g] += v
+    return out
+
+
+def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: int = +1) -> dict:
+    """An ordering claim as the mean over groups ``by`` of Kendall tau-b(x, y) (:func:`trend`):
+    ``sign * tau >= tau_min`` passes, ``sign * tau <= 0`` fails, in between is inconclusive.
+    Returns measured, verdict, test, detectable (the smallest attainable ``sign * mean tau`` >=
+    tau_min, in tau) and the description."""
+    tau, desc = trend(df, x, y, by)
+    d = df[[x, y, by]].dropna()
+    sizes = [int(g[x].nunique()) for _, g in d.groupby(by)
+             if g[x].nunique() >= 2 and np.isfinite(kendall_tau(g[x], g[y]))]
+    if not sizes:                                  # trend() fell back to tau over all rows
+        sizes = [int(d[x].nunique())]
+    if any(m > 7 for m in sizes):                  # not enumerable: no statement of power
+        return dict(measured=tau, verdict="inconclusive", detectable=np.nan, desc=desc,
+                    test=f"mean Kendall tau-b over groups of sizes {sizes}: too large to "
+                         "enumerate")
+    null = {float(k): v for k, v in mean_tau_null(sizes).items()}
+    total = sum(null.values())
+    levels = np.array(sorted(null))
+    reach = levels[levels >= tau_min - 1e-12]
+    detectable = float(reach.min()) if reach.size else np.nan
+    p_pass = sum(v for k, v in null.items() if k >= tau_min - 1e-12) / total
+    n_items = int(sum(sizes))
+    test = (f"mean over {len(sizes)} group(s) ({by}) of Kendall tau-b({x}, {y}), "
+            f"{'>=' if sign > 0 else '<='} {sign * tau_min:+g}; {n_items} ordered items in groups "
+            f"of {sizes}; smallest attainable mean >= {tau_min:g}: {detectable:.3g}; "
+            f"P(pass | random order within groups) = {p_pass:.3f}; fail at "
+            f"{'tau <= 0' if sign > 0 else 'tau >= 0'} (ties reduce the attainable levels)")
+    if not np.isfinite(tau):
+        verdict = "inconclusive"
+    elif n_items < 4:
+        verdict, test = "inconclusive", test + "; fewer than 4 items"
+    elif not reach.size:
+        verdict, test = "inconclusive", test + "; no attainable value reaches the threshold"
+    else:
+        verdict = ("pass" if sign * tau >= tau_min - 1e-12 else
+                   "fail" if sign * tau <= 0 else "inconclusive")
+    return dict(measured=tau, verdict=verdict, test=test, detectable=detectable, desc=desc)
+
+
+def _tau_claim(study, cid, claim, source, r: dict, tau_min, sign=+1, extra="",
+               kind="claim") -> dict:
     exp = f"tau-b {'>=' if sign > 0 else '<='} {sign * tau_min:+g}"
-    return row(study, cid, claim, source, measured=tau, expected=exp, tolerance=tau_min,
-               verdict="pass" if ok else "fail",
-               detail=desc if np.isfinite(tau) else f"no rank correlation computable; {desc}")
+    desc = r["desc"] + extra
+    fn = row if kind == "claim" else sanity
+    kw = {"kind": kind} if kind == "claim" else {}
+    return fn(study, cid, claim, source, measured=r["measured"], expected=exp, tolerance=tau_min,
+              verdict=r["verdict"],
+              detail=desc if np.isfinite(r["measured"]) else f"no rank correlation computable; {desc}",
+              test=r["test"], detectable=r["detectable"], **kw)
 
 
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     """Claims of 004 Thms. 3/6 (initialization), Fig. 2 and the Sec. 5 findings (see the config)."""
     study = p.study
     nt = net_table(runs, p.analysis)
-    rows = _init_claims(study, init_table(runs, theory), p)
+    rows = _init_claims(study, init_table(runs, theory), p, runs, theory)
     if len(nt):
         rows += _fig2_claims(study, nt, p) + _threshold_claims(study, nt, batch_table(runs), p)
     return frame(rows)
 
 
-def _init_claims(study: str, it: pd.DataFrame, p) -> list[dict]:
+def depth1_bs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per init draw of the depth-1 (2-layer, 004 Thm. 1) nets: ``bs = n init_num / init_den``
+    (B_S = n Delta_S of that draw), with width, n and d."""
+    r = runs[runs.metric.isin(["init_num", "init_den"]) & (runs.depth == 1)]
+    if not len(r):
+        return pd.DataFrame(columns=["width", "bs", "n", "d"])
+    n = float(runs[runs.metric == "n_train"].value.iloc[0])
+    d = float(runs[runs.metric == "d_in"].value.iloc[0])
+    w = r.pivot_table(index=["width", "run_id", "probe"], columns="metric", values="value")
+    return pd.DataFrame({"width": w.index.get_level_values("width").astype(int),
+                         "bs": n * w.init_num.to_numpy() / w.init_den.to_numpy(), "n": n, "d": d})
+
+
+def _init_claims(study: str, it: pd.DataFrame, p, runs: pd.DataFrame,
+                 theory: pd.DataFrame) -> list[dict]:
     tau_min, k = float(p.claims.tau_min), float(p.claims.z_max)
     want = float(p.claims.within_fraction)
     if not len(it):
@@ -56,25 +162,33 @@ def _init_claims(study: str, it: pd.DataFrame, p) -> list[dict]:
              "E-ratio (n x gradient diversity) rises with the width"), "width", "depth", +1),
             ("diversity_falls_with_depth[thm6]", ("At N(0,1) initialization (004's setting) the "
              "E-ratio falls with the depth"), "depth", "width", -1)):
-        tau, desc = trend(it, x, "rho", by)
+        r = group_rank(it, x, "rho", by, tau_min, sign)
         rows.append(_tau_claim(study, cid, claim + " (004 Thm. 3 and its discussion)", SOURCE_THM,
-                               tau, desc + f"; {int(it.draws.min())}+ draws per net", tau_min, sign))
+                               r, tau_min, sign, extra=(
+                                   f"; {int(it.draws.min())}+ draws per net; sanity: the same "
+                                   "draws as thm6_expectation, and the Thm. 6 curve is monotone "
+                                   "in width and depth, so the trend follows once Thm. 6 holds"),
+                               kind="sanity"))
     z_b = (it.rho - it.bound) / it.rho_se
     ok_b = bool((it.rho + k * it.rho_se >= it.bound).all())
     worst = it.loc[z_b.idxmin()]
-    rows.append(row(study, "thm3_bound_holds", "The Thm. 3 (Eq. 4.1) lower bound holds for the "
-                    "E-ratio rho = E[n sum ||grad f_i||^2] / E[||sum grad f_i||^2] of every net",
-                    SOURCE_THM, measured=float(z_b.min()), expected="rho >= bound (z >= -k)",
-                    tolerance=k, verdict="pass" if ok_b else "fail",
-                    detail=(f"min over {len(it)} nets of (rho - bound)/SE at width "
-                            f"{int(worst.width)}, depth {int(worst.depth)}: rho = {worst.rho:.4g} "
-                            f"± {worst.rho_se:.2g}, bound = {worst.bound:.4g}; n = {int(worst.n)}, "
-                            f"d = {int(worst.d)} (the bound is for n -> infinity; Thm. 6 at this n "
-                            f"is {worst.thm6:.4g}); bound/rho from "
-                            f"{(it.bound / it.rho).min():.2f} to {(it.bound / it.rho).max():.2f}")))
+    rows.append(sanity(study, "thm3_bound_holds", "The Thm. 3 (Eq. 4.1) lower bound holds for the "
+                       "E-ratio rho = E[n sum ||grad f_i||^2] / E[||sum grad f_i||^2] of every net",
+                       SOURCE_THM, measured=float(z_b.min()), expected="rho >= bound (z >= -k)",
+                       tolerance=k, verdict="pass" if ok_b else "fail",
+                       detail=(f"min over {len(it)} nets of (rho - bound)/SE at width "
+                               f"{int(worst.width)}, depth {int(worst.depth)}: rho = {worst.rho:.4g} "
+                               f"± {worst.rho_se:.2g}, bound = {worst.bound:.4g}; n = {int(worst.n)}, "
+                               f"d = {int(worst.d)} (the bound is for n -> infinity; Thm. 6 at this n "
+                               f"is {worst.thm6:.4g}); bound/rho from "
+                               f"{(it.bound / it.rho).min():.2f} to {(it.bound / it.rho).max():.2f}; "
+                               "sanity: Eq. 4.1 follows algebraically from Thm. 6 (checked by "
+                               "thm6_expectation) and the same draws"),
+                       test=f"min over nets of (rho - bound) / SE >= -{k:g}"))
     z6 = (it.rho - it.thm6) / it.rho_se
     frac = float(np.mean(np.abs(z6) <= k))
     rel = it.rho / it.thm6 - 1
+    rel_se = float((it.rho_se / it.rho).median())
     rows.append(row(study, "thm6_expectation", "Thm. 6 gives the expected sums of squared "
                     "per-example gradient norms and of inner products (their ratio at the "
                     "data set's n) of linear nets at N(0,1) initialization",
@@ -84,7 +198,59 @@ def _init_claims(study: str, it: pd.DataFrame, p) -> list[dict]:
                     detail=(f"{len(it)} nets, {int(it.draws.min())}-{int(it.draws.max())} draws "
                             f"each; max |z| {np.nanmax(np.abs(z6)):.2f}; rho/Thm. 6 - 1 from "
                             f"{rel.min():+.3f} to {rel.max():+.3f} (median {rel.median():+.3f}); "
-                            f"SE/rho median {(it.rho_se / it.rho).median():.3f}")))
+                            f"SE/rho median {rel_se:.3f}"),
+                    test=(f"per net |rho - Thm. 6| <= {k:g} SE (delta method over independent "
+                          f"draws; the nets' draws are independent), for >= {want:g} of the "
+                          f"{len(it)} nets; detectable: relative offset of rho from Thm. 6 "
+                          f"({k:g} x the median SE/rho)"),
+                    detectable=k * rel_se))
+    rows += _two_layer_sanity(study, depth1_bs(runs), theory)
+    return rows
+
+
+def _two_layer_sanity(study: str, d1: pd.DataFrame, theory: pd.DataFrame) -> list[dict]:
+    """004 Thms. 1-2 (Theta / Omega statements with unspecified constants, so sanity rows):
+    Thm. 1 on the depth-1 init draws (B_S = n Delta_S per draw), Thm. 2 on the theory job's
+    Monte Carlo of 2-layer tanh nets.  Both against the band of constants [0.5, 5] / [0.5, 4]
+    of tests/test_theory_diversity.py (for a lower bound only the low side can refute)."""
+    rows = []
+    if len(d1):
+        ratios = {int(K): float(np.quantile(g.bs, 0.1) / th.two_layer_linear_order(g.n.iloc[0], K,
+                                                                                   g.d.iloc[0]))
+                  for K, g in d1.groupby("width")}
+        lo = min(ratios.values())
+        n, d = int(d1.n.iloc[0]), int(d1.d.iloc[0])
+        rows.append(sanity(
+            study, "thm1_two_layer_order", "004 Thm. 1: for a 2-layer linear net, B_S = n Delta_S "
+            ">= Theta(nKd) / Theta(Kn + dn + Kd) with constant probability",
+            "004 Sec. 3, Thm. 1", measured=lo,
+            expected="10% quantile of B_S / (nKd/(Kn+dn+Kd)) >= 0.5 at every width",
+            tolerance=0.5, verdict="pass" if lo >= 0.5 else "fail",
+            detail=(f"depth 1 (L = 2), n = {n}, d = {d}, draws per width "
+                    f"{int(d1.groupby('width').size().min())}; q10(B_S)/order per width: "
+                    + ", ".join(f"K{K}: {v:.2f}" for K, v in ratios.items())
+                    + "; sanity: Thm. 1 hides its constants, so no finite grid can refute it; the "
+                      "band is that of tests/test_theory_diversity.py"),
+            test="min over widths of q10(B_S) / order >= 0.5"))
+    t = theory[theory.quantity.astype(str).str.startswith("thm2_")] if "quantity" in theory else []
+    if len(t):
+        w = t.pivot_table(index="width", columns="quantity", values="value")
+        ratio = w.thm2_ratio_mc / w.thm2_order
+        low = ((w.thm2_ratio_mc + 3 * w.thm2_ratio_mc_se) / w.thm2_order).min()
+        rows.append(sanity(
+            study, "thm2_two_layer_tanh_order", "004 Thm. 2: for a 2-layer net with an odd, "
+            "bounded, monotone activation (tanh), E[n sum ||grad f_i||^2] / E[||sum grad f_i||^2] "
+            ">= Omega(K d^2 / (K d + K + d))", "004 Sec. 3, Thm. 2", measured=float(ratio.min()),
+            expected="rho / order >= 0.5 at every width (within 3 SE)", tolerance=0.5,
+            verdict="pass" if low >= 0.5 else "fail",
+            detail=(f"Monte Carlo (theory job): d = {int(t.d_in.iloc[0])}, "
+                    f"n = {int(w.thm2_n.iloc[0])}, {int(w.thm2_draws.iloc[0])} draws per width; "
+                    "rho (± SE) / order per width: "
+                    + ", ".join(f"K{int(K)}: {r.thm2_ratio_mc:.3g} ± {r.thm2_ratio_mc_se:.2g} / "
+                                f"{r.thm2_order:.3g}" for K, r in w.iterrows())
+                    + "; sanity: an Omega statement with unspecified constants; the band is that "
+                      "of tests/test_theory_diversity.py"),
+            test="min over widths of (rho + 3 SE) / order >= 0.5"))
     return rows
 
 
@@ -108,7 +274,8 @@ def _fig2_claims(study: str, nt: pd.DataFrame, p) -> list[dict]:
             ("largest_batch_falls_with_depth", (f"The largest batch size converging within "
              f"{budget:g} epochs falls with the depth (Sec. 1: deeper nets are less amenable to "
              "large-batch training)"), "depth", "width", -1, "largest_batch")):
-        tau, desc = trend(nt, x, y, by)
+        r = group_rank(nt, x, y, by, tau_min, sign)
+        desc = ""
         if y == "largest_batch":
             desc += ("; no converging batch counts as 0; a group with one value counts as tau 0; "
                      "largest batch per net " + ", ".join(
@@ -117,16 +284,16 @@ def _fig2_claims(study: str, nt: pd.DataFrame, p) -> list[dict]:
             m = nt.groupby("depth").measurements.mean()
             desc += ("; the average runs over the measurements before the target is reached: mean "
                      "measurements per run by depth " + ", ".join(f"{k}: {v:.1f}" for k, v in m.items()))
-        rows.append(_tau_claim(study, cid, claim, SOURCE_FIG2, tau, desc, tau_min, sign))
+        rows.append(_tau_claim(study, cid, claim, SOURCE_FIG2, r, tau_min, sign, extra=desc))
     for which, col in (("train", "div_train"), ("init", "div_init")):
-        tau = kendall_tau(nt[col], nt.largest_batch)
+        rc = rank_claim(nt[col], nt.largest_batch, tau_min)
+        rc["desc"] = (f"tau-b over {len(nt)} nets (no converging batch counts as 0); largest "
+                      f"batch from {nt.largest_batch.min():g} to {nt.largest_batch.max():g}")
         rows.append(_tau_claim(
             study, f"largest_batch_rises_with_diversity[{which}]",
             "The largest batch size converging within the budget grows with the gradient "
             f"diversity ({'averaged over training' if which == 'train' else 'at initialization'}"
-            "; Fig. 2(c))", SOURCE_FIG2, tau,
-            f"tau-b over {len(nt)} nets (no converging batch counts as 0); largest batch from "
-            f"{nt.largest_batch.min():g} to {nt.largest_batch.max():g}", tau_min))
+            "; Fig. 2(c))", SOURCE_FIG2, rc, tau_min))
     return rows
 
 
@@ -147,20 +314,23 @@ def _threshold_claims(study: str, nt: pd.DataFrame, bt: pd.DataFrame, p) -> list
                                     for r in nt.itertuples())
                         + ("; no threshold: " + ", ".join(f"K{int(r.width)}L{int(r.depth)}"
                                                           for r in bad.itertuples())
-                           if len(bad) else "")))]
-    tau, desc = trend(nt[nt.has_threshold], "width", "threshold", "depth")
+                           if len(bad) else "")),
+                test=(f"count: fraction of the {len(nt)} nets with a threshold (median epochs over "
+                      f"seeds) >= {want:g}; resolution one net"),
+                detectable=1.0 / len(nt) if len(nt) else np.nan)]
+    r = group_rank(nt[nt.has_threshold], "width", "threshold", "depth", tau_min)
     rows.append(_tau_claim(study, "threshold_rises_with_width", "The batch threshold B* rises "
-                           "with the width", SOURCE_THRESH, tau, desc, tau_min))
-    tau, desc = trend(nt[nt.has_threshold], "depth", "threshold", "width")
+                           "with the width", SOURCE_THRESH, r, tau_min))
+    r = group_rank(nt[nt.has_threshold], "depth", "threshold", "width", tau_min, -1)
     rows.append(_tau_claim(study, "threshold_falls_with_depth", "The observed threshold B* "
                            "becomes smaller when the network becomes deeper",
-                           "004 Sec. 1 (contribution); Sec. 5, Fig. 3", tau, desc, tau_min, -1))
+                           "004 Sec. 1 (contribution); Sec. 5, Fig. 3", r, tau_min, -1))
     top = bt[bt.batch_size == bt.batch_size.max()].copy()
     top["ep"] = top["median"].replace(np.inf, np.nan).fillna(top.budget + 1)
-    tau, desc = trend(top, "width", "ep", "depth")
+    r = group_rank(top, "width", "ep", "depth", tau_min, -1)
     rows.append(_tau_claim(study, "wider_fewer_epochs_at_large_batch", "At the largest batch "
                            f"size ({int(bt.batch_size.max())}) wider nets need fewer epochs to "
-                           "the target", SOURCE_THRESH, tau,
-                           desc + "; unconverged runs ranked as budget + 1 (a depth where none "
-                           "converges counts as tau 0)", tau_min, -1))
+                           "the target", SOURCE_THRESH, r, tau_min, -1,
+                           extra="; unconverged runs ranked as budget + 1 (a depth where none "
+                                 "converges counts as tau 0)"))
     return rows

@@ -22,7 +22,7 @@ def _draw_keys(run, count: int, what: str):
     import torch
     ks = [int(hashlib.sha256(f"{run.run_id}:{what}:{j}".encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
           for j in range(count)]
-    return torch.tensor(ks, dtype=torch.int64)
+    return torch.tensor(ks, dtype=torch.int64, device="cpu")   # drawn on the CPU, moved by the caller
 
 
 def net_dims(d: int, width: int, depth: int) -> list[tuple[int, int]]:
@@ -41,7 +41,7 @@ def initial_weights(runs, d: int, dtype, device):
 
     from ...nets import fc
     keys = torch.tensor([r.key for r in runs], dtype=torch.int64, device=device)
-    sw = torch.tensor([r.sigma_w2 for r in runs], dtype=torch.float64)
+    sw = torch.tensor([r.sigma_w2 for r in runs], dtype=torch.float64, device=device)
     dims = net_dims(d, runs[0].width, runs[0].depth)
     p = fc.init_params(keys, sw, torch.zeros_like(sw), [r.init for r in runs], dims, dtype)
     return [w.to(device) for w in p[0::2]]

@@ -28,13 +28,19 @@ Claims (tolerances in ``claims:``, fixed before any result was seen), per panel:
 1. ``threshold_exists`` (Sec. 5 finding 1): a batch threshold B* (the largest batch whose
    epochs are within ``analysis.threshold_factor`` of the net's fewest) below the largest
    batch, for at least ``min_fraction`` of the nets that reached the target;
-2. ``threshold_grows_with_width`` (finding 2): Kendall's tau between width K and B* >= ``min_tau``;
+2. ``threshold_grows_with_width`` (finding 2): Kendall's tau between width K and B* >= ``min_tau``
+   over the nets that have a B*;
 3. ``wide_fewer_epochs_at_large_batch`` (finding 3): at the largest batch, Kendall's tau between
    K and minus the epochs >= ``min_tau`` (a net that never reached the target counts as slowest);
 4. ``largest_batch_follows_diversity_bound`` (Secs. 3-4: larger diversity allows larger batches):
    Kendall's tau between the Thm. 3 bound and the largest batch within the middle budget of
    ``analysis.budgets`` >= ``min_tau``.  The bound is proven for linear nets only; here it
    ranks ReLU nets.
+
+Claims 2-4 are ordering claims tested by :func:`sigprop.claims.rank_claim`: pass at tau >=
+``min_tau``, fail at tau <= 0, inconclusive in between or with fewer than 4 ordered items (nets);
+the quick scale has 5 nets (depths 1, 2, 3, 4, 10) and 3 seeds (issue 18, the config's
+``design.changes``).  All four rows are ``claim`` rows; none is a sanity check.
 
 Modules: ``theory`` (empty: the bound is per net), ``analysis`` (epochs to target, tuning,
 thresholds, the bound), ``figures``, ``claims``.
