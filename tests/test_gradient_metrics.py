@@ -10,6 +10,7 @@ import pandas as pd
 import torch
 
 from sigprop import registry
+from sigprop.claims import check_table, max_abs_z_bootstrap
 from sigprop.measure.gradients import fixed_point_inputs, gradient_metrics
 from sigprop.nets import activations, fc
 from sigprop.runs import RunSpec, Shard
@@ -68,6 +69,24 @@ def test_g_aa_agrees_with_eq_12_in_linear_nets():
     # 8 correlated comparisons of means over 40 networks: |z| < 4 fails by chance with p < 1e-3
     assert np.abs(z).max() < 4, z
     np.testing.assert_allclose(mean[-1], th[-1], rtol=0.15)
+    # the claim's joint test over the layers (shared networks): passes on Eq. 12, fails on
+    # Eq. 12 shifted by twice its detectable relative offset
+    j = max_abs_z_bootstrap(g, th, n_boot=1000)
+    assert j["n"] == n and j["T"] <= j["crit"] and 0 < j["detectable"] < 0.5, j
+    shifted = max_abs_z_bootstrap(g, th * (1 + 2 * j["detectable"]), n_boot=1000)
+    assert shifted["T"] > shifted["crit"], shifted
+
+
+def test_rate_verdict_states_its_power():
+    k, rtol, chi1 = 3.0, 0.02, 0.5                     # scientific tolerance 0.01
+    v, test, det = gm_claims.rate_verdict(0.505, 0.002, chi1, k, rtol)
+    assert v == "pass" and det == 0.01 and "bootstrap SE" in test
+    assert gm_claims.rate_verdict(0.52, 0.002, chi1, k, rtol)[0] == "fail"
+    # 3 SE = 0.012 > 0.01: a rate right at chi1 cannot be told from one 2 % off
+    v, test, det = gm_claims.rate_verdict(0.5, 0.004, chi1, k, rtol)
+    assert v == "inconclusive" and det == 0.012 and "cannot resolve" in test
+    assert gm_claims.rate_verdict(0.53, 0.004, chi1, k, rtol)[0] == "fail"
+    assert gm_claims.rate_verdict(np.nan, 0.001, chi1, k, rtol)[0] == "inconclusive"
 
 
 def test_study_measure_theory_claims_and_figures():
@@ -75,7 +94,7 @@ def test_study_measure_theory_claims_and_figures():
            "claims": {"gab_fit_min_from_output": 2, "fit_min_from_output": 2, "n_boot": 20}}
     p = registry.resolve("gradient_metrics", cfg, "quick")
     frames = []
-    for i, (act, sw, keeps) in enumerate([("linear", 0.5, [1.0, 0.8]), ("relu", 1.0, [0.9])]):
+    for i, (act, sw, keeps) in enumerate([("linear", 0.5, [1.0, 0.8]), ("relu", 1.0, [1.0, 0.9])]):
         shard = _shard(act, sw, keeps, range(4), width=16, depth=6, name="gm")
         params, buffers = initial_state(shard, (10,), 3, torch.device("cpu"), torch.float64)
         df = gm_measure.measure(shard, params, buffers, p.for_job("measure"))
@@ -86,7 +105,7 @@ def test_study_measure_theory_claims_and_figures():
     assert set(runs.metric) == {"g_aa", "g_ab", "g_ab_abs", "g_ab_signed"}
     assert (runs.step == 0).all() and (runs.probe == 0).all()
     assert sorted(runs.layer.unique()) == list(range(1, 7))
-    assert len(runs) == 12 * 6 * 4 and np.isfinite(runs.value).all() and (runs.value[runs.metric != "g_ab_signed"] >= 0).all()
+    assert len(runs) == 16 * 6 * 4 and np.isfinite(runs.value).all() and (runs.value[runs.metric != "g_ab_signed"] >= 0).all()
     settings = [dict(zip(KEYS, t)) for t in runs[KEYS].drop_duplicates().itertuples(index=False)]
     theory = gm_theory.theory_table("gm", p.for_job("theory"), settings)
     assert {"q_star", "c_star", "chi1", "chi2", "g_aa_eq12", "g_ab_eq12"} <= set(theory.quantity)
@@ -99,7 +118,16 @@ def test_study_measure_theory_claims_and_figures():
     assert sum(i.startswith("eq12_predicts_g_aa") for i in ids) == 2
     assert ids.count("g_ab_follows_chi1[linear, rho=0.8]") == 1
     assert "g_aa_decays_at_chi1[relu, rho=0.9]" in ids and "g_ab_abs_decays_at_chi1[relu, rho=0.9]" in ids
-    assert set(claims.verdict) <= {"pass", "fail"}
+    assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
+    check_table(claims, "gradient_metrics test")
+    by = claims.set_index("claim_id")
+    # rho = 1, c* = 1: both inputs coincide, g~_ab = g_aa exactly: a sanity row, never evidence
+    same = by.loc["g_ab_abs_decays_at_chi1[relu, rho=1]"]
+    assert same.kind == "sanity" and same.verdict == "pass"
+    assert same.measured == by.loc["g_aa_decays_at_chi1[relu, rho=1]", "measured"]
+    assert by.loc["g_ab_abs_decays_at_chi1[relu, rho=0.9]", "kind"] == "claim"
+    assert (by[by.kind == "claim"].test.str.len() > 0).all()
+    assert by.loc["eq12_predicts_g_aa[linear, rho=0.8]", "test"].startswith("joint max")
     assert set(SPEC.figures) == {"gradient_metrics_linear", "gradient_metrics_activations"}
     for fig in SPEC.figures.values():
         assert fig.caption

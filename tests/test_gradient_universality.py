@@ -14,6 +14,7 @@ import torch
 import yaml
 
 from sigprop import registry
+from sigprop.claims import check_table, tally
 from sigprop.config import build_study
 from sigprop.runs import RunSpec, Shard, settings
 from sigprop.studies.gradient_universality import SPEC, Claims
@@ -26,7 +27,7 @@ from sigprop.tables import CLAIM_COLUMNS
 from sigprop.train.shard import initial_state
 
 ROOT = Path(__file__).resolve().parents[1]
-AN = {"z_max": 3.0, "abs_tolerance": 0.1, "inconclusive_tolerance": 1.0, "min_layers": 3}
+AN = {"z_max": 3.0, "abs_tolerance": 0.1, "min_layers": 3}
 CL = Claims(**AN)
 
 
@@ -62,7 +63,22 @@ def test_fit_power_skips_nonpositive_points_and_needs_three():
     # a power the SE cannot resolve passes no claim
     assert gu_claims.verdict(2.2, 0.5, 10, 2.0, CL)[1] == "inconclusive"
     assert gu_claims.verdict(0.0, 0.5, 10, 2.0, CL)[1] == "fail"
-    assert gu_claims.verdict(np.nan, 0.01, 10, 2.0, CL)[1] == "fail"
+    # no fit, or no SE: nothing to decide on
+    assert gu_claims.verdict(np.nan, 0.01, 10, 2.0, CL)[1] == "inconclusive"
+    assert gu_claims.verdict(1.98, np.nan, 10, 2.0, CL)[1] == "inconclusive"
+    assert gu_claims.verdict(1.98, 0.01, 2, 2.0, CL)[1] == "inconclusive"
+
+
+def test_a_pass_needs_the_se_to_resolve_the_tolerance():
+    """Issue 18: p = 1.61 with SE 0.154 (power2_width[g_ab_abs, N=50]) was within max(3 SE, 0.1)
+    = 0.46 of 2 and passed; 3 SE > 0.1 cannot resolve the power: inconclusive."""
+    tol, v = gu_claims.verdict(1.614, 0.154, 40, 2.0, CL)
+    assert v == "inconclusive" and tol == pytest.approx(0.462)
+    assert gu_claims.verdict(1.95, 0.02, 40, 2.0, CL) == (0.1, "pass")
+    assert gu_claims.verdict(1.85, 0.02, 40, 2.0, CL)[1] == "fail"
+    # at exactly 3 SE = 0.1 the design resolves its tolerance
+    assert gu_claims.verdict(2.05, 0.1 / 3, 40, 2.0, CL)[1] == "pass"
+    assert gu_claims.verdict(2.05, 0.1 / 3 + 1e-6, 40, 2.0, CL)[1] == "inconclusive"
 
 
 def _shard(act, sw, keeps, widths, seeds, depth=6):
@@ -114,16 +130,41 @@ def test_claims_rows_and_verdicts(measured):
     assert "power2[g_ab_abs, linear, rho=0.8]" in ids and "power2[g_aa, tanh, rho=0.9]" in ids
     assert "power2_width[g_ab, N=8]" in ids and "power2_pooled_widths[g_aa]" in ids
     assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
-    groups = claims[claims.claim_id.str.startswith("power2[")]
+    check_table(claims, "gradient_universality test")
+    by = claims.set_index("claim_id")
+    kinds = by.kind.to_dict()
+    # one measurement, one counted row: rho = 1, c* = 1 linear nets have g_ab = g~_ab = g_aa
+    # (both inputs coincide), and the Fig. 5 group at the Fig. 4 width (16) is the Fig. 4 tanh
+    # group: those copies are sanity rows that check the identity on the data
+    copies = ["power2[g_ab, linear, rho=1]", "power2[g_ab_abs, linear, rho=1]",
+              "power2_width[g_aa, N=16]", "power2_width[g_ab, N=16]", "power2_width[g_ab_abs, N=16]"]
+    assert all(kinds[c] == "sanity" for c in copies) and (by.loc[copies, "verdict"] == "pass").all()
+    assert np.allclose(by.loc[copies[:2], "measured"], by.loc["power2[g_aa, linear, rho=1]", "measured"])
+    assert np.allclose(by.loc[copies[2:], "measured"],
+                       by.loc[["power2[g_aa, tanh, rho=0.9]", "power2[g_ab, tanh, rho=0.9]",
+                               "power2[g_ab_abs, tanh, rho=0.9]"], "measured"])
+    summaries = [i for i in ids if i.startswith(("power2_all", "power2_pooled"))]
+    assert all(kinds[i] == "summary" for i in summaries) and len(summaries) == 8
+    groups = claims[claims.kind == "claim"]
+    assert len(groups) == 10 and tally(claims)["claims"] == 10 and tally(claims)["sanity"] == 5
+    assert groups.claim_id.str.startswith(("power2[", "power2_width[")).all()
     assert np.isfinite(groups.measured).all() and (groups.tolerance >= 0.1).all()
+    assert (groups.detectable == groups.tolerance).all() and groups.test.str.contains("3 SE").all()
     assert groups.detail.str.contains("6 layers").all()
-    overall = claims.set_index("claim_id").loc["power2_all_activations"]
-    assert overall.measured == pytest.approx(np.mean(groups.verdict == "pass"))
-    assert overall.verdict == ("pass" if overall.measured == 1 else "fail")
-    # rho = 1, c* = 1 linear nets: both inputs coincide, so g_ab = g~_ab = g_aa
-    same = claims.set_index("claim_id").loc[["power2[g_aa, linear, rho=1]", "power2[g_ab, linear, rho=1]",
-                                              "power2[g_ab_abs, linear, rho=1]"]]
-    assert np.allclose(same.measured, same.measured.iloc[0])
+    fig4 = groups[groups.claim_id.str.startswith("power2[")]
+    overall = by.loc["power2_all_activations"]
+    assert overall.measured == pytest.approx(np.mean(fig4.verdict == "pass"))
+    want = ("fail" if (fig4.verdict == "fail").any() else
+            "inconclusive" if (fig4.verdict == "inconclusive").any() else "pass")
+    assert overall.verdict == want
+    # the Fig. 5 summary counts the width-16 groups once each, with their Fig. 4 verdicts
+    fig5 = [(i, by.loc[i, "verdict"]) for i in ids if i.startswith("power2_width[") and kinds[i] == "claim"]
+    fig5 += [(i, by.loc[i, "verdict"]) for i in ("power2[g_aa, tanh, rho=0.9]",
+                                                 "power2[g_ab, tanh, rho=0.9]",
+                                                 "power2[g_ab_abs, tanh, rho=0.9]")]
+    w = by.loc["power2_all_widths"]
+    assert f"of {len(fig5)} groups" in w.detail
+    assert w.measured == pytest.approx(np.mean([v == "pass" for _, v in fig5]))
 
 
 def test_figures(measured):
@@ -149,3 +190,16 @@ def test_shipped_config_expands(scale, n_fig4, widths, depth):
     assert [g["width"] for g in study.fig5_groups(df, st.params.for_job("figure"))] == widths
     for sh in st.shards:
         assert len({r.activation for r in sh.runs}) == 1
+
+
+def test_copy_rows_check_their_identity(measured):
+    """A sanity copy is not a free pass: if g_ab stopped equalling g_aa at rho = 1, c* = 1
+    (e.g. the two inputs were not the same), the sanity row fails."""
+    runs, theory, p = measured
+    bad = runs.copy()
+    hit = (bad.metric == "g_ab") & (bad.activation == "linear") & np.isclose(bad.keep_rate, 1.0)
+    bad.loc[hit, "value"] = bad.loc[hit, "value"] * 1.01
+    by = gu_claims.claims_table(bad, theory, p.for_job("claims")).set_index("claim_id")
+    row = by.loc["power2[g_ab, linear, rho=1]"]
+    assert row.kind == "sanity" and row.verdict == "fail"
+    assert by.loc["power2[g_ab_abs, linear, rho=1]", "verdict"] == "pass"

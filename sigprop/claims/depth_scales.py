@@ -59,13 +59,17 @@ def _measured(column: str, ev: pd.DataFrame) -> str:
     if ev.empty:
         return "not run (its study is not in the config)"
     ok = bool((ev.verdict == "pass").all())
+    undecided = (not ok and not (ev.verdict == "fail").any() and (ev.verdict == "pass").any())
     if column == "q_ab":
         return ("ξ2 not tested directly; the c-map it follows from (Eqs. 3-4) matches simulation"
                 if ok else "c-map does not match simulation (see claims)")
+    where = f"where decided ({_count(ev)}, none failing)" if undecided else ""
     if column == "g_aa":
-        return "ξ1" if ok else "not ξ1 everywhere (see claims)"
+        return "ξ1" if ok else (f"ξ1 {where}" if undecided else "not ξ1 everywhere (see claims)")
     if column == "g_ab":
-        return "ξ1 (decay rate χ1, not χ2)" if ok else "not ξ1 everywhere (see claims)"
+        return ("ξ1 (decay rate χ1, not χ2)" if ok else
+                (f"ξ1 (decay rate χ1, not χ2) {where}" if undecided else
+                 "not ξ1 everywhere (see claims)"))
     allrow = ev[ev.claim_id == BOUNDARY_ALL]
     if allrow.empty:
         return "no overall boundary claim"

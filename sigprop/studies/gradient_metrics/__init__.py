@@ -11,10 +11,13 @@ computed exactly from autograd deltas with the same weights forward and backward
 from :mod:`sigprop.theory.meanfield`, for the laws ``g^l ∝ chi^(L-l)``
 (Eqs. 11 and 13) anchored at the measured last layer.
 
-Claims: (1) Eq. (12) predicts the mean of ``g_aa`` in linear nets; (2) in linear
-nets with ρ < 1 the mean of ``g_ab`` decays per layer at ``chi_1``, not ``chi_2``,
-away from the output; (3) for ReLU, tanh and hard tanh the per-layer decay rates
-of ``g_aa`` and ``g~_ab`` equal ``chi_1`` (000 Fig. 3, conjecture Eq. 13).
+Claims: (1) Eq. (12) predicts the mean of ``g_aa`` in linear nets (one joint test over
+the layers, which share the instantiations); (2) in linear nets with ρ < 1 the mean of
+``g_ab`` decays per layer at ``chi_1``, not ``chi_2``, away from the output; (3) for ReLU,
+tanh and hard tanh the per-layer decay rates of ``g_aa`` and ``g~_ab`` equal ``chi_1``
+(000 Fig. 3, conjecture Eq. 13), inconclusive where 3 SE exceed the 2 % tolerance.  Where
+ρ = 1 and c* = 1 the two inputs coincide and ``g~_ab = g_aa``: that row is a sanity row
+(an identity), not evidence for ``g_ab ~ xi_1``.
 
 Modules: ``measure`` (the metrics of a shard), ``theory`` (Eq. 12 and the slopes),
 ``analysis`` (per-layer profiles and decay rates), ``figures``, ``claims``.
@@ -43,17 +46,19 @@ class Analysis:
 
 @dataclass(frozen=True)
 class Claims:
-    z_max: float = param(3.0, gt=0, doc="Eq. 12 agrees at a layer when |log(mean/Eq.12)| <= "
-                                        "z_max SE of the log mean; rates within z_max SE")
-    within_fraction: float = param(0.95, gt=0, le=1, doc="... for at least this fraction of "
-                                                         "the layers")
-    fraction_tolerance: float = param(0.05, ge=0, lt=1)
+    z_max: float = param(3.0, gt=0, doc="decay rates agree within z_max bootstrap SE")
+    joint_level: float = param(0.95, gt=0, lt=1, doc="Eq. 12 agrees when the largest |z| over "
+                                                      "the layers is below this quantile of its "
+                                                      "bootstrap null")
+    joint_n_boot: int = param(2000, ge=100, doc="bootstrap resamples of the instantiations for "
+                                                "the joint Eq. 12 test")
     gab_fit_min_from_output: int = param(25, ge=0, doc="g_ab decay fitted on layers at least "
                                                        "this far from the output")
     fit_min_from_output: int = param(5, ge=0, doc="Fig. 3 decay rates fitted on layers at "
                                                   "least this far from the output")
     rate_rel_tolerance: float = param(0.02, gt=0, doc="Fig. 3: |rate - chi1| <= max(z_max SE, "
-                                                      "this fraction of chi1)")
+                                                      "this fraction of chi1); a pass needs "
+                                                      "z_max SE <= this fraction of chi1")
     n_boot: int = param(200, ge=2, doc="bootstrap resamples of the instantiations for the "
                                        "rates' SE")
 

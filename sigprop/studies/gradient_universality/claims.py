@@ -1,14 +1,33 @@
-"""Claims of Huang et al. 2019 (arXiv:1912.09132) §4.2: the variance of the gradient metrics
-over network instantiations grows as the square of their mean (V ∝ m^2), whatever the
-activation, keep rate (Fig. 4) and width (Fig. 5)."""
+"""Claims of Huang, Xu, Du, Zeng, Zhao 2019, "Mean field theory for deep dropout networks"
+(arXiv:1912.09132) §4.2: the variance of the gradient metrics (Eq. 8) over network
+instantiations grows as the square of their mean (V ∝ m^2), whatever the activation, keep rate
+(Fig. 4) and width (Fig. 5).
+
+Rows (issue 18's contract, :mod:`sigprop.claims`), one per distinct measurement:
+
+- ``power2[metric, act, rho]``, ``power2_width[metric, N]`` (claim): the fitted power p of
+  ``V^l ∝ (m^l)^p`` over the layers, bootstrap SE over the instantiations; fail when
+  ``|p - 2| > max(z_max SE, abs_tolerance)``; a pass needs ``z_max SE <= abs_tolerance`` (else
+  the design cannot resolve a deviation of ``abs_tolerance`` and the row is ``inconclusive``);
+  detectable: ``max(z_max SE, abs_tolerance)`` in units of the power.
+- Copies (sanity rows, never counted): at rho = 1 with c* = 1 the two inputs coincide, so
+  g_ab = g~_ab = g_aa in every net and layer and their fits repeat the g_aa claim; the Fig. 5
+  group at the Fig. 4 width is the Fig. 4 tanh group (same runs).  Each sanity row checks the
+  identity on the data.
+- ``power2_all_*`` and ``power2_pooled_*`` (summary, never counted): the conjunction of a
+  figure's claim rows, and one fit through all its groups' points (the collapse the figure
+  shows); they pool measurements that claim rows already test.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ...claims import frame, row
+from ...claims import frame, pooled, row, sanity
+from ...measure.gradient_runs import matrix
 from .analysis import (
+    GROUP,
     METRICS,
     SETTING,
     expected_power,
@@ -20,21 +39,34 @@ from .analysis import (
 
 SOURCE_FIG4 = "000 §4.2, Fig. 4"
 SOURCE_FIG5 = "000 §4.2, Fig. 5"
+IDENTITY_RTOL = 1e-12
+"""A copy's measurement equals the original's up to rounding."""
 
 
 def verdict(p: float, se: float, n_layers: int, want: float, c) -> tuple[float, str]:
-    """Tolerance ``max(z_max SE, abs_tolerance)`` and verdict: ``fail`` when ``|p - want|``
-    exceeds it (or no fit), ``inconclusive`` when it would pass but the tolerance exceeds
-    ``inconclusive_tolerance`` (the SE is too large to tell the power), else ``pass``.
-    ``c``: the study's ``claims:`` parameters."""
-    se_tol = float(c.z_max) * se if np.isfinite(se) else 0.0
-    tol = max(se_tol, float(c.abs_tolerance))
-    if not (np.isfinite(p) and n_layers >= int(c.min_layers) and abs(p - want) <= tol):
+    """Tolerance (= detectable) ``max(z_max SE, abs_tolerance)`` and verdict: ``inconclusive``
+    without a fit (fewer than ``min_layers`` layers, or no spread of m) or without an SE;
+    ``fail`` when ``|p - want|`` exceeds the tolerance; ``inconclusive`` when it would pass but
+    ``z_max SE > abs_tolerance`` (the design cannot resolve a deviation of ``abs_tolerance``);
+    else ``pass``.  ``c``: the study's ``claims:`` parameters."""
+    k, floor = float(c.z_max), float(c.abs_tolerance)
+    if not (np.isfinite(p) and n_layers >= int(c.min_layers) and np.isfinite(se)):
+        return (max(k * se, floor) if np.isfinite(se) else np.nan), "inconclusive"
+    tol = max(k * se, floor)
+    if abs(p - want) > tol:
         return tol, "fail"
-    return tol, "inconclusive" if tol > float(c.inconclusive_tolerance) else "pass"
+    return tol, "inconclusive" if k * se > floor else "pass"
 
 
-def _detail(f: dict, verdict_: str) -> str:
+def describe_test(c, n_inst: int, n_layers: int) -> str:
+    k, floor = float(c.z_max), float(c.abs_tolerance)
+    return (f"|p - 2| <= max({k:g} bootstrap SE, {floor:g}) for the power p of a least-squares "
+            f"fit of log V on log m over {n_layers} layers (SE: bootstrap over {n_inst} "
+            f"instantiations); a pass needs {k:g} SE <= {floor:g}, else inconclusive; "
+            "detectable in units of the power")
+
+
+def _detail(f: dict, verdict_: str, c) -> str:
     d = (f"{f['n_layers']} layers (L = {f['depth']}), {f['n_inst']} instantiations; bootstrap SE "
          f"{f['se']:.3f}; fit V = {f['a']:.3g} m^{f['p']:.3f}; m spans {f['m_decades']:.2f} "
          f"decades; V/m^2 at l = 1: {f['rel_var_first']:.3g}, at l = L: {f['rel_var_last']:.3g}")
@@ -43,14 +75,48 @@ def _detail(f: dict, verdict_: str) -> str:
         d += (f"; V/m^2 is not constant over the layers (it {trend} with the distance from the "
               "output), so V is not ∝ m^2 within the group")
     if verdict_ == "inconclusive":
-        d += "; tolerance above inconclusive_tolerance: the SE is too large to tell the power"
-    if f["metric"] != "g_aa" and f["keep_rate"] == 1.0 and f.get("c_star", 0.0) >= 1.0:
-        d += "; rho = 1 and c* = 1: the two inputs coincide, so this metric equals g_aa"
+        if np.isfinite(f["p"]) and np.isfinite(f["se"]):
+            k, floor = float(c.z_max), float(c.abs_tolerance)
+            need = int(np.ceil(f["n_inst"] * (k * f["se"] / floor) ** 2))
+            d += (f"; {k:g} SE = {k * f['se']:.3f} > {floor:g}: the SE over {f['n_inst']} "
+                  f"instantiations cannot resolve the power (about {need} would)")
+        else:
+            d += "; no fit or no SE"
     return d
 
 
-def _group_rows(study: str, fits: pd.DataFrame, c, want: float, what: str,
-                source: str) -> list[dict]:
+def _copy_of(f: dict, fig4: list[dict], what: str) -> tuple[str, str, str] | None:
+    """``(claim id of the original, its metric, why)`` when group fit ``f`` repeats another
+    claim row's measurement, else None."""
+    if what == "width" and any(all(g[k] == f[k] for k in GROUP) for g in fig4):
+        orig = f"power2[{f['metric']}, {f['activation']}, rho={f['keep_rate']:g}]"
+        return orig, f["metric"], ("the Fig. 5 group at the Fig. 4 width is the Fig. 4 group "
+                                   "(same runs)")
+    c_star = f.get("c_star", 0.0)
+    if f["metric"] != "g_aa" and f["keep_rate"] == 1.0 and np.isfinite(c_star) \
+            and c_star >= 1.0 - 1e-12:
+        orig = (f"power2[g_aa, {f['activation']}, rho=1]" if what == "activation"
+                else f"power2_width[g_aa, N={f['width']}]")
+        return orig, "g_aa", ("rho = 1 and c* = 1: the two inputs coincide, so this metric "
+                              "equals g_aa")
+    return None
+
+
+def _identity(runs: pd.DataFrame, f: dict, orig_metric: str) -> float:
+    """Max relative difference between this group's metric and ``orig_metric`` over nets and
+    layers (the same runs)."""
+    g = {k: f[k] for k in GROUP}
+    a, _ = matrix(runs, g, f["metric"])
+    b, _ = matrix(runs, g, orig_metric)
+    if a.shape != b.shape:
+        return np.inf
+    return float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300))) if a.size else np.inf
+
+
+def _group_rows(study: str, runs: pd.DataFrame, fits: pd.DataFrame, c, want: float, what: str,
+                source: str, fig4: list[dict], done: dict) -> list[dict]:
+    """One row per group and metric; ``done``: claim id -> verdict of the rows already made
+    (a copy refers to its original there)."""
     rows = []
     for f in fits.to_dict("records"):
         tol, v = verdict(f["p"], f["se"], f["n_layers"], want, c)
@@ -59,9 +125,31 @@ def _group_rows(study: str, fits: pd.DataFrame, c, want: float, what: str,
                else f"power2_width[{f['metric']}, N={f['width']}]")
         who = (f"{f['activation']} (sigma_w^2 = {f['sigma_w2']:g}), rho = {f['keep_rate']:g}, "
                f"N = {f['width']}")
-        rows.append(row(study, cid, f"Var over instantiations of {label}^l ∝ (mean {label}^l)^2 "
-                        f"across layers, {who}", source, measured=f["p"], expected=f"p = {want:g}",
-                        tolerance=tol, verdict=v, detail=_detail(f, v)))
+        claim = f"Var over instantiations of {label}^l ∝ (mean {label}^l)^2 across layers, {who}"
+        copy = _copy_of(f, fig4, what)
+        if copy is not None and copy[0] in done:
+            orig, orig_metric, why = copy
+            done[cid] = done[orig]
+            dev = _identity(runs, f, orig_metric)
+            same = dev <= IDENTITY_RTOL
+            rows.append(sanity(
+                study, cid, claim + f" (a copy of {orig})", source, measured=f["p"],
+                expected=f"the power of {orig}", tolerance=IDENTITY_RTOL,
+                verdict="pass" if same else "fail",
+                detail=(f"{why}; max relative difference of the per-net values {dev:.1e}; "
+                        f"counted once, as {orig} (verdict there: {done[orig]})"),
+                values={"p": f["p"], "se": f["se"], "max_rel_diff": dev},
+                test=f"identity: same measurement as {orig}"))
+            # a copy of another figure's claim enters this figure's summary with that verdict
+            if not any(r["claim_id"] == orig for r in rows):
+                rows[-1]["_summary_verdict"] = (orig, done[orig])
+            continue
+        done[cid] = v
+        rows.append(row(study, cid, claim, source, measured=f["p"], expected=f"p = {want:g}",
+                        tolerance=tol, verdict=v, detail=_detail(f, v, c),
+                        values={"p": f["p"], "se": f["se"], "n_layers": f["n_layers"],
+                                "n_inst": f["n_inst"]},
+                        test=describe_test(c, f["n_inst"], f["n_layers"]), detectable=tol))
     return rows
 
 
@@ -71,29 +159,40 @@ def _pooled_rows(study: str, fits: pd.DataFrame, c, want: float, tag: str, who: 
     for f in fits.to_dict("records"):
         tol, v = verdict(f["p"], f["se"], f["n_layers"], want, c)
         label = METRICS[f["metric"]]
-        rows.append(row(study, f"power2_pooled_{tag}[{f['metric']}]",
-                        f"All groups' points (V^l, m^l) of {label} collapse on V ∝ m^2, {who}", source,
-                        measured=f["p"], expected=f"p = {want:g}", tolerance=tol, verdict=v,
-                        detail=(f"one fit over {f['n_layers']} points of {f['n_groups']} groups "
-                                f"(>= {f['n_inst']} instantiations each); bootstrap SE {f['se']:.3f}; "
-                                f"fit V = {f['a']:.3g} m^{f['p']:.3f}; m spans {f['m_decades']:.1f} "
-                                "decades (the pooled fit is dominated by the groups whose m spans "
-                                "the most decades)")))
+        rows.append(pooled(study, f"power2_pooled_{tag}[{f['metric']}]",
+                           f"All groups' points (V^l, m^l) of {label} collapse on V ∝ m^2, {who}",
+                           source, measured=f["p"], expected=f"p = {want:g}", tolerance=tol,
+                           verdict=v,
+                           detail=(f"one fit over {f['n_layers']} points of {f['n_groups']} groups "
+                                   f"(>= {f['n_inst']} instantiations each); bootstrap SE "
+                                   f"{f['se']:.3f}; fit V = {f['a']:.3g} m^{f['p']:.3f}; m spans "
+                                   f"{f['m_decades']:.1f} decades (the pooled fit is dominated by "
+                                   "the groups whose m spans the most decades); a summary of the "
+                                   "groups' points, which the group rows test"),
+                           test=describe_test(c, f["n_inst"], f["n_layers"]) + " (pooled fit)",
+                           detectable=tol))
     return rows
 
 
 def _overall(study: str, group_rows: list[dict], cid: str, claim: str, source: str) -> dict:
-    """Fraction of a figure's groups whose power is consistent with 2; passes only if all are."""
-    v = [r["verdict"] for r in group_rows]
+    """A figure's claim rows together (a summary, never counted): pass only if every one
+    passes, fail if any fails, else inconclusive.  A group counted in another figure enters
+    with its verdict there; copies within the figure are left out."""
+    items = [(r["claim_id"], r["verdict"]) for r in group_rows if r["kind"] == "claim"]
+    items += [r["_summary_verdict"] for r in group_rows if "_summary_verdict" in r]
+    v = [x for _, x in items]
     frac = float(np.mean([x == "pass" for x in v])) if v else np.nan
-    failed = [r["claim_id"] for r in group_rows if r["verdict"] == "fail"]
-    unsure = [r["claim_id"] for r in group_rows if r["verdict"] == "inconclusive"]
-    return row(study, cid, claim, source, measured=frac, expected="1 (every group consistent with p = 2)",
-               tolerance=0.0, verdict="pass" if v and frac == 1.0 else "fail",
-               detail=(f"{v.count('pass')} of {len(v)} groups pass, {len(failed)} fail, "
-                       f"{len(unsure)} inconclusive"
-                       + (f"; failing: {', '.join(failed)}" if failed else "")
-                       + (f"; inconclusive: {', '.join(unsure)}" if unsure else "")))
+    failed = [i for i, x in items if x == "fail"]
+    unsure = [i for i, x in items if x == "inconclusive"]
+    verdict_ = ("fail" if failed else "inconclusive" if unsure or not v else "pass")
+    return pooled(study, cid, claim, source, measured=frac,
+                  expected="1 (every group consistent with p = 2)", tolerance=0.0,
+                  verdict=verdict_,
+                  detail=(f"{v.count('pass')} of {len(v)} groups pass, {len(failed)} fail, "
+                          f"{len(unsure)} inconclusive (each measurement once)"
+                          + (f"; failing: {', '.join(failed)}" if failed else "")
+                          + (f"; inconclusive: {', '.join(unsure)}" if unsure else "")),
+                  test="conjunction of the figure's claim rows")
 
 
 def _with_c_star(fits: pd.DataFrame, theory: pd.DataFrame) -> pd.DataFrame:
@@ -104,17 +203,17 @@ def _with_c_star(fits: pd.DataFrame, theory: pd.DataFrame) -> pd.DataFrame:
 
 
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
-    """Per group and metric: fitted power of ``V ∝ m^p`` against 2 (000 §4.2), tolerance
-    ``max(z_max SE, abs_tolerance)``; per figure the fraction of groups passing and, per
-    metric, the power of one fit through all groups' points."""
+    """Per group and metric: fitted power of ``V ∝ m^p`` against 2 (000 §4.2), see the module
+    docstring for the rule; per figure a summary of its claim rows and, per metric, the power
+    of one fit through all groups' points (summaries)."""
     c = p.claims
     study = p.study
     fit = {"n_boot": c.n_boot, "min_layers": c.min_layers}
     want = expected_power(theory)
-    rows = []
+    rows, done = [], {}
     g4 = fig4_groups(runs)
-    r4 = _group_rows(study, _with_c_star(group_fits(runs, g4, **fit), theory), c, want,
-                     "activation", SOURCE_FIG4)
+    r4 = _group_rows(study, runs, _with_c_star(group_fits(runs, g4, **fit), theory), c, want,
+                     "activation", SOURCE_FIG4, g4, done)
     rows += r4 + [_overall(study, r4, "power2_all_activations",
                            "V ∝ m^2 for g_aa, g_ab, g~_ab regardless of activation and keep rate",
                            SOURCE_FIG4)]
@@ -122,8 +221,8 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                          "all activations and keep rates", SOURCE_FIG4)
     g5 = fig5_groups(runs, p)
     if len({g["width"] for g in g5}) > 1:
-        r5 = _group_rows(study, _with_c_star(group_fits(runs, g5, **fit), theory), c, want,
-                         "width", SOURCE_FIG5)
+        r5 = _group_rows(study, runs, _with_c_star(group_fits(runs, g5, **fit), theory), c, want,
+                         "width", SOURCE_FIG5, g4, done)
         rows += r5 + [_overall(study, r5, "power2_all_widths",
                                "V ∝ m^2 for g_aa, g_ab, g~_ab regardless of the width N "
                                "(tanh, rho = 0.9)", SOURCE_FIG5)]
