@@ -126,6 +126,71 @@ def test_thm4_identity_and_eq152_on_a_small_simulation():
     assert (dlo + 3 * slo >= 0).all() and (dhi - 3 * shi <= 0).all()
 
 
+def _fig4_run_table(n_nets=600, L=3, width=8, alpha=0.6, m=2, scale_j=1.0):
+    """A Fig. 4 run table (the merged layout) from a real simulation: per network the rows
+    jac_sq (layer k, probe h) and f_reduced (layer k)."""
+    runs = _runs("resnet_fc", depth=L, width=width, seeds=range(n_nets), alpha=alpha, m=m)
+    _shard, params, _ = _init(runs)
+    r = jm.jacobian_moments("resnet_fc", runs, params, chunk=n_nets)
+    base = {"arch": "resnet_fc", "depth": L, "width": width, "alpha": alpha, "branch_depth": m,
+            "block": "Fig. 4 ResNet"}
+    rows = []
+    for i in range(n_nets):
+        rid = f"r{i:05d}"
+        for j, (k, h) in enumerate(zip(r["layer"], r["sub"])):
+            rows.append({**base, "run_id": rid, "metric": "jac_sq", "layer": int(k), "probe": int(h),
+                         "value": scale_j * r["jac_sq"][i, j]})
+        for k in range(1, L + 1):
+            rows.append({**base, "run_id": rid, "metric": "f_reduced", "layer": k, "probe": 0,
+                         "value": r["f_reduced"][i, k - 1]})
+    return pd.DataFrame(rows)
+
+
+def test_fig4_joint_claims_pass_on_the_simulation_and_fail_when_wrong():
+    """001 Thm. 4.1 / Eq. 152 as ONE joint test over the (k, h) points that share networks:
+    it passes on 600 simulated ResNets, and fails when E||J||^2 is 1.5x (a wrong Jacobian) or
+    Eq. 152 is 1.5x (a wrong theory); the stated detectable offset is below that 50 %."""
+    from sigprop.studies.jacobian_moments.claims import claims_fig4
+    prm = _params()
+    a, L, m = 0.6, 3, 2
+    good = _fig4_run_table(alpha=a, L=L, m=m)
+    th = pd.DataFrame({"quantity": ["c4"] + ["f2_eq152"] * L, "arch": "resnet_fc",
+                       "alpha": a, "branch_depth": m, "depth": [0] + list(range(1, L + 1)),
+                       "value": [3.0] + [a ** m * (1 + a ** m) ** (d - 1.0) for d in range(1, L + 1)]})
+    ok = pd.DataFrame(claims_fig4(good, th, prm.for_job("claims"))).set_index("claim_id")
+    assert ok.loc["thm4_1_second_moment", "verdict"] == "pass", ok.loc["thm4_1_second_moment", "detail"]
+    assert ok.loc["eq152_reduced_output_mean", "verdict"] == "pass"
+    assert ok.loc["thm4_2_fourth_moment_bounds", "verdict"] in ("pass", "inconclusive")
+    assert ok.loc["thm4_1_second_moment", "detectable"] < 0.5
+    assert ok.loc["eq152_reduced_output_mean", "detectable"] < 0.5
+    bad_j = pd.DataFrame(claims_fig4(_fig4_run_table(alpha=a, L=L, m=m, scale_j=1.5), th,
+                                     prm.for_job("claims"))).set_index("claim_id")
+    assert bad_j.loc["thm4_1_second_moment", "verdict"] == "fail"
+    wrong = th.assign(value=np.where(th.quantity == "f2_eq152", 1.5 * th.value, th.value))
+    bad_t = pd.DataFrame(claims_fig4(good, wrong, prm.for_job("claims"))).set_index("claim_id")
+    assert bad_t.loc["eq152_reduced_output_mean", "verdict"] == "fail"
+
+
+def test_fig5_vanilla_flat_needs_the_power_to_resolve_its_tolerance():
+    """A flat vanilla Var/E^2 passes only when 3 SE of the slope fit inside the 0.25 tolerance:
+    the same flat data is inconclusive with few networks and passes with many."""
+    from sigprop.studies.jacobian_moments.claims import claims_fig5
+    prm = _params()
+    rng = np.random.default_rng(1)
+    th = pd.DataFrame(columns=["quantity", "arch", "depth", "width", "value"])
+
+    def table(n):
+        rows = [{"arch": "fc", "depth": L, "width": 10 * L, "run_id": f"{L}-{i}",
+                 "metric": "jac_sq_total", "value": v}
+                for L in (2, 4, 8, 16) for i, v in enumerate(rng.gamma(4.0, size=n))]
+        return pd.DataFrame(rows)
+    few = pd.DataFrame(claims_fig5(table(40), th, prm.for_job("claims"))).set_index("claim_id")
+    many = pd.DataFrame(claims_fig5(table(4000), th, prm.for_job("claims"))).set_index("claim_id")
+    assert few.loc["fig5_vanilla_flat", "verdict"] == "inconclusive"
+    assert many.loc["fig5_vanilla_flat", "verdict"] == "pass"
+    assert many.loc["fig5_vanilla_flat", "detectable"] < few.loc["fig5_vanilla_flat", "detectable"]
+
+
 def test_normalized_variance_and_slope_statistics():
     rng = np.random.default_rng(0)
     v = rng.gamma(4.0, size=(20000, 3))                         # Var/E^2 = 1/4
@@ -197,7 +262,7 @@ def _params():
                    "fig5": {"width_per_depth": 10, "resnet_a": 0.3, "branch_depth": 2}},
         "analysis": {"z_max": 3.0, "n_boot": 50, "kernel": {"resnet_a": 0.3, "branch_depth": 2}},
         "claims": {"within_fraction": 0.95, "fraction_tolerance": 0.05,
-                   "flat_slope_tolerance": 0.25}}, "quick")
+                   "flat_slope_tolerance": 0.25, "n_boot_joint": 400}}, "quick")
 
 
 def test_study_measure_theory_claims_and_figures():
@@ -221,9 +286,10 @@ def test_study_measure_theory_claims_and_figures():
     runs = pd.concat(frames, ignore_index=True)   # labelled as the merge labels them
     assert {"study", "shard_id", "run_id", "step", "metric", "value", "layer", "probe", "arch",
             "depth", "width", "alpha"} <= set(runs.columns)
-    assert set(runs.metric) == {"f", "jac_sq", "jac_sq_total", "f_reduced", "ntk_rel_change",
+    assert set(runs.metric) == {"f", "jac_sq", "jac_sq_total", "f_reduced", "f_path", "ntk_rel_change",
                                 "ntk_diag_0", "lr", "loss_init", "loss_final", "diverged"}
     assert set(runs[runs.metric == "f_reduced"].arch) == {"resnet_fc"}
+    assert set(runs[runs.metric == "f_path"].arch) == {"resnet_fc"}
     assert not runs.duplicated(["run_id", "step", "metric", "layer", "probe"]).any()
     # per-matrix rows sum to the total
     tot = runs[runs.metric == "jac_sq_total"].set_index("run_id").value
@@ -246,13 +312,19 @@ def test_study_measure_theory_claims_and_figures():
     assert (p[(ids.width != 8) & (ids.steps == 1)] == "fig5").all()
     claims = claims_table(runs, theory, prm.for_job("claims"))
     assert list(claims.claim_id) == [
-        "thm4_1_second_moment[W^(k,1)]", "thm4_2_fourth_moment_bounds[W^(k,1)]",
-        "thm4_1_second_moment[W^(k,2)]", "thm4_2_fourth_moment_bounds[W^(k,2)]",
-        "eq152_reduced_output_mean", "fig5_vanilla_flat", "fig5_resnet_decreases",
+        "thm4_1_second_moment", "thm4_2_fourth_moment_bounds",
+        "eq152_reduced_output_mean", "thm3_moments_equal[m=2]", "thm3_moments_equal[m=4]",
+        "thm3_paths_through_both_branch_matrices", "fig5_vanilla_flat", "fig5_resnet_decreases",
         "fig5_densenet_decreases", "kernel_resnet_scaled_below_vanilla[L=2, n=6]",
         "kernel_densenet_below_vanilla[L=2, n=6]", "kernel_resnet_scaled_below_constant_alpha[L=2, n=6]"]
     assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
     assert np.isfinite(claims.measured.astype(float)).all()
+    from sigprop.claims import check_table
+    check_table(claims, "tiny jacobian_moments")
+    assert (claims.kind == "claim").sum() == len(claims) - 1 and (claims.test.str.len() > 0).all()
+    assert claims.set_index("claim_id").loc["thm3_paths_through_both_branch_matrices", "kind"] == "sanity"
+    assert claims.set_index("claim_id").loc["thm4_1_second_moment", "test"].startswith(
+        "paired J2 - f2 per network; joint test over all (depth, k, h) points")
     for name, spec in SPEC.figures.items():
         assert spec.caption
         fig = getattr(study_figures, spec.function)(runs, theory, prm.for_job("figure"))
@@ -292,3 +364,54 @@ def test_config_expands_at_both_scales():
         is5 &= (runs.arch != "resnet_fc") | np.isclose(runs.alpha, 0.3 / np.sqrt(runs.depth))
         want = np.where(runs.steps > 1, "kernel", np.where(is5, "fig5", "fig4"))
         np.testing.assert_array_equal(p.loc[runs.run_id].to_numpy(), want)
+
+
+def _thm3_runs(scale_path: float, n: int = 200, depths=(2, 4), seed: int = 0):
+    """A synthetic Fig. 4 table: f_(k) and f^k (through both matrices of branch k) with equal
+    second moments, f^k optionally scaled."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for L in depths:
+        for i in range(n):
+            rid = f"L{L}_{i}"
+            for k in range(1, L + 1):
+                fr, fk = rng.normal(), rng.normal() * scale_path
+                rows += [dict(run_id=rid, depth=L, layer=k, probe=0, metric="f_reduced", value=fr),
+                         dict(run_id=rid, depth=L, layer=k, probe=1, metric="f_path", value=fk),
+                         dict(run_id=rid, depth=L, layer=k, probe=2, metric="f_path", value=fk)]
+    return pd.DataFrame(rows)
+
+
+def test_thm3_claim_passes_equal_moments_and_fails_unequal_ones():
+    from types import SimpleNamespace
+
+    from sigprop.studies.jacobian_moments.claims import claims_thm3
+    p = SimpleNamespace(study="jm", claims=SimpleNamespace(n_boot_joint=500))
+    ok = {r["claim_id"]: r for r in claims_thm3(_thm3_runs(1.0), p)}
+    assert ok["thm3_moments_equal[m=2]"]["verdict"] == "pass"
+    assert ok["thm3_moments_equal[m=2]"]["detectable"] < 1
+    assert ok["thm3_paths_through_both_branch_matrices"]["kind"] == "sanity"
+    assert ok["thm3_paths_through_both_branch_matrices"]["verdict"] == "pass"
+    bad = {r["claim_id"]: r for r in claims_thm3(_thm3_runs(1.5), p)}
+    assert bad["thm3_moments_equal[m=2]"]["verdict"] == "fail"
+
+
+def test_paths_through_a_branch_sum_to_the_output_minus_the_skipping_paths():
+    """001 Eq. 36 by simulation: f^k (the Euler sum <W^{k,1}, df/dW^{k,1}>) equals f minus the
+    output of the same network with branch k's first matrix zeroed (the paths that skip it),
+    when the activation pattern elsewhere is unchanged, i.e. exactly for a 1-branch ResNet."""
+    from sigprop.runs import RunSpec
+    from sigprop.train.shard import initial_state
+    from sigprop.runs import Shard
+    runs = tuple(RunSpec(arch="resnet_fc", width=16, depth=1, branch_depth=2, alpha=0.3,
+                         activation="relu", sigma_w2=2.0, sigma_b2=0.0, precision="float64",
+                         dataset="gaussian", seed=i) for i in range(4))
+    params, _ = initial_state(Shard("t", runs), (16,), 1, torch.device("cpu"), torch.float64)
+    x = jm.probe_input(torch.tensor([r.key for r in runs]), 16)
+    f, _, fk = jm.output_and_jacobians("resnet_fc", runs, params, x, with_paths=True)
+    idx = jm.hidden_weights("resnet_fc", params)
+    cut = [p.clone() for p in params]
+    cut[idx[0]].zero_()
+    f_skip, _ = jm.output_and_jacobians("resnet_fc", runs, cut, x)
+    np.testing.assert_allclose(fk[:, :, 0].numpy(), (f - f_skip).numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fk[:, :, 0].numpy(), fk[:, :, 1].numpy(), rtol=1e-10, atol=1e-12)

@@ -4,6 +4,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import json
 from pathlib import Path
 
 import jsonschema
@@ -165,7 +166,7 @@ def _tiny_cfg():
             "theory": {"max_depth": 3, "resnet": [{"branch_depth": 2, "alpha": 0.5}]},
             "analysis": {"faint_samples": 3},
             "claims": {"z_max": 3.0, "within_fraction": 0.95, "fraction_tolerance": 0.05,
-                       "n_boot": 50},
+                       "n_boot": 50, "n_boot_joint": 500},
             "scales": {"quick": {"blocks": blocks}, "paper": {"blocks": blocks}}}
 
 
@@ -196,7 +197,18 @@ def test_claims_on_a_tiny_measurement(measured):
         assert by.loc[f"fig2_spread_scales_as_inv_sqrt_width[{a}]", "expected"] == f"{np.sqrt(16 / 256):.4f}"
     assert {"eq25_resnet_diagonal[m=2, alpha=0.5]", "eq29_densenet_diagonal_printed",
             "densenet_diagonal_harmonic"} <= ids
-    assert set(claims.verdict) <= {"pass", "fail"}
+    assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
+    # the claims contract: every row a claim with its test and, when decided, its power
+    from sigprop.claims import check_table
+    check_table(claims, "tiny residual_ntk")
+    assert (claims.kind == "claim").all() and (claims.test.str.len() > 0).all()
+    fig2 = by.loc[[i for i in by.index if i.startswith("fig2_mean_matches_theory")]]
+    assert fig2.test.str.contains("joint test over the 8 angles").all()
+    assert np.isfinite(fig2.detectable.astype(float)).all() and (fig2.detectable > 0).all()
+    # the joint test's statistic is the largest |z| over the angles, its tolerance the critical value
+    v = fig2.apply(lambda r: json.loads(r["values"]), axis=1)
+    np.testing.assert_allclose(fig2.measured.astype(float), [x["max_abs_z"] for x in v])
+    assert ((fig2.verdict == "pass") == (fig2.measured <= fig2.tolerance)).all()
     # the printed Eq. 29 (1/2 at L = 1) is rejected, H_L (1 at L = 1) and Eq. 25 are not
     assert by.loc["eq29_densenet_diagonal_printed", "verdict"] == "fail"
     assert "contradicts the printed Eq. 29" in by.loc["eq29_densenet_diagonal_printed", "detail"]
@@ -208,6 +220,15 @@ def test_claims_on_a_tiny_measurement(measured):
     bad = claims_table(runs, wrong, p.for_job("claims")).set_index("claim_id")
     assert bad.loc["fig2_mean_matches_theory[resnet_fc, n=256]", "verdict"] == "fail"
     assert bad.loc["fig2_mean_matches_theory[densenet_fc, n=256]", "verdict"] == "fail"
+    # a common offset of the size the joint test states it detects is caught (and one much
+    # smaller is not): the stated power is the power the test has
+    key = "fig2_mean_matches_theory[densenet_fc, n=256]"
+    det = by.loc[key, "detectable"]
+    dense = (theory.quantity == "ntk_angle") & (theory.arch == "densenet_fc")
+    for f, want in ((1 + 2 * det, "fail"), (1 + det / 20, "pass")):
+        shifted = theory.assign(value=np.where(dense, f * theory.value, theory.value))
+        got = claims_table(runs, shifted, p.for_job("claims")).set_index("claim_id")
+        assert got.loc[key, "verdict"] == want, (f, got.loc[key, "detail"])
 
 
 def test_figures(measured):

@@ -94,24 +94,33 @@ def layer_labels(arch: str, runs, params: list[torch.Tensor]) -> tuple[np.ndarra
 
 
 def output_and_jacobians(arch: str, runs, params: list[torch.Tensor], x: torch.Tensor,
-                         out_index: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+                         out_index: int = 0, with_paths: bool = False):
     """Scalar outputs ``f`` ``[M, B]`` and ``||df/dW^k||^2`` ``[M, B, n_hidden]`` (NTK param.).
 
     One backward pass per input through the family's forward; ``f`` is logit ``out_index``.
+    With ``with_paths`` also ``f^k = <W^k, df/dW^k>`` ``[M, B, n_hidden]``: the contribution to
+    ``f`` of the paths through ``W^k`` (001 Eq. 36).  For a bias-free ReLU net ``f`` is, at a
+    fixed activation pattern, linear in ``W^k`` (a path crosses ``W^k`` at most once), so
+    Euler's identity gives exactly the sum over those paths.
     """
     fam = families.get(arch)
     ps = [p.detach().to(torch.float64).requires_grad_(True) for p in params]
     idx = hidden_weights(arch, ps)
     scale = ntk_scales(arch, runs, ps).to(x.device)
     keys = torch.zeros(len(runs), dtype=torch.int64, device=x.device)
-    fs, js = [], []
+    fs, js, paths = [], [], []
     with torch.enable_grad():
         for b in range(x.shape[1]):
             logits, _ = fam.apply(runs, ps, [], x[:, b:b + 1].to(torch.float64), False, keys, 0)
             f = logits[:, 0, out_index]
             grads = torch.autograd.grad(f.sum(), [ps[i] for i in idx])
             js.append(torch.stack([g.pow(2).flatten(1).sum(1) for g in grads], dim=1) * scale)
+            if with_paths:
+                paths.append(torch.stack([(ps[i].detach() * g).flatten(1).sum(1)
+                                          for i, g in zip(idx, grads)], dim=1))
             fs.append(f.detach())
+    if with_paths:
+        return torch.stack(fs, dim=1), torch.stack(js, dim=1), torch.stack(paths, dim=1)
     return torch.stack(fs, dim=1), torch.stack(js, dim=1)
 
 
@@ -160,23 +169,26 @@ def jacobian_moments(arch: str, runs, params: list[torch.Tensor], chunk: int = 3
     ``f`` ``[M]`` (output), ``jac_sq`` ``[M, n_hidden]`` (``||J^k||^2`` per hidden matrix),
     ``jac_sq_total`` ``[M]`` (``||J||^2``), ``layer``/``sub`` ``[n_hidden]`` (labels of the
     matrices, :func:`layer_labels`) and, for the ResNet with ``reduced``, ``f_reduced``
-    ``[M, L]`` (``f_(k)``).  Models are processed ``chunk`` at a time (memory only; the
+    ``[M, L]`` (``f_(k)``) and ``f_path`` ``[M, n_hidden]`` (``f^k`` through each hidden matrix,
+    001 Eq. 36; Thm. 3 compares its moments with those of ``f_(k)``).  Models are processed ``chunk`` at a time (memory only; the
     numbers do not depend on it).
     """
     m_all = params[0].shape[0]
     dev = params[0].device
     keys_all = torch.tensor([r.key for r in runs], dtype=torch.int64, device=dev)
     d = params[0].shape[2]
-    out = {"f": [], "jac_sq": [], "f_reduced": []}
+    out = {"f": [], "jac_sq": [], "f_reduced": [], "f_path": []}
+    paths = arch == "resnet_fc" and reduced
     for a in range(0, m_all, chunk):
         sl = slice(a, min(a + chunk, m_all))
         rs, ps = runs[sl], [p[sl] for p in params]
         x = probe_input(keys_all[sl], d).to(dev)
-        f, j = output_and_jacobians(arch, rs, ps, x)
+        f, j, *fp = output_and_jacobians(arch, rs, ps, x, with_paths=paths)
         out["f"].append(f[:, 0].cpu())
         out["jac_sq"].append(j[:, 0].cpu())
-        if arch == "resnet_fc" and reduced:
+        if paths:
             out["f_reduced"].append(resnet_reduced_outputs(rs, ps, x)[:, 0].cpu())
+            out["f_path"].append(fp[0][:, 0].cpu())
     res = {k: torch.cat(v).numpy() for k, v in out.items() if v}
     res["jac_sq_total"] = res["jac_sq"].sum(1)
     res["layer"], res["sub"] = layer_labels(arch, runs, params)

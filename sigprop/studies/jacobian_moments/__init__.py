@@ -10,6 +10,10 @@ Eq. 150).
 001 Fig. 4 (ResNet, m = 2, alpha = 0.3, varying depth): Thm. 4.1 ``E||J^k||^2 = E f_(k)^2``
 and Thm. 4.2 ``E f_(k)^4 / c_4 <= E||J^k||^4 <= E f_(k)^4`` at every (depth, matrix) point;
 also the closed form of the reduced mean, Eq. 152: ``E f_(k)^2 = alpha^m (1+alpha^m)^(L-1)``.
+The matrices of one depth share its networks, so each of these is ONE joint test over all
+(depth, k, h) points (the largest |z| against its bootstrap critical value over networks,
+:func:`sigprop.claims.max_abs_z_bootstrap`); Thm. 4.2 is inconclusive when the test cannot
+resolve a violation as small as the band ``1 - 1/c4`` between its bounds.
 
 001 Fig. 5 (width n = 10 L; ResNet m = 2, alpha = 0.3/sqrt(L); DenseNet; vanilla ReLU):
 the fluctuation of ``||J||^2 = G(x,x)`` against depth.  The figure's y axis is "variance";
@@ -17,7 +21,8 @@ its caption says the vanilla variance "remains constant due to the fixed ratio b
 depth and width", which holds for the normalized ``Var/E^2`` (Hanin & Nica's
 ``E[K^2]/E[K]^2 ~ exp(5 beta)``, beta = L/n fixed), not for ``Var`` itself (the vanilla
 mean grows like L, so ``Var`` grows like L^2).  The claims therefore use ``Var/E^2``; the
-figure also shows ``Var``.  Scalings (``sigprop.theory.finite_width``; all "up to a constant"):
+figure also shows ``Var``.  The vanilla "flat" claim passes only when 3 SE of the slope fit in its
+tolerance (else inconclusive).  Scalings (``sigprop.theory.finite_width``; all "up to a constant"):
 Eq. 40 (ResNet) and Eq. 42 (DenseNet) divided by the squared infinite-width means (Eq. 25;
 Thm. 2's recursion H_L), and ``exp(5 beta)`` (vanilla).  The overlay draws each shape with its
 constant fitted at ONE depth (the largest measured), so only the shape is compared.
@@ -96,6 +101,8 @@ class Claims:
                                                             "within_fraction - this")
     flat_slope_tolerance: float = param(0.25, gt=0, doc="vanilla: |log-log slope of Var/E^2 "
                                                         "vs L| <= this is 'flat'")
+    n_boot_joint: int = param(2000, ge=100, doc="bootstrap resamples (over networks) of the "
+                                                "joint max |z| tests over Fig. 4's points")
 
 
 SPEC = StudySpec(

@@ -157,3 +157,31 @@ def kernel_scaled(alpha: float, depth: int, p) -> bool:
     k = p.analysis.kernel
     a, m = float(k.resnet_a), int(k.branch_depth)
     return bool(np.isclose(alpha, fig5_alpha(depth, a, m)[0], rtol=1e-6)) and not np.isclose(alpha, a)
+
+
+def fig4_samples(runs: pd.DataFrame) -> dict[tuple[int, float, int], dict]:
+    """Per (depth, alpha, width) of the Fig. 4 runs: the per-network values behind
+    :func:`fig4_points`, for joint tests over the (k, h) matrices that share the networks:
+    ``J2 [n, P]`` (``||J^{k,h}||^2``), ``F2 [n, P]`` (``f_(k)^2`` of the matrix's branch), the
+    labels ``layer [P]``, ``sub [P]`` and the run ids (rows in run-id order)."""
+    out = {}
+    for (L, alpha, width), d in runs.groupby(["depth", "alpha", "width"]):
+        J, F = wide(d, "jac_sq"), wide(d, "f_reduced")
+        common = J.index.intersection(F.index).sort_values()
+        J, F = J.loc[common], F.loc[common]
+        cols = list(J.columns)
+        out[(int(L), float(alpha), int(width))] = {
+            "J2": J.to_numpy(float),
+            "F2": np.stack([F[(k, 0)].to_numpy(float) ** 2 for k, _h in cols], axis=1),
+            "layer": np.array([k for k, _ in cols], int), "sub": np.array([h for _, h in cols], int),
+            "run_id": common.to_numpy()}
+    return out
+
+
+def stack_independent(blocks: list[np.ndarray]) -> np.ndarray:
+    """Columns of several ``[n_b, P_b]`` blocks of INDEPENDENT networks (e.g. different depths)
+    side by side, rows paired by position and cut to the smallest ``n_b``: resampling the rows
+    of the result resamples every block's networks, and pairing independent networks adds no
+    dependence, so a bootstrap over its rows is a joint test over all columns."""
+    n = min(b.shape[0] for b in blocks)
+    return np.concatenate([b[:n] for b in blocks], axis=1)

@@ -14,7 +14,8 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
             masks_path=None) -> pd.DataFrame:
     """Runs with ``steps == 1`` (Figs. 4-5): at initialization, rows per run ``f``,
     ``jac_sq_total`` (layer 0), ``jac_sq`` (layer k, probe h: matrix W^{k,h}; h = 0 outside the
-    ResNet) and, for the ResNet, ``f_reduced`` (layer k).  Runs with ``steps > 1`` (kernel
+    ResNet) and, for the ResNet, ``f_reduced`` (layer k) and ``f_path`` (layer k, probe h: the
+    output's paths through W^{k,h}, 001 Eq. 36).  Runs with ``steps > 1`` (kernel
     regime, beyond the paper): :func:`measure_kernel`."""
     if shard.runs[0].steps > 1:
         return measure_kernel(shard, params, p, device)
@@ -36,6 +37,10 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
         frames.append(pd.DataFrame({"model": np.repeat(np.arange(m), L),
                                     "layer": np.tile(np.arange(1, L + 1), m), "probe": 0,
                                     "metric": "f_reduced", "value": r["f_reduced"].ravel()}))
+    if "f_path" in r:      # f^k through W^{k,h} (001 Eq. 36), for Thm. 3
+        frames.append(pd.DataFrame({"model": np.repeat(np.arange(m), nj),
+                                    "layer": np.tile(r["layer"], m), "probe": np.tile(r["sub"], m),
+                                    "metric": "f_path", "value": r["f_path"].ravel()}))
     long = pd.concat(frames, ignore_index=True)
     return tables.run_rows(shard, long, device, order=("layer", "probe"))
 

@@ -18,10 +18,14 @@ Eq. (29) ``sum_{l=1}^L 1/(l+1)`` and the value of Eqs. (26)-(27) themselves, ``H
 (``densenet_ntk_diagonal(form=...)``; the kernels module docstring, note 5, derives why).
 
 Claims: (1) per Fig. 2 panel (arch x width) the sample mean over inits matches Thm. 1 / 2 at the
-angles within ``z_max`` SE; (2) the spread (SD over inits, averaged over angles) shrinks from the
+angles: one joint test per panel (the angles share the panel's initializations), the largest
+|z| over the angles against its bootstrap critical value over initializations
+(:func:`sigprop.claims.max_abs_z_bootstrap`, ``claims.n_boot_joint``); (2) the spread (SD over inits, averaged over angles) shrinks from the
 narrow to the wide net (Fig. 2 caption), and its ratio is compared with ``sqrt(n_narrow/n_wide)``
 (the ``O(1/n)`` variance of 001 Thms. 5-6 at leading order); (3) the diagonal mean against depth
-matches Eq. (25) per (m, alpha); (4) it matches the printed Eq. (29); (5) it matches ``H_L``.
+matches Eq. (25) per (m, alpha); (4) it matches the printed Eq. (29); (5) it matches ``H_L``
+((3)-(5): every depth within ``z_max`` SE; the depths are independent nets).  Every row is a
+``claim`` with its test and detectable effect (:mod:`sigprop.claims`).
 Runs whose block label (``runs.block``) starts with ``Fig. 2`` make the angle panels,
 ``diagonal`` the depth sweeps.
 
@@ -74,6 +78,8 @@ class Claims:
                                                             "within_fraction - this")
     n_boot: int = param(500, ge=0, doc="bootstrap resamples (over inits) for the SE of the "
                                        "SD ratio")
+    n_boot_joint: int = param(2000, ge=100, doc="bootstrap resamples (over inits) of the joint "
+                                                "max |z| test over a Fig. 2 panel's angles")
 
 
 SPEC = StudySpec(
