@@ -179,6 +179,17 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     pl.add_argument("--target", default="A100-80GB",
                     help="what --resources plans for: a GPU of sigprop.plan.GPUS or cpu "
                          "[default: A100-80GB]")
+    gpu = sub.add_parser(
+        "gpu-check", help="the first hour on a GPU: bench, every family on CUDA against the CPU, "
+                          "a paper-scale shard against the plan (one JSON)",
+        description="On a CUDA device: run sigprop bench, train one tiny shard of every family "
+                    "on the CPU and on the device from the same weights and compare losses, "
+                    "accuracies and parameters with stated tolerances (float32, TF32 off), and "
+                    "time a short paper-scale shard against sigprop plan's projection; write one "
+                    "JSON (sigprop.gpu_check).  Exits 1 without a CUDA device, 3 when a "
+                    "comparison fails.")
+    gpu.add_argument("--out", default="gpu_check.json", help="JSON file [default: gpu_check.json]")
+    gpu.add_argument("--device", default="cuda", help="cuda or cuda:N [default: cuda]")
     cdoc = sub.add_parser(
         "claims-doc", help="regenerate the verdict tables of docs/papers.md from a results folder",
         description="Replace each <!-- claims:{paper}:{scale}:start/end --> block of a Markdown "
@@ -310,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
         sys.stdout.write(P.table(result, args["gpu"]))
         return 0
+    if group == "gpu-check":
+        # gpu_check imports torch for the CUDA check; the rest loads once a GPU is there
+        from . import gpu_check
+        return gpu_check.main(args)
     if group == "claims-doc":
         from pathlib import Path
 

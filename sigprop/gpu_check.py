@@ -1,0 +1,552 @@
+"""The first hour on a GPU (``sigprop gpu-check``): one command that checks a CUDA device before a
+paper-scale run is trusted to it, and writes one JSON for docs/performance.md.
+
+It runs, on the device:
+
+1. ``sigprop bench`` (:func:`sigprop.bench.run`: the default fully connected cases, 2 repeats);
+2. :func:`compare_family` for every family of :data:`sigprop.nets.families.FAMILIES`: one tiny
+   shard (2 models, :data:`FAMILY_CASES`) initialized once on the CPU, trained for a few steps
+   on the CPU and on the device from those same weights, with the run table's losses and
+   accuracies (evaluated at every step) and the final parameters and buffers compared against
+   stated tolerances (:data:`TOLERANCES`);
+3. :func:`timed_shard`: a short shard of a paper-scale shape (the first shard of
+   ``trainable_depth`` at ``scale=paper``: 62 fc tanh nets, width 300, depth 10, MNIST-shaped
+   inputs, batch 128) timed for a few training steps, against the projection
+   :mod:`sigprop.plan` makes for that GPU (FLOPs / (dense peak x efficiency)).
+
+Precision: every comparison trains in float32 with TF32 off (``set_precision_policy
+("float32")`` clears ``torch.backends.cuda.matmul.allow_tf32`` and
+``torch.backends.cudnn.allow_tf32``; the flags are recorded in the JSON), except ``vgg16x3``,
+which is compared in float64 (below).
+
+Tolerances (:data:`TOLERANCES`; each comparison's tolerance is part of its output).  Two
+devices that both compute IEEE float32 differ only in the order of their sums (blocked
+matmuls, cuDNN's convolution algorithms, reductions): a few units of float32's 6e-8 per
+operation.  How much a few SGD steps amplify such a difference was measured here on the CPU by
+perturbing the initial weights of each tiny shard by one unit in the last place (relative
+noise of float32's eps) and taking the largest change over 3 draws:
+
+* ``shallow`` (fc, fc_loop, resnet_fc, stable_resnet_fc, densenet_fc, vcnn, lenet: at most ~6
+  layers): 3 steps at lr 0.01 moved losses by at most 3e-6 (relative) and parameters by 4e-7
+  of their scale; tolerance ``rtol 1e-4`` (+ ``atol 1e-6``) on losses and ``1e-4`` on
+  parameters: 30x and 250x those, and 10x below a TF32 product's error (1e-3);
+* ``deep`` (ResNet-18 to -104, Stable ResNets, VGG16: 16-104 BatchNorm layers on 8 examples
+  per batch): the amplification is chaotic after 2 steps (resnet50 and resnet104 moved by
+  1e-2 at lr 0.005), so 1 step at lr 0.005 (the run table still has the evaluation at
+  initialization, a pure forward-pass check, and the one after the step): at most 5e-5 on
+  losses and 6e-4 on parameters; tolerance ``rtol 2e-3`` (+ ``atol 1e-5``) on losses and
+  ``1e-2`` on parameters (40x and 16x);
+* ``float64`` (``vgg16x3``, 39 plain conv + BN layers: one perturbed ulp moves float32
+  parameters by 1e-1 after one step, as tests/test_families.py found between float32
+  implementations): trained in float64 on both sides, 2 steps at lr 0.005: 5e-10 measured,
+  tolerance ``rtol 1e-7`` (200x);
+* accuracies (argmax over 3 classes on 32 training / 16 test examples): at most one example
+  per evaluation may change its prediction (``acc_flips``), since a logit tie broken
+  differently in the last bit flips it;
+* parameters and buffers are compared per tensor against its scale (its largest entry before
+  or after training, at least :data:`PARAM_FLOOR`).
+
+These are a first estimate: no GPU was available to this project, so no comparison has run on
+CUDA yet.  The JSON gives each family's observed differences beside its tolerance, so a first
+run shows how much margin there is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+CPU = torch.device("cpu")
+N_OUT = 3                        # classes of the tiny comparison data
+N_TRAIN, N_TEST = 32, 16         # examples of the tiny comparison data
+REPO = Path(__file__).resolve().parents[1]
+NO_CUDA = ("sigprop gpu-check: no CUDA device (torch.cuda.is_available() is False; torch {torch}, "
+           "{build}); it needs one: run it on a GPU node, e.g. srun --gpus=1 sigprop gpu-check")
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """How close two devices' runs of one shard must be (see the module docstring)."""
+
+    steps: int           # SGD steps trained on both sides
+    lr: float
+    loss_rtol: float     # losses: |a - b| <= loss_atol + loss_rtol |b|
+    loss_atol: float
+    param_rtol: float    # parameters and buffers: max |a - b| <= param_rtol max |b|, per tensor
+    acc_flips: int = 1   # examples per evaluation whose prediction may differ
+    precision: str = "float32"
+
+
+TOLERANCES = {
+    "shallow": Tolerance(steps=3, lr=0.01, loss_rtol=1e-4, loss_atol=1e-6, param_rtol=1e-4),
+    "deep": Tolerance(steps=1, lr=0.005, loss_rtol=2e-3, loss_atol=1e-5, param_rtol=1e-2),
+    "float64": Tolerance(steps=2, lr=0.005, loss_rtol=1e-7, loss_atol=1e-10, param_rtol=1e-7,
+                         precision="float64"),
+}
+
+# arch -> (run fields, input shape, tolerance class): a tiny net of each family
+_CONV = dict(width=2, activation="relu")
+FAMILY_CASES = {
+    "fc": (dict(width=16, depth=4, activation="tanh", keep_rate=0.9), (10,), "shallow"),
+    "fc_loop": (dict(width=16, depth=3, activation="tanh"), (10,), "shallow"),
+    "resnet_fc": (dict(width=16, depth=3, activation="relu", branch_depth=2, alpha=0.5), (10,),
+                  "shallow"),
+    "stable_resnet_fc": (dict(width=16, depth=3, activation="tanh", branch_depth=2), (2, 5),
+                         "shallow"),
+    "densenet_fc": (dict(width=8, depth=3, activation="relu"), (10,), "shallow"),
+    "vcnn": (dict(width=4, depth=3, activation="tanh"), (1, 8, 8), "shallow"),
+    "lenet": (dict(width=4, depth=2, activation="relu"), (1, 16, 16), "shallow"),
+    "resnet18": (dict(_CONV, head_depth=1, head_width=5), (3, 8, 8), "deep"),
+    "resnet32": (dict(_CONV), (3, 8, 8), "deep"),
+    "stable_resnet32": (dict(_CONV), (3, 8, 8), "deep"),
+    "resnet34": (dict(_CONV), (3, 8, 8), "deep"),
+    "resnet50": (dict(_CONV), (3, 8, 8), "deep"),
+    "stable_resnet50": (dict(_CONV), (3, 8, 8), "deep"),
+    "resnet104": (dict(_CONV), (3, 8, 8), "deep"),
+    "stable_resnet104": (dict(_CONV), (3, 8, 8), "deep"),
+    "vgg16": (dict(_CONV), (3, 32, 32), "deep"),
+    "vgg16x3": (dict(_CONV), (3, 32, 32), "float64"),
+}
+LOSSES = ("train_loss", "test_loss", "batch_loss")
+ACCURACIES = {"train_acc": N_TRAIN, "test_acc": N_TEST}    # metric -> examples scored
+
+
+# -- the comparison ----------------------------------------------------------------------------
+
+def family_shard(arch: str, tol: Tolerance | None = None, models: int = 2):
+    """The tiny shard of ``arch`` (:data:`FAMILY_CASES`): ``(shard, in_shape, tolerance)``;
+    ``models`` runs with their own sigma_w2 and seed, evaluated at every step."""
+    from .runs import RunSpec, Shard
+    kw, in_shape, cls = FAMILY_CASES[arch]
+    tol = tol or TOLERANCES[cls]
+    runs = tuple(RunSpec(arch=arch, dataset="gpu_check", batch_size=8, steps=tol.steps,
+                         eval_every=1, lr=tol.lr, sigma_b2=0.05, sigma_w2=2.0 - 0.25 * i, seed=i,
+                         precision=tol.precision, **kw) for i in range(models))
+    return Shard("gpu_check", runs), in_shape, tol
+
+
+def tiny_data(in_shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0):
+    """:data:`N_TRAIN` + :data:`N_TEST` Gaussian inputs on the CPU, labels cycling over
+    :data:`N_OUT` classes (every class in every batch's reach)."""
+    from .train.shard import Data
+    g = torch.Generator(device=CPU).manual_seed(seed)
+    n = N_TRAIN + N_TEST
+    x = torch.randn((n,) + tuple(in_shape), generator=g, dtype=torch.float64, device=CPU)
+    y = torch.arange(n, device=CPU) % N_OUT
+    return Data(x[:N_TRAIN].to(dtype), y[:N_TRAIN], x[N_TRAIN:].to(dtype), y[N_TRAIN:], N_OUT)
+
+
+def _train(shard, data, params, buffers, device: torch.device):
+    """Train copies of ``params`` / ``buffers`` on ``device``: ``(run table, final parameters
+    and buffers on the CPU in float64, seconds)``."""
+    from .train.shard import ShardTrainer
+    t0 = time.perf_counter()
+    tr = ShardTrainer(shard, data, [p.clone() for p in params], device,
+                      buffers=[b.clone() for b in buffers])
+    df = tr.run(progress_every=math.inf)
+    state = [t.detach().to(CPU, torch.float64) for t in list(tr.params) + list(tr.buffers)]
+    return df, state, time.perf_counter() - t0
+
+
+def close(a, b, rtol: float, atol: float) -> dict:
+    """How far ``a`` is from the reference ``b`` (sequences of floats): ``max_abs``, ``max_rel``
+    (``|a - b| / |b|``, ``|b|`` at least ``atol``) and ``worst`` = max of ``|a - b| / (atol +
+    rtol |b|)``: within tolerance iff ``worst <= 1``.  Two NaNs are equal (a model diverged on
+    both sides); a NaN on one side only is infinitely far."""
+    a = torch.as_tensor(list(a), dtype=torch.float64)
+    b = torch.as_tensor(list(b), dtype=torch.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"close: {tuple(a.shape)} values against {tuple(b.shape)}")
+    if a.numel() == 0:
+        return {"n": 0, "max_abs": 0.0, "max_rel": 0.0, "worst": 0.0, "rtol": rtol, "atol": atol}
+    both_nan = torch.isnan(a) & torch.isnan(b)
+    d = torch.where(both_nan, torch.zeros_like(a), (a - b).abs())
+    d = torch.where(torch.isnan(d), torch.full_like(d, math.inf), d)
+    mag = torch.where(both_nan, torch.zeros_like(b), b.abs())
+    tiny = torch.finfo(torch.float64).tiny
+    zero = torch.zeros_like(d)
+    rel = torch.where(d == 0, zero, d / mag.clamp_min(max(atol, tiny)))
+    worst = torch.where(d == 0, zero, d / (atol + rtol * mag).clamp_min(tiny))
+    return {"n": int(a.numel()), "max_abs": float(d.max()), "max_rel": float(rel.max()),
+            "worst": float(worst.max()), "rtol": rtol, "atol": atol}
+
+
+def _rows(df) -> dict:
+    return {(r, int(s), str(m)): float(v)
+            for r, s, m, v in zip(df.run_id, df.step, df.metric, df.value)}
+
+
+def compare_tables(df_a, df_b, tol: Tolerance) -> dict:
+    """Losses and accuracies of two run tables of the same shard, row by row (run, step,
+    metric): ``{"losses": close(...), "accuracies": {metric: close(...)}, "rows_match": bool,
+    "others_equal": bool}`` (``others_equal``: the diverged / target steps agree exactly)."""
+    ra, rb = _rows(df_a), _rows(df_b)
+    keys = sorted(set(ra) & set(rb))
+    out = {"rows_match": set(ra) == set(rb), "rows": len(keys)}
+    lk = [k for k in keys if k[2] in LOSSES]
+    out["losses"] = close([ra[k] for k in lk], [rb[k] for k in lk], tol.loss_rtol, tol.loss_atol)
+    out["accuracies"] = {}
+    for metric, n in ACCURACIES.items():
+        ak = [k for k in keys if k[2] == metric]
+        # one flipped prediction moves the accuracy by 1/n: allow acc_flips of them (+ rounding)
+        c = close([ra[k] for k in ak], [rb[k] for k in ak], 0.0, tol.acc_flips / n + 1e-9)
+        out["accuracies"][metric] = c
+    # the rest (diverged_step, target_step): equal on both sides
+    ok = [k for k in keys if k[2] not in LOSSES and k[2] not in ACCURACIES]
+    out["others_equal"] = all(ra[k] == rb[k] or (math.isnan(ra[k]) and math.isnan(rb[k]))
+                              for k in ok)
+    return out
+
+
+PARAM_FLOOR = 1e-2
+"""Smallest scale a parameter tensor is measured against: a zero-initialized bias or BatchNorm
+shift is a few updates big after a few steps, and its relative error is the gradient's, which
+cancellation makes large; measured against 1e-2 it is an error of the trained model."""
+
+
+def compare_states(state_a, state_b, rtol: float, initial=None,
+                   floor: float = PARAM_FLOOR) -> dict:
+    """Final parameters and buffers, tensor by tensor: ``max |a - b|`` over the tensor's scale,
+    the largest entry of the reference ``b`` or of ``initial`` (the tensors before training, if
+    given), at least ``floor``; ``worst`` is the largest of those over ``rtol`` (within
+    tolerance iff ``worst <= 1``).  Two NaNs are equal, a NaN on one side is infinitely far."""
+    if len(state_a) != len(state_b):
+        raise ValueError(f"compare_states: {len(state_a)} tensors against {len(state_b)}")
+    initial = list(initial) if initial is not None else [None] * len(state_b)
+    rel, absd = [], []
+    for a, b, b0 in zip(state_a, state_b, initial):
+        if a.shape != b.shape:
+            raise ValueError(f"compare_states: shapes {tuple(a.shape)} and {tuple(b.shape)}")
+        d = (a - b).abs()
+        d = torch.where(torch.isnan(a) & torch.isnan(b), torch.zeros_like(d), d)
+        d = torch.where(torch.isnan(d), torch.full_like(d, math.inf), d)
+        scale = floor
+        for t in (b, b0):
+            if t is not None and t.numel():
+                scale = max(scale, float(torch.nan_to_num(t.abs().double(), nan=0.0).max()))
+        m = float(d.max()) if d.numel() else 0.0
+        absd.append(m)
+        rel.append(m / scale)
+    worst = max(rel, default=0.0)
+    return {"tensors": len(rel), "max_abs": max(absd, default=0.0), "max_rel": worst,
+            "worst": worst / rtol, "rtol": rtol, "floor": floor}
+
+
+def compare_family(arch: str, device_a: str | torch.device = "cpu",
+                   device_b: str | torch.device = "cuda", models: int = 2,
+                   tolerance: Tolerance | None = None, seed: int = 0) -> dict:
+    """Train the tiny shard of ``arch`` (:func:`family_shard`) on ``device_a`` (the reference)
+    and on ``device_b`` from the same initial weights (made once, on the CPU) and data, and
+    compare the run tables' losses and accuracies and the final parameters and buffers with
+    the family's tolerance (:data:`TOLERANCES`, or ``tolerance``).  ``passed`` is true when
+    every comparison is within tolerance; ``failures`` names the others."""
+    from .train.shard import initial_state, set_precision_policy
+    shard, in_shape, tol = family_shard(arch, tolerance, models)
+    dtype = set_precision_policy(tol.precision)
+    params, buffers = initial_state(shard, in_shape, N_OUT, CPU, dtype)
+    data = tiny_data(in_shape, dtype, seed)
+    dev_a, dev_b = torch.device(device_a), torch.device(device_b)
+    df_a, st_a, sec_a = _train(shard, data, params, buffers, dev_a)
+    df_b, st_b, sec_b = _train(shard, data, params, buffers, dev_b)
+    tables = compare_tables(df_b, df_a, tol)
+    initial = [t.detach().to(CPU, torch.float64) for t in list(params) + list(buffers)]
+    state = compare_states(st_b, st_a, tol.param_rtol, initial)
+    failures = []
+    if not tables["rows_match"]:
+        failures.append("rows")
+    if not tables["others_equal"]:
+        failures.append("steps")
+    if not tables["losses"]["worst"] <= 1:
+        failures.append("losses")
+    failures += [m for m, c in tables["accuracies"].items() if not c["worst"] <= 1]
+    if not state["worst"] <= 1:
+        failures.append("parameters")
+    return {"arch": arch, "device_a": str(dev_a), "device_b": str(dev_b), "models": models,
+            "in_shape": list(in_shape), "tolerance_class": FAMILY_CASES[arch][2],
+            "tolerance": dataclasses.asdict(tol), "rows": tables["rows"],
+            "losses": tables["losses"], "accuracies": tables["accuracies"],
+            "parameters": state, "passed": not failures, "failures": failures,
+            "seconds": {"a": sec_a, "b": sec_b}}
+
+
+# -- a paper-scale shard, timed -----------------------------------------------------------------
+
+def gpu_key(name: str | None) -> str | None:
+    """The :data:`sigprop.plan.GPUS` key of a CUDA device name (``torch.cuda.get_device_name``)
+    whose model (V100, A100, H100, the part of the key before the first ``-``) it names; None
+    when none does.  Variants share their model's key (an H100 PCIe's float32 peak is below
+    the SXM's; the JSON keeps the full name)."""
+    from .plan import GPUS
+    if not name:
+        return None
+    up = name.upper()
+    for key in GPUS:
+        if key.split("-")[0].upper() in up:
+            return key
+    return None
+
+
+def paper_shard(config: str | Path | None = None, study: str = "trainable_depth"):
+    """The first shard of ``study`` at ``scale=paper`` (the first training block of
+    ``trainable_depth``: block (a), depth 10), built as ``sigprop plan`` builds it: ``(shard,
+    study, data options)``."""
+    from . import plan as P
+    if config is None:
+        config = REPO / "config" / "config.yaml"
+        overrides = [f"studies_dir={REPO / 'config' / 'studies'}"]
+    else:
+        overrides = []
+    if not Path(config).is_file():
+        raise FileNotFoundError(f"{config}: no config file (run from a checkout of the workflow)")
+    cfg, studies = P.load(config, overrides + ["scale=paper", f"studies=[{study}]"])
+    st = studies[study]
+    return st.shards[0], st, cfg["data"]["options"]
+
+
+def projection(flops: float, seconds: float, gpu: str | None, precision: str = "float32",
+               efficiency: float | None = None, gpus: dict | None = None) -> dict:
+    """Measured against projected: the GFLOP/s achieved and, for a GPU of
+    :data:`sigprop.plan.GPUS`, the plan's projected seconds (FLOPs / (dense peak x
+    efficiency)), measured / projected, and the implied efficiency (achieved / dense peak)."""
+    from . import plan as P
+    gpus = gpus or P.GPUS
+    eff = P.DEFAULT_EFFICIENCY if efficiency is None else efficiency
+    rate = flops / seconds
+    out = {"flops": flops, "seconds": seconds, "gflops": rate / 1e9, "gpu_key": gpu,
+           "efficiency_assumed": eff}
+    if gpu is not None:
+        peak = P._peak(gpus[gpu], precision)
+        out["peak_tflops"] = peak / 1e12
+        out["projected_s"] = flops / (peak * eff)
+        out["measured_over_projected"] = seconds / out["projected_s"]
+        out["implied_efficiency"] = rate / peak
+    return out
+
+
+def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: int | None = None,
+                batch: int | None = None, warmup: int = 3, repeats: int = 3,
+                efficiency: float | None = None, config: str | Path | None = None,
+                study: str = "trainable_depth", matmul_n: int | None = 2048,
+                gpu_name: str | None = None) -> dict:
+    """Time ``steps`` training steps (best of ``repeats``, after ``warmup``; no evaluation) of
+    the paper-scale shard of :func:`paper_shard`, its first ``models`` runs (all by default) at
+    batch ``batch`` (the shard's by default), on Gaussian inputs of the data set's shape, and
+    compare with the plan's projection (:func:`projection`) for the GPU that
+    ``torch.cuda.get_device_name`` (or ``gpu_name``) names, when :func:`gpu_key` finds it.  The
+    FLOPs are the plan's (:func:`sigprop.plan.shape_cost`, one model's step, times models and
+    steps).  ``full_shard`` gives the plan's FLOPs of the whole shard (all steps and
+    evaluations), its projection and the time the measured rate extrapolates to.
+    ``matmul_n``: also measure a float32 ``n x n`` matmul's FLOP/s on the device
+    (:func:`sigprop.bench.matmul_peak`) and the shard's fraction of it; None skips it."""
+    import types
+
+    from . import bench
+    from . import plan as P
+    from .runs import Shard
+    from .train.shard import ShardTrainer, initial_state, set_precision_policy
+    dev = torch.device(device)
+    shard, st, options = paper_shard(config, study)
+    r0 = shard.runs[0]
+    in_shape, n_out, _, _ = P.dataset_dims(r0.dataset, options)
+    m = min(models or len(shard.runs), len(shard.runs))
+    b = batch or P._shard_batch(shard)
+    runs = tuple(dataclasses.replace(r, batch_size=b if batch else r.batch_size,
+                                     micro_batch=0 if batch else r.micro_batch,
+                                     steps=10 ** 6, eval_every=10 ** 6)
+                 for r in shard.runs[:m])
+    cut = Shard(shard.study, runs)
+    cost = P.shape_cost(runs[0], in_shape, n_out, P._shard_batch(cut))
+    flops = m * cost.step_flops * steps
+    dtype = set_precision_policy(r0.precision)
+    data = bench._data(max(4 * P._shard_batch(cut), 256), in_shape, max(n_out, 2), dev)
+    params, buffers = initial_state(cut, in_shape, n_out, dev, dtype)
+    times = []
+    for _ in range(max(1, repeats)):
+        tr = ShardTrainer(cut, data, params, dev, buffers=buffers)
+        for _ in range(warmup):
+            tr.train_step()
+        bench._sync(dev)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            tr.train_step()
+        bench._sync(dev)
+        times.append(time.perf_counter() - t0)
+    name = gpu_name or (torch.cuda.get_device_name(dev) if dev.type == "cuda" else None)
+    key = gpu_key(name)
+    out = {"study": study, "scale": "paper", "shard": shard.shard_id,
+           "block": st.labels[r0.run_id], "arch": r0.arch, "width": r0.width, "depth": r0.depth,
+           "dataset": r0.dataset, "in_shape": list(in_shape), "precision": r0.precision,
+           "models": m, "models_in_shard": len(shard.runs), "batch": P._shard_batch(cut),
+           "steps": steps, "warmup": warmup, "repeats": len(times), "times_s": times,
+           "device": str(dev), "device_name": name,
+           "step_flops_per_model": cost.step_flops,
+           **projection(flops, min(times), key, r0.precision, efficiency)}
+    full = P.shard_costs(types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task),
+                         options, {})[0]
+    eff = out["efficiency_assumed"]
+    out["full_shard"] = {"models": len(shard.runs), "steps": full["steps"],
+                         "flops": full["flops"],
+                         "extrapolated_s": full["flops"] / (flops / min(times)),
+                         "projected_s": {g: full["flops"] / (P._peak(spec, r0.precision) * eff)
+                                         for g, spec in P.GPUS.items()}}
+    if matmul_n:
+        peak = bench.matmul_peak(dev, n=matmul_n)
+        out["matmul_gflops"] = peak / 1e9
+        out["matmul_n"] = matmul_n
+        out["fraction_of_matmul"] = flops / min(times) / peak
+    return out
+
+
+# -- everything, one JSON ------------------------------------------------------------------------
+
+def precision_flags() -> dict:
+    """TF32 settings in force (after ``set_precision_policy("float32")`` both are off)."""
+    flags = {"cuda_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+             "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+             "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    flags["tf32_off"] = not (flags["cuda_matmul_allow_tf32"] or flags["cudnn_allow_tf32"])
+    return flags
+
+
+def jsonable(x):
+    """``x`` with tuples as lists, numpy / torch scalars as Python numbers, paths as strings
+    and non-finite floats as ``"nan"`` / ``"inf"`` / ``"-inf"`` (strict JSON)."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, Path):
+        return str(x)
+    if not isinstance(x, (str, bytes, int, float, bool)) and hasattr(x, "tolist"):
+        return jsonable(x.tolist())       # a tensor or numpy array / scalar
+    if isinstance(x, float) and not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
+
+
+def write_json(result: dict, path: str | Path) -> Path:
+    """``result`` as strict JSON (:func:`jsonable`), written atomically."""
+    from . import atomic
+    return atomic.write_text(path, json.dumps(jsonable(result), indent=2, allow_nan=False) + "\n")
+
+
+def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = None,
+            bench_repeats: int = 2, bench_cases: list[dict] | None = None,
+            archs: list[str] | None = None, timed: dict | None = None) -> dict:
+    """``sigprop bench`` (``bench_cases``, default its default cases, ``bench_repeats``
+    repeats), :func:`compare_family` of every family (``archs``, default all) with the CPU as
+    the reference and ``device`` as the other side, and :func:`timed_shard` (keyword
+    arguments ``timed``) on ``device``; with the date, machine, commit and torch / CUDA /
+    cuDNN versions.  A part that raises is recorded as its error and the others still run.
+    ``passed``: every family within tolerance and no part failed.  Written to ``out_json``
+    (:func:`write_json`) when given."""
+    from . import bench
+    from .nets import families
+    from .train.shard import set_precision_policy
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(no_cuda_message())
+    t0 = time.perf_counter()
+    set_precision_policy("float32")
+    cuda = dev.type == "cuda"
+    out = {"command": "sigprop gpu-check", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "commit": bench._commit(), "machine": bench.machine(), "device": str(dev),
+           "device_name": torch.cuda.get_device_name(dev) if cuda else None,
+           "gpu_key": gpu_key(torch.cuda.get_device_name(dev)) if cuda else None,
+           "torch": torch.__version__, "cuda": torch.version.cuda,
+           "cudnn": torch.backends.cudnn.version() if cuda else None,
+           "precision": precision_flags(), "tolerances": {k: dataclasses.asdict(v)
+                                                          for k, v in TOLERANCES.items()},
+           "errors": {}}
+    try:
+        out["bench"] = bench.run(bench_cases or bench.default_cases(str(dev)), str(dev),
+                                 bench_repeats)
+    except Exception as e:    # recorded; the comparisons still run
+        out["errors"]["bench"] = f"{type(e).__name__}: {e}"
+    set_precision_policy("float32")
+    out["families"] = {}
+    for arch in archs or sorted(families.FAMILIES):
+        try:
+            out["families"][arch] = compare_family(arch, CPU, dev)
+        except Exception as e:
+            out["families"][arch] = {"arch": arch, "passed": False, "failures": ["error"],
+                                     "error": f"{type(e).__name__}: {e}"}
+    set_precision_policy("float32")
+    try:
+        out["timed_shard"] = timed_shard(dev, **(timed or {}))
+    except Exception as e:
+        out["errors"]["timed_shard"] = f"{type(e).__name__}: {e}"
+    out["failed_families"] = sorted(a for a, r in out["families"].items() if not r["passed"])
+    out["passed"] = not out["failed_families"] and not out["errors"]
+    out["seconds"] = time.perf_counter() - t0
+    if out_json is not None:
+        write_json(out, out_json)
+    return out
+
+
+def summary(result: dict) -> str:
+    """A few readable lines of :func:`run_all`'s result."""
+    lines = [(f"sigprop gpu-check on {result['device']} "
+              f"({result.get('device_name') or 'no GPU'}), torch {result['torch']}, CUDA "
+              f"{result['cuda']}, TF32 off: {result['precision']['tf32_off']}")]
+    for arch, r in result["families"].items():
+        if "error" in r:
+            lines.append(f"  {arch:18s} ERROR {r['error']}")
+            continue
+        lines.append(f"  {arch:18s} {'ok  ' if r['passed'] else 'FAIL'} losses rel "
+                     f"{r['losses']['max_rel']:.1e} (rtol {r['tolerance']['loss_rtol']:g}), "
+                     f"params rel {r['parameters']['max_rel']:.1e} "
+                     f"(rtol {r['tolerance']['param_rtol']:g})"
+                     + (f"  failed: {', '.join(r['failures'])}" if r["failures"] else ""))
+    t = result.get("timed_shard")
+    if t:
+        line = (f"  paper shard ({t['study']} {t['block']}, {t['models']} models, batch "
+                f"{t['batch']}, {t['steps']} steps): {t['seconds']:.3g} s, {t['gflops']:.1f} GFLOP/s")
+        if "projected_s" in t:
+            line += (f"; plan projects {t['projected_s']:.3g} s on {t['gpu_key']} (measured / "
+                     f"projected {t['measured_over_projected']:.2f}, implied efficiency "
+                     f"{t['implied_efficiency']:.2f})")
+        lines.append(line)
+    for part, err in result.get("errors", {}).items():
+        lines.append(f"  {part}: ERROR {err}")
+    lines.append("passed" if result["passed"] else
+                 f"FAILED: {', '.join(result['failed_families'] + list(result['errors']))}")
+    return "\n".join(lines) + "\n"
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+def no_cuda_message() -> str:
+    build = (f"built with CUDA {torch.version.cuda}" if torch.version.cuda
+             else "a CPU-only build; a GPU node needs a CUDA build of torch")
+    return NO_CUDA.format(torch=torch.__version__, build=build)
+
+
+def main(args: dict) -> int:
+    """``sigprop gpu-check [--out FILE] [--device cuda:N]``: 1 without a usable CUDA device (a
+    one-line message on stderr, nothing run), 3 when a comparison fails, else 0."""
+    device = args.get("device") or "cuda"
+    if not torch.cuda.is_available():
+        print(no_cuda_message(), file=sys.stderr)
+        return 1
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        print(f"sigprop gpu-check: --device {device}: expected cuda or cuda:N (the CPU is the "
+              "reference side of every comparison)", file=sys.stderr)
+        return 1
+    n = torch.cuda.device_count()
+    if dev.index is not None and dev.index >= n:
+        print(f"sigprop gpu-check: --device {device}: only {n} CUDA device(s) visible",
+              file=sys.stderr)
+        return 1
+    result = run_all(dev, args.get("out") or "gpu_check.json")
+    sys.stdout.write(summary(result))
+    print(f"wrote {args.get('out') or 'gpu_check.json'} (add it to docs/performance.md)",
+          file=sys.stderr)
+    return 0 if result["passed"] else 3
