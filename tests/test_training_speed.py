@@ -251,7 +251,7 @@ def test_a_dropout_free_control_that_departs_too_makes_the_outlier_claim_inconcl
     r = c.loc["outlier_departs[rho=0.98]"]
     assert r.verdict == "inconclusive"
     assert "not specific to dropout" in r.detail and "cannot separate" in r.detail
-    assert r.measured == pytest.approx(0.0) and np.isnan(r.detectable)   # nothing detectable
+    assert r.measured == pytest.approx(0.0) and np.isinf(r.detectable)   # nothing detectable
 
 
 def test_band_verdict_needs_the_mean_k_standard_errors_inside_the_band():

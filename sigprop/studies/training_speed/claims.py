@@ -312,9 +312,10 @@ def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, 
               f"mean D_in and ≥ {ogap:g}, and D_out − D_in > {k:g} SE; fail when mean D_out ≤ "
               f"mean D_in or D_out − D_in < −{k:g} SE), and its excess over the ρ = 1 control "
               f"e = D_out − D_ctrl, paired by seed, > {k:g} SE; measured and detectable: e "
-              "(ln τ); nothing is detectable when neither the deep net nor its control reaches p "
+              "(ln τ); nothing is detectable (detectable = inf) when neither the deep net nor its control reaches p "
               "at any (seed, η): both D are then the same lower bound"),
-        detectable=k * exc[1] if np.isfinite(exc[1]) and separable else np.nan,
+        # inf: no effect of any size is detectable (both sides are the same censoring bound)
+        detectable=k * exc[1] if np.isfinite(exc[1]) and separable else np.inf,
         detail=(f"L = {o} = {o / xi2:.2g} ξ2 against {depths}: D_out = {_pm(*d_out[:2])}, "
                 f"D_in = {_pm(*d_in[:2])}, D_out − D_in = {_pm(*gap[:2])} (seed mean ± SE); "
                 f"L = {o} reached p = {target:g} at {sum(reached)}/{sum(points)} (seed, η) "
