@@ -329,7 +329,7 @@ def grid_study(n_runs: int, steps: int = 300) -> dict:
             "seed": list(range(n_runs // k))}
     scale = {"blocks": [{"fixed": fixed, "grid": grid}]}
     return {"name": "trainable_depth", "paper": "000", "kind": "trainable_depth",
-            "title": f"DAG benchmark: {n_runs} runs",
+            "title": f"DAG benchmark: {n_runs} runs", "design": {"fixed": "2026-11-21"},
             "theory": {"activation": "tanh", "sigma_b2": 0.05, "sigma_w2_range": [1.0, 4.0],
                        "points": 31},
             "analysis": {"metric": "train_acc"}, "scales": {"quick": scale, "paper": scale}}
