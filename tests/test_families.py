@@ -274,3 +274,26 @@ def test_errors():
     p, b = fam.init([run], _keys([run]), (1, 4, 4), N_OUT, "cpu", torch.float32)
     with pytest.raises(NotImplementedError):
         fam.apply([run], p, b, torch.zeros(1, 2, 1, 4, 4), True, _keys([run]), 0)
+
+
+def test_fallback_family_trains_a_shard_initialized_in_another_process():
+    """On a cluster the init and train jobs of a shard run in different processes: the
+    per-model fallback (``fc_loop``) rebuilds its module from the shapes and trains the same
+    rows as when both stages share a process."""
+    from sigprop.bench import _data
+    from sigprop.nets import families
+    from sigprop.runs import Shard
+    from sigprop.train.shard import ShardTrainer, initial_state
+    runs = tuple(Run(arch="fc_loop", width=8, depth=2, activation="tanh", sigma_w2=1.5, seed=i,
+                     batch_size=8, steps=4, eval_every=2, lr=0.05, dataset="bench")
+                 for i in range(2))
+    shard, dev = Shard("t", runs), torch.device("cpu")
+    data = _data(32, (6,), 3, dev)
+    params, buffers = initial_state(shard, (6,), 3, dev, torch.float32)
+    same = ShardTrainer(shard, data, [p.clone() for p in params], dev,
+                        buffers=[b.clone() for b in buffers]).run(progress_every=1e9)
+    families.get("fc_loop")._template.clear()          # what a fresh train process sees
+    other = ShardTrainer(shard, data, [p.clone() for p in params], dev,
+                         buffers=[b.clone() for b in buffers]).run(progress_every=1e9)
+    import pandas as pd
+    pd.testing.assert_frame_equal(same.reset_index(drop=True), other.reset_index(drop=True))

@@ -64,10 +64,24 @@ class PerModel:
                    for n in self._buffer_names(mod)]
         return params, buffers
 
+    def _rebuilt(self, runs, params, x):
+        """The module for a shard initialized in another process (a cluster's init and train
+        jobs): built from the input shape and the output width read off the last parameter,
+        used only when every parameter shape then matches the stacked ones."""
+        in_shape, n_out = tuple(x.shape[2:]), int(params[-1].shape[-1])
+        mod = self._module(runs[0], in_shape, n_out, x.device, params[0].dtype)
+        shapes = [tuple(p.shape) for _, p in mod.named_parameters()]
+        if shapes != [tuple(p.shape[1:]) for p in params]:
+            del self._template[(runs[0].shape_key(), str(torch.device(x.device)))]
+            raise RuntimeError(f"{self.name}: apply() before init() on {x.device}, and the "
+                               "module rebuilt from the input and output shapes does not match "
+                               "the parameters")
+        return mod
+
     def apply(self, runs, params, buffers, x, train, keys, step):
         mod = self._template.get((runs[0].shape_key(), str(x.device)))
         if mod is None:
-            raise RuntimeError(f"{self.name}: apply() before init() on {x.device}")
+            mod = self._rebuilt(runs, params, x)
         names = [n for n, _ in mod.named_parameters()]
         bnames = self._buffer_names(mod)
         mod.train(train)
