@@ -12,6 +12,7 @@ rule train_shard:
         shard=shard_json,
         device=config["device"],
         checkpoint="results/{study}/checkpoints/{shard}.pt",
+        eval_splits=lambda w: ",".join(study_of(w).eval_splits),
     threads: config["threads_per_job"]
     resources:
         mem_mb=shard_resource("train", "mem_mb"),
@@ -25,7 +26,8 @@ rule train_shard:
 
         run_job(log, steps.train_shard, params.shard, input.init, input.data, output[0],
                 checkpoint=params.checkpoint, checkpoint_every=config["checkpoint_every"],
-                device=params.device, threads=threads)
+                device=params.device, threads=threads,
+                eval_splits=tuple(params.eval_splits.split(",")))
 
 
 rule merge_metrics:

@@ -143,6 +143,11 @@ class Study:
         return {s.shard_id: s for s in self.shards}
 
     @property
+    def eval_splits(self) -> tuple[str, ...]:
+        """What the study's training shards score at each evaluation (its declaration)."""
+        return registry.spec(self.kind).eval_splits
+
+    @property
     def datasets(self) -> list[str]:
         return sorted({r.dataset for r in self.runs})
 

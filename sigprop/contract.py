@@ -38,6 +38,7 @@ from typing import Any, Callable, Literal, Mapping
 from . import params as P
 
 SECTIONS = ("measure", "theory", "analysis", "claims")
+EVAL_SPLITS = ("train", "test")   # the splits a training shard can score at an evaluation
 
 # which sections each job reads (and so which edits rerun it)
 JOB_SECTIONS = {
@@ -76,7 +77,12 @@ class StudySpec:
       False when labels only name panels: renaming one then reruns the merge and after;
     - ``check``: an optional ``check(params, labels)`` run when the DAG is built, with the
       study's parsed parameters and the set of its block labels; it raises
-      :class:`sigprop.params.ParamError` naming the key when they do not fit together.
+      :class:`sigprop.params.ParamError` naming the key when they do not fit together;
+    - ``eval_splits``: the data splits a training shard scores at each evaluation
+      (``train``: up to 2048 training examples; ``test``: the test set).  A study whose figures
+      and claims read only test metrics declares ``("test",)`` and saves the training-set pass
+      (τ of Huang et al. 2019, arXiv:1912.09132, Fig. 6 needs test accuracy every few steps and
+      nothing else).
     """
 
     task: Literal["train", "measure"]
@@ -89,10 +95,14 @@ class StudySpec:
     claims: type = P.NoParams
     measure_reads_labels: bool = False
     check: Callable[[Any, set], None] | None = None
+    eval_splits: tuple[str, ...] = ("train", "test")
 
     def __post_init__(self):
         if self.task not in ("train", "measure"):
             raise ValueError(f"task must be 'train' or 'measure', got {self.task!r}")
+        if not self.eval_splits or set(self.eval_splits) - set(EVAL_SPLITS):
+            raise ValueError(f"eval_splits must be a non-empty subset of {EVAL_SPLITS}, "
+                             f"got {self.eval_splits!r}")
         for s in SECTIONS:
             if not dataclasses.is_dataclass(getattr(self, s)):
                 raise TypeError(f"section '{s}' must be a parameter dataclass")

@@ -168,7 +168,8 @@ def shard_costs(study, options: dict, cache: dict) -> list[dict]:
         measure = study.task == "measure"
         steps = max(r.steps for r in shard.runs)      # a measure study may train (002)
         evals = 0 if measure else steps // max(1, min(r.eval_every for r in shard.runs)) + 1
-        n_eval = min(EVAL_TRAIN_MAX, n_train) + n_test
+        splits = study.eval_splits
+        n_eval = min(EVAL_TRAIN_MAX, n_train) * ("train" in splits) + n_test * ("test" in splits)
         flops = m * (c.step_flops * steps + c.fwd_flops_per_example * n_eval * evals)
         bytes_per = 8 if r0.precision == "float64" else 4
         mem = m * (bytes_per * c.params * (4 + _slots(r0)) + c.act_bytes)

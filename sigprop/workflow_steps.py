@@ -110,8 +110,12 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
 def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
                 checkpoint: str | None = None, checkpoint_every: int = 0,
                 device: str = "auto", threads: int | None = None,
-                masks_path: str | None = None) -> None:
+                masks_path: str | None = None,
+                eval_splits: tuple[str, ...] = ("train", "test")) -> None:
     """Train a shard and write its long-format run table; remove the checkpoint after.
+
+    ``eval_splits``: what each evaluation scores (the study's
+    :attr:`~sigprop.contract.StudySpec.eval_splits`).
 
     A shard with pruned runs reads the prune stage's masks (``masks_path``, by default
     :attr:`~sigprop.runs.Shard.masks_path` under the working directory, the file the rule
@@ -137,7 +141,8 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
     t0 = time.time()
     trainer = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
                                   checkpoint=Path(checkpoint) if checkpoint else None,
-                                  checkpoint_every=checkpoint_every, masks=masks)
+                                  checkpoint_every=checkpoint_every, masks=masks,
+                                  eval_splits=tuple(eval_splits))
     df = trainer.run()
     tables.write_atomic(df, out)
     log.info("shard %s: %d models x %d steps in %.1fs; %d diverged; %d rows",

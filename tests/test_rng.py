@@ -84,3 +84,44 @@ def test_mask_rows_do_not_depend_on_the_batch_size():
     big = rng.dropout_masks(KEYS, 9, [(5, 16), (5, 8)], keep)
     for a, b in zip(small, big):
         assert torch.equal(a, b[:, :3])
+
+
+def test_masks_equal_the_float_formula_except_at_keep_one():
+    """The integer thresholds decide u < keep exactly as the float32 uniforms would; keep = 1
+    keeps every unit (u = 1.0 happens, once in 2^24 words, after float32 rounding)."""
+    keep = torch.tensor([0.3, 0.5, 0.9, 0.999])
+    shapes = [(40, 50), (40, 7)]
+    masks = rng.dropout_masks(KEYS, 4, shapes, keep)
+    k = rng._model_keys(KEYS, rng.STREAM_DROPOUT, 4).view(-1, 1)
+    for first, sizes, bits in rng._keep_bits(k, shapes, 2 ** 18):
+        u = ((bits.to(torch.float32) + 0.5) * 2.0 ** -24)
+        want = (u < keep.view(-1, 1)).to(torch.float32)
+        got = torch.cat([m.reshape(4, -1) for m in masks[first:first + len(sizes)]], 1)
+        assert torch.equal(got, want)
+    # the word whose float32 uniform rounds to 1.0 is kept at keep = 1 and dropped below it
+    top = torch.full((1, 1), (1 << 24) - 1, dtype=torch.int32)
+    assert float((top.to(torch.float32) + 0.5) * 2.0 ** -24) == 1.0
+    thr = rng._thresholds_of(torch.tensor([1.0, 0.999999]))
+    assert (top < thr.view(-1, 1)).flatten().tolist() == [True, False]
+
+
+def test_a_keep_one_model_gets_no_mask_whatever_its_shard_mates():
+    """A rho = 1 run is the same alone (no dropout) as stacked with dropout runs."""
+    keep = torch.tensor([1.0, 0.5, 1.0, 0.9])
+    big = [(300, 1000)] * 60          # 18M words per model: u = 1.0 is drawn about once
+    for out in (rng.dropout_scales(KEYS, 2, big, keep), rng.dropout_masks(KEYS, 2, big, keep)):
+        for s in out:      # (with u < 1 alone, models 0 and 2 lost 3 units here)
+            assert bool((s[0] == 1).all()) and bool((s[2] == 1).all())
+
+
+def test_dropout_scales_equal_masks_over_keep_bit_for_bit():
+    for dtype in (torch.float32, torch.float64):
+        for keep in ([0.95, 0.98, 0.99, 1.0], [0.9, 0.9, 0.8, 0.7], [1.0, 0.9, 1.0, 0.5]):
+            kt = torch.tensor(keep, dtype=dtype)
+            shapes = [(16, 32), (16, 32), (16, 10)]
+            masks = rng.dropout_masks(KEYS, 7, shapes, kt)
+            for max_el in (1, 2 ** 10, 2 ** 18):
+                scales = rng.dropout_scales(KEYS, 7, shapes, kt, max_elements=max_el)
+                for m, s in zip(masks, scales):
+                    want = m * (1.0 / kt).view(-1, 1, 1)
+                    assert s.dtype == want.dtype and torch.equal(s, want)

@@ -104,17 +104,16 @@ def _layers(params, x, act, keep, keys, step, keep_all: bool) -> list[torch.Tens
     (the training step needs no other pre-activation, and holding them costs memory)."""
     phi = activations.get(act)
     n_layers = len(params) // 2
-    masks = None
+    scales = None
     if keep is not None:
         shapes = [(x.shape[1], params[2 * i].shape[2]) for i in range(n_layers - 1)]
-        masks = rng.dropout_masks(keys, step, shapes, keep)
-        inv_keep = (1.0 / keep).view(-1, 1, 1)
+        scales = rng.dropout_scales(keys, step, shapes, keep)    # mask / keep, per model
     h = x
     out = []
     for layer in range(n_layers):
         w, b = params[2 * layer], params[2 * layer + 1]
-        if layer < n_layers - 1 and masks is not None:
-            h = h * (masks[layer] * inv_keep).to(h.dtype)
+        if layer < n_layers - 1 and scales is not None:
+            h = h * scales[layer].to(h.dtype)
         z = torch.baddbmm(b, h, w.transpose(1, 2))
         if keep_all or layer == n_layers - 1:
             out.append(z)

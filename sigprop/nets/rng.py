@@ -46,13 +46,14 @@ def fmix32(x: torch.Tensor) -> torch.Tensor:
     return fmix32_(x.clone() if x.dtype == torch.int32 else x.to(torch.int32))
 
 
-def fmix32_(x: torch.Tensor) -> torch.Tensor:
+def fmix32_(x: torch.Tensor, scratch: torch.Tensor | None = None) -> torch.Tensor:
     """:func:`fmix32` in place on an int32 tensor (returned).
 
     The same arithmetic as ``x ^ ((x >> 16) & 0xFFFF)`` and so on, written with in-place
-    operations and one scratch tensor: 3x faster on CPU (each out-of-place integer op with a
-    Python scalar allocated a tensor and took a slow path)."""
-    t = torch.empty_like(x)
+    operations and one scratch tensor (``scratch``, of ``x``'s shape, or a new one): 3x faster
+    on CPU (each out-of-place integer op with a Python scalar allocated a tensor and took a slow
+    path)."""
+    t = torch.empty_like(x) if scratch is None else scratch
     for shift, mask, mult in ((16, 0xFFFF, _signed(_C1)), (13, 0x7FFFF, _signed(_C2)),
                               (16, 0xFFFF, None)):
         torch.bitwise_right_shift(x, shift, out=t)
@@ -105,8 +106,9 @@ def hash_bits(keys: torch.Tensor, stream: int, counters: torch.Tensor, *words: i
 
 
 def _unit(bits: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Top 24 bits as a uniform number in the open interval (0, 1)."""
-    return ((((bits >> 8) & 0xFFFFFF).to(dtype) + 0.5) * 2.0 ** -24)
+    """Top 24 bits as a uniform number in the open interval (0, 1): ``(v + 0.5) 2^-24`` with
+    ``v = (bits >> 8) & 0xFFFFFF`` (computed in place: the same numbers, fewer new tensors)."""
+    return (bits >> 8).bitwise_and_(0xFFFFFF).to(dtype).add_(0.5).mul_(2.0 ** -24)
 
 
 def uniform(keys: torch.Tensor, stream: int, counters: torch.Tensor,
@@ -126,12 +128,13 @@ def normal(keys: torch.Tensor, stream: int, shape: tuple[int, ...], offset: int 
     idx = torch.arange(n, device=keys.device, dtype=torch.int64) + offset
     u1 = uniform(keys, stream, 2 * idx, torch.float64)
     u2 = uniform(keys, stream, 2 * idx + 1, torch.float64)
-    z = torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
+    # z = sqrt(-2 ln u1) cos(2 pi u2), in place (the same operations in the same order)
+    z = u1.log_().mul_(-2.0).sqrt_().mul_(u2.mul_(2.0 * math.pi).cos_())
     return z.to(dtype).reshape((keys.shape[0],) + tuple(shape))
 
 
 def dropout_masks(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
-                  keep: torch.Tensor, max_elements: int = 2 ** 22) -> list[torch.Tensor]:
+                  keep: torch.Tensor, max_elements: int = 2 ** 18) -> list[torch.Tensor]:
     """Dropout masks of every layer for one training step: ``[M, *shape]`` each.
 
     1 with probability ``keep[m]``.  Layer ``l``'s element at row-major position
@@ -145,25 +148,107 @@ def dropout_masks(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
     scrambled words do not depend on the step and are made once per shape list
     (:func:`_mixed_counters`), and ``u < keep`` with ``u`` the top 24 bits as a float32 in
     (0, 1) is decided on the integer bits against a per-model threshold that gives exactly
-    the same answer (:func:`_keep_thresholds`).
+    the same answer (:func:`_keep_thresholds`), except at ``keep = 1``, which keeps every unit.
     """
     m = keys.shape[0]
-    k = _model_keys(keys, STREAM_DROPOUT, step).view(-1, 1)
-    sizes = [math.prod(s) for s in shapes]
     thr = _keep_thresholds(keep).view(-1, 1)
-    out, i = [], 0
+    k = _model_keys(keys, STREAM_DROPOUT, step).view(-1, 1)
+    out = []
+    for first, sizes, bits in _keep_bits(k, shapes, max_elements):
+        mask = torch.lt(bits, thr).to(torch.float32)
+        for shape, part in zip(shapes[first:first + len(sizes)], torch.split(mask, sizes, dim=1)):
+            out.append(part.reshape((m,) + tuple(shape)))
+    return out
+
+
+def dropout_scales(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
+                   keep: torch.Tensor, max_elements: int = 2 ** 18) -> list[torch.Tensor]:
+    """What inverted dropout multiplies each layer's input by at one training step:
+    ``mask / keep[m]`` of :func:`dropout_masks` (``[M, *shape]`` each, in ``keep``'s dtype),
+    equal to ``dropout_masks(...) * (1 / keep)`` bit for bit, made cheaper.
+
+    The kept entries get ``1 / keep[m]`` and the dropped ones 0 in one ``where`` (no float mask
+    and no second product), and the models with ``keep = 1`` hash nothing: their scales are 1
+    (their masks would be all ones, as ``u < 1`` for every ``u`` in (0, 1)).  The hash runs in
+    chunks of at most ``max_elements`` words (default 2^18: 1 MB, in the CPU's L2 cache), into
+    scratch tensors kept between steps.  Huang et al. 2019 (arXiv:1912.09132), Eq. 1: each unit
+    is kept with probability ρ and the kept ones are scaled by 1/ρ.
+    """
+    m = keys.shape[0]
+    dropping, inv = _dropping(keep)
+    if dropping is None:                     # every model drops: no gather, no scatter
+        k_all, thr, inv_d = keys, _keep_thresholds(keep), inv
+    else:
+        k_all, thr, inv_d = keys.index_select(0, dropping), _keep_thresholds(keep)[dropping], inv[dropping]
+    k = _model_keys(k_all, STREAM_DROPOUT, step).view(-1, 1)
+    thr, inv_d = thr.view(-1, 1), inv_d.view(-1, 1)
+    zero = torch.zeros((), dtype=inv.dtype, device=inv.device)
+    out = []
+    for first, sizes, bits in _keep_bits(k, shapes, max_elements):
+        part = torch.where(torch.lt(bits, thr), inv_d, zero)
+        if dropping is not None:
+            full = torch.ones((m, part.shape[1]), dtype=inv.dtype, device=inv.device)
+            part = full.index_copy_(0, dropping, part)
+        for shape, p in zip(shapes[first:first + len(sizes)], torch.split(part, sizes, dim=1)):
+            out.append(p.reshape((m,) + tuple(shape)))
+    return out
+
+
+def _keep_bits(k: torch.Tensor, shapes: list[tuple[int, ...]], max_elements: int):
+    """Yield ``(first layer, sizes, bits)`` per chunk of consecutive layers: ``bits`` the top 24
+    bits (as int32 ``[M, sum(sizes)]``) of the hash of each model's step key ``k`` (``[M, 1]``)
+    with the layers' scrambled counters.  ``bits`` lives in a scratch tensor that the next chunk
+    overwrites: use it before asking for the next."""
+    m = k.shape[0]
+    sizes = [math.prod(s) for s in shapes]
+    i = 0
     while i < len(shapes):
         j, total = i, 0
         while j < len(shapes) and (total == 0 or (total + sizes[j]) * m <= max_elements):
             total += sizes[j]
             j += 1
-        mixed = _mixed_counters(tuple(sizes[i:j]), i, keys.device)
-        bits = fmix32_(torch.bitwise_xor(k, mixed.unsqueeze(0)))
+        mixed = _mixed_counters(tuple(sizes[i:j]), i, k.device)
+        bits, tmp = _scratch(m * total, k.device)
+        bits = bits.view(m, total)
+        torch.bitwise_xor(k, mixed.unsqueeze(0), out=bits)
+        fmix32_(bits, tmp.view(m, total))
         bits.bitwise_right_shift_(8).bitwise_and_(0xFFFFFF)
-        mask = torch.lt(bits, thr).to(torch.float32)
-        for shape, part in zip(shapes[i:j], torch.split(mask, sizes[i:j], dim=1)):
-            out.append(part.reshape((m,) + tuple(shape)))
+        yield i, sizes[i:j], bits
         i = j
+
+
+_SCRATCH: dict = {}
+
+
+def _scratch(n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two int32 work tensors of ``n`` elements, reused from step to step (a fresh tensor of
+    some MB costs its page faults at every step on the CPU)."""
+    key = (n, str(device))
+    hit = _SCRATCH.get(key)
+    if hit is None:
+        if len(_SCRATCH) > 16:
+            _SCRATCH.clear()
+        hit = _SCRATCH[key] = (torch.empty(n, dtype=torch.int32, device=device),
+                               torch.empty(n, dtype=torch.int32, device=device))
+    return hit
+
+
+_DROPPING: dict = {}
+
+
+def _dropping(keep: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """``(indices of the models with keep < 1, or None when that is every model; 1 / keep)``,
+    computed once per keep-rate tensor (looked up by identity and version, as
+    :func:`_keep_thresholds`: no host sync per step)."""
+    hit = _DROPPING.get(id(keep))
+    if hit is not None and hit[0] is keep and hit[1] == keep._version:
+        return hit[2]
+    drops = (keep.detach() < 1).cpu()
+    idx = None if bool(drops.all()) else torch.nonzero(drops).flatten().to(keep.device)
+    out = (idx, 1.0 / keep.detach())
+    if len(_DROPPING) > 64:
+        _DROPPING.clear()
+    _DROPPING[id(keep)] = (keep, keep._version, out)
     return out
 
 
@@ -222,7 +307,10 @@ def _thresholds_of(keep: torch.Tensor) -> torch.Tensor:
         below = ((mid.to(torch.float32) + 0.5) * 2.0 ** -24) < kp
         lo = torch.where(below, mid + 1, lo)
         hi = torch.where(below, hi, mid)
-    return lo.to(torch.int32)
+    # keep = 1 keeps every unit: u(2^24 - 1) rounds to 1.0 in float32, so ``u < 1`` alone would
+    # drop one value in 2^24 and a rho = 1 run's numbers would depend on sharing its shard with
+    # dropout runs (whose presence turns masks on); fixed 2026-11-24
+    return torch.where(kp >= 1, torch.full_like(lo, 1 << 24), lo).to(torch.int32)
 
 
 def permutations(keys: torch.Tensor, epoch: int, n: int) -> torch.Tensor:

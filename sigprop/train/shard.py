@@ -210,12 +210,14 @@ class ShardTrainer:
     def __init__(self, shard: Shard, data: Data, params: list[torch.Tensor],
                  device: torch.device, buffers: list[torch.Tensor] | None = None,
                  checkpoint: Path | None = None, checkpoint_every: int = 0,
-                 masks: list[torch.Tensor | None] | None = None):
+                 masks: list[torch.Tensor | None] | None = None,
+                 eval_splits: tuple[str, ...] = ("train", "test")):
         runs = shard.runs
         r0 = runs[0]
         for r in runs:
             if r.shape_key() != r0.shape_key():
                 raise ValueError(f"shard {shard.shard_id}: run {r.run_id} does not share shapes")
+        self.eval_splits = _check_eval_splits(shard, eval_splits)
         self.family = families.get(r0.arch)
         self.dtype = set_precision_policy(r0.precision)
         if data.x_train.dtype != self.dtype or data.x_train.device != device:
@@ -452,7 +454,7 @@ class ShardTrainer:
         scores = {}
         for split, x, y in (("train", d.x_train[:n_tr], d.y_train[:n_tr]),
                             ("test", d.x_test, d.y_test)):
-            if x.shape[0] == 0:
+            if x.shape[0] == 0 or split not in self.eval_splits:
                 continue
             loss_sum = torch.zeros(self.M, dtype=torch.float64, device=self.device)
             correct = torch.zeros(self.M, dtype=torch.float64, device=self.device)
@@ -584,6 +586,23 @@ class ShardTrainer:
                            "metric": pd.array(metric, dtype="string"),
                            "value": np.asarray(value, dtype=np.float64)})
         return tables.run_rows(self.shard, df, self.device.type, PRECISIONS[self.r0.precision][1])
+
+
+def _check_eval_splits(shard: Shard, splits) -> tuple[str, ...]:
+    """The evaluation splits, checked against what the shard's stopping rules read: a
+    ``target_acc`` needs the test split, a ``target_loss`` the training split."""
+    splits = tuple(splits)
+    if not splits or set(splits) - {"train", "test"}:
+        raise ValueError(f"shard {shard.shard_id}: eval_splits must be a non-empty subset of "
+                         f"('train', 'test'), got {splits!r}")
+    for r in shard.runs:
+        if r.target_acc > 0 and "test" not in splits:
+            raise ValueError(f"shard {shard.shard_id}: run {r.run_id} stops at a test accuracy "
+                             "(target_acc) but the study does not evaluate the test split")
+        if r.target_loss > 0 and "train" not in splits:
+            raise ValueError(f"shard {shard.shard_id}: run {r.run_id} stops at a training loss "
+                             "(target_loss) but the study does not evaluate the training split")
+    return splits
 
 
 def _same_counts(a: list, b: list) -> bool:
