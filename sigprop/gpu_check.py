@@ -387,7 +387,8 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
            "device": str(dev), "device_name": name,
            "step_flops_per_model": cost.step_flops,
            **projection(flops, min(times), key, r0.precision, efficiency)}
-    full = P.shard_costs(types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task),
+    full = P.shard_costs(types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task,
+                                               eval_splits=st.eval_splits),
                          options, {})[0]
     eff = out["efficiency_assumed"]
     out["full_shard"] = {"models": len(shard.runs), "steps": full["steps"],

@@ -153,7 +153,8 @@ def test_timed_shard_on_the_cpu_against_the_plan():
     assert out["flops"] == pytest.approx(2 * 2 * cost.step_flops)
     assert out["gflops"] == pytest.approx(out["flops"] / out["seconds"] / 1e9)
     assert out["gpu_key"] is None and "projected_s" not in out       # the CPU is no plan GPU
-    one = types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task)
+    one = types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task,
+                                eval_splits=st.eval_splits)
     full = P.shard_costs(one, options, {})[0]       # the plan's costs of that one shard
     assert out["full_shard"]["flops"] == pytest.approx(full["flops"])
     for g, spec in P.GPUS.items():
