@@ -9,9 +9,8 @@ def raw_files(wildcards):
 
 def raw_sha256(wildcards):
     spec = registry.get(wildcards.dataset)
-    pinned = {f.filename: f.sha256 for f in spec.files}
-    pinned.update(config["data"]["sha256_overrides"])
-    return pinned[wildcards.filename]
+    remote = {f.filename: f for f in spec.files}[wildcards.filename]
+    return registry.pinned_sha256(remote, config["data"]["sha256_overrides"], spec.name)
 
 
 def raw_url(wildcards):
@@ -46,6 +45,7 @@ rule prepare_dataset:
         options=lambda w: config["data"]["options"].get(w.dataset, {}),
         raw_dir=lambda w: f"results/raw/{w.dataset}",
         sha256_overrides=config["data"]["sha256_overrides"],
+        sizes=lambda w: config["data"]["sizes"].get(w.dataset, {}),
     cache: "omit-software"
     log:
         "results/logs/data/{dataset}.log",

@@ -5,4 +5,5 @@ from sigprop.logs import script_log
 log = script_log(snakemake)  # noqa: F821 (injected by Snakemake)
 p = snakemake.params  # noqa: F821
 log.info("fetching %s", p.url)
-fetch(p.url, snakemake.output[0], p.sha256, mirror=p.mirror, local_dir=p.local_dir)  # noqa: F821
+fetch(p.url, snakemake.output[0], p.sha256, mirror=p.mirror, local_dir=p.local_dir,  # noqa: F821
+      dataset=snakemake.wildcards.dataset)  # noqa: F821

@@ -5,5 +5,6 @@ from sigprop.logs import script_log
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log = script_log(sm)
 out = prepare(sm.wildcards.dataset, sm.output[0], raw_dir=sm.params.raw_dir,
-              options=dict(sm.params.options), sha256_overrides=dict(sm.params.sha256_overrides))
+              options=dict(sm.params.options), sha256_overrides=dict(sm.params.sha256_overrides),
+              sizes=dict(sm.params.sizes))
 log.info("wrote %s", out)

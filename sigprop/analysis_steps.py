@@ -94,7 +94,11 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     r, t = read_inputs(study, expect_json, runs, theory)
     df = fn(r, t, p, **_layers(fn, layers, study))
     C.check_table(df, f"study {study} (sigprop/studies/{kind}/claims.py)")
-    df = C.mark_exploratory(df, json.loads(design_json).get("changes") or [])
+    design = json.loads(design_json)
+    df = C.mark_exploratory(df, design.get("changes") or [])
+    if design.get("smoke"):
+        from .smoke import smoke_verdicts
+        df = smoke_verdicts(df)
     tables.write_atomic(df, out)
     atomic.write_text(html, to_html(df, title=f"Claims: {study}"))
     for r in df.itertuples():

@@ -209,6 +209,34 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     cmp.add_argument("after")
     cmp.add_argument("--rtol", type=float, default=0.0,
                      help="relative tolerance for numbers [default: 0, exact]")
+    ev = sub.add_parser(
+        "evidence", help="paper-scale verdicts run on a CPU: what fits, publish, check, docs",
+        description="fits: the paper-scale blocks that fit --limit-min on this CPU with no "
+                    "download (from the cost plan).  publish STUDY: copy a paper-scale run's "
+                    "claims to docs/evidence/paper-scale/STUDY/ with provenance.  check: the "
+                    "committed tables still match the paper-scale config's runs.  doc [FILE]: "
+                    "fill the <!-- scales:STUDY --> blocks of docs/papers.md (--check: compare).")
+    ev.add_argument("action", choices=["fits", "publish", "check", "doc"])
+    ev.add_argument("target", nargs="?", default=None,
+                    help="publish: the study; doc: the Markdown file [docs/papers.md]")
+    ev.add_argument("--configfile", default="config/config.yaml")
+    ev.add_argument("--results", default="results", help="results folder [default: results]")
+    ev.add_argument("--out", default=None, help="evidence folder [docs/evidence/paper-scale]")
+    ev.add_argument("--wall-seconds", type=float, default=None,
+                    help="publish: the run's measured wall time")
+    ev.add_argument("--command", default="", help="publish: the command that ran it")
+    ev.add_argument("--limit-min", type=float, default=60.0, help="fits: minutes [default: 60]")
+    ev.add_argument("--check", action="store_true", help="doc: compare, do not write")
+    si = sub.add_parser(
+        "stand-ins", help="write stand-in raw files of the downloaded data sets for the smoke run",
+        description="Write small random files in the real raw formats (IDX, CIFAR binary, "
+                    "EMNIST gzip.zip, Gisette text, Tiny ImageNet zip) under OUT/<dataset>/, and "
+                    "OUT/stand-ins.yaml with their digests and sizes, to pass to snakemake with "
+                    "--configfile config/config.yaml OUT/stand-ins.yaml --config scale=paper "
+                    "smoke=true.  Never use them for a real run.")
+    si.add_argument("out", help="folder to write into")
+    si.add_argument("--datasets", default=None,
+                    help="comma-separated data sets [default: every downloaded one]")
     return parser
 
 
@@ -262,6 +290,57 @@ def _bench(args: dict) -> int:
               indent=2)
     sys.stdout.write("\n")
     return 0
+
+
+def _evidence(args: dict) -> int:
+    from pathlib import Path
+
+    from . import atomic
+    from . import evidence as E
+    out = Path(args["out"]) if args["out"] else E.EVIDENCE_DIR
+    act = args["action"]
+    try:
+        if act == "fits":
+            from . import plan as P
+            studies = E.paper_studies(args["configfile"])
+            result = P.plan(args["configfile"], ["scale=paper", "smoke=false",
+                                                 "scale_overrides={}"], P.DEFAULT_EFFICIENCY, True)
+            rows = E.fits(result, studies, args["limit_min"] * 60)
+            print(f"| study | block | runs | shards | CPU (plan) | download | fits "
+                  f"{args['limit_min']:g} min |\n|---|---|---|---|---|---|---|")
+            for r in rows:
+                print(f"| {r['study']} | {r['block']} | {r['runs']} | {r['shards']} | "
+                      f"{r['cpu_s'] / 60:.1f} min{' (proxy)' if r['proxy'] else ''} | "
+                      f"{', '.join(r['downloads']) or '-'} | {'yes' if r['fits'] else 'no'} |")
+            return 0
+        if act == "publish":
+            if not args["target"]:
+                print("sigprop evidence publish: name the study", file=sys.stderr)
+                return 2
+            dest = E.publish(args["target"], args["results"], out, args["configfile"],
+                             args["wall_seconds"], args["command"])
+            print(f"wrote {dest}")
+            return 0
+        if act == "check":
+            problems = E.check(out, args["configfile"])
+            for p in problems:
+                print(p, file=sys.stderr)
+            return 1 if problems else 0
+        path = Path(args["target"] or "docs/papers.md")
+        old = path.read_text()
+        new, found = E.render_doc(old, args["results"], out)
+        if args["check"]:
+            if new != old:
+                print(f"{path}: the scales blocks of {found} differ: rerun `sigprop evidence "
+                      f"doc {path}`", file=sys.stderr)
+                return 1
+            return 0
+        atomic.write_text(str(path), new)
+        print(f"{path}: scales blocks of {', '.join(found) or 'no study'}")
+        return 0
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        print(f"sigprop evidence {act}: {e}", file=sys.stderr)
+        return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -345,6 +424,20 @@ def main(argv: list[str] | None = None) -> int:
         from . import atomic
         atomic.write_text(str(path), new)
         print(f"{path}: papers {', '.join(found)} ({args['scale']}) from {args['results']}")
+        return 0
+    if group == "evidence":
+        return _evidence(args)
+    if group == "stand-ins":
+        from .data.stand_ins import write_stand_ins
+        names = args["datasets"].split(",") if args["datasets"] else None
+        try:
+            frag = write_stand_ins(args["out"], names)
+        except (KeyError, ValueError) as e:
+            print(f"sigprop stand-ins: {e}", file=sys.stderr)
+            return 2
+        for name, n in frag["data"]["sizes"].items():
+            print(f"{name}: {n['n_train']} train, {n['n_test']} test")
+        print(f"wrote {args['out']}/stand-ins.yaml")
         return 0
     if group == "compare":
         from .compare import summary

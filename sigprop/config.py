@@ -120,6 +120,7 @@ class Study:
     shards: tuple[Shard, ...]
     labels: dict
     params: Params
+    smoke: bool = False     # a smoke run (sigprop.smoke): a few models per block, a few steps
 
     @property
     def kind(self) -> str:
@@ -171,8 +172,11 @@ class Study:
         claims ``exploratory``, :func:`sigprop.claims.mark_exploratory`)."""
         from .claims import design_changes
         d = self.cfg.get("design") or {}
-        return json.dumps({"fixed": str(d.get("fixed", "")), "scale": self.scale,
-                           "changes": design_changes(d, self.scale)}, sort_keys=True, default=str)
+        out = {"fixed": str(d.get("fixed", "")), "scale": self.scale,
+               "changes": design_changes(d, self.scale)}
+        if self.smoke:
+            out["smoke"] = True      # every verdict 'smoke' (sigprop.smoke.smoke_verdicts)
+        return json.dumps(out, sort_keys=True, default=str)
 
     def summary_info(self) -> dict:
         """What a referee's summary says of the study (:mod:`sigprop.claims.summary`): its
@@ -181,7 +185,8 @@ class Study:
         from .claims import design_changes
         d = self.cfg.get("design") or {}
         desc = ((self.cfg.get("scales") or {}).get(self.scale) or {}).get("description", "")
-        return {"title": self.cfg.get("title", self.name), "scale": self.scale,
+        return {"title": self.cfg.get("title", self.name),
+                "scale": f"{self.scale} (smoke run)" if self.smoke else self.scale,
                 "datasets": self.datasets, "description": str(desc).strip(),
                 "fixed": str(d.get("fixed", "")),
                 "changes": [{"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
@@ -639,11 +644,12 @@ def shard_request(plan: dict, study: str, shard: str, stage: str, name: str, att
 
 def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size,
                 memory_budget_mb: float = 8000, data_options: dict | None = None,
-                max_runs: int | None = DEFAULT_MAX_RUNS) -> Study:
+                max_runs: int | None = DEFAULT_MAX_RUNS, smoke: bool = False) -> Study:
     """A study's runs, shards, block labels and typed parameters, checked (:func:`check_kind`,
     :func:`check_finite`, :func:`expand_blocks`, :func:`check_runs`,
     :func:`sigprop.registry.resolve`; ``data_options`` is the config's ``data.options``,
-    ``max_runs`` its limit on the runs of one study)."""
+    ``max_runs`` its limit on the runs of one study); ``smoke``: reduced for the smoke run
+    (:func:`sigprop.smoke.smoke_pairs`)."""
     path = str(path)
     if study_cfg.get("name") != name:
         raise ConfigError(f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file "
@@ -655,6 +661,9 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
     except ParamError as e:
         raise ConfigError(f"{path}: {e}") from None
     pairs = expand_blocks(study_cfg, scale, path, max_runs)
+    if smoke:
+        from .smoke import smoke_pairs
+        pairs = smoke_pairs(pairs)
     labels = run_labels(pairs, path, scale)
     runs = [r for r, _ in pairs]
     check_runs(runs, path, scale, study_cfg, data_options)
@@ -667,4 +676,4 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
     size = study_cfg["scales"][scale].get("shard_size", shard_size)
     shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb))
     return Study(name, path, {**study_cfg, "scale": scale}, scale, tuple(runs), tuple(shards),
-                 labels, params)
+                 labels, params, smoke=bool(smoke))

@@ -16,7 +16,11 @@ How each number is obtained:
 * **Peak memory** of a shard: per model, the parameters with their gradients, initial copy and
   optimizer slots (4 + slots copies; 8-byte floats under ``float64``), plus every tensor
   autograd saves for the backward pass at the batch size (measured with saved-tensor hooks in
-  the same ``meta`` step); plus the data set on the device.
+  the same ``meta`` step); plus the data set on the device.  A shard with data-dependent
+  pruners (SNIP, SBP-SR, GraSP) peaks, if higher, in its prune stage: its largest group of
+  models scored together times the activations of the class-balanced scoring batch
+  (Hayou et al. 2021, arXiv:2002.08797, Sec. 2.1: ``prune_batch`` examples per class, in one
+  batch because BatchNorm runs in training mode).
 * **CPU time** is calibrated on the spot: a few real training steps of each family's costliest
   shard (its models and batch cut until a step is at most :data:`CALIBRATION_FLOPS`) give the
   CPU's achieved GFLOP/s for that family, and a shard's time is its FLOPs at that rate (small
@@ -79,7 +83,8 @@ def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
         studies[name] = build_study(name, path, load_yaml(path), scale, config["shard_size"],
                                     config["memory_budget_mb"],
                                     data_options=config["data"]["options"],
-                                    max_runs=config["max_runs"])
+                                    max_runs=config["max_runs"],
+                                    smoke=bool(config.get("smoke")))
     return config, studies
 
 
@@ -153,6 +158,24 @@ def _slots(run) -> int:
     return 1 if run.optimizer == "rmsprop" or run.momentum > 0 else 0
 
 
+def _prune_bytes(shard, c: ShapeCost, batch: int, n_classes: int, bytes_per: int) -> int:
+    """Peak bytes of a shard's prune stage: its largest group of data-dependent pruned models
+    (:func:`sigprop.prune.stage.prune_groups`, scored together) times their parameters and
+    the forward activations of the class-balanced scoring batch, ``prune_batch`` examples per
+    class, all at once (BatchNorm in training mode needs the whole batch)."""
+    from .prune import DATA_PRUNERS
+    from .prune.stage import prune_groups
+    best = 0
+    for idx in prune_groups(shard).values():
+        run = shard.runs[idx[0]]
+        if run.pruner not in DATA_PRUNERS:
+            continue
+        examples = run.prune_batch * max(1, n_classes)
+        best = max(best, len(idx) * (2 * bytes_per * c.params
+                                     + c.act_bytes * examples // max(1, batch)))
+    return best
+
+
 def shard_costs(study, options: dict, cache: dict) -> list[dict]:
     """One dict per shard: block, models, FLOPs, peak bytes, and whether FLOPs are a proxy."""
     rows = []
@@ -173,6 +196,7 @@ def shard_costs(study, options: dict, cache: dict) -> list[dict]:
         flops = m * (c.step_flops * steps + c.fwd_flops_per_example * n_eval * evals)
         bytes_per = 8 if r0.precision == "float64" else 4
         mem = m * (bytes_per * c.params * (4 + _slots(r0)) + c.act_bytes)
+        mem = max(mem, _prune_bytes(shard, c, batch, n_out, bytes_per))
         mem += bytes_per * (n_train + n_test) * math.prod(in_shape)
         rows.append({"shard": shard.shard_id, "block": study.labels[r0.run_id], "models": m,
                      "arch": r0.arch, "precision": r0.precision, "flops": flops,

@@ -24,7 +24,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "sigprop"
 WORKFLOW = {"sigprop.config", "sigprop.analysis_steps", "sigprop.workflow_steps",
-            "sigprop.bench", "sigprop.cli", "sigprop.gpu_check", "sigprop.plan"}
+            "sigprop.bench", "sigprop.cli", "sigprop.gpu_check", "sigprop.plan",
+            "sigprop.evidence"}
 REGISTRY = {"sigprop.registry"}
 
 

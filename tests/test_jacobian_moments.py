@@ -415,3 +415,20 @@ def test_paths_through_a_branch_sum_to_the_output_minus_the_skipping_paths():
     f_skip, _ = jm.output_and_jacobians("resnet_fc", runs, cut, x)
     np.testing.assert_allclose(fk[:, :, 0].numpy(), (f - f_skip).numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(fk[:, :, 0].numpy(), fk[:, :, 1].numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_fig5_decreases_is_inconclusive_when_its_slope_has_no_standard_error():
+    """Found by the paper-scale smoke run (2 networks per depth): a bootstrap resample of two
+    equal draws has variance 0, so the slope's bootstrap SE is not finite; the claim cannot
+    state its power and must not pass or fail (it failed whenever the slope was >= 0)."""
+    from sigprop.studies.jacobian_moments.claims import claims_fig5
+    prm = _params()
+    th = pd.DataFrame(columns=["quantity", "arch", "depth", "width", "value"])
+    rows = [{"arch": "densenet_fc", "depth": L, "width": 10 * L, "run_id": f"{L}-{i}",
+             "metric": "jac_sq_total", "value": v}
+            for L, vs in ((2, (1.0, 2.0)), (4, (1.0, 3.0)), (8, (1.0, 5.0))) for i, v in enumerate(vs)]
+    out = pd.DataFrame(claims_fig5(pd.DataFrame(rows), th, prm.for_job("claims")))
+    out = out.set_index("claim_id")
+    r = out.loc["fig5_densenet_decreases"]
+    assert r["measured"] > 0 and not np.isfinite(r["detectable"])     # a slope, no SE
+    assert r["verdict"] == "inconclusive"

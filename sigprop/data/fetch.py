@@ -104,12 +104,13 @@ def _download_into(tmp, source: str, timeout: float) -> None:
 
 
 def fetch(url: str, dest, sha256: str, *, mirror: str | None = None,
-          local_dir=None, timeout: float = 60.0) -> Path:
+          local_dir=None, dataset: str | None = None, timeout: float = 60.0) -> Path:
     """Put the file ``url`` at ``dest`` after checking its SHA-256; return ``dest``.
 
     An existing ``dest`` with the right digest is kept as is (an existing one
     with a wrong digest is removed first).  If ``local_dir`` holds a file
-    named like ``dest`` it is copied instead of downloading; otherwise the
+    named like ``dest`` (as ``local_dir/<dataset>/<name>``, else as
+    ``local_dir/<name>``) it is copied instead of downloading; otherwise the
     file is read from ``mirror`` (a base URL or folder replacing everything
     before the file name) or from ``url``.  An empty ``sha256`` is refused.
     """
@@ -121,8 +122,12 @@ def fetch(url: str, dest, sha256: str, *, mirror: str | None = None,
         dest.unlink()
     dest.parent.mkdir(parents=True, exist_ok=True)
 
-    local = Path(local_dir) / dest.name if local_dir is not None else None
-    use_local = local is not None and local.is_file()
+    local = None
+    if local_dir is not None:
+        candidates = ([Path(local_dir) / dataset / dest.name] if dataset else []) + \
+            [Path(local_dir) / dest.name]
+        local = next((c for c in candidates if c.is_file()), None)
+    use_local = local is not None
     source = str(local) if use_local else _source(url, mirror)
 
     with atomic.target(dest) as tmp_name:      # nothing is left behind on any error
@@ -145,7 +150,8 @@ def fetch_dataset(name: str, raw_dir, *, mirror: str | None = None, local_dir=No
     """Fetch every raw file of the registry dataset ``name`` into ``raw_dir``."""
     spec = registry.get(name)
     return [
-        fetch(f.url, Path(raw_dir) / f.filename, registry.pinned_sha256(f, sha256_overrides),
-              mirror=mirror, local_dir=local_dir, timeout=timeout)
+        fetch(f.url, Path(raw_dir) / f.filename,
+              registry.pinned_sha256(f, sha256_overrides, name),
+              mirror=mirror, local_dir=local_dir, dataset=name, timeout=timeout)
         for f in spec.files
     ]

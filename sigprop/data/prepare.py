@@ -69,7 +69,7 @@ def _raw_paths(spec, raw_dir, overrides) -> tuple[list[Path], dict]:
             raise FileNotFoundError(
                 f"{spec.name}: raw file {remote.filename} not found in {raw_dir}; fetch it "
                 f"first (sigprop.data.fetch.fetch_dataset) or copy it there")
-        sha = registry.pinned_sha256(remote, overrides)
+        sha = registry.pinned_sha256(remote, overrides, spec.name)
         verify(path, sha)  # a corrupt file is rejected here, before any parsing
         paths.append(path)
         digests[remote.filename] = sha
@@ -92,11 +92,20 @@ def _parse(spec, paths: list[Path]):
     raise ValueError(f"dataset {spec.name!r}: no parser for format {spec.fmt!r}")
 
 
-def _check_parsed(spec, arrays) -> None:
+def _check_parsed(spec, arrays, sizes: Mapping[str, int] | None = None) -> None:
+    """Split sizes (the registry's, or ``sizes``: ``{"n_train", "n_test"}``) and input shape."""
     x_tr, y_tr, x_te, y_te = arrays
-    for want, x, split in ((spec.n_train, x_tr, "train"), (spec.n_test, x_te, "test")):
+    sizes = dict(sizes or {})
+    unknown = set(sizes) - {"n_train", "n_test"}
+    if unknown:
+        raise ValueError(f"data.sizes.{spec.name}: unknown key {sorted(unknown)[0]!r}; "
+                         f"allowed: n_train, n_test")
+    for key, x, split in (("n_train", x_tr, "train"), ("n_test", x_te, "test")):
+        want = sizes.get(key, getattr(spec, key))
         if want is not None and len(x) != want:
-            raise ValueError(f"{spec.name}: parsed {len(x)} {split} samples, expected {want}")
+            where = f"data.sizes.{spec.name}.{key}" if key in sizes else "the registry"
+            raise ValueError(f"{spec.name}: parsed {len(x)} {split} samples, expected {want} "
+                             f"({where})")
     if tuple(x_tr.shape[1:]) != spec.input_shape:
         raise ValueError(f"{spec.name}: parsed inputs of shape {x_tr.shape[1:]}, "
                          f"expected {spec.input_shape}")
@@ -155,13 +164,16 @@ def _save_npz(out: Path, arrays: dict) -> None:
 
 
 def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
-            sha256_overrides: Mapping[str, str] | None = None) -> Path:
+            sha256_overrides: Mapping[str, str] | None = None,
+            sizes: Mapping[str, int] | None = None) -> Path:
     """Build dataset ``name`` and write it atomically to ``out`` (one ``.npz``); return ``out``.
 
     Embedded sets are generated with ``options`` as generator keyword
     arguments (an unknown key raises ValueError naming it).  Downloaded sets
     are parsed from ``raw_dir`` after each raw file's SHA-256 is checked
-    against the registry (or ``sha256_overrides``); they take no options.
+    against the registry (or ``sha256_overrides``); they take no options, and
+    their split sizes must be the registry's (or ``sizes``: ``{"n_train": n, "n_test": m}``,
+    for the smoke run's stand-ins, :mod:`sigprop.data.stand_ins`).
     """
     spec = registry.get(name)
     options = dict(options or {})
@@ -174,7 +186,7 @@ def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
                              f"downloaded datasets take no options")
         paths, digests = _raw_paths(spec, raw_dir, sha256_overrides)
         arrays = _parse(spec, paths)
-        _check_parsed(spec, arrays)
+        _check_parsed(spec, arrays, sizes)
         x_tr, y_tr, x_te, y_te = arrays
     x_tr, x_te, norm = _normalise(spec, x_tr, x_te)
     y_tr, y_te = _labels(spec, y_tr, "train"), _labels(spec, y_te, "test")

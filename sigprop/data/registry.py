@@ -4,7 +4,8 @@ Each downloadable file carries the SHA-256 digest it must have.  The digests
 are copied from public manifests (cited next to each entry); none is
 invented.  A file whose digest could not be found has ``sha256=""``: fetching
 or preparing it is refused until the user pins a digest in the config
-(``data.sha256_overrides: {filename: sha256}``), see :func:`pinned_sha256`.
+(``data.sha256_overrides: {filename: sha256}``, or ``{dataset/filename: sha256}`` where two
+data sets share a file name, as MNIST and Fashion-MNIST do), see :func:`pinned_sha256`.
 
 For the formats ``idx`` and ``gisette`` the ``files`` tuple is ordered
 ``(train inputs, train labels, test inputs, test labels)``.
@@ -165,12 +166,15 @@ def names(source: str | None = None) -> list[str]:
     return sorted(n for n, s in DATASETS.items() if source is None or s.source == source)
 
 
-def pinned_sha256(remote: RemoteFile, overrides: Mapping[str, str] | None = None) -> str:
+def pinned_sha256(remote: RemoteFile, overrides: Mapping[str, str] | None = None,
+                  dataset: str | None = None) -> str:
     """The digest ``remote`` must have: the user's override if given, else the registry's.
 
-    May return ``""`` (nothing pinned); :func:`sigprop.data.fetch.fetch` and
-    :func:`sigprop.data.fetch.verify` refuse such a file.
+    An override keyed ``"<dataset>/<filename>"`` (when ``dataset`` is given) wins over one keyed
+    by the bare file name.  May return ``""`` (nothing pinned); :func:`sigprop.data.fetch.fetch`
+    and :func:`sigprop.data.fetch.verify` refuse such a file.
     """
-    if overrides and remote.filename in overrides:
-        return str(overrides[remote.filename]).strip().lower()
+    for key in ((f"{dataset}/{remote.filename}",) if dataset else ()) + (remote.filename,):
+        if overrides and key in overrides:
+            return str(overrides[key]).strip().lower()
     return remote.sha256

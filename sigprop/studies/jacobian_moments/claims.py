@@ -215,7 +215,10 @@ def claims_fig5(runs: pd.DataFrame, theory: pd.DataFrame, p) -> list[dict]:
                             detectable=flat + kse))
         else:
             sl, se = s["slope"], s["slope_se"]
-            verdict = "pass" if sl + k * se < 0 else ("fail" if sl >= 0 else "inconclusive")
+            if not (np.isfinite(sl) and np.isfinite(se)):     # e.g. too few networks per depth
+                verdict = "inconclusive"
+            else:
+                verdict = "pass" if sl + k * se < 0 else ("fail" if sl >= 0 else "inconclusive")
             rows.append(row(study, cid,
                             f"The {name}'s Var(||J||^2)/E^2 decreases with depth when n = 10 L "
                             f"(convergence to the NTK; {'Thm. 5, Cor. 1' if arch == 'resnet_fc' else 'Thm. 6, Cor. 2'})",

@@ -1,0 +1,90 @@
+"""The smoke run (sigprop.smoke): the reduction of a study, its verdicts, and the whole
+paper-scale smoke run on stand-in raw files (slow: the real workflow, every study)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO, run_snakemake
+
+from sigprop import smoke
+from sigprop.claims import check_table, row, sanity, tally
+from sigprop.config import build_study, load_yaml
+from sigprop.runs import RunSpec
+
+
+def _pairs():
+    a = [(RunSpec(depth=d, seed=s, steps=300, eval_every=100), "(a)") for d in (2, 3) for s in (0, 1)]
+    b = [(RunSpec(depth=4, batch_size=64, micro_batch=8, steps=1000, eval_every=500), "(b)"),
+         (RunSpec(depth=4, steps=1, eval_every=1), "(b)"), (RunSpec(depth=5, steps=1), "(b)")]
+    return a + b
+
+
+def test_smoke_keeps_the_first_runs_of_every_block_with_few_steps():
+    out = smoke.smoke_pairs(_pairs())
+    assert [lab for _, lab in out] == ["(a)", "(a)", "(b)", "(b)"]
+    (r1, _), (r2, _), (r3, _), (r4, _) = out
+    assert (r1.depth, r1.seed, r2.depth, r2.seed) == (2, 0, 2, 1)     # grid order kept
+    assert (r1.steps, r1.eval_every) == (smoke.STEPS, smoke.STEPS)
+    # a micro-batched run takes batch_size / micro_batch micro-steps per optimizer step
+    assert (r3.steps, r3.eval_every) == (smoke.STEPS * 8, smoke.STEPS * 8)
+    assert r4 == _pairs()[5][0]            # already cheaper than the cap: the same run
+    assert r1.run_id != _pairs()[0][0].run_id
+
+
+def test_smoke_study_is_built_from_the_paper_scale_file():
+    path = REPO / "config/studies/trainable_depth.yaml"
+    full = build_study("trainable_depth", path, load_yaml(path), "paper", 64)
+    small = build_study("trainable_depth", path, load_yaml(path), "paper", 64, smoke=True)
+    assert set(small.labels.values()) == set(full.labels.values())      # every block
+    assert len(small.runs) == smoke.MODELS * len(set(full.labels.values()))
+    shapes = {(r.arch, r.dataset, r.width, r.depth, r.batch_size) for r in small.runs}
+    assert shapes <= {(r.arch, r.dataset, r.width, r.depth, r.batch_size) for r in full.runs}
+    assert max(r.steps for r in small.runs) <= smoke.STEPS
+    assert '"smoke": true' in small.design() and '"smoke"' not in full.design()
+
+
+def test_smoke_verdicts_decide_nothing():
+    df = pd.DataFrame([
+        row("s", "c1", "a claim", "src", 1.0, 1.0, 0.1, "pass", test="z", detectable=0.1),
+        row("s", "c2", "a claim", "src", 3.0, 1.0, 0.1, "fail", test="z", detectable=0.1),
+        sanity("s", "c3", "an identity", "src", 1.0, 1.0, 0.1, "pass")])
+    out = smoke.smoke_verdicts(df)
+    assert set(out.verdict) == {"smoke"} and out.measured.tolist() == df.measured.tolist()
+    check_table(out, "smoke test")
+    t = tally(out)
+    assert t.get("smoke") == 2 and not t.get("pass") and not t.get("fail")
+
+
+@pytest.mark.slow
+def test_paper_scale_smoke_run_of_every_study(tmp_path):
+    """Every study at paper scale, 2 runs per block and 2 steps, on stand-in raw files written
+    in the real formats and pinned by checksum: data, init, prune, train or measure, merge,
+    theory, figures, claims (all 'smoke'), paper tables and the report."""
+    from sigprop.data.stand_ins import write_stand_ins
+    t0 = time.time()
+    fragment = write_stand_ins(tmp_path / "stand-ins")
+    shutil.copytree(REPO / "config", tmp_path / "config")      # the studies and paper numbers
+    cfg = load_yaml(REPO / "config/config.yaml")
+    cfg.update(scale="paper", smoke=True, device="cpu", checkpoint_every=0,
+               studies_dir=str(tmp_path / "config/studies"))
+    cfg["data"].update(fragment["data"])
+    path = tmp_path / "smoke.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    run_snakemake(tmp_path, path, timeout=1800)
+    res = tmp_path / "results"
+    for name in cfg["studies"]:
+        claims = pd.read_parquet(res / name / "claims.parquet")
+        assert len(claims) and set(claims.verdict) == {"smoke"}, name
+        assert list((res / name / "figures").glob("*.png")), name
+    for paper in ("000", "001", "002", "003", "004"):
+        assert "smoke" in (res / "papers" / paper / "summary.md").read_text()
+    again = run_snakemake(tmp_path, path)
+    assert "Nothing to be done" in again.stdout + again.stderr
+    rep = run_snakemake(tmp_path, path, "--report", str(tmp_path / "report.html"))
+    assert "ERROR/" not in rep.stderr, rep.stderr[-2000:]
+    print(f"paper-scale smoke run, every study: {time.time() - t0:.0f} s")
