@@ -225,6 +225,7 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     ev.add_argument("--wall-seconds", type=float, default=None,
                     help="publish: the run's measured wall time")
     ev.add_argument("--command", default="", help="publish: the command that ran it")
+    ev.add_argument("--note", default="", help="publish: e.g. what else ran at the same time")
     ev.add_argument("--limit-min", type=float, default=60.0, help="fits: minutes [default: 60]")
     ev.add_argument("--check", action="store_true", help="doc: compare, do not write")
     si = sub.add_parser(
@@ -318,7 +319,7 @@ def _evidence(args: dict) -> int:
                 print("sigprop evidence publish: name the study", file=sys.stderr)
                 return 2
             dest = E.publish(args["target"], args["results"], out, args["configfile"],
-                             args["wall_seconds"], args["command"])
+                             args["wall_seconds"], args["command"], args["note"])
             print(f"wrote {dest}")
             return 0
         if act == "check":

@@ -115,7 +115,7 @@ def job_seconds(results: Path, study: str) -> float:
 
 def publish(study: str, results: str | Path = "results", out: str | Path = EVIDENCE_DIR,
             config_path: str | Path = "config/config.yaml", wall_s: float | None = None,
-            command: str = "") -> Path:
+            command: str = "", note: str = "") -> Path:
     """Copy ``results/<study>/claims.parquet`` of a paper-scale run to ``out/<study>/`` with
     ``claims.md`` and ``provenance.json``.  Refused unless the results' run ids are exactly
     the study's paper-scale run ids under ``config_path`` today."""
@@ -146,7 +146,7 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
     prov = {"study": study, "scale": "paper", "commit": _git("rev-parse", "HEAD"),
             "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),
             "machine": machine(), "wall_s": wall_s,
-            "job_s": round(job_seconds(results, study), 1), "command": command,
+            "job_s": round(job_seconds(results, study), 1), "command": command, "note": note,
             "runs": len(want), "runs_sha256": runs_digest(want),
             "claim_ids": claims.claim_id.astype(str).tolist()}
     (dest / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n")
@@ -155,7 +155,8 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
         f"# {study}: paper-scale claims\n\nRun on {prov['date']} at commit "
         f"`{prov['commit'][:10]}`{' (with uncommitted changes)' if status else ''} on "
         f"{prov['machine']['cpu']} ({prov['machine']['cores']} cores, no GPU): {wall}, "
-        f"{prov['job_s'] / 60:.1f} min of jobs, {prov['runs']} runs.  Command: `{command}`\n\n"
+        f"{prov['job_s'] / 60:.1f} min of jobs, {prov['runs']} runs.  Command: `{command}`"
+        f"{'  ' + note if note else ''}\n\n"
         f"{tally_line(claims)}\n\n{to_markdown(view)}")
     return dest
 
