@@ -134,11 +134,16 @@ def study_subcategory(wildcards):
     return STUDIES[wildcards.study].cfg.get("title", wildcards.study)
 
 
+EVIDENCE = "docs/evidence/paper-scale"   # committed paper-scale claims (sigprop.evidence)
+
+
 def all_outputs():
     from sigprop.papers import TABLES
 
     out = []
     for name in STUDIES:
+        if Path(f"{EVIDENCE}/{name}/claims.parquet").exists():
+            out.append(f"results/{name}/scales.html")
         for fig in study_figures(name):
             out += [f"results/{name}/figures/{fig}.png", f"results/{name}/figures/{fig}.pdf"]
         out += [f"results/{name}/claims.parquet", f"results/{name}/claims.html"]

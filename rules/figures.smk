@@ -59,6 +59,32 @@ rule claims:
                 params.design)
 
 
+# Quick against paper scale in the report: this run's claims beside the paper-scale verdicts
+# committed under docs/evidence/paper-scale/ (sigprop evidence), for studies that have them.
+rule scales:
+    input:
+        run="results/{study}/claims.parquet",
+        paper=EVIDENCE + "/{study}/claims.parquet",
+        provenance=EVIDENCE + "/{study}/provenance.json",
+    output:
+        report(
+            "results/{study}/scales.html",
+            caption="../workflow/report/scales.rst",
+            category=report_category,
+            subcategory=study_subcategory,
+            labels={"study": "{study}", "table": "quick vs paper scale"},
+        ),
+    params:
+        scale=lambda w: study_of(w).scale,
+    log:
+        "results/logs/{study}/scales.log",
+    run:
+        from sigprop import analysis_steps as light
+
+        run_job(log, light.scales, wildcards.study, params.scale, input.run, input.paper,
+                input.provenance, output[0])
+
+
 rule study_table:
     input:
         runs="results/{study}/metrics.parquet",

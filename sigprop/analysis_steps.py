@@ -107,6 +107,41 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     return df
 
 
+def scales(study: str, scale: str, run_claims: str, paper_claims: str, provenance: str,
+           html_out: str) -> pd.DataFrame:
+    """This run's claims (at ``scale``) beside the committed paper-scale ones
+    (:func:`sigprop.evidence.scales_table`), as a small HTML page for the report."""
+    import html
+    import json
+
+    from .evidence import scales_table
+    t = scales_table(tables.read(run_claims, tables.CLAIM_COLUMNS),
+                     tables.read(paper_claims, tables.CLAIM_COLUMNS))
+    prov = json.loads(Path(provenance).read_text())
+    t = t.rename(columns={"verdict_quick": f"verdict ({scale})",
+                          "measured_quick": f"measured ({scale})",
+                          "verdict_paper": "verdict (paper, committed)",
+                          "measured_paper": "measured (paper, committed)"})
+    n = int(t.changed[t.kind == "claim"].sum())
+    rows = "".join("<tr>" + "".join(
+        f"<td>{html.escape(f'{v:.4g}' if isinstance(v, float) else str(v))}</td>" for v in r)
+        + "</tr>" for r in t.itertuples(index=False))
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in t.columns)
+    wall = f"{prov['wall_s'] / 60:.1f} min" if prov.get("wall_s") else "?"
+    text = (f"<!doctype html><html><head><meta charset='utf-8'><title>{study}: scales</title>"
+            "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
+            f"<h2>{html.escape(study)}: this run ({html.escape(scale)} scale) against paper scale"
+            f"</h2><p>Paper-scale verdicts from docs/evidence/paper-scale/{html.escape(study)}/ "
+            f"({prov['runs']} runs, {wall} wall on a {prov['machine']['cores']}-core CPU, commit "
+            f"{prov['commit'][:10]}, {prov['date']}). Claims whose verdict differs: {n}. Why "
+            "each differs: docs/papers.md.</p>"
+            f"<table><tr>{head}</tr>{rows}</table></body></html>\n")
+    atomic.write_text(html_out, text)
+    log.info("%s: %d claims, %d verdicts differ from paper scale", study, len(t), n)
+    return t
+
+
 def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: str,
                 parquet: str, md: str, csv: str):
     """One of the study's own tables (``SPEC.tables``) as Parquet, Markdown and CSV."""

@@ -238,6 +238,9 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     si.add_argument("out", help="folder to write into")
     si.add_argument("--datasets", default=None,
                     help="comma-separated data sets [default: every downloaded one]")
+    si.add_argument("--configfile", default="config/config.yaml",
+                    help="sizes fit this config's paper-scale runs (each set holds at least "
+                         "its largest batch) [default: config/config.yaml]")
     return parser
 
 
@@ -430,9 +433,14 @@ def main(argv: list[str] | None = None) -> int:
         return _evidence(args)
     if group == "stand-ins":
         from .data.stand_ins import write_stand_ins
+        from . import plan as P
+        from .data.stand_ins import sizes_for
         names = args["datasets"].split(",") if args["datasets"] else None
         try:
-            frag = write_stand_ins(args["out"], names)
+            _, studies = P.load(args["configfile"], ["scale=paper", "smoke=true",
+                                                     "scale_overrides={}"])
+            runs = [r for s in studies.values() for r in s.runs]
+            frag = write_stand_ins(args["out"], names, sizes_for(runs, names))
         except (KeyError, ValueError) as e:
             print(f"sigprop stand-ins: {e}", file=sys.stderr)
             return 2

@@ -197,6 +197,11 @@ def test_group_rank_levels_and_verdicts():
     # the depth trend with the paper's sign (falls): sign -1
     assert claims.group_rank(df.assign(v=-df.d + 0.01 * df.w), "d", "v", "w", 0.6,
                              -1)["verdict"] == "pass"
+    # one value of x (found by the paper-scale smoke run: one net per block): no order to test,
+    # inconclusive instead of a ZeroDivisionError in the null distribution
+    one = claims.group_rank(pd.DataFrame({"w": [4, 4], "v": [1.0, 2.0], "d": [1, 2]}),
+                            "w", "v", "d", 0.6)
+    assert one["verdict"] == "inconclusive" and not np.isfinite(one["detectable"])
 
 
 # ----------------------------------------------------------------- end to end

@@ -65,13 +65,18 @@ def test_paper_scale_smoke_run_of_every_study(tmp_path):
     """Every study at paper scale, 2 runs per block and 2 steps, on stand-in raw files written
     in the real formats and pinned by checksum: data, init, prune, train or measure, merge,
     theory, figures, claims (all 'smoke'), paper tables and the report."""
-    from sigprop.data.stand_ins import write_stand_ins
+    from sigprop import plan
+    from sigprop.data.stand_ins import sizes_for, write_stand_ins
     t0 = time.time()
-    fragment = write_stand_ins(tmp_path / "stand-ins")
     shutil.copytree(REPO / "config", tmp_path / "config")      # the studies and paper numbers
     cfg = load_yaml(REPO / "config/config.yaml")
     cfg.update(scale="paper", smoke=True, device="cpu", checkpoint_every=0,
                studies_dir=str(tmp_path / "config/studies"))
+    path = tmp_path / "smoke.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    _, studies = plan.load(path)
+    fragment = write_stand_ins(tmp_path / "stand-ins",
+                               sizes=sizes_for(r for s in studies.values() for r in s.runs))
     cfg["data"].update(fragment["data"])
     path = tmp_path / "smoke.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))

@@ -100,3 +100,13 @@ def test_cli_writes_the_config_fragment(tmp_path, capsys):
     frag = yaml.safe_load((tmp_path / "si" / "stand-ins.yaml").read_text())
     assert set(frag["data"]["sizes"]) == {"gisette"}
     assert main(["stand-ins", str(tmp_path / "si"), "--datasets", "nope"]) == 2
+
+
+def test_sizes_for_holds_the_largest_batch_of_every_data_set():
+    from types import SimpleNamespace as R
+    runs = [R(dataset="cifar10", batch_size=1000), R(dataset="cifar10", batch_size=128),
+            R(dataset="emnist_balanced", batch_size=1000), R(dataset="digits", batch_size=4096)]
+    s = stand_ins.sizes_for(runs, ["cifar10", "emnist_balanced", "mnist"])
+    assert s["cifar10"] == (1000, stand_ins.default_sizes(registry.get("cifar10"))[1])
+    assert s["emnist_balanced"][0] == 47 * 22 and s["emnist_balanced"][0] >= 1000   # whole classes
+    assert s["mnist"] == stand_ins.default_sizes(registry.get("mnist"))

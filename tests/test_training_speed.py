@@ -357,3 +357,15 @@ def test_jobs_read_only_their_sections(theory):
         resolve("training_speed", {"analysis": {"collapse_ratio": 0.5}}, "quick")
     with pytest.raises(ParamError, match="paper_outlier_depth"):
         resolve("training_speed", {"claims": {"paper_outlier_depth": {"rho": 300}}}, "quick")
+
+
+def test_a_keep_rate_with_one_depth_is_reported_inconclusive_not_skipped(theory):
+    """Found by the paper-scale smoke run (2 runs per block, so one depth per keep rate): the
+    claims table came out empty.  Every keep rate now gets its row, inconclusive."""
+    runs = _runs()
+    one = runs[runs.depth.isin([6])]
+    c = claims_table(one, theory, P).set_index("claim_id")
+    assert {"collapse_etaL[rho=1]", "collapse_eta[rho=0.98]"} <= set(c.index)
+    assert (c.verdict == "inconclusive").all()
+    from sigprop.claims import check_table
+    check_table(c.reset_index(), "test")

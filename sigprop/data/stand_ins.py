@@ -40,6 +40,22 @@ def default_sizes(spec: registry.DatasetSpec) -> tuple[int, int]:
     return per_train * k, per_test * k
 
 
+def sizes_for(runs, datasets: list[str] | None = None) -> dict[str, tuple[int, int]]:
+    """Stand-in sizes for the downloaded data sets ``runs`` read: :func:`default_sizes`, with
+    at least as many training examples as the largest batch any run takes from the set
+    (rounded up to a whole number per class; the trainer refuses a batch larger than its data)."""
+    biggest: dict[str, int] = {}
+    for r in runs:
+        biggest[r.dataset] = max(biggest.get(r.dataset, 0), int(r.batch_size))
+    out = {}
+    for name in datasets if datasets is not None else registry.names("download"):
+        spec = registry.get(name)
+        k = spec.n_classes or 1
+        n_train, n_test = default_sizes(spec)
+        out[name] = (max(n_train, -(-biggest.get(name, 0) // k) * k), n_test)
+    return out
+
+
 def _labels(rng, n: int, k: int) -> np.ndarray:
     """Every class equally often (``n`` is a multiple of ``k``), in random order."""
     return rng.permutation(np.arange(n) % k)

@@ -87,6 +87,10 @@ def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: 
              if g[x].nunique() >= 2 and np.isfinite(kendall_tau(g[x], g[y]))]
     if not sizes:                                  # trend() fell back to tau over all rows
         sizes = [int(d[x].nunique())]
+    if max(sizes) < 2:                             # e.g. a smoke run: one net per group
+        return dict(measured=tau, verdict="inconclusive", detectable=np.nan, desc=desc,
+                    test=f"Kendall tau-b({x}, {y}): fewer than 2 distinct values of {x}, no "
+                         "order to test")
     if any(m > 7 for m in sizes):                  # not enumerable: no statement of power
         return dict(measured=tau, verdict="inconclusive", detectable=np.nan, desc=desc,
                     test=f"mean Kendall tau-b over groups of sizes {sizes}: too large to "

@@ -142,7 +142,14 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     rho1_depths = set(rho1["depths"]) if rho1 else set()
     for pan in pans:
         rho = pan["keep_rate"]
-        if len(pan["collapse"]) < 2:
+        if len(pan["collapse"]) < 2:        # nothing to collapse: said, not skipped
+            cid = f"collapse_etaL[rho={rho:g}]" if pan["by_depth"] else f"collapse_eta[rho={rho:g}]"
+            rows.append(row(study, cid, "The τ(η) curves of different depths collapse "
+                            "(Fig. 6)", SOURCE, measured=np.nan, expected="", tolerance=cr,
+                            verdict="inconclusive", detectable=np.nan,
+                            test="not computed: fewer than 2 depths with τ curves at this keep "
+                                 "rate (a collapse needs two)",
+                            detail=f"depths with curves: {list(pan['collapse'])}"))
             continue
         cc = _select(c, rho, pan["collapse"])
         n_cens = int((~cc.reached).sum())
