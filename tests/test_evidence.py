@@ -1,0 +1,110 @@
+"""Paper-scale evidence (sigprop.evidence): the committed tables still belong to the paper-scale
+config, the checks can fail, and the quick-vs-paper table flags changed verdicts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+from sigprop import evidence as E
+from sigprop.claims import row, sanity
+
+COMMITTED = REPO / "docs/evidence/paper-scale"
+CONFIG = REPO / "config/config.yaml"
+
+
+@pytest.fixture
+def in_repo(monkeypatch):
+    monkeypatch.chdir(REPO)          # studies_dir in the config is relative to the repository
+
+
+def _claims(study, verdicts):
+    return pd.DataFrame([row(study, cid, "a claim", "src", m, 1.0, 0.1, v, test="z",
+                             detectable=0.1) for cid, (v, m) in verdicts.items()]
+                        + [sanity(study, "identity", "an identity", "src", 1.0, 1.0, 0.1, "pass")])
+
+
+def test_committed_paper_scale_tables_match_todays_paper_scale_config(in_repo):
+    """Every committed study's run ids are those its paper-scale config generates today."""
+    dirs = sorted(p.name for p in COMMITTED.iterdir() if p.is_dir())
+    assert {"meanfield_maps", "dropout_ensemble", "residual_ntk"} <= set(dirs), dirs
+    assert E.check(COMMITTED, CONFIG) == []
+    for d in dirs:
+        prov = json.loads((COMMITTED / d / "provenance.json").read_text())
+        assert prov["scale"] == "paper" and prov["commit"] and prov["wall_s"] > 0
+        assert prov["machine"]["gpu"] is None          # no GPU figure anywhere
+        assert (COMMITTED / d / "claims.md").read_text().startswith(f"# {d}: paper-scale claims")
+
+
+def test_check_notices_a_config_that_no_longer_gives_the_committed_runs(in_repo, tmp_path):
+    src = COMMITTED / "meanfield_maps"
+    dest = tmp_path / "meanfield_maps"
+    shutil.copytree(src, dest)
+    prov = json.loads((dest / "provenance.json").read_text())
+    prov["runs_sha256"] = E.runs_digest(["not", "these", "runs"])
+    (dest / "provenance.json").write_text(json.dumps(prov))
+    problems = E.check(tmp_path, CONFIG)
+    assert len(problems) == 1 and "are not those the committed verdicts came from" in problems[0]
+    prov = json.loads((src / "provenance.json").read_text())
+    prov["claim_ids"] = prov["claim_ids"][1:]
+    (dest / "provenance.json").write_text(json.dumps(prov))
+    assert any("claim ids differ" in p for p in E.check(tmp_path, CONFIG))
+
+
+def test_publish_refuses_results_that_are_not_the_paper_scale_runs(in_repo, tmp_path):
+    res = tmp_path / "results" / "meanfield_maps"
+    res.mkdir(parents=True)
+    _claims("meanfield_maps", {"a": ("pass", 1.0)}).to_parquet(res / "claims.parquet")
+    pd.DataFrame({"run_id": ["r000000000000"]}).to_parquet(res / "metrics.parquet")
+    with pytest.raises(ValueError, match="not a paper-scale run of this config"):
+        E.publish("meanfield_maps", tmp_path / "results", tmp_path / "ev", CONFIG)
+    assert not (tmp_path / "ev").exists()
+    with pytest.raises(FileNotFoundError, match="run the study at paper scale first"):
+        E.publish("meanfield_maps", tmp_path / "nothing", tmp_path / "ev", CONFIG)
+
+
+def test_scales_table_flags_changed_verdicts_and_claims_of_one_scale_only():
+    q = _claims("s", {"a": ("pass", 1.0), "b": ("fail", 2.0), "only_quick": ("pass", 0.5)})
+    p = _claims("s", {"a": ("pass", 1.1), "b": ("inconclusive", 1.5), "only_paper": ("fail", 3.0)})
+    t = E.scales_table(q, p).set_index("claim_id")
+    assert not t.loc["a", "changed"] and t.loc["b", "changed"]
+    assert (t.loc["b", "verdict_quick"], t.loc["b", "verdict_paper"]) == ("fail", "inconclusive")
+    assert t.loc["only_quick", "verdict_paper"] == "-" and t.loc["only_paper", "changed"]
+    assert t.loc["a", "measured_paper"] == pytest.approx(1.1)
+    assert list(t.kind).index("sanity") == len(t) - 1           # claims first, sanity last
+
+
+def test_docs_scales_blocks_are_those_the_committed_tables_give(in_repo):
+    """docs/papers.md's quick-vs-paper blocks are generated from the committed paper-scale tables
+    and the quick run; only the paper side is committed, so this checks the blocks' study set
+    and the paper-scale verdicts they show."""
+    text = (REPO / "docs/papers.md").read_text()
+    for d in (p for p in COMMITTED.iterdir() if p.is_dir()):
+        assert f"<!-- scales:{d.name}:start -->" in text, d.name
+        block = text.split(f"<!-- scales:{d.name}:start -->")[1].split("<!-- scales:")[0]
+        paper = pd.read_parquet(d / "claims.parquet")
+        for cid, verdict in zip(paper.claim_id, paper.verdict):
+            line = next((ln for ln in block.splitlines() if f"| {cid} |" in ln), None)
+            assert line is not None and verdict in line, (d.name, cid)
+
+
+def test_report_page_puts_this_run_beside_the_committed_paper_scale(tmp_path):
+    from sigprop import analysis_steps, tables
+    q = _claims("s", {"a": ("pass", 1.0), "b": ("fail", 2.0)})
+    p = _claims("s", {"a": ("pass", 1.25), "b": ("pass", 0.5)})
+    tables.write_atomic(q, tmp_path / "q.parquet")
+    tables.write_atomic(p, tmp_path / "p.parquet")
+    (tmp_path / "prov.json").write_text(json.dumps({
+        "runs": 7, "wall_s": 120.0, "machine": {"cores": 2}, "commit": "abc" * 10,
+        "date": "2026-11-24"}))
+    t = analysis_steps.scales("s", "quick", str(tmp_path / "q.parquet"),
+                              str(tmp_path / "p.parquet"), str(tmp_path / "prov.json"),
+                              str(tmp_path / "scales.html"))
+    page = (tmp_path / "scales.html").read_text()
+    assert "Claims whose verdict differs: 1." in page and "verdict (quick)" in page
+    assert "<td>1.25</td>" in page and "7 runs, 2.0 min wall" in page
+    assert t.set_index("claim_id").loc["b", "changed"]
