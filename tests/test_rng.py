@@ -125,3 +125,29 @@ def test_dropout_scales_equal_masks_over_keep_bit_for_bit():
                 for m, s in zip(masks, scales):
                     want = m * (1.0 / kt).view(-1, 1, 1)
                     assert s.dtype == want.dtype and torch.equal(s, want)
+
+
+def test_dropout_scales_are_the_same_when_two_threads_draw_them_at_once():
+    """Local jobs train shards in threads of one process: two shards of one shape must not share
+    the hash's scratch tensors (they did, and a kill-and-rerun test failed about one run in
+    two)."""
+    import threading
+
+    from sigprop.nets import rng
+    shapes = [(64, 512)] * 4
+    keep = torch.tensor([0.9, 0.5, 0.8])
+    keys = [torch.tensor([1, 2, 3]) + 10 * t for t in range(2)]
+    want = [[rng.dropout_scales(keys[t], s, shapes, keep) for s in range(30)] for t in range(2)]
+    got = [None, None]
+
+    def work(t):
+        got[t] = [rng.dropout_scales(keys[t], s, shapes, keep) for s in range(30)]
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for t in range(2):
+        for a, b in zip(got[t], want[t]):
+            for x, y in zip(a, b):
+                assert torch.equal(x, y)

@@ -16,6 +16,7 @@ pure-Python :func:`fmix32_int`, so a platform that did not wrap would fail there
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 
@@ -217,19 +218,25 @@ def _keep_bits(k: torch.Tensor, shapes: list[tuple[int, ...]], max_elements: int
         i = j
 
 
-_SCRATCH: dict = {}
+_LOCAL = threading.local()
 
 
 def _scratch(n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """Two int32 work tensors of ``n`` elements, reused from step to step (a fresh tensor of
-    some MB costs its page faults at every step on the CPU)."""
+    some MB costs its page faults at every step on the CPU).  Kept per thread: local jobs train
+    shards in threads of one process, and two shards of one shape sharing a scratch tensor
+    would overwrite each other's masks (found by tests/test_faults.py's kill-and-rerun test,
+    which failed about one run in two)."""
+    cache = getattr(_LOCAL, "scratch", None)
+    if cache is None:
+        cache = _LOCAL.scratch = {}
     key = (n, str(device))
-    hit = _SCRATCH.get(key)
+    hit = cache.get(key)
     if hit is None:
-        if len(_SCRATCH) > 16:
-            _SCRATCH.clear()
-        hit = _SCRATCH[key] = (torch.empty(n, dtype=torch.int32, device=device),
-                               torch.empty(n, dtype=torch.int32, device=device))
+        if len(cache) > 16:
+            cache.clear()
+        hit = cache[key] = (torch.empty(n, dtype=torch.int32, device=device),
+                            torch.empty(n, dtype=torch.int32, device=device))
     return hit
 
 
