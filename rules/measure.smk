@@ -14,6 +14,7 @@ rule measure_shard:
         p=job_params("measure"),
         device=config["device"],
     threads: config["threads_per_job"]
+    priority: 2  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
     resources:
         mem_mb=shard_resource("measure", "mem_mb"),
         runtime=shard_resource("measure", "runtime"),

@@ -29,6 +29,7 @@ rule prune_shard:
         shard=shard_json,
         device=config["device"],
     threads: config["threads_per_job"]
+    priority: 1  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
     resources:
         mem_mb=shard_resource("prune", "mem_mb"),
         runtime=shard_resource("prune", "runtime"),

@@ -14,6 +14,7 @@ rule train_shard:
         checkpoint="results/{study}/checkpoints/{shard}.pt",
         eval_splits=lambda w: ",".join(study_of(w).eval_splits),
     threads: config["threads_per_job"]
+    priority: 2  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
     resources:
         mem_mb=shard_resource("train", "mem_mb"),
         runtime=shard_resource("train", "runtime"),
