@@ -24,7 +24,12 @@ How each number is obtained:
 * **CPU time** is calibrated on the spot: a few real training steps of each family's costliest
   shard (its models and batch cut until a step is at most :data:`CALIBRATION_FLOPS`) give the
   CPU's achieved GFLOP/s for that family, and a shard's time is its FLOPs at that rate (small
-  shards, dominated by per-step overhead, run slower than that).
+  shards, dominated by per-step overhead, run slower than that), plus its init stage: drawing
+  its parameters (the counter-based generator of :mod:`sigprop.nets.rng`, about 55 ns a
+  parameter on one core of this CPU) and writing and reading the init file, each timed per
+  parameter and per byte on the same calibration shard.  The init term dominates measurement
+  studies of very wide and deep nets (000 at width 1000, depth 200: 2e8 float64 parameters a
+  model), whose FLOPs are one pass.  GPU projections leave it out.
 * **GPU time** is FLOPs over a named GPU's dense peak (vendor figures in :data:`GPUS`, float32
   or TF32 by the run's precision) times an efficiency (:data:`DEFAULT_EFFICIENCY`, or
   ``--efficiency``): a projection, never a measurement.
@@ -35,6 +40,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import tempfile
 import time
 from pathlib import Path
 
@@ -200,6 +206,7 @@ def shard_costs(study, options: dict, cache: dict) -> list[dict]:
         mem += bytes_per * (n_train + n_test) * math.prod(in_shape)
         rows.append({"shard": shard.shard_id, "block": study.labels[r0.run_id], "models": m,
                      "arch": r0.arch, "precision": r0.precision, "flops": flops,
+                     "params": m * c.params, "param_bytes": m * c.params * bytes_per,
                      "peak_bytes": mem, "proxy": measure, "steps": steps,
                      "step_flops": c.step_flops})
     return rows
@@ -217,7 +224,7 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
 
     from .bench import _data
     from .runs import Shard
-    from .train.shard import ShardTrainer, initial_state
+    from .train.shard import ShardTrainer, initial_state, load_state, save_state
     rates = {}
     dev = torch.device("cpu")
     for fam, (run, in_shape, n_out, batch, step_flops, models) in families_shapes.items():
@@ -229,7 +236,17 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
                                          steps=10 ** 6, eval_every=10 ** 6) for i in range(m))
         shard = Shard("plan", runs)
         data = _data(max(4 * batch, 64), in_shape, max(n_out, 2), dev)
+        t0 = time.perf_counter()
         params, buffers = initial_state(shard, in_shape, n_out, dev, torch.float32)
+        t_init = time.perf_counter() - t0
+        n_params = sum(p.numel() for p in params)
+        n_bytes = sum(p.numel() * p.element_size() for p in params)
+        with tempfile.TemporaryDirectory() as tmp:      # the init file: written, then read
+            path = Path(tmp) / "init.pt"
+            t0 = time.perf_counter()
+            save_state(params, buffers, shard, path)
+            load_state(path, shard)
+            t_io = time.perf_counter() - t0
         tr = ShardTrainer(shard, data, params, dev, buffers=buffers)
         tr.train_step()
         n, t0 = 0, time.perf_counter()
@@ -238,8 +255,21 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
             n += 1
         dt = (time.perf_counter() - t0) / n
         rates[fam] = {"gflops": m * step_flops / dt / 1e9, "step_s": dt, "models": m,
-                      "batch": batch, "in_shape": list(in_shape), "steps_timed": n}
+                      "batch": batch, "in_shape": list(in_shape), "steps_timed": n,
+                      "init_s_per_param": t_init / n_params, "io_s_per_byte": t_io / n_bytes}
     return rates
+
+
+def cpu_seconds(shard_row: dict, rates: dict) -> float:
+    """A shard's projected CPU time from the calibration (:func:`calibrate`): its FLOPs at the
+    family's rate, plus drawing its parameters and writing and reading its init file; NaN when
+    its family was not calibrated."""
+    r = rates.get(shard_row["arch"])
+    if r is None:
+        return math.nan
+    return (shard_row["flops"] / (r["gflops"] * 1e9)
+            + shard_row["params"] * r.get("init_s_per_param", 0.0)
+            + shard_row["param_bytes"] * r.get("io_s_per_byte", 0.0))
 
 
 def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None,
@@ -268,8 +298,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
     blocks, totals, shards = [], {}, []
     for name, (study, rows) in per_study.items():
         for r in rows:
-            cpu = (r["flops"] / (rates[r["arch"]]["gflops"] * 1e9) if r["arch"] in rates
-                   else math.nan)
+            cpu = cpu_seconds(r, rates)
             shards.append({"study": name, **{k: r[k] for k in ("shard", "block", "models", "arch",
                                                                "precision", "flops", "peak_bytes",
                                                                "proxy")},
@@ -280,8 +309,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
         for r in rows:
             by_block.setdefault(r["block"], []).append(r)
         for label, rs in by_block.items():
-            cpu_s = [r["flops"] / (rates[r["arch"]]["gflops"] * 1e9) if r["arch"] in rates
-                     else math.nan for r in rs]
+            cpu_s = [cpu_seconds(r, rates) for r in rs]
             row = {"study": name, "scale": study.scale, "task": study.task, "block": label,
                    "runs": sum(r["models"] for r in rs), "shards": len(rs),
                    "flops_per_shard_max": max(r["flops"] for r in rs),
@@ -307,6 +335,8 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
             "efficiency": efficiency, "gpus": gpus, "cpu_threads": threads,
             "cpu_rates": rates, "blocks": blocks, "studies": totals, "shards": shards,
             "notes": ["FLOPs of measure studies are a proxy (one forward + backward per model)",
+                      "CPU times include the init stage (drawing, writing and reading the "
+                      "parameters); GPU times do not",
                       "GPU times are projections: FLOPs / (dense peak x efficiency)",
                       "peak memory excludes the framework's own workspace"]}
 

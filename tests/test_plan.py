@@ -41,6 +41,16 @@ def test_plan_covers_every_shard_and_projects_gpu_time(tmp_path):
     for g, spec in P.GPUS.items():
         assert t[f"{g}_h_total"] * 3600 == pytest.approx(t["flops_total"] / (spec["float32"] * 1e12 * 0.5))
     assert p["cpu_rates"]["fc"]["gflops"] > 0 and block["cpu_h_total"] > 0
+    # a shard's CPU time is its FLOPs at the rate plus its init stage, per parameter and byte
+    rate = p["cpu_rates"]["fc"]
+    assert rate["init_s_per_param"] > 0 and rate["io_s_per_byte"] > 0
+    rows = {r["shard"]: r for r in P.shard_costs(studies["trainable_depth"], {}, {})}
+    for s in p["shards"]:
+        r = rows[s["shard"]]
+        assert r["param_bytes"] == 4 * r["params"] > 0       # float32 runs
+        flops_s = r["flops"] / (rate["gflops"] * 1e9)
+        init_s = r["params"] * rate["init_s_per_param"] + r["param_bytes"] * rate["io_s_per_byte"]
+        assert s["cpu_s"] == pytest.approx(flops_s + init_s) and init_s > 0
     json.dumps(p, default=str)
     text = P.table(p)
     assert f"| trainable_depth | quick | {block['block']} | 8 | {block['shards']} |" in text
