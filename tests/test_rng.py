@@ -151,3 +151,19 @@ def test_dropout_scales_are_the_same_when_two_threads_draw_them_at_once():
         for a, b in zip(got[t], want[t]):
             for x, y in zip(a, b):
                 assert torch.equal(x, y)
+
+
+def test_counter_words_read_through_a_view_equal_the_int64_arithmetic_bit_for_bit():
+    """_mix_counters reads a counter's two 32-bit words through an int32 view; it must give the
+    words of the int64 arithmetic for every counter the streams use (layer offsets up to 2^40,
+    high words past 2^31, negative numbers) and keep the counters' shape."""
+    from sigprop.nets import rng
+    g = torch.Generator().manual_seed(0)
+    base = torch.randint(-2 ** 62, 2 ** 62, (4000,), generator=g, dtype=torch.int64)
+    special = torch.tensor([0, 1, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 34, 5 << 34,
+                            (1 << 40) + 7, 2 ** 63 - 1, -1, -2 ** 31, -2 ** 32, -2 ** 63])
+    for c in (base, special, torch.arange(12, dtype=torch.int64).reshape(3, 4) + (3 << 34),
+              (2 * torch.arange(1000) + 1)[::3]):             # a strided (non-contiguous) view
+        got = rng._mix_counters(c)
+        assert got.dtype == torch.int32 and got.shape == c.shape
+        assert torch.equal(got, rng._mix_counters_arith(c))

@@ -16,6 +16,7 @@ pure-Python :func:`fmix32_int`, so a platform that did not wrap would fail there
 from __future__ import annotations
 
 import math
+import sys
 import threading
 
 import torch
@@ -90,8 +91,23 @@ def _model_keys(keys: torch.Tensor, stream: int, *words: int) -> torch.Tensor:
 
 
 def _mix_counters(counters: torch.Tensor) -> torch.Tensor:
-    """Scramble 64-bit counters to 32-bit words (shared by all models)."""
+    """Scramble 64-bit counters to 32-bit words (shared by all models):
+    ``fmix32(lo ^ fmix32(hi + GOLDEN))`` with ``lo``, ``hi`` the counter's low and high 32-bit
+    words.  The words are read through an int32 view of the int64 tensor (no int64 arithmetic:
+    that took two thirds of drawing a paper-scale net's initial weights); on a big-endian host
+    the arithmetic of :func:`_mix_counters_arith` gives the same words."""
     c = counters.to(torch.int64)
+    if sys.byteorder != "little":
+        return _mix_counters_arith(c)
+    w = c.contiguous().view(torch.int32).view(*c.shape, 2)
+    hi = w[..., 1].add(_signed(_GOLDEN))              # int32 wrap-around, as in fmix32_
+    lo = w[..., 0].contiguous()
+    return fmix32_(lo.bitwise_xor_(fmix32_(hi)))
+
+
+def _mix_counters_arith(c: torch.Tensor) -> torch.Tensor:
+    """:func:`_mix_counters` by int64 arithmetic (the reference its view path is tested
+    against, bit for bit)."""
     return fmix32(to_i32(c) ^ fmix32(to_i32((c >> 32) + _GOLDEN)))
 
 
