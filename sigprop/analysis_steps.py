@@ -122,7 +122,9 @@ def scales(study: str, scale: str, run_claims: str, paper_claims: str, provenanc
                           "measured_quick": f"measured ({scale})",
                           "verdict_paper": "verdict (paper, committed)",
                           "measured_paper": "measured (paper, committed)"})
-    n = int(t.changed[t.kind == "claim"].sum())
+    n = int((t.changed & t.both & (t.kind == "claim")).sum())
+    one = int((~t.both & t.kind.str.contains("claim")).sum())
+    t = t.drop(columns="both")
     rows = "".join("<tr>" + "".join(
         f"<td>{html.escape(f'{v:.4g}' if isinstance(v, float) else str(v))}</td>" for v in r)
         + "</tr>" for r in t.itertuples(index=False))
@@ -134,7 +136,8 @@ def scales(study: str, scale: str, run_claims: str, paper_claims: str, provenanc
             f"<h2>{html.escape(study)}: this run ({html.escape(scale)} scale) against paper scale"
             f"</h2><p>Paper-scale verdicts from docs/evidence/paper-scale/{html.escape(study)}/ "
             f"({prov['runs']} runs, {wall} wall on a {prov['machine']['cores']}-core CPU, commit "
-            f"{prov['commit'][:10]}, {prov['date']}). Claims whose verdict differs: {n}. Why "
+            f"{prov['commit'][:10]}, {prov['date']}). Claims at both scales whose verdict differs: "
+            f"{n}; claims at one scale only (or a sanity check at the other): {one}. Why "
             "each differs: docs/papers.md.</p>"
             f"<table><tr>{head}</tr>{rows}</table></body></html>\n")
     atomic.write_text(html_out, text)

@@ -76,6 +76,20 @@ def test_scales_table_flags_changed_verdicts_and_claims_of_one_scale_only():
     assert t.loc["only_quick", "verdict_paper"] == "-" and t.loc["only_paper", "changed"]
     assert t.loc["a", "measured_paper"] == pytest.approx(1.1)
     assert list(t.kind).index("sanity") == len(t) - 1           # claims first, sanity last
+    assert t.both.loc[["a", "b"]].all() and not t.both.loc[["only_quick", "only_paper"]].any()
+
+
+def test_scales_table_shows_an_id_that_is_a_sanity_check_at_one_scale_and_a_claim_at_the_other():
+    """gradient_universality's width N = 100 is Fig. 4's width at quick scale (an identity) and
+    a Fig. 5 width of its own at paper scale (a claim): the row shows both kinds, is not a
+    verdict change of a claim, and sorts with the claims."""
+    q = _claims("s", {"a": ("pass", 1.0)})
+    p = _claims("s", {"a": ("pass", 1.0)})
+    p.loc[p.claim_id == "identity", ["kind", "verdict"]] = ["claim", "fail"]
+    t = E.scales_table(q, p).set_index("claim_id")
+    assert t.loc["identity", "kind"] == "sanity → claim"
+    assert t.loc["identity", "changed"] and not t.loc["identity", "both"]
+    assert list(t.index) == ["a", "identity"]
 
 
 def test_docs_scales_blocks_are_those_the_committed_tables_give(in_repo):
@@ -105,6 +119,7 @@ def test_report_page_puts_this_run_beside_the_committed_paper_scale(tmp_path):
                               str(tmp_path / "p.parquet"), str(tmp_path / "prov.json"),
                               str(tmp_path / "scales.html"))
     page = (tmp_path / "scales.html").read_text()
-    assert "Claims whose verdict differs: 1." in page and "verdict (quick)" in page
+    assert "Claims at both scales whose verdict differs: 1; claims at one scale only" in page
+    assert "verdict (quick)" in page and "<th>both</th>" not in page
     assert "<td>1.25</td>" in page and "7 runs, 2.0 min wall" in page
     assert t.set_index("claim_id").loc["b", "changed"]
