@@ -213,6 +213,23 @@ def _kernel_specs(depth, width, steps, seeds, lr=0.5, batch=16):
             tuple(RunSpec(arch="fc", seed=s, **base) for s in seeds)]
 
 
+def test_a_byte_cap_splits_the_batch_without_changing_a_number(monkeypatch):
+    """``chunk_bytes`` below two models' float64 weights and gradients processes one network at a
+    time (the paper-scale DenseNet at L = 32 holds 0.9 GB a model) with the same numbers."""
+    runs = _runs("densenet_fc", depth=3, width=7, seeds=range(3))
+    _shard, params, _ = _init(runs)
+    seen = []
+    real = jm.output_and_jacobians
+    monkeypatch.setattr(jm, "output_and_jacobians",
+                        lambda arch, rs, *a, **k: seen.append(len(rs)) or real(arch, rs, *a, **k))
+    whole = jm.jacobian_moments("densenet_fc", runs, params, chunk=32)
+    per_model = 16 * sum(p[0].numel() for p in params)
+    capped = jm.jacobian_moments("densenet_fc", runs, params, chunk=32, chunk_bytes=2 * per_model - 1)
+    assert seen == [3, 1, 1, 1]
+    for k in ("f", "jac_sq", "jac_sq_total"):
+        np.testing.assert_array_equal(capped[k], whole[k])
+
+
 def test_empirical_ntk_equals_explicit_jacobian_products():
     """torch.func NTK over the hidden weights, summed over logits, against per-(input, logit)
     autograd gradients of the plain module (float64, 1e-10)."""

@@ -22,8 +22,8 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
     from ...measure.jacobians import jacobian_moments  # torch: imported only in the job
     runs = shard.runs
     arch = runs[0].arch
-    chunk = int(p.measure.chunk)
-    r = jacobian_moments(arch, runs, params, chunk=chunk)
+    r = jacobian_moments(arch, runs, params, chunk=int(p.measure.chunk),
+                         chunk_bytes=int(p.measure.chunk_mb) * 2 ** 20)
     m = len(runs)
     frames = [pd.DataFrame({"model": np.arange(m), "layer": 0, "probe": 0, "metric": k,
                             "value": r[key]})
