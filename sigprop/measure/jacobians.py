@@ -28,12 +28,16 @@ numbers do not depend on its shard.  Everything is computed in float64.
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 
 import numpy as np
 import torch
 
 from ..nets import activations, families, rng
+
+log = logging.getLogger("sigprop.measure")
 
 STREAM_PROBE = 11      # rng stream of the probe inputs (distinct from sigprop.nets.rng's 1-4)
 
@@ -291,14 +295,21 @@ def train_kernel_change(arch: str, runs, params: list[torch.Tensor], x_train: to
             out = fam.apply(runs, ps, [], xe.unsqueeze(0).expand(m, *xe.shape), False, keys, 0)[0]
             return mse_per_model(out, ye.unsqueeze(0).expand(m, -1))
 
+    from ..train.shard import progress_interval
+    every, t0 = progress_interval(), time.time()
     theta0 = ntk_all(arch, runs, ps, x_probe)
+    log.info("kernel regime: NTK at initialization of %d models in %.1f s", m, time.time() - t0)
     c = fam.apply(runs[:1], [p[:1] for p in ps], [], x_probe[:1].unsqueeze(0), False, keys[:1], 0)[0].shape[-1]
     k0 = torch.diagonal(theta0, dim1=1, dim2=2).mean(1) / c
     lr = (eta.to(torch.float64) / k0).to(ps[0].dtype)
     loss0 = eval_loss()
     per_epoch = n // batch
     perm = None
+    last = ts = time.time()
     for t in range(steps):
+        if time.time() - last > every:
+            last = time.time()
+            log.info("kernel regime: step %d/%d, %.1f steps/s", t, steps, t / (last - ts))
         epoch, pos = divmod(t, per_epoch)
         if pos == 0:
             perm = rng.permutations(keys, epoch, n)
@@ -313,6 +324,7 @@ def train_kernel_change(arch: str, runs, params: list[torch.Tensor], x_train: to
                 ps[i] = (ps[i].detach() - lr.view(-1, *([1] * (g.dim() - 1))) * g)
     lossT = eval_loss()
     thetaT = ntk_all(arch, runs, ps, x_probe)
+    log.info("kernel regime: %d steps and both NTKs in %.1f s", steps, time.time() - t0)
     rel = (thetaT - theta0).flatten(1).norm(dim=1) / theta0.flatten(1).norm(dim=1)
     bad = ~torch.isfinite(lossT) | ~torch.isfinite(rel)
     return {"ntk_rel_change": rel.cpu().numpy(), "ntk_diag_0": k0.cpu().numpy(),
