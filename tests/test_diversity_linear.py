@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 
 import jsonschema
 import matplotlib.pyplot as plt
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -202,6 +203,19 @@ def test_group_rank_levels_and_verdicts():
     one = claims.group_rank(pd.DataFrame({"w": [4, 4], "v": [1.0, 2.0], "d": [1, 2]}),
                             "w", "v", "d", 0.6)
     assert one["verdict"] == "inconclusive" and not np.isfinite(one["detectable"])
+
+
+def test_one_group_of_ten_nets_is_decided_not_left_inconclusive():
+    """Paper scale's ten nets of equal parameter count (one width per depth) form one group of
+    10: the ordering claim passes, fails or stays inconclusive by its rule, with its power."""
+    df = pd.DataFrame({"d": np.arange(1, 11), "w": [485, 111, 82, 68, 59, 53, 49, 46, 43, 40]})
+    falls = claims.group_rank(df.assign(v=-df.d + 0.3 * np.sin(df.d)), "d", "v", "w", 0.6, -1)
+    assert falls["verdict"] == "pass" and falls["measured"] == pytest.approx(-1.0)
+    assert "P(pass | random order within groups) = 0.0" in falls["test"]
+    rises = claims.group_rank(df.assign(v=-df.d), "d", "v", "w", 0.6)
+    assert rises["verdict"] == "fail"
+    noise = claims.group_rank(df.assign(v=[3, 1, 4, 1.5, 5, 9, 2, 6, 5.5, 3.5]), "d", "v", "w", 0.6)
+    assert noise["verdict"] == "inconclusive" and 0 < noise["measured"] < 0.6
 
 
 # ----------------------------------------------------------------- end to end

@@ -15,9 +15,10 @@ never counted in a tally (:func:`tally`): one measurement, one counted row.  Sta
 from __future__ import annotations
 
 import fnmatch
-import itertools
 import json
 import math
+from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -126,22 +127,36 @@ def kendall_levels(n: int) -> np.ndarray:
     return np.array(sorted({1 - 2 * d / pairs for d in range(pairs + 1)})) if pairs else np.array([])
 
 
+def kendall_inversion_counts(n: int) -> list[int]:
+    """How many orders of ``n`` untied items have ``k`` inversions, ``k = 0 .. n(n-1)/2`` (the
+    Mahonian numbers: inserting the ``i``-th item into an order of ``i - 1`` adds 0 .. i - 1
+    inversions); they sum to ``n!``."""
+    counts = [1]
+    for i in range(2, n + 1):
+        nxt = [0] * (len(counts) + i - 1)
+        for k, c in enumerate(counts):
+            for j in range(i):
+                nxt[k + j] += c
+        counts = nxt
+    return counts
+
+
+def kendall_law(n: int) -> Counter:
+    """The exact null law of Kendall's tau over ``n`` untied items in random order: counts of
+    each value ``1 - 4k / (n(n-1))`` (a :class:`fractions.Fraction`) over the ``n!`` orders."""
+    if n < 2:
+        return Counter({Fraction(0): 1})
+    return Counter({1 - Fraction(4 * k, n * (n - 1)): c
+                    for k, c in enumerate(kendall_inversion_counts(n)) if c})
+
+
 def kendall_null_pass(n: int, min_tau: float) -> float:
-    """P(tau >= min_tau) when the order is random (exact for n <= 8 by enumeration, else the
-    normal approximation with variance 2(2n+5)/(9n(n-1))): the chance that the ordering claim
-    passes with no association at all."""
+    """P(tau >= min_tau) when the order is random (exact, :func:`kendall_law`): the chance that
+    the ordering claim passes with no association at all."""
     if n < 2:
         return float("nan")
-    if n <= 8:
-        hits = total = 0
-        for perm in itertools.permutations(range(n)):
-            d = sum(1 for i in range(n) for j in range(i + 1, n) if perm[i] > perm[j])
-            tau = 1 - 4 * d / (n * (n - 1))
-            hits += tau >= min_tau - 1e-12
-            total += 1
-        return hits / total
-    sd = math.sqrt(2 * (2 * n + 5) / (9 * n * (n - 1)))
-    return 0.5 * math.erfc(min_tau / sd / math.sqrt(2))
+    law = kendall_law(n)
+    return sum(c for t, c in law.items() if float(t) >= min_tau - 1e-12) / math.factorial(n)
 
 
 def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
