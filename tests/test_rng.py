@@ -1,6 +1,9 @@
 """The counter-based RNG: right distributions, independent streams, composition-free."""
 
+import math
+
 import numpy as np
+import pytest
 import torch
 
 from sigprop.nets import rng
@@ -167,3 +170,34 @@ def test_counter_words_read_through_a_view_equal_the_int64_arithmetic_bit_for_bi
         got = rng._mix_counters(c)
         assert got.dtype == torch.int32 and got.shape == c.shape
         assert torch.equal(got, rng._mix_counters_arith(c))
+
+
+def _normal_general(keys, stream, shape, offset, dtype):
+    """rng.normal by its general path: 64-bit counters through rng.uniform."""
+    n = math.prod(shape)
+    idx = torch.arange(n, dtype=torch.int64) + offset
+    u1 = rng.uniform(keys, stream, 2 * idx, torch.float64)
+    u2 = rng.uniform(keys, stream, 2 * idx + 1, torch.float64)
+    z = u1.log_().mul_(-2.0).sqrt_().mul_(u2.mul_(2.0 * math.pi).cos_())
+    return z.to(dtype).reshape((keys.shape[0],) + tuple(shape))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_normal_shortcut_gives_the_general_paths_bits(threads):
+    """normal()'s int32, chunked shortcut (_normal_uniforms) draws exactly the numbers of the
+    64-bit-counter path, over chunk edges, odd sizes, several models, and offsets on both sides
+    of the shortcut's limits (a 2^32 counter block crossed: the general path is taken)."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        cases = [((300, 700), 3 << 34), ((7, 13), 0), ((1, 70_001), 5 << 34),
+                 ((333, 211), (1 << 34) + 12_345), ((100,), 2 ** 31 - 10), ((10,), 2 ** 62)]
+        for keys in (torch.tensor([5]), torch.tensor([1, 99, 2 ** 40 + 3, -7]), torch.arange(13)):
+            for shape, off in cases:
+                for dt in (torch.float64, torch.float32):
+                    got = rng.normal(keys, rng.STREAM_INIT_W, shape, offset=off, dtype=dt)
+                    assert torch.equal(got, _normal_general(keys, rng.STREAM_INIT_W, shape, off, dt))
+    finally:
+        torch.set_num_threads(old)
+    assert rng._normal_uniforms(KEYS, 1, 1000, 7 << 34) is not None      # init offsets use it
+    assert rng._normal_uniforms(KEYS, 1, 100, 2 ** 31 - 10) is None       # crosses a 2^32 block
