@@ -12,7 +12,12 @@ that never met a CPU tensor would otherwise go unnoticed) and, for the trainer, 
 same run without the guard.  :func:`test_guard_catches_a_device_less_tensor` is the negative
 control: the guard fails a deliberately device-less creation.
 
-What the guard caught and what was fixed is listed in the report of issue 19, item 4.
+What the guard caught, each fixed in f6bd570 (2026-11-23): ``class_balanced_batch`` copied the
+data to the default device; probe inputs, NTK scales and embeddings, dropout-learning
+permutations, the naive per-example norms, the fallback family's module template and the fc
+sigma vectors were created without a device; diversity_linear's keys and sigma vectors
+(ecd932c).  The same pass removed two per-step host syncs ("any model active", the dropout keep
+thresholds) and made the fc init decide orthogonality on the host.
 """
 
 from __future__ import annotations
