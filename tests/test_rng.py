@@ -201,3 +201,4 @@ def test_normal_shortcut_gives_the_general_paths_bits(threads):
         torch.set_num_threads(old)
     assert rng._normal_uniforms(KEYS, 1, 1000, 7 << 34) is not None      # init offsets use it
     assert rng._normal_uniforms(KEYS, 1, 100, 2 ** 31 - 10) is None       # crosses a 2^32 block
+    assert rng._normal_uniforms(KEYS.to("meta"), 1, 1000, 7 << 34) is None  # sigprop plan's shapes

@@ -162,7 +162,7 @@ def _normal_uniforms(keys: torch.Tensor, stream: int, n: int, offset: int
     """:func:`normal`'s two uniforms, ``u1 = uniform(keys, stream, 2 idx)`` and
     ``2 pi uniform(keys, stream, 2 idx + 1)`` for ``idx = offset + arange(n)`` (float64
     ``[M, n]`` each), bit for bit, made without 64-bit counters; ``None`` when the shortcut does
-    not apply (the caller then takes the general path).
+    not apply or the device is not the CPU (the caller then takes the general path).
 
     All ``2n`` counters of one call share their high 32-bit word when they lie in one 2^32 block
     (the init offsets are ``i << 34``, so a layer of fewer than 2^31 weights always does), and
@@ -175,10 +175,12 @@ def _normal_uniforms(keys: torch.Tensor, stream: int, n: int, offset: int
     differ in the last bit, still run in :func:`normal` on the whole arrays, as before.  One
     width-1000, depth-200 network's weights (000 Fig. 2 at paper scale) took 8.6 s on one core
     and take about 3 s (M = 1 to 4 models a call)."""
+    dev, m = keys.device, keys.shape[0]
+    if dev.type != "cpu":    # a GPU runs the whole-array ops at once; on "meta" (sigprop plan's
+        return None          # shape counting) a chunk loop would cost only Python time
     first, last = 2 * offset, 2 * (offset + n - 1) + 1
     if n <= 0 or offset < 0 or first >> 32 != last >> 32 or (first & _MASK32) + 2 * n > 1 << 31:
         return None
-    dev, m = keys.device, keys.shape[0]
     hi = _signed(fmix32_int((first >> 32) + _GOLDEN))
     k = _model_keys(keys, stream).view(-1, 1)
     lo0 = first & _MASK32
