@@ -173,8 +173,8 @@ def _normal_uniforms(keys: torch.Tensor, stream: int, n: int, offset: int
     bit: every operation here is integer arithmetic or an exactly rounded IEEE product of
     exactly representable numbers; ``log`` and ``cos``, whose vectorized and scalar kernels may
     differ in the last bit, still run in :func:`normal` on the whole arrays, as before.  One
-    width-1000, depth-200 network's weights (000 Fig. 2 at paper scale) took 8.6 s on one core
-    and take about 3 s (M = 1 to 4 models a call)."""
+    width-1000, depth-200 network's weights (the gradient_metrics study at paper scale) took
+    8.6 s on one core and take about 3 s (M = 1 to 4 models a call)."""
     dev, m = keys.device, keys.shape[0]
     if dev.type != "cpu":    # a GPU runs the whole-array ops at once; on "meta" (sigprop plan's
         return None          # shape counting) a chunk loop would cost only Python time
