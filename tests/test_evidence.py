@@ -32,7 +32,7 @@ def test_committed_paper_scale_tables_match_todays_paper_scale_config(in_repo):
     """Every committed study's run ids are those its paper-scale config generates today."""
     dirs = sorted(p.name for p in COMMITTED.iterdir() if p.is_dir())
     assert {"meanfield_maps", "dropout_ensemble", "residual_ntk", "gradient_universality",
-            "jacobian_moments", "diversity_linear"} <= set(dirs), dirs
+            "jacobian_moments", "diversity_linear", "gradient_metrics"} <= set(dirs), dirs
     assert E.check(COMMITTED, CONFIG) == []
     for d in dirs:
         prov = json.loads((COMMITTED / d / "provenance.json").read_text())
