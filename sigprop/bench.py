@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from .nets import families, reference
 from .runs import RunSpec, Shard
-from .train import devices
+from .train import devices, host_memory
 from .train.shard import Data, ShardTrainer, initial_state, set_precision_policy
 
 # dense float32 peaks (TFLOP/s, no TF32) of GPUs we may meet; None when unknown
@@ -209,6 +209,9 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
     time to the float32 matmul peak measured on the spot (:func:`matmul_peak`)."""
     dev = devices.acquire(device)
     set_precision_policy("float32")
+    # glibc keeps freed memory for every way alike, as in the workflow's jobs
+    # (sigprop.train.host_memory): the page faults it avoids were ~15 % of a wide step
+    kept = host_memory.keep_freed_memory()
     runs = tuple(RunSpec(arch=arch, width=width, depth=depth, batch_size=batch, steps=steps,
                          eval_every=steps, lr=1e-3, sigma_w2=1.0 + 0.01 * i, activation=activation,
                          dataset="bench") for i in range(models))
@@ -240,7 +243,7 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
     out = {"arch": arch, "activation": activation, "width": width, "depth": depth,
            "models": models, "batch": batch, "steps": steps, "in_shape": list(in_shape),
            "device": str(dev), "repeats": repeats, "flops_per_model_step": step_flops,
-           "matmul_peak_gflops": peak / 1e9}
+           "matmul_peak_gflops": peak / 1e9, "keep_freed_memory": kept}
     for name, ts in times.items():
         out[f"{name}_s"] = min(ts)
         out[f"{name}_spread"] = (max(ts) - min(ts)) / min(ts)

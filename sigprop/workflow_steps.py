@@ -15,7 +15,7 @@ from . import tables
 from .data.prepare import load as load_dataset
 from .prune.stage import mask_report, shard_masks, start_params
 from .runs import Shard
-from .train import devices
+from .train import devices, host_memory
 from .train import shard as engine
 
 log = logging.getLogger("sigprop.steps")
@@ -47,6 +47,7 @@ def _setup(device: str, threads: int | None) -> torch.device:
     if threads and torch.get_num_threads() != int(threads):
         torch.set_num_threads(int(threads))   # process-wide: set only when it changes
     dev = devices.acquire(device, lock_dir=GPU_LOCK_DIR)
+    host_memory.keep_freed_memory()      # no page faults on memory freed by the last step
     log.info("device %s, torch %s, %d threads", dev, torch.__version__, torch.get_num_threads())
     return dev
 
