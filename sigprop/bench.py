@@ -206,7 +206,11 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
     Each way is timed ``repeats`` times, interleaved (shard, loop, func, minimal, shard, ...),
     and the fastest is kept; ``*_spread`` is (slowest - fastest) / fastest.  FLOPs of a step
     are counted from operator shapes; ``*_gflops`` and ``*_peak_fraction`` relate the fastest
-    time to the float32 matmul peak measured on the spot (:func:`matmul_peak`)."""
+    time to the float32 matmul peak measured on the spot (:func:`matmul_peak`).
+    ``*_page_faults_per_step``: the host's minor page faults per step of the way's quietest
+    repeat (warm-up included); ``keep_freed_memory``: whether glibc kept freed memory
+    (:mod:`sigprop.train.host_memory`), as it does for every way here and in the workflow's
+    jobs."""
     dev = devices.acquire(device)
     set_precision_policy("float32")
     # glibc keeps freed memory for every way alike, as in the workflow's jobs
@@ -235,9 +239,12 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
         ways["minimal"] = _minimal_step(d_in, width, depth, classes, models, x, y, runs[0].lr,
                                         activation, dev)
     times: dict[str, list[float]] = {k: [] for k in ways}
+    faults: dict[str, list[float]] = {k: [] for k in ways}   # host minor page faults a step
     for _ in range(repeats):
         for name, fn in ways.items():
+            f0 = host_memory.minor_faults()
             times[name].append(_time(fn, steps, dev))
+            faults[name].append((host_memory.minor_faults() - f0) / (steps + 2))
     flops = step_flops * models * steps
     peak = peak or _peak(dev) or matmul_peak(dev)
     out = {"arch": arch, "activation": activation, "width": width, "depth": depth,
@@ -249,6 +256,7 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
         out[f"{name}_spread"] = (max(ts) - min(ts)) / min(ts)
         out[f"{name}_gflops"] = flops / min(ts) / 1e9
         out[f"{name}_peak_fraction"] = flops / min(ts) / peak
+        out[f"{name}_page_faults_per_step"] = min(faults[name])
     if "func_vmap_optim_s" in out:
         best = min(("func_vmap_optim", "func_vmap_grad"), key=lambda k: out[f"{k}_s"])
         out["func_best"] = best

@@ -64,6 +64,7 @@ def test_bench_command_prints_both_timings():
     assert res["fraction_of_minimal"] == pytest.approx(res["minimal_s"] / res["shard_s"])
     assert 0 < res["shard_peak_fraction"] < 1 and out["matmul_peak_gflops"] > 0
     assert res["shard_spread"] >= 0 and out["commit"] and out["date"]
+    assert res["shard_page_faults_per_step"] >= 0 and isinstance(res["keep_freed_memory"], bool)
 
 
 def test_bench_flops_are_counted_from_shapes_as_torch_counts_them():
