@@ -121,6 +121,25 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                             "grouped convolutions against the loop and torch.func on 3x32x32 "
                             "inputs [default: fc]")
     bench.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
+    prof = sub.add_parser(
+        "profile-shard", help="where a training shard's step goes: torch.profiler's top operators "
+                              "(JSON)",
+        description="Build STUDY as the workflow does, draw one shard's initial weights, train "
+                    "--warmup steps and then --steps steps under torch.profiler; print the step "
+                    "time, host page faults per step and the operators with the most self time, "
+                    "as JSON. Reads the prepared data set results/data/<name>.npz.")
+    prof.add_argument("study", help="a training study of the config, e.g. trainable_depth")
+    prof.add_argument("--shard", default=None,
+                      help="shard id [default: the shard with the most work]")
+    prof.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                      help="overrides as for snakemake --config, e.g. scale=paper")
+    prof.add_argument("--configfile", default="config/config.yaml")
+    prof.add_argument("--steps", type=int, default=10, help="profiled steps [default: 10]")
+    prof.add_argument("--warmup", type=int, default=3, help="untimed steps first [default: 3]")
+    prof.add_argument("--threads", type=int, default=1,
+                      help="torch threads, as a local job gets [default: 1]")
+    prof.add_argument("--device", default="cpu", help="cpu, auto or cuda[:N] [default: cpu]")
+    prof.add_argument("--top", type=int, default=12, help="operators listed [default: 12]")
     dag = sub.add_parser(
         "bench-dag", help="time a big grid's config expansion and Snakemake DAG (JSON)",
         description="Write a study whose grid has --runs runs, time its expansion into shards "
@@ -354,6 +373,13 @@ def main(argv: list[str] | None = None) -> int:
     group = args.pop("group")
     if group == "bench":
         return _bench(args)
+    if group == "profile-shard":
+        from . import profile_shard
+        json.dump(_jsonable(profile_shard.profile(
+            args["study"], args["shard"], args["config"], args["configfile"], args["steps"],
+            args["warmup"], args["threads"], args["device"], args["top"])), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
     if group == "bench-dag":
         from . import bench
         json.dump(_jsonable(bench.dag_bench(args["runs"], args["shard_size"], args["workdir"],

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from conftest import REPO
+
 from sigprop import cli
 
 COMMANDS = cli.theory_commands()
@@ -89,3 +91,25 @@ def test_bench_sweep_command_times_the_three_layouts():
     assert res["models"] == 4 and res["per_batch_jobs"] == 2 and res["micro_batch"] == 8
     assert min(res["micro_s"], res["per_batch_s"], res["padded_s"]) > 0
     assert res["speedup_vs_per_batch"] == pytest.approx(res["per_batch_s"] / res["micro_s"])
+
+
+def test_profile_shard_names_where_a_training_step_goes(tmp_path):
+    from sigprop import profile_shard
+    from sigprop.data.prepare import prepare
+    prepare("digits", tmp_path / "data" / "digits.npz")
+    out = profile_shard.profile(
+        "trainable_depth", config=["studies=[trainable_depth]",
+                                   f"studies_dir={REPO / 'config/studies'}"],
+        configfile=str(REPO / "config/config.yaml"), steps=2, warmup=1, results=tmp_path)
+    assert out["study"] == "trainable_depth" and out["models"] > 1 and out["depth"] == 64
+    assert out["step_ms_profiled"] > 0 and out["page_faults_per_step"] >= 0
+    ops = {o["op"]: o for o in out["ops"]}
+    assert "aten::bmm" in ops and "aten::tanh" in ops       # a tanh fc net's step
+    assert all(0 < o["self_fraction"] <= 1 for o in out["ops"])
+    with pytest.raises(SystemExit, match="digits.npz is missing"):
+        profile_shard.profile("trainable_depth", config=[f"studies_dir={REPO / 'config/studies'}"],
+                              configfile=str(REPO / "config/config.yaml"),
+                              results=tmp_path / "none")
+    with pytest.raises(SystemExit, match="does not train"):
+        profile_shard.profile("meanfield_maps", config=[f"studies_dir={REPO / 'config/studies'}"],
+                              configfile=str(REPO / "config/config.yaml"), results=tmp_path)

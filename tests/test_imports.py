@@ -7,7 +7,8 @@ Layers, bottom to top (a module may import its own layer and the ones below, nev
 2. study packages ``sigprop.studies.<kind>`` (each may import only shared modules and itself);
 3. the registry (``sigprop.registry``), which finds the study packages;
 4. the workflow: ``sigprop.config``, ``sigprop.analysis_steps``, ``sigprop.workflow_steps``,
-   ``sigprop.bench``, ``sigprop.cli``, ``sigprop.gpu_check``, ``sigprop.plan``.
+   ``sigprop.bench``, ``sigprop.cli``, ``sigprop.gpu_check``, ``sigprop.plan``,
+   ``sigprop.profile_shard``.
 
 Imports are read from the source (also those inside functions), so a cycle that only bites at
 run time is caught too.
@@ -25,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "sigprop"
 WORKFLOW = {"sigprop.config", "sigprop.analysis_steps", "sigprop.workflow_steps",
             "sigprop.bench", "sigprop.cli", "sigprop.gpu_check", "sigprop.plan",
-            "sigprop.evidence"}
+            "sigprop.evidence", "sigprop.profile_shard"}
 REGISTRY = {"sigprop.registry"}
 
 

@@ -1,0 +1,83 @@
+"""Where a training shard's step goes: ``sigprop profile-shard STUDY [--shard ID]``.
+
+Builds the study as the workflow does (:func:`sigprop.plan.load`, so ``--config scale=paper``
+works), draws the shard's initial weights, trains ``--warmup`` untimed steps and then
+``--steps`` steps under ``torch.profiler``, and prints the step time, the host page faults per
+step and the operators that took most of the self time, as JSON.  Without ``--shard`` it takes
+the shard with the most work (models x depth x width² x steps, a rough count).  The data set is
+the prepared file the workflow writes (``results/data/<name>.npz``, ``snakemake
+results/data/<name>.npz`` makes it).  It is a measuring tool, not a test: numbers in
+docs/performance.md that come from it name the command.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from .data.prepare import load as load_dataset
+from .train import devices, host_memory
+from .train import shard as engine
+
+
+def _work(shard) -> float:
+    r = shard.runs[0]
+    return len(shard.runs) * max(r.depth, 1) * max(r.width, 1) ** 2 * r.steps
+
+
+def profile(study: str, shard_id: str | None = None, config: list[str] | None = None,
+            configfile: str = "config/config.yaml", steps: int = 10, warmup: int = 3,
+            threads: int = 1, device: str = "cpu", top: int = 12,
+            results: str | Path = "results") -> dict:
+    """Profile ``steps`` training steps of one shard of ``study``; see the module docstring."""
+    from .plan import load
+    _, studies = load(configfile, config)
+    if study not in studies:
+        raise SystemExit(f"profile-shard: no study '{study}' in {configfile} "
+                         f"(studies: {', '.join(studies)})")
+    st = studies[study]
+    if st.task != "train":
+        raise SystemExit(f"profile-shard: study '{study}' does not train (task '{st.task}')")
+    shard = st.shard(shard_id) if shard_id else max(st.shards, key=_work)
+    r0 = shard.runs[0]
+    data_path = Path(results) / "data" / f"{r0.dataset}.npz"
+    if not data_path.exists():
+        raise SystemExit(f"profile-shard: {data_path} is missing; make it with "
+                         f"`snakemake {data_path}`")
+    if shard.pruned:
+        raise SystemExit(f"profile-shard: shard {shard.shard_id} has pruned runs; profile a "
+                         "dense shard (the prune stage's masks are not drawn here)")
+    torch.set_num_threads(threads)
+    dev = devices.acquire(device)
+    kept = host_memory.keep_freed_memory()
+    dtype = engine.set_precision_policy(r0.precision)
+    ds = load_dataset(str(data_path))
+    data = engine.to_data(ds, dev, dtype)
+    in_shape, n_out = tuple(ds.x_train.shape[1:]), engine.n_outputs(ds)
+    params, buffers = engine.initial_state(shard, in_shape, n_out, dev, dtype)
+    tr = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
+                             eval_splits=st.eval_splits)
+    for _ in range(warmup):
+        tr.train_step()
+    f0, t0 = host_memory.minor_faults(), time.perf_counter()
+    with torch.profiler.profile() as prof:
+        for _ in range(steps):
+            tr.train_step()
+    wall = (time.perf_counter() - t0) / steps
+    faults = (host_memory.minor_faults() - f0) / steps
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events) or 1.0
+    ops = sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]
+    return {
+        "study": study, "scale": st.scale, "shard": shard.shard_id, "models": len(shard.runs),
+        "arch": r0.arch, "width": r0.width, "depth": r0.depth, "batch": r0.batch_size,
+        "activation": r0.activation, "device": str(dev), "threads": torch.get_num_threads(),
+        "keep_freed_memory": kept, "steps": steps,
+        "step_ms_profiled": wall * 1e3, "page_faults_per_step": faults,
+        "ops": [{"op": e.key, "self_fraction": e.self_cpu_time_total / total,
+                 "self_ms_per_step": e.self_cpu_time_total / 1e3 / steps, "calls_per_step":
+                 e.count / steps} for e in ops],
+        "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
