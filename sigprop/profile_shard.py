@@ -3,7 +3,9 @@
 Builds the study as the workflow does (:func:`sigprop.plan.load`, so ``--config scale=paper``
 works), draws the shard's initial weights, trains ``--warmup`` untimed steps and then
 ``--steps`` steps under ``torch.profiler``, and prints the step time, the host page faults per
-step and the operators that took most of the self time, as JSON.  Without ``--shard`` it takes
+step (the profiler's own allocations included: a trainable_depth shard showed ~5,000 a step
+profiled with freed memory kept, ~11,000 without) and the operators that took most of the self
+time, as JSON.  Without ``--shard`` it takes
 the shard with the most work (models x depth x width² x steps, a rough count).  The data set is
 the prepared file the workflow writes (``results/data/<name>.npz``, ``snakemake
 results/data/<name>.npz`` makes it).  It is a measuring tool, not a test: numbers in

@@ -6,8 +6,9 @@ back to the kernel when freed, and the top of the heap is trimmed when more than
 free; the next step then takes a page fault for every 4 KB page it touches again.  Measured on the
 2-core machine of docs/performance.md (``sigprop bench``'s tanh, width 256, batch 128 case): about
 78,000 minor page faults a step, for the shard and for the minimal stacked step alike, and about
-15 % of the step's time; a shard of 64 width-32 nets took 400-800 faults a step, the minimal step
-0-600.  After :func:`keep_freed_memory` the same steps take none.
+15 % of the step's time; shards of 64 width-32 nets took 15-1,000 faults a step (it varies from
+run to run), the minimal step 0-600.  After :func:`keep_freed_memory` the wide steps take none and
+the narrow ones 0-15.
 
 The price is that memory freed by one step stays mapped in the process, ready for the next: the
 process's resident size stays at its high-water mark instead of falling between steps.  A job
