@@ -21,6 +21,7 @@ import torch
 
 from .data.prepare import load as load_dataset
 from .train import devices, host_memory
+from .workflow_steps import _dims
 from .train import shard as engine
 
 
@@ -57,7 +58,7 @@ def profile(study: str, shard_id: str | None = None, config: list[str] | None = 
     dtype = engine.set_precision_policy(r0.precision)
     ds = load_dataset(str(data_path))
     data = engine.to_data(ds, dev, dtype)
-    in_shape, n_out = tuple(ds.x_train.shape[1:]), engine.n_outputs(ds)
+    in_shape, n_out = _dims(ds)
     params, buffers = engine.initial_state(shard, in_shape, n_out, dev, dtype)
     tr = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
                              eval_splits=st.eval_splits)
