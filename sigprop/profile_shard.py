@@ -6,7 +6,8 @@ works), draws the shard's initial weights, trains ``--warmup`` untimed steps and
 step (the profiler's own allocations included: a trainable_depth shard showed ~5,000 a step
 profiled with freed memory kept, ~11,000 without) and the operators that took most of the self
 time, as JSON.  Without ``--shard`` it takes
-the shard with the most work (models x depth x width² x steps, a rough count).  The data set is
+the shard with the most FLOPs by :func:`sigprop.plan.shard_costs` (the count ``sigprop plan``
+prints: training steps and evaluations, from the operators' shapes).  The data set is
 the prepared file the workflow writes (``results/data/<name>.npz``, ``snakemake
 results/data/<name>.npz`` makes it).  It is a measuring tool, not a test: numbers in
 docs/performance.md that come from it name the command.
@@ -25,9 +26,11 @@ from .workflow_steps import _dims
 from .train import shard as engine
 
 
-def _work(shard) -> float:
-    r = shard.runs[0]
-    return len(shard.runs) * max(r.depth, 1) * max(r.width, 1) ** 2 * r.steps
+def _costliest(config: dict, study) -> str:
+    """The id of ``study``'s shard with the most FLOPs (:func:`sigprop.plan.shard_costs`)."""
+    from .plan import shard_costs
+    rows = shard_costs(study, config["data"]["options"], {})
+    return max(rows, key=lambda r: r["flops"])["shard"]
 
 
 def profile(study: str, shard_id: str | None = None, config: list[str] | None = None,
@@ -36,14 +39,14 @@ def profile(study: str, shard_id: str | None = None, config: list[str] | None = 
             results: str | Path = "results") -> dict:
     """Profile ``steps`` training steps of one shard of ``study``; see the module docstring."""
     from .plan import load
-    _, studies = load(configfile, config)
+    cfg, studies = load(configfile, config)
     if study not in studies:
         raise SystemExit(f"profile-shard: no study '{study}' in {configfile} "
                          f"(studies: {', '.join(studies)})")
     st = studies[study]
     if st.task != "train":
         raise SystemExit(f"profile-shard: study '{study}' does not train (task '{st.task}')")
-    shard = st.shard(shard_id) if shard_id else max(st.shards, key=_work)
+    shard = st.shard(shard_id or _costliest(cfg, st))
     r0 = shard.runs[0]
     data_path = Path(results) / "data" / f"{r0.dataset}.npz"
     if not data_path.exists():

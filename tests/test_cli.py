@@ -102,6 +102,13 @@ def test_profile_shard_names_where_a_training_step_goes(tmp_path):
                                    f"studies_dir={REPO / 'config/studies'}"],
         configfile=str(REPO / "config/config.yaml"), steps=2, warmup=1, results=tmp_path)
     assert out["study"] == "trainable_depth" and out["models"] > 1 and out["depth"] == 64
+    # without --shard: the shard with the most FLOPs by `sigprop plan`'s count
+    from sigprop import plan
+    cfg, studies = plan.load(REPO / "config/config.yaml",
+                             ["studies=[trainable_depth]", f"studies_dir={REPO / 'config/studies'}"])
+    flops = {r["shard"]: r["flops"] for r in
+             plan.shard_costs(studies["trainable_depth"], cfg["data"]["options"], {})}
+    assert len(flops) > 1 and flops[out["shard"]] == max(flops.values())
     assert out["step_ms_profiled"] > 0 and out["page_faults_per_step"] >= 0
     ops = {o["op"]: o for o in out["ops"]}
     assert "aten::bmm" in ops and "aten::tanh" in ops       # a tanh fc net's step
