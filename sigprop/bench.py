@@ -20,6 +20,7 @@ Wang, Zhao, Papailiopoulos, Koutris (2018), arXiv:1806.03791.
 from __future__ import annotations
 
 import copy
+import os
 import platform
 import time
 from pathlib import Path
@@ -250,7 +251,10 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
     out = {"arch": arch, "activation": activation, "width": width, "depth": depth,
            "models": models, "batch": batch, "steps": steps, "in_shape": list(in_shape),
            "device": str(dev), "repeats": repeats, "flops_per_model_step": step_flops,
-           "matmul_peak_gflops": peak / 1e9, "keep_freed_memory": kept}
+           "matmul_peak_gflops": peak / 1e9, "keep_freed_memory": kept,
+           # THP_MEM_ALLOC_ENABLE as PyTorch read it (sigprop's command line sets it first)
+           "huge_pages": os.environ.get(host_memory.THP_ENV) == "1",
+           "thp_mode": host_memory.thp_mode()}
     for name, ts in times.items():
         out[f"{name}_s"] = min(ts)
         out[f"{name}_spread"] = (max(ts) - min(ts)) / min(ts)

@@ -367,6 +367,8 @@ def _evidence(args: dict) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .train.host_memory import huge_pages_for_large_tensors
+    huge_pages_for_large_tensors()      # before any tensor exists (PyTorch reads it once)
     commands = theory_commands()
     parser = build_parser(commands)
     args = vars(parser.parse_args(argv))
@@ -463,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
         from .data.stand_ins import sizes_for
         names = args["datasets"].split(",") if args["datasets"] else None
         try:
+            from .data import registry
+            for name in names or []:    # a wrong name fails before the studies are built
+                registry.get(name)
             _, studies = P.load(args["configfile"], ["scale=paper", "smoke=true",
                                                      "scale_overrides={}"])
             runs = [r for s in studies.values() for r in s.runs]

@@ -100,6 +100,7 @@ def test_cli_writes_the_config_fragment(tmp_path, capsys):
     frag = yaml.safe_load((tmp_path / "si" / "stand-ins.yaml").read_text())
     assert set(frag["data"]["sizes"]) == {"gisette"}
     assert main(["stand-ins", str(tmp_path / "si"), "--datasets", "nope"]) == 2
+    assert "unknown dataset 'nope'" in capsys.readouterr().err
 
 
 def test_sizes_for_holds_the_largest_batch_of_every_data_set():
