@@ -4,7 +4,8 @@ Each theory module declares its commands in a module-level ``CLI_COMMANDS``
 list (name, help, params, fn); this file only turns them into argparse
 sub-commands, so a new theory function becomes a command where it is defined.
 Parameters marked ``list`` take comma-separated values (``--rho 1,0.99,0.98``).
-``sigprop bench`` and ``sigprop bench-dag`` (:mod:`sigprop.bench`) print benchmarks as JSON;
+``sigprop bench`` and ``sigprop bench-dag`` (:mod:`sigprop.bench`) and ``sigprop bench-alloc``
+(:mod:`sigprop.bench_alloc`) print benchmarks as JSON;
 ``sigprop params`` lists the studies' typed parameters; ``sigprop compare`` compares two results
 folders' claims and tables value by value.
 
@@ -154,6 +155,17 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                      help="time the config expansion only")
     dag.add_argument("--snakefile", default=None,
                      help="workflow/Snakefile of this checkout [default: next to the package]")
+    alloc = sub.add_parser(
+        "bench-alloc", help="time a large CPU allocation in the main thread and in a worker "
+                            "thread, huge pages off and on (JSON)",
+        description="Time y = x * 2 on float32 tensors of each size in the main thread and in a "
+                    "worker thread (where Snakemake runs a local run's jobs), with PyTorch's "
+                    "huge pages for large tensors off and on, and print the fastest call, its "
+                    "spread and the page faults per call as JSON (sigprop.bench_alloc).")
+    alloc.add_argument("--sizes", type=lambda s: tuple(int(t) for t in s.split(",")),
+                       default=(16, 100, 300), help="tensor sizes in MB [default: 16,100,300]")
+    alloc.add_argument("--repeats", type=int, default=10,
+                       help="timed calls per case, after two untimed [default: 10]")
     sweep = sub.add_parser(
         "bench-sweep", help="time a batch-size sweep: micro-batched shard vs one shard per "
                             "batch size vs padding (JSON)",
@@ -484,6 +496,16 @@ def main(argv: list[str] | None = None) -> int:
         text, n = summary(args["before"], args["after"], args["rtol"])
         print(text)
         return 1 if n else 0
+    if group == "bench-alloc":
+        from .bench_alloc import alloc_bench
+        try:
+            res = alloc_bench(args["sizes"], args["repeats"])
+        except (ValueError, RuntimeError) as e:
+            print(e, file=sys.stderr)
+            return 2
+        json.dump(_jsonable(res), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
     if group == "bench-sweep":
         from . import bench
         json.dump(_jsonable(bench.sweep_bench(**args)), sys.stdout, indent=2)

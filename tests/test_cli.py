@@ -120,3 +120,13 @@ def test_profile_shard_names_where_a_training_step_goes(tmp_path):
     with pytest.raises(SystemExit, match="does not train"):
         profile_shard.profile("meanfield_maps", config=[f"studies_dir={REPO / 'config/studies'}"],
                               configfile=str(REPO / "config/config.yaml"), results=tmp_path)
+
+
+def test_bench_alloc_times_both_threads_with_huge_pages_off_and_on(capsys):
+    assert cli.main(["bench-alloc", "--sizes", "8", "--repeats", "2"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    cases = {(c["huge_pages"], c["where"]): c for c in res["cases"]}
+    assert set(cases) == {(False, "main"), (False, "thread"), (True, "main"), (True, "thread")}
+    assert all(c["mb"] == 8 and c["ms"] > 0 and c["faults_per_call"] >= 0 for c in cases.values())
+    assert cli.main(["bench-alloc", "--sizes", "0"]) == 2
+    assert "sizes must be positive" in capsys.readouterr().err

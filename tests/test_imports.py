@@ -8,7 +8,7 @@ Layers, bottom to top (a module may import its own layer and the ones below, nev
 3. the registry (``sigprop.registry``), which finds the study packages;
 4. the workflow: ``sigprop.config``, ``sigprop.analysis_steps``, ``sigprop.workflow_steps``,
    ``sigprop.bench``, ``sigprop.cli``, ``sigprop.gpu_check``, ``sigprop.plan``,
-   ``sigprop.profile_shard``.
+   ``sigprop.profile_shard``, ``sigprop.bench_alloc``.
 
 Imports are read from the source (also those inside functions), so a cycle that only bites at
 run time is caught too.
@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "sigprop"
 WORKFLOW = {"sigprop.config", "sigprop.analysis_steps", "sigprop.workflow_steps",
             "sigprop.bench", "sigprop.cli", "sigprop.gpu_check", "sigprop.plan",
-            "sigprop.evidence", "sigprop.profile_shard"}
+            "sigprop.evidence", "sigprop.profile_shard", "sigprop.bench_alloc"}
 REGISTRY = {"sigprop.registry"}
 
 
