@@ -20,7 +20,6 @@ Wang, Zhao, Papailiopoulos, Koutris (2018), arXiv:1806.03791.
 from __future__ import annotations
 
 import copy
-import os
 import platform
 import time
 from pathlib import Path
@@ -252,8 +251,8 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
            "models": models, "batch": batch, "steps": steps, "in_shape": list(in_shape),
            "device": str(dev), "repeats": repeats, "flops_per_model_step": step_flops,
            "matmul_peak_gflops": peak / 1e9, "keep_freed_memory": kept,
-           # THP_MEM_ALLOC_ENABLE as PyTorch read it (sigprop's command line sets it first)
-           "huge_pages": os.environ.get(host_memory.THP_ENV) == "1",
+           # THP_MEM_ALLOC_ENABLE=1 in the environment (PyTorch's huge pages, off by default)
+           "huge_pages": host_memory.huge_pages_requested(),
            "thp_mode": host_memory.thp_mode()}
     for name, ts in times.items():
         out[f"{name}_s"] = min(ts)

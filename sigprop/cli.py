@@ -379,8 +379,6 @@ def _evidence(args: dict) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .train.host_memory import huge_pages_for_large_tensors
-    huge_pages_for_large_tensors()      # before any tensor exists (PyTorch reads it once)
     commands = theory_commands()
     parser = build_parser(commands)
     args = vars(parser.parse_args(argv))

@@ -18,17 +18,18 @@ all jobs in one process, where the high-water mark is what the largest job neede
 Only glibc has ``mallopt``; elsewhere (macOS, musl) this does nothing and says so.  Setting
 ``SIGPROP_KEEP_FREED_MEMORY=0`` turns it off.
 
-That is not enough in a worker thread, and Snakemake runs a local run's jobs in worker threads:
-glibc gives each thread its own arena, whose heaps are at most 64 MB, so a tensor larger than
-that is ``mmap``-ed and unmapped again at every step whatever the thresholds say, and smaller
-ones are often re-faulted too.  Measured here (one core, a 100 MB ``x * 2``): 25,600 faults and
-51 ms a call in a thread against 0 and 10 ms in the main thread; a paper-scale smoke shard
-(2 Stable ResNet32 on Tiny ImageNet) took about twice as long in a thread.
-:func:`huge_pages_for_large_tensors` asks PyTorch to put CPU tensors of 2 MB or more on
-transparent huge pages (``THP_MEM_ALLOC_ENABLE=1``): each fault then maps 2 MB instead of 4 KB
-(569 faults and 19 ms for the same call in a thread).  The pages are still zeroed afresh, so a
-thread stays slower than the main thread for such tensors; what cannot be had in-process is the
-main arena's reuse.
+That is not enough in a worker thread, and Snakemake runs a local run's jobs in worker threads
+(a cluster job's too, inside its own process): glibc gives each thread its own arena, whose heaps
+are at most 64 MB, so a tensor larger than that is ``mmap``-ed when made and unmapped when freed
+whatever the thresholds say, and the next step faults on every 4 KB page of it again
+(``sigprop bench-alloc``: a 100 MB ``x * 2`` took 25,600 faults and 75 ms a call in a thread,
+0 and 10 ms in the main thread).  PyTorch can put CPU tensors of 2 MB or more on transparent
+huge pages (``THP_MEM_ALLOC_ENABLE=1`` in the environment before the run starts; it reads the
+variable once): a fault then maps 2 MB, and the same call took 562 faults and 14 ms in a thread.
+It is not switched on here because it also made some 4-48 MB tensors slower in a thread (4 MB:
+0.09 -> 1.4 ms a call) and the default run, whose tensors are small, showed no gain; it is
+worth trying for paper-scale shards whose activations run to hundreds of MB
+(:func:`huge_pages_requested` says whether it is on; ``sigprop bench`` records it).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ import ctypes.util
 import logging
 import os
 import resource
-import sys
 from pathlib import Path
 
 log = logging.getLogger("sigprop.host_memory")
@@ -77,18 +77,11 @@ def keep_freed_memory() -> bool:
     return on
 
 
-def huge_pages_for_large_tensors() -> bool:
-    """Set ``THP_MEM_ALLOC_ENABLE=1`` unless it is set already (``0`` turns this off): PyTorch
-    then aligns CPU allocations of 2 MB or more to 2 MB and ``madvise``-s them for transparent
-    huge pages.  PyTorch reads the variable once, at its first CPU allocation, so call this
-    before any tensor exists (the Snakefile and ``sigprop``'s command line do, first thing).
-    True when the variable is 1 and the kernel allows huge pages on request (``always`` or
+def huge_pages_requested() -> bool:
+    """True when PyTorch puts CPU tensors of 2 MB or more on transparent huge pages: the user set
+    ``THP_MEM_ALLOC_ENABLE=1`` and the kernel grants huge pages on request (``always`` or
     ``madvise`` in :data:`THP_SYSFS`)."""
-    if "torch" in sys.modules and THP_ENV not in os.environ:
-        log.info("torch was imported before huge pages were asked for: %s=1 only takes effect "
-                 "if no tensor has been allocated yet", THP_ENV)
-    os.environ.setdefault(THP_ENV, "1")
-    return os.environ[THP_ENV] == "1" and thp_mode() in ("always", "madvise")
+    return os.environ.get(THP_ENV) == "1" and thp_mode() in ("always", "madvise")
 
 
 def thp_mode() -> str:
