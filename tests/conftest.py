@@ -53,8 +53,8 @@ def snakemake_cmd(workdir: Path, configfile: Path, *args: str) -> list[str]:
 
 
 def run_snakemake(workdir: Path, configfile: Path, *args: str, check: bool = True,
-                  timeout: float = 600) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+                  timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     p = subprocess.run(snakemake_cmd(workdir, configfile, *args), capture_output=True,
                        text=True, env=env, timeout=timeout)
     if check and p.returncode != 0:

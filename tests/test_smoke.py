@@ -15,6 +15,7 @@ from sigprop import smoke
 from sigprop.claims import check_table, row, sanity, tally
 from sigprop.config import build_study, load_yaml
 from sigprop.runs import RunSpec
+from sigprop.train import host_memory
 
 
 def _pairs():
@@ -80,7 +81,10 @@ def test_paper_scale_smoke_run_of_every_study(tmp_path):
     cfg["data"].update(fragment["data"])
     path = tmp_path / "smoke.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    run_snakemake(tmp_path, path, timeout=1800)
+    # PyTorch's huge pages, as README's smoke command and docs/performance.md advise for
+    # paper-scale shapes on a CPU: Snakemake's worker threads re-fault every tensor over 64 MB
+    # at every step without them (this run: 23 min 13 s without, 18 min 58 s with, 2026-11-25/26)
+    run_snakemake(tmp_path, path, timeout=1800, env={host_memory.THP_ENV: "1"})
     res = tmp_path / "results"
     for name in cfg["studies"]:
         claims = pd.read_parquet(res / name / "claims.parquet")
