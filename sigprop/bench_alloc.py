@@ -1,7 +1,8 @@
 """What a large CPU allocation costs in the main thread and in a worker thread:
 ``sigprop bench-alloc [--sizes 16,100,300] [--repeats 10]``.
 
-Snakemake runs a local run's jobs in worker threads.  glibc gives each thread its own arena,
+A local run's jobs are worker threads of the Snakemake process (the default profile's
+``force-use-threads``, :mod:`sigprop.jobs`).  glibc gives each thread its own arena,
 whose heaps are at most 64 MB, so a tensor larger than that is ``mmap``-ed when it is made and
 unmapped when it is freed, and the next step faults on every page again, whatever
 :func:`sigprop.train.host_memory.keep_freed_memory` asked for (that setting reaches the main

@@ -18,8 +18,9 @@ all jobs in one process, where the high-water mark is what the largest job neede
 Only glibc has ``mallopt``; elsewhere (macOS, musl) this does nothing and says so.  Setting
 ``SIGPROP_KEEP_FREED_MEMORY=0`` turns it off.
 
-That is not enough in a worker thread, and Snakemake runs a local run's jobs in worker threads
-(a cluster job's too, inside its own process): glibc gives each thread its own arena, whose heaps
+That is not enough in a worker thread, and a local run's jobs are worker threads of the one
+Snakemake process (the default profile's ``force-use-threads``, :mod:`sigprop.jobs`): glibc
+gives each thread its own arena, whose heaps
 are at most 64 MB, so a tensor larger than that is ``mmap``-ed when made and unmapped when freed
 whatever the thresholds say, and the next step faults on every 4 KB page of it again
 (``sigprop bench-alloc``: a 100 MB ``x * 2`` took 25,600 faults and 75 ms a call in a thread,
@@ -27,7 +28,8 @@ whatever the thresholds say, and the next step faults on every 4 KB page of it a
 huge pages (``THP_MEM_ALLOC_ENABLE=1`` in the environment before the run starts; it reads the
 variable once): a fault then maps 2 MB, and the same call took 562 faults and 14 ms in a thread.
 It is not switched on here because it also made some 4-48 MB tensors slower in a thread (4 MB:
-0.09 -> 1.4 ms a call) and the default run, whose tensors are small, showed no gain; it is
+0.09 -> 1.4 ms a call) and the default run, whose tensors are small, showed no gain (one run,
+not a clean comparison); it is
 worth trying for paper-scale shards whose activations run to hundreds of MB
 (:func:`huge_pages_requested` says whether it is on; ``sigprop bench`` records it).
 """
