@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -60,10 +59,10 @@ def alloc_bench(sizes: tuple[int, ...] = (16, 100, 300), repeats: int = 10) -> d
     if not sizes or min(sizes) <= 0 or repeats < 1:
         raise ValueError(f"bench-alloc: sizes must be positive MB and repeats >= 1, got "
                          f"{sizes}, {repeats}")
-    out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.processor() or
-           platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
-           "thp_mode": host_memory.thp_mode(), "glibc": host_memory._glibc() is not None,
-           "repeats": repeats, "cases": []}
+    from .bench import machine
+    out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
+           "cpus": os.cpu_count(), "thp_mode": host_memory.thp_mode(),
+           "glibc": host_memory._glibc() is not None, "repeats": repeats, "cases": []}
     for thp in ("0", "1"):
         env = {**os.environ, host_memory.THP_ENV: thp}
         p = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(list(sizes)),
