@@ -131,7 +131,8 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                     "as JSON. Reads the prepared data set results/data/<name>.npz.")
     prof.add_argument("study", help="a training study of the config, e.g. trainable_depth")
     prof.add_argument("--shard", default=None,
-                      help="shard id [default: the shard with the most work]")
+                      help="shard id [default: the shard with the most FLOPs by sigprop plan's "
+                           "count]")
     prof.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
                       help="overrides as for snakemake --config, e.g. scale=paper")
     prof.add_argument("--configfile", default="config/config.yaml")
