@@ -117,6 +117,26 @@ def paper_claims(wildcards):
     return [f"results/{n}/claims.parquet" for n in paper_studies(wildcards)]
 
 
+def study_regime_json(wildcards):
+    """The study's paper-scale regime and the axes its claims depend on, as JSON: how its
+    committed paper-scale verdicts read (sigprop.evidence.read_claims)."""
+    import json
+
+    info = study_of(wildcards).summary_info()
+    return json.dumps({k: info[k] for k in ("paper_regime", "depends_on")}, sort_keys=True)
+
+
+def paper_evidence(name):
+    """The committed paper-scale ``name`` (claims.parquet or provenance.json) of the paper's
+    studies that have verdicts under docs/evidence/paper-scale (sigprop.evidence)."""
+
+    def files(wildcards):
+        return [f"{EVIDENCE}/{n}/{name}" for n in paper_studies(wildcards)
+                if Path(f"{EVIDENCE}/{n}/claims.parquet").exists()]
+
+    return files
+
+
 def report_category(wildcards):
     """Report section of a study's outputs: its paper (sigprop.papers.TITLES)."""
     from sigprop.papers import title
@@ -150,7 +170,8 @@ def all_outputs():
         for table in study_tables(name):
             out += [f"results/{name}/tables/{table}.{ext}" for ext in ("parquet", "md", "csv")]
     for paper in sorted({study_paper(n) for n in STUDIES}):
-        out += [f"results/papers/{paper}/claims.parquet", f"results/papers/{paper}/claims.html"]
+        out += [f"results/papers/{paper}/claims.parquet", f"results/papers/{paper}/claims.html",
+                f"results/papers/{paper}/front.html", f"results/papers/{paper}/verdicts.png"]
         for table in TABLES.get(paper, {}):
             out += [f"results/papers/{paper}/{table}.md", f"results/papers/{paper}/{table}.csv"]
     return out

@@ -76,13 +76,14 @@ rule scales:
         ),
     params:
         scale=lambda w: study_of(w).scale,
+        regime=lambda w: study_regime_json(w),
     log:
         "results/logs/{study}/scales.log",
     run:
         from sigprop import analysis_steps as light
 
         run_job(log, light.scales, wildcards.study, params.scale, input.run, input.paper,
-                input.provenance, output[0])
+                input.provenance, output[0], params.regime)
 
 
 rule study_table:

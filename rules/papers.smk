@@ -4,7 +4,9 @@
 
 rule paper_claims:
     input:
-        paper_claims,
+        claims=paper_claims,
+        evidence=paper_evidence("claims.parquet"),
+        provenance=paper_evidence("provenance.json"),
     output:
         table="results/papers/{paper}/claims.parquet",
         html=report(
@@ -23,8 +25,39 @@ rule paper_claims:
     run:
         from sigprop import analysis_steps as light
 
-        run_job(log, light.paper_claims, wildcards.paper, list(input), list(params.studies),
-                output.table, output.html, output.summary, params.info)
+        run_job(log, light.paper_claims, wildcards.paper, list(input.claims),
+                list(params.studies), output.table, output.html, output.summary, params.info,
+                list(input.evidence), list(input.provenance))
+
+
+rule paper_front:
+    # The paper's block of the report's front page: its verdict matrix at both scales (this
+    # run and the committed paper-scale verdicts), the figure of its tallies, the headline.
+    input:
+        claims="results/papers/{paper}/claims.parquet",
+        evidence=paper_evidence("claims.parquet"),
+        provenance=paper_evidence("provenance.json"),
+    output:
+        png=report(
+            "results/papers/{paper}/verdicts.png",
+            caption="../workflow/report/paper_verdicts.rst",
+            category=paper_category,
+            subcategory="All claims",
+            labels={"paper": "{paper}", "figure": "verdict tallies"},
+        ),
+        pdf="results/papers/{paper}/verdicts.pdf",
+        front="results/papers/{paper}/front.html",
+    params:
+        studies=paper_studies,
+        info=paper_summary_info,
+    log:
+        "results/logs/papers/{paper}/front.log",
+    run:
+        from sigprop import analysis_steps as light
+
+        run_job(log, light.paper_front, wildcards.paper, input.claims, list(params.studies),
+                params.info, list(input.evidence), list(input.provenance), output.png,
+                output.pdf, output.front)
 
 
 rule paper_table:

@@ -83,19 +83,23 @@ def figure(kind: str, name: str, params_json: str, expect_json: str, runs: str, 
 def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str, theory: str,
            layers: list[str], out: str, html: str, design_json: str = "{}"):
     """The study's claims table, as Parquet and HTML: checked against the claims contract
-    (:func:`sigprop.claims.check_table`), with the rows that the study's design changes affect
-    marked exploratory."""
+    (:func:`sigprop.claims.check_table`, with the study's paper: a claim's source lies in it),
+    with the rows that the study's design changes affect marked exploratory, and every row's
+    scale and regime (:func:`sigprop.claims.reading.apply`)."""
     import json
 
     from . import claims as C
+    from .claims import reading
     from .claims.render import to_html
     p = job_params(kind, params_json)
     fn = registry.claims_function(kind)
     r, t = read_inputs(study, expect_json, runs, theory)
     df = fn(r, t, p, **_layers(fn, layers, study))
-    C.check_table(df, f"study {study} (sigprop/studies/{kind}/claims.py)")
     design = json.loads(design_json)
+    C.check_table(df, f"study {study} (sigprop/studies/{kind}/claims.py)",
+                  paper=design.get("paper") or None)
     df = C.mark_exploratory(df, design.get("changes") or [])
+    df = reading.apply(df, design.get("scale", ""), design.get("regime"), design.get("depends_on"))
     if design.get("smoke"):
         from .smoke import smoke_verdicts
         df = smoke_verdicts(df)
@@ -108,23 +112,24 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
 
 
 def scales(study: str, scale: str, run_claims: str, paper_claims: str, provenance: str,
-           html_out: str) -> pd.DataFrame:
-    """This run's claims (at ``scale``) beside the committed paper-scale ones
-    (:func:`sigprop.evidence.scales_table`), as a small HTML page for the report."""
+           html_out: str, regime_json: str = "{}"):
+    """This run's claims (at ``scale``) beside the committed paper-scale ones, each with how
+    it reads (:func:`sigprop.claims.matrix.verdict_matrix`), as a small HTML page for the
+    report; ``regime_json``: the study's paper-scale ``paper_regime`` and ``depends_on``."""
     import html
     import json
 
-    from .evidence import scales_table
-    t = scales_table(tables.read(run_claims, tables.CLAIM_COLUMNS),
-                     tables.read(paper_claims, tables.CLAIM_COLUMNS))
-    prov = json.loads(Path(provenance).read_text())
-    t = t.rename(columns={"verdict_quick": f"verdict ({scale})",
-                          "measured_quick": f"measured ({scale})",
-                          "verdict_paper": "verdict (paper, committed)",
-                          "measured_paper": "measured (paper, committed)"})
-    n = int((t.changed & t.both & (t.kind == "claim")).sum())
-    one = int((~t.both & t.kind.str.contains("claim")).sum())
-    t = t.drop(columns="both")
+    from .claims.matrix import changed, verdict_matrix
+    info = json.loads(regime_json)
+    committed, prov = committed_claims([paper_claims], [provenance], {study: info})
+    prov = prov[study]
+    m = verdict_matrix(tables.read(run_claims, tables.CLAIM_COLUMNS), committed)
+    n = int(changed(m).sum())
+    cols = {"claim_id": "claim", "kind": "kind", "run_reading": f"{scale} scale (this run)",
+            "run_measured": f"measured ({scale})", "paper_reading": "paper scale (committed)",
+            "paper_measured": "measured (paper)", "paper_detectable": "detectable (paper)",
+            "paper_margin": "margin", "paper_regime": "what differs from the paper (paper scale)"}
+    t = m[list(cols)].rename(columns=cols)
     rows = "".join("<tr>" + "".join(
         f"<td>{html.escape(f'{v:.4g}' if isinstance(v, float) else str(v))}</td>" for v in r)
         + "</tr>" for r in t.itertuples(index=False))
@@ -136,9 +141,8 @@ def scales(study: str, scale: str, run_claims: str, paper_claims: str, provenanc
             f"<h2>{html.escape(study)}: this run ({html.escape(scale)} scale) against paper scale"
             f"</h2><p>Paper-scale verdicts from docs/evidence/paper-scale/{html.escape(study)}/ "
             f"({prov['runs']} runs, {wall} wall on a {prov['machine']['cores']}-core CPU, commit "
-            f"{prov['commit'][:10]}, {prov['date']}). Claims at both scales whose verdict differs: "
-            f"{n}; claims at one scale only (or a sanity check at the other): {one}. Why "
-            "each differs: docs/papers.md.</p>"
+            f"{prov['commit'][:10]}, {prov['date']}). Claims at both scales whose verdict "
+            f"differs: {n}. Why each differs: docs/papers.md.</p>"
             f"<table><tr>{head}</tr>{rows}</table></body></html>\n")
     atomic.write_text(html_out, text)
     log.info("%s: %d claims, %d verdicts differ from paper scale", study, len(t), n)
@@ -158,10 +162,38 @@ def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: 
     return df
 
 
+def committed_claims(paths: list[str], provenance: list[str], info: dict | None = None) -> tuple:
+    """The committed paper-scale claims of a paper's studies (``docs/evidence/paper-scale``),
+    stacked, and their provenance by study: each table checked to be its folder's study, its
+    claim ids those its provenance lists (:func:`sigprop.evidence.check` checks the run ids),
+    every row read at paper scale against the study file's paper-scale regime (``info``: per
+    study, ``paper_regime`` and ``depends_on``; :func:`sigprop.evidence.read_claims`)."""
+    import json
+
+    import pandas as pd
+
+    from .evidence import read_claims
+    frames, prov = [], {}
+    for cp, pp in zip(paths, provenance):
+        study = Path(cp).parent.name
+        si = (info or {}).get(study, {})
+        df = read_claims(cp, si.get("paper_regime"), si.get("depends_on"))
+        tables.check_study_column(df, cp, study, "sigprop evidence publish")
+        p = json.loads(Path(pp).read_text())
+        if df.claim_id.astype(str).tolist() != list(p.get("claim_ids", [])):
+            raise tables.TableError(f"{cp}: its claim ids differ from {pp}'s: publish the study "
+                                    "again (`sigprop evidence publish`)")
+        frames.append(df)
+        prov[study] = p
+    return (pd.concat(frames, ignore_index=True) if frames else None), prov
+
+
 def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, html: str,
-                 summary: str | None = None, info_json: str = "{}"):
+                 summary: str | None = None, info_json: str = "{}",
+                 evidence: list[str] = (), provenance: list[str] = ()):
     """All claims of one paper's studies (each file checked to be its study's), as Parquet and
-    HTML, and the referee's summary (:mod:`sigprop.claims.summary`) as Markdown."""
+    HTML, and the referee's summary (:mod:`sigprop.claims.summary`) as Markdown, with the
+    committed paper-scale verdicts of the studies that have them beside this run's."""
     import json
 
     from . import papers
@@ -172,11 +204,57 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
     tables.write_atomic(df, out)
     atomic.write_text(html, to_html(df, title=f"Claims: {papers.title(paper)}"))
     if summary is not None:
+        committed, prov = committed_claims(list(evidence), list(provenance),
+                                           json.loads(info_json))
         atomic.write_text(summary, referee_summary(papers.title(paper),
                                                    papers.CITATIONS.get(paper, ""), df,
-                                                   json.loads(info_json)))
+                                                   json.loads(info_json), committed, prov))
     log.info("%d rows from %d studies: %s", len(df), df.study.nunique(), tally(df))
     return df
+
+
+def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str,
+                evidence: list[str], provenance: list[str], png: str, pdf: str, front: str):
+    """The paper's block of the report's front page (:func:`sigprop.claims.front.front_block`):
+    its verdict matrix at both scales, the figure of its tallies (also written as PNG and PDF),
+    and the headline in words."""
+    import io
+    import json
+
+    from . import papers
+    from .claims.front import front_block, tally_figure
+    from .claims.matrix import verdict_matrix
+    from .claims.summary import headline
+    from .figures import save, use_agg
+    from .jobs import FIGURE_LOCK
+    use_agg()
+    claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
+    got = sorted(map(str, set(claims.study)))
+    if got != sorted(studies):
+        raise tables.TableError(
+            f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
+            f"paper {paper}'s studies {sorted(studies)}: rebuild it with "
+            f"`snakemake --force {claims_path}`")
+    info = json.loads(info_json)
+    committed, prov = committed_claims(list(evidence), list(provenance), info)
+    m = verdict_matrix(claims, committed)
+    scale_names = {k: str(v.get("scale", "")).split(" ")[0] for k, v in info.items()}
+    run_label = "/".join(dict.fromkeys(scale_names.values())) or "this run"
+    title = papers.title(paper)
+    with FIGURE_LOCK:
+        fig = tally_figure(m, title, run_label)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+        save(fig, png, pdf)
+    figures = {n: registry.spec(v["kind"]).figures for n, v in info.items() if v.get("kind")}
+    text = front_block(paper, title, m, headline(claims, info, committed, prov), buf.getvalue(),
+                       scale_names, figures, set(prov),
+                       notes=("Full text of every claim, its test and its detectable effect: "
+                              "each study's claims table; the referee's summary: "
+                              f"results/papers/{paper}/summary.md."))
+    atomic.write_text(front, text)
+    log.info("front page block of paper %s: %d claim rows", paper, len(m))
+    return m
 
 
 def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md: str, csv: str):

@@ -166,28 +166,41 @@ class Study:
                                                     for r in self.shard(shard_id).runs))
         return p.to_json()
 
+    @property
+    def regime(self) -> dict:
+        """What differs at this scale from the paper's setup, by axis (the scale's ``regime``)."""
+        return dict(((self.cfg.get("scales") or {}).get(self.scale) or {}).get("regime") or {})
+
     def design(self) -> str:
         """The study's ``design:`` for the claims job, as JSON: the date the design was fixed and
         the changes made since that apply to this scale (their ``affects`` patterns mark
-        claims ``exploratory``, :func:`sigprop.claims.mark_exploratory`)."""
+        claims ``exploratory``, :func:`sigprop.claims.mark_exploratory`), the scale, its regime
+        and the axes each claim depends on (:mod:`sigprop.claims.reading`), and the paper
+        (a claim's source must lie in it)."""
         from .claims import design_changes
         d = self.cfg.get("design") or {}
         out = {"fixed": str(d.get("fixed", "")), "scale": self.scale,
-               "changes": design_changes(d, self.scale)}
+               "changes": design_changes(d, self.scale), "regime": self.regime,
+               "depends_on": dict(self.cfg.get("depends_on") or {}),
+               "paper": str(self.cfg.get("paper", ""))}
         if self.smoke:
             out["smoke"] = True      # every verdict 'smoke' (sigprop.smoke.smoke_verdicts)
         return json.dumps(out, sort_keys=True, default=str)
 
     def summary_info(self) -> dict:
         """What a referee's summary says of the study (:mod:`sigprop.claims.summary`): its
-        scale, data, the scale's description of what differs from the paper, and the design's
-        date and changes."""
+        scale, data, the scale's description of what differs from the paper and its regime by
+        axis, and the design's date and changes."""
         from .claims import design_changes
         d = self.cfg.get("design") or {}
         desc = ((self.cfg.get("scales") or {}).get(self.scale) or {}).get("description", "")
-        return {"title": self.cfg.get("title", self.name),
+        return {"title": self.cfg.get("title", self.name), "kind": self.kind,
                 "scale": f"{self.scale} (smoke run)" if self.smoke else self.scale,
                 "datasets": self.datasets, "description": str(desc).strip(),
+                "regime": self.regime,
+                "paper_regime": dict(((self.cfg.get("scales") or {}).get("paper") or {})
+                                     .get("regime") or {}),
+                "depends_on": dict(self.cfg.get("depends_on") or {}),
                 "fixed": str(d.get("fixed", "")),
                 "changes": [{"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
                             for c in design_changes(d, self.scale)]}

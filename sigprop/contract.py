@@ -53,10 +53,18 @@ JOB_SECTIONS = {
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure: the name of its function in the study's ``figures.py`` and its caption."""
+    """One figure: the name of its function in the study's ``figures.py``, its caption, and the
+    claim-id patterns (shell-style) of the claims it shows: the report's verdict matrix links
+    each claim to the first figure that shows it (to the study's first figure when none
+    does)."""
 
     function: str
     caption: str
+    claims: tuple[str, ...] = ()
+
+    def shows(self, claim_id: str) -> bool:
+        import fnmatch
+        return any(fnmatch.fnmatchcase(str(claim_id), p) for p in self.claims)
 
 
 @dataclass(frozen=True)

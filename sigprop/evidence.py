@@ -35,7 +35,7 @@ import pandas as pd
 from . import tables
 
 EVIDENCE_DIR = Path("docs/evidence/paper-scale")
-LIMIT_S = 3600.0          # issue 20: what fits in 60 minutes on this 2-core CPU
+LIMIT_S = 3600.0          # what fits in 60 minutes on a 2-core CPU
 
 
 def runs_digest(run_ids) -> str:
@@ -139,26 +139,66 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
     dest = out / study
     dest.mkdir(parents=True, exist_ok=True)
     claims.to_parquet(dest / "claims.parquet", index=False)
-    from .claims.render import tally_line, to_markdown
-    view = claims[["claim_id", "kind", "verdict", "measured", "expected", "test", "detectable",
-                   "exploratory"]]
     status = _git("status", "--porcelain", "--untracked-files=no")
     prov = {"study": study, "scale": "paper", "commit": _git("rev-parse", "HEAD"),
             "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),
             "machine": machine(), "wall_s": wall_s,
             "job_s": round(job_seconds(results, study), 1), "command": command, "note": note,
-            "runs": len(want), "runs_sha256": runs_digest(want),
+            "runs": len(want), "runs_sha256": runs_digest(want), "datasets": st.datasets,
             "claim_ids": claims.claim_id.astype(str).tolist()}
     (dest / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n")
-    wall = f"{wall_s / 60:.1f} min wall" if wall_s else "wall time not given"
-    (dest / "claims.md").write_text(
-        f"# {study}: paper-scale claims\n\nRun on {prov['date']} at commit "
-        f"`{prov['commit'][:10]}`{' (with uncommitted changes)' if status else ''} on "
-        f"{prov['machine']['cpu']} ({prov['machine']['cores']} cores, no GPU): {wall}, "
-        f"{prov['job_s'] / 60:.1f} min of jobs, {prov['runs']} runs.  Command: `{command}`"
-        f"{'  ' + note if note else ''}\n\n"
-        f"{tally_line(claims)}\n\n{to_markdown(view)}")
+    write_view(dest, st.cfg)
     return dest
+
+
+OLD_COLUMNS = tables.CLAIM_COLUMNS[:tables.CLAIM_COLUMNS.index("exploratory") + 1]
+"""The columns every committed claims table has (those added later get their defaults)."""
+
+
+def read_claims(path: str | Path, regime: dict | None = None,
+                depends_on: dict | None = None) -> pd.DataFrame:
+    """A committed paper-scale claims table, read at paper scale: columns added to the claims
+    table since it was committed get their defaults (``margin`` NaN), and every row's
+    ``regime`` is the study file's paper-scale ``regime`` along the axes its claim
+    ``depends_on`` (:mod:`sigprop.claims.reading`), so that it reads as the declaration says
+    today without a rerun."""
+    from .claims import reading
+    df = tables.read(path, OLD_COLUMNS)
+    if "margin" not in df:
+        df["margin"] = float("nan")
+    df = reading.apply(df, "paper", regime, depends_on)
+    return df[tables.CLAIM_COLUMNS]
+
+
+def declared_regime(study_cfg: dict | None) -> tuple[dict, dict]:
+    """A study file's paper-scale regime and the axes its claims depend on."""
+    cfg = study_cfg or {}
+    return (dict(((cfg.get("scales") or {}).get("paper") or {}).get("regime") or {}),
+            dict(cfg.get("depends_on") or {}))
+
+
+def write_view(dest: str | Path, study_cfg: dict | None = None) -> Path:
+    """``claims.md``, the readable view of a committed ``claims.parquet`` beside its
+    ``provenance.json``: how each row reads at paper scale (:func:`read_claims`), its source,
+    test, detectable effect and margin."""
+    from .claims.reading import readings
+    from .claims.render import tally_line, to_markdown
+    dest = Path(dest)
+    prov = json.loads((dest / "provenance.json").read_text())
+    claims = read_claims(dest / "claims.parquet", *declared_regime(study_cfg))
+    view = claims.assign(reading=readings(claims))[
+        ["claim_id", "kind", "source", "verdict", "reading", "measured", "expected", "test",
+         "detectable", "margin", "regime", "exploratory"]]
+    wall = f"{prov['wall_s'] / 60:.1f} min wall" if prov.get("wall_s") else "wall time not given"
+    dirty = " (with uncommitted changes)" if prov.get("uncommitted_changes") else ""
+    note = f"  {prov['note']}" if prov.get("note") else ""
+    (dest / "claims.md").write_text(
+        f"# {prov['study']}: paper-scale claims\n\nRun on {prov['date']} at commit "
+        f"`{prov['commit'][:10]}`{dirty} on {prov['machine']['cpu']} "
+        f"({prov['machine']['cores']} cores, no GPU): {wall}, {prov['job_s'] / 60:.1f} min of "
+        f"jobs, {prov['runs']} runs.  Command: `{prov.get('command', '')}`{note}\n\n"
+        f"{tally_line(claims)}\n\n{to_markdown(view)}")
+    return dest / "claims.md"
 
 
 def check(evidence: str | Path = EVIDENCE_DIR,

@@ -29,13 +29,18 @@ RUN_COLUMNS = ["study", "shard_id", "run_id", "step", "metric", "value"]
 THEORY_COLUMNS = ["study", "quantity", "value"]
 CLAIM_COLUMNS = ["study", "claim_id", "claim", "source", "measured", "expected",
                  "tolerance", "verdict", "detail", "values", "kind", "test", "detectable",
-                 "exploratory"]
+                 "exploratory", "margin", "scale", "regime"]
 """Columns of a claims table (:func:`sigprop.claims.row`): ``kind`` is ``claim`` (a paper
-statement tested against measurement, which could come out either way) or ``sanity`` (an
-identity, theorem or control that must hold if the apparatus is right; never tallied);
-``test`` names the test and ``detectable`` the smallest effect it could detect at the
-configured design; ``exploratory`` marks a verdict obtained after the study's design was
-changed (the study file's ``design.changes``)."""
+statement tested against measurement, which could come out either way), ``beyond`` (a statement
+the paper does not make; ``source`` starts "beyond the paper"), ``sanity`` (an identity,
+theorem or control that must hold if the apparatus is right) or ``summary`` (pooled over
+claims); only claims are tallied.  ``test`` names the test and ``detectable`` the smallest
+effect it could detect at the configured design; ``margin`` is an equivalence claim's largest
+tolerated deviation (a pass needs ``detectable <= margin``; NaN for other tests);
+``exploratory`` marks a verdict obtained after the study's design was changed (the study file's
+``design.changes``); ``scale`` is the scale the row was measured at and ``regime`` what differs
+there from the paper's setup along the axes the claim depends on (empty: the paper's regime;
+:mod:`sigprop.claims.reading`)."""
 
 
 class TableError(ValueError):

@@ -2,13 +2,22 @@
 ``sigprop.tables.CLAIM_COLUMNS`` with a measured value, what the paper expects, a tolerance, a
 verdict (pass / fail / inconclusive), the test used and the smallest effect it could detect.
 
-Three kinds of row (:data:`KINDS`): a ``claim`` tests a paper's statement against measurement
-and could come out either way; a ``sanity`` row is an identity, a theorem or a control that must
-hold if the apparatus is right; a ``summary`` pools measurements that claim rows already test
-(e.g. all panels at once, as a paper's plot does).  Sanity and summary rows are shown apart and
-never counted in a tally (:func:`tally`): one measurement, one counted row.  Statistical helpers here state their power: :func:`z_within` and
-:func:`z_above` (the deviation that ``k`` standard errors can resolve), :func:`rank_claim`
-(Kendall's tau with its attainable levels and its chance of passing under no association) and
+Four kinds of row (:data:`KINDS`): a ``claim`` tests a paper's statement against measurement
+and could come out either way; a ``beyond`` row tests a statement the paper does not make (its
+``source`` says "beyond the paper"); a ``sanity`` row is an identity, a theorem or a control
+that must hold if the apparatus is right; a ``summary`` pools measurements that claim rows
+already test (e.g. all panels at once, as a paper's plot does).  Only claims are counted in a
+paper's tally (:func:`tally`): one measurement, one counted row.
+
+An equivalence claim ("equals", "matches", "within") states a ``margin``: the largest deviation
+the paper's statement tolerates, in the units of ``detectable``.  Failing to find a deviation
+is evidence only when the test could have found one of that size, so such a claim passes only
+when ``detectable <= margin`` (:func:`row` makes it ``inconclusive`` otherwise, and
+:func:`check_table` refuses a table that breaks the rule).
+
+Statistical helpers here state their power: :func:`z_within` and :func:`z_above` (the deviation
+that ``k`` standard errors can resolve), :func:`rank_claim` (Kendall's tau with its attainable
+levels and its chance of passing under no association, ties included: :func:`tau_null_law`) and
 :func:`max_abs_z_bootstrap` (one joint test over points that share initializations).
 """
 
@@ -17,6 +26,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import re
 from collections import Counter
 from fractions import Fraction
 
@@ -25,7 +35,9 @@ import pandas as pd
 
 from ..tables import CLAIM_COLUMNS
 
-KINDS = ("claim", "sanity", "summary")
+KINDS = ("claim", "beyond", "sanity", "summary")
+BEYOND = "beyond the paper"
+"""How the ``source`` of a ``beyond`` row starts: the statement is ours, not the paper's."""
 VERDICTS = ("pass", "fail", "inconclusive", "smoke")
 MIN_ORDERED_ITEMS = 4
 """An ordering claim ("rises with") needs at least this many ordered items, or a stated reason
@@ -34,18 +46,31 @@ MIN_ORDERED_ITEMS = 4
 
 def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
         values: dict | None = None, *, kind: str = "claim", test: str = "",
-        detectable: float = float("nan")) -> dict:
+        detectable: float = float("nan"), margin: float = float("nan")) -> dict:
     """One row.  ``values``: named numbers behind the verdict (e.g. both fit errors), kept as
     JSON so that paper tables (:mod:`sigprop.papers`) can be built from claims.  ``test``: the
     test in words (statistic, threshold, how many independent units); ``detectable``: the
     smallest effect it could detect at the configured seeds, in the units of ``measured``
-    (:func:`check_table` requires both on every ``claim`` row)."""
+    (:func:`check_table` requires both on every ``claim`` and ``beyond`` row).  ``margin``:
+    for an equivalence claim, the largest deviation it tolerates, in the units of
+    ``detectable``; a ``pass`` whose ``detectable`` exceeds it becomes ``inconclusive`` (the
+    test could not have seen a deviation of that size), and the test says so."""
     if kind not in KINDS:
         raise ValueError(f"claim {claim_id}: kind must be one of {KINDS}, not {kind!r}")
+    margin = float(margin)
+    if np.isfinite(margin):
+        test = (f"{test}; equivalence margin {margin:.4g}: a pass needs detectable <= "
+                "margin") if test else test
+        if kind in ("claim", "beyond") and verdict == "pass" and not (
+                np.isfinite(detectable) and float(detectable) <= margin * (1 + 1e-9)):
+            verdict = "inconclusive"
+            test += (f" (here {float(detectable):.4g} > {margin:.4g}: the design cannot resolve "
+                     "the margin, so no deviation found is not evidence of equality)")
     return dict(study=study, claim_id=claim_id, claim=claim, source=source, measured=measured,
                 expected=expected, tolerance=tolerance, verdict=verdict, detail=detail,
                 values=json.dumps({k: float(v) for k, v in (values or {}).items()}, sort_keys=True),
-                kind=kind, test=test, detectable=float(detectable), exploratory=False)
+                kind=kind, test=test, detectable=float(detectable), exploratory=False,
+                margin=margin, scale="", regime="")
 
 
 def sanity(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
@@ -61,10 +86,24 @@ def values(claim: pd.Series) -> dict:
     return json.loads(v) if isinstance(v, str) and v else {}
 
 
+def beyond(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
+           values: dict | None = None, *, test: str = "", detectable: float = float("nan"),
+           margin: float = float("nan")) -> dict:
+    """A row that tests a statement the paper does not make (``source`` is prefixed with
+    :data:`BEYOND`): reported beside the paper's claims, never in its tally."""
+    if not str(source).startswith(BEYOND):
+        source = f"{BEYOND}: {source}" if source else BEYOND
+    return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
+               values, kind="beyond", test=test, detectable=detectable, margin=margin)
+
+
 def frame(rows: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=CLAIM_COLUMNS)
     df["exploratory"] = df["exploratory"].astype(bool)
-    df["detectable"] = df["detectable"].astype(float)
+    for c in ("detectable", "margin"):
+        df[c] = df[c].astype(float)
+    for c in ("scale", "regime"):
+        df[c] = df[c].fillna("").astype(str)
     return df
 
 
@@ -82,10 +121,15 @@ def claims_only(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def tally(df: pd.DataFrame) -> dict:
-    """Verdict counts over the claim rows only (sanity and summary rows never count), with how
-    many of them are exploratory."""
+    """Verdict counts over the claim rows only (beyond-the-paper, sanity and summary rows never
+    count), with how many of them are exploratory and how many fails lie outside the paper's
+    regime (``regime`` not empty: "not reproduced at that scale", not a refutation)."""
     c = claims_only(df)
     out = {v: int((c.verdict == v).sum()) for v in ("pass", "fail", "inconclusive")}
+    fails = c[c.verdict == "fail"]
+    regime = fails["regime"].fillna("").astype(str) if "regime" in fails else pd.Series("", index=fails.index)
+    out["fail_out_of_regime"] = int((regime.str.strip() != "").sum())
+    out["fail_in_regime"] = out["fail"] - out["fail_out_of_regime"]
     if (c.verdict == "smoke").any():
         out["smoke"] = int((c.verdict == "smoke").sum())
     out["claims"] = len(c)
@@ -94,6 +138,9 @@ def tally(df: pd.DataFrame) -> dict:
     out["sanity"] = len(s)
     out["sanity_failing"] = int((s.verdict != "pass").sum())
     out["summary"] = int((df["kind"] == "summary").sum())
+    b = df[df["kind"] == "beyond"]
+    out["beyond"] = len(b)
+    out["beyond_pass"] = int((b.verdict == "pass").sum())
     return out
 
 
@@ -159,24 +206,83 @@ def kendall_null_pass(n: int, min_tau: float) -> float:
     return sum(c for t, c in law.items() if float(t) >= min_tau - 1e-12) / math.factorial(n)
 
 
+TIE_EXACT_MAX = 8
+"""Up to this many items the tie-aware null law of Kendall's tau is enumerated over all n!
+orders; above it, and only when there are ties, it is sampled (:data:`TIE_SAMPLES` orders)."""
+TIE_SAMPLES = 20_000
+
+
+def _pair_signs(v: np.ndarray) -> np.ndarray:
+    i, j = np.triu_indices(v.shape[-1], 1)
+    return np.sign(v[..., j] - v[..., i])
+
+
+def tau_null_law(x, y, seed: int = 0) -> dict:
+    """The law of Kendall's tau-b between ``x`` and ``y`` (finite pairs) when ``y`` is paired
+    with ``x`` in random order, ties in either kept as they are: the null of an ordering claim.
+
+    Without ties it is the exact law of :func:`kendall_law`; with ties and at most
+    :data:`TIE_EXACT_MAX` items it is enumerated over all orders; beyond that it is sampled from
+    :data:`TIE_SAMPLES` random orders (seeded, so the same data give the same law).  Returns
+    ``levels`` (the attainable values, ascending), ``probs`` and ``method`` (``exact`` or
+    ``sampled``); no levels when ``x`` or ``y`` takes a single value (no order to test)."""
+    import itertools
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = len(x)
+    if n < 2 or np.unique(x).size < 2 or np.unique(y).size < 2:
+        return dict(levels=np.array([]), probs=np.array([]), method="exact", n=n)
+    if np.unique(x).size == n and np.unique(y).size == n:
+        law = kendall_law(n)
+        lv = sorted(law)
+        total = sum(law.values())
+        return dict(levels=np.array([float(v) for v in lv]),
+                    probs=np.array([law[v] / total for v in lv]), method="exact", n=n)
+    sx = _pair_signs(x)
+    norm = math.sqrt(float(np.count_nonzero(sx)) * float(np.count_nonzero(_pair_signs(y))))
+    if n <= TIE_EXACT_MAX:
+        perms = np.array(list(itertools.permutations(range(n))))
+        method = "exact"
+    else:
+        rng = np.random.default_rng(seed)
+        perms = np.argsort(rng.random((TIE_SAMPLES, n)), axis=1)
+        method = "sampled"
+    taus = np.round(_pair_signs(y[perms]) @ sx / norm, 12)
+    levels, counts = np.unique(taus, return_counts=True)
+    return dict(levels=levels, probs=counts / counts.sum(), method=method, n=n)
+
+
 def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
                reason: str = "") -> dict:
-    """An ordering claim: Kendall's tau between ``x`` and ``y`` (finite pairs) >= ``min_tau``
+    """An ordering claim: Kendall's tau-b between ``x`` and ``y`` (finite pairs) >= ``min_tau``
     passes, <= 0 fails, in between is inconclusive.  With fewer than ``min_items`` ordered items
     and no ``reason`` the verdict is ``inconclusive``; so is it when no attainable tau reaches
-    ``min_tau``.  Returns ``measured``, ``verdict``, ``test``, ``detectable`` (the smallest
-    attainable tau that passes) and ``n``."""
+    ``min_tau``, and when ``y`` takes a single value (all tied: no order to test, which is not
+    evidence against the ordering).  The attainable levels and the chance of passing under no
+    association come from the tie-aware null (:func:`tau_null_law`).  Returns ``measured``,
+    ``verdict``, ``test``, ``detectable`` (the smallest attainable tau that passes) and ``n``."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
     n = int(np.unique(x[ok]).size)
     tau = kendall_tau(x, y)
-    levels = kendall_levels(n)
+    law = tau_null_law(x, y)
+    levels = law["levels"]
+    ties = int(ok.sum()) - int(np.unique(y[ok]).size)
+    if not len(levels):
+        what = ("y takes a single value (every item tied)" if n >= 2 else
+                f"fewer than 2 distinct values of x")
+        return dict(measured=tau, verdict="inconclusive", detectable=float("nan"), n=n,
+                    test=(f"Kendall tau-b >= {min_tau:g} over {n} ordered items; {what}: no "
+                          "order to test, inconclusive"))
     reach = levels[levels >= min_tau - 1e-12]
     detectable = float(reach.min()) if reach.size else float("nan")
-    null = kendall_null_pass(n, min_tau) if n >= 2 else float("nan")
-    lv = ", ".join(f"{v:.2g}" for v in levels[levels > 0])
-    test = (f"Kendall tau >= {min_tau:g} over {n} ordered items (attainable positive tau: {lv}; "
-            f"P(pass | random order) = {null:.2f}); fail at tau <= 0")
+    null = float(law["probs"][levels >= min_tau - 1e-12].sum())
+    lv = ", ".join(f"{v:.2g}" for v in levels[levels > 0][:12])
+    tie_note = (f"; {ties} tie(s) in y, null law {law['method']} over random orders with the "
+                "ties kept" if ties or int(ok.sum()) != n else "")
+    test = (f"Kendall tau-b >= {min_tau:g} over {n} ordered items (attainable positive tau: {lv}; "
+            f"P(pass | random order) = {null:.2f}){tie_note}; fail at tau <= 0")
     if not np.isfinite(tau):
         verdict = "inconclusive"
     elif n < min_items and not reason:
@@ -186,7 +292,7 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
         verdict = "inconclusive"
         test += "; no attainable tau reaches the threshold"
     else:
-        verdict = "pass" if tau >= min_tau else ("fail" if tau <= 0 else "inconclusive")
+        verdict = "pass" if tau >= min_tau - 1e-12 else ("fail" if tau <= 0 else "inconclusive")
     if reason:
         test += f"; {n} items because {reason}"
     return dict(measured=tau, verdict=verdict, test=test, detectable=detectable, n=n)
@@ -235,25 +341,51 @@ def _max_abs_z_bootstrap(samples, theory, n_boot, seed, level) -> dict:
 
 def kendall_tau(x, y) -> float:
     """Kendall's tau-b over the pairs where both are finite, for ordering claims ("rises with",
-    "falls with"): NaN with fewer than 2 distinct x (no order to test), 0 when y is constant
-    (no association)."""
+    "falls with"): NaN with fewer than 2 distinct x or when y takes a single value (no order to
+    test: a tie everywhere is no evidence either way, not an association of 0)."""
     from scipy.stats import kendalltau
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
-    if len(x) < 2 or np.unique(x).size < 2:
+    if len(x) < 2 or np.unique(x).size < 2 or np.unique(y).size < 2:
         return np.nan
-    if np.unique(y).size < 2:
-        return 0.0
     return float(kendalltau(x, y).statistic)
 
 
 # -- the table's contract ---------------------------------------------------------------------
 
-def check_table(df: pd.DataFrame, where: str) -> None:
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_THRESHOLD = re.compile(r"(?:>=|<=|≥|≤|(?<![-=<>])>(?!=)|(?<![-=<>])<(?!=))\s*(" + _NUMBER + r")(?!\s*SE)")
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(m) for m in re.findall(_NUMBER, str(text))]
+
+
+def threshold_mismatches(expected: str, test: str, tolerance: float = float("nan")) -> list[float]:
+    """The thresholds that ``expected`` states (a nonzero number after ``>=``, ``<=``, ``<``,
+    ``>``, not a multiple of SE) and that ``test`` does not name (nor ``tolerance`` equal, in
+    absolute value): an ``expected`` that promises another threshold than the one the test
+    applies."""
+    named = [abs(w) for w in _numbers(test)] + ([abs(float(tolerance))]
+                                                 if np.isfinite(tolerance) else [])
+    out = []
+    for m in _THRESHOLD.finditer(str(expected)):
+        v = float(m.group(1))
+        if v == 0:       # a sign ("> 0"), which a test with a margin applies more strictly
+            continue
+        if not any(math.isclose(abs(v), w, rel_tol=5e-3, abs_tol=1e-12) for w in named):
+            out.append(v)
+    return out
+
+
+def check_table(df: pd.DataFrame, where: str, paper: str | None = None) -> None:
     """Stop with ``where`` (the study or file) named when a row breaks the claims contract: an
-    unknown kind or verdict, a claim id twice, a claim row without its test, or a decided
-    (pass / fail) claim without the smallest effect it could detect."""
+    unknown kind or verdict, a claim id twice, a claim or beyond row without its test, a decided
+    (pass / fail) one without the smallest effect it could detect, an equivalence claim passing
+    with a detectable effect above its margin, an ``expected`` that names a threshold its test
+    does not apply, a ``beyond`` row whose source does not say so, and (with ``paper``, e.g.
+    ``"001"``) a claim whose source lies outside that paper."""
     bad_kind = df[~df["kind"].isin(KINDS)]
     if len(bad_kind):
         r = bad_kind.iloc[0]
@@ -267,7 +399,7 @@ def check_table(df: pd.DataFrame, where: str) -> None:
     if len(dup):
         raise ValueError(f"{where}: claim id {dup.iloc[0].claim_id} appears twice (one "
                          "measurement, one row)")
-    c = claims_only(df)
+    c = df[df["kind"].isin(["claim", "beyond"])]
     no_test = c[c["test"].fillna("").str.strip() == ""]
     if len(no_test):
         raise ValueError(f"{where}: claim {no_test.iloc[0].claim_id} does not name its test "
@@ -278,12 +410,43 @@ def check_table(df: pd.DataFrame, where: str) -> None:
         raise ValueError(f"{where}: claim {no_power.iloc[0].claim_id} has a verdict but no "
                          "detectable effect (sigprop.claims.row(..., detectable=...)); a test "
                          "that cannot state its power is 'inconclusive'")
+    if "margin" in df:
+        m = c.margin.astype(float)
+        over = c[(c.verdict == "pass") & np.isfinite(m)
+                 & ~(c.detectable.astype(float) <= m * (1 + 1e-9))]
+        if len(over):
+            r = over.iloc[0]
+            raise ValueError(f"{where}: equivalence claim {r.claim_id} passes with detectable "
+                             f"{r.detectable:.4g} above its margin {r.margin:.4g}; it can only be "
+                             "'inconclusive' (sigprop.claims.row applies the margin)")
+    for r in c.itertuples():
+        miss = threshold_mismatches(r.expected, r.test, float(r.tolerance)
+                                    if isinstance(r.tolerance, (int, float)) else float("nan"))
+        if miss:
+            raise ValueError(f"{where}: claim {r.claim_id}: expected {r.expected!r} names the "
+                             f"threshold {miss[0]:g}, which its test does not apply ({r.test!r})")
+    wrong = df[(df["kind"] == "beyond") != df["source"].astype(str).str.startswith(BEYOND)]
+    wrong = wrong[wrong["kind"].isin(["claim", "beyond"])]
+    if len(wrong):
+        r = wrong.iloc[0]
+        raise ValueError(f"{where}: claim {r.claim_id} is of kind {r.kind!r} with source "
+                         f"{r.source!r}; a statement the paper does not make is of kind 'beyond' "
+                         f"and its source starts with {BEYOND!r} (sigprop.claims.beyond)")
+    if paper is not None:
+        outside = df[(df["kind"] == "claim")
+                     & ~df["source"].astype(str).str.startswith(f"{paper} ")]
+        if len(outside):
+            r = outside.iloc[0]
+            raise ValueError(f"{where}: claim {r.claim_id} has source {r.source!r}, outside paper "
+                             f"{paper}: a claim's source is an item of its own paper ('{paper} "
+                             "Eq. ...'); another paper's statement is of kind 'beyond'")
 
 
 def design_changes(design: dict | None, scale: str) -> list[dict]:
     """The changes of a study's ``design:`` that apply to ``scale`` (a change names its scale,
-    or applies to both)."""
-    return [c for c in (design or {}).get("changes") or [] if c.get("scale", scale) == scale]
+    or ``both``; one that names none applies to both)."""
+    return [c for c in (design or {}).get("changes") or []
+            if c.get("scale", scale) in (scale, "both")]
 
 
 def mark_exploratory(df: pd.DataFrame, changes: list[dict]) -> pd.DataFrame:

@@ -7,11 +7,13 @@ import html
 import pandas as pd
 
 COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "inconclusive": "#9a6700", "smoke": "#57606a"}
-SHOWN = ["study", "claim_id", "claim", "source", "measured", "expected", "tolerance", "verdict",
-         "test", "detectable", "exploratory", "detail"]
+SHOWN = ["study", "claim_id", "claim", "source", "scale", "reading", "measured", "expected",
+         "tolerance", "verdict", "test", "detectable", "margin", "regime", "exploratory", "detail"]
 
 
 def _rows_html(df: pd.DataFrame) -> str:
+    from .reading import readings
+    df = df.assign(reading=readings(df)) if len(df) else df.assign(reading=[])
     cols = [c for c in SHOWN if c in df.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = []
@@ -29,17 +31,36 @@ def _rows_html(df: pd.DataFrame) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
+def tally_words(t: dict, scale: str = "") -> str:
+    """A tally (:func:`sigprop.claims.tally`) in words: claims only, the fails split into those in
+    the paper's regime (contradict the paper) and those outside it (not reproduced at this
+    scale)."""
+    at = f"{scale} scale" if scale else "this scale"
+    fails = f"{t['fail']} not supported"
+    if t.get("fail_out_of_regime"):
+        fails += (f" ({t['fail_in_regime']} contradict the paper, {t['fail_out_of_regime']} not "
+                  f"reproduced at {at})")
+    elif t["fail"]:
+        fails += " (all in the paper's regime: they contradict the paper)"
+    text = (f"{t['claims']} claims: {t['pass']} supported, {fails}, {t['inconclusive']} "
+            "inconclusive")
+    if t.get("smoke"):
+        text += f", {t['smoke']} smoke (no verdict)"
+    return text
+
+
 def tally_line(df: pd.DataFrame) -> str:
-    """The tally in words: claims only; sanity checks are counted apart."""
+    """The tally in words: claims only; beyond-the-paper rows, sanity checks and pooled
+    summaries are counted apart."""
     from . import tally
     t = tally(df)
-    parts = [f"{t['claims']} claims: {t['pass']} supported (pass), {t['fail']} not supported "
-             f"(fail), {t['inconclusive']} inconclusive"]
-    if t.get("smoke"):
-        parts.append(f"{t['smoke']} smoke (no verdict)")
+    scales = sorted({s for s in df.get("scale", pd.Series(dtype=str)).fillna("") if s})
+    parts = [tally_words(t, "/".join(scales))]
     if t["exploratory"]:
         parts.append(f"{t['exploratory']} of the claims exploratory (obtained after a design "
                      "change)")
+    if t.get("beyond"):
+        parts.append(f"{t['beyond']} beyond the paper, not counted ({t['beyond_pass']} pass)")
     parts.append(f"{t['sanity']} sanity checks, not counted ({t['sanity_failing']} not passing)")
     if t.get("summary"):
         parts.append(f"{t['summary']} pooled summaries, not counted (their measurements are "
@@ -48,12 +69,16 @@ def tally_line(df: pd.DataFrame) -> str:
 
 
 def to_html(df: pd.DataFrame, title: str = "Claims") -> str:
-    """Claims first, with the tally; sanity checks (identities, theorems, controls) in their
-    own section, never tallied."""
+    """Claims first, with the tally; beyond-the-paper rows, pooled summaries and sanity checks
+    (identities, theorems, controls) in their own sections, never tallied."""
     kinds = df["kind"] if "kind" in df.columns else pd.Series("claim", index=df.index)
-    claims, checks, pooled = df[kinds == "claim"], df[kinds == "sanity"], df[kinds == "summary"]
+    claims, checks = df[kinds == "claim"], df[kinds == "sanity"]
+    pooled, ours = df[kinds == "summary"], df[kinds == "beyond"]
     sections = [f"<p>{html.escape(tally_line(df))}</p>",
                 "<h3>Claims (tested against measurement)</h3>", _rows_html(claims)]
+    if len(ours):
+        sections += ["<h3>Beyond the paper (statements the paper does not make; not counted)"
+                     "</h3>", _rows_html(ours)]
     if len(pooled):
         sections += ["<h3>Pooled summaries (over measurements the claims above test; not "
                      "counted)</h3>", _rows_html(pooled)]

@@ -1,7 +1,10 @@
-"""A referee's summary of one paper's claims (``results/papers/{paper}/summary.md``, and the
-report's front page): what is supported, not supported and inconclusive, the sanity checks
-apart, each study with the scale and data it was measured on and what differs from the
-paper's setup (the study file's scale description), and which verdicts are exploratory.
+"""A referee's summary of one paper's claims (``results/papers/{paper}/summary.md``; the
+report's front page shows its headline): the first line names the scale and data of every
+count, this run's and the committed paper-scale ones; then every claim with its verdict at
+both scales (:func:`sigprop.claims.matrix.verdict_matrix`), a fail outside the paper's regime
+read as "not reproduced at that scale" with the difference named; the rows beyond the paper,
+the pooled summaries and the sanity checks apart; and each study with the scale and data it
+was measured on and what differs from the paper's setup.
 
 The text is written so that it reads the same as Markdown and as reStructuredText (the
 report's front page is reStructuredText): bold titles, ``-`` lists, identifiers in double
@@ -15,9 +18,8 @@ import re
 import pandas as pd
 
 from . import tally
-
-GROUPS = [("pass", "Supported"), ("fail", "Not supported"), ("inconclusive", "Inconclusive"),
-          ("smoke", "Smoke run (no verdict)")]
+from .matrix import verdict_matrix
+from .render import tally_words
 
 
 def escape(text: str) -> str:
@@ -38,42 +40,91 @@ def _num(v) -> str:
     return "–" if v != v else f"{v:.4g}"
 
 
-def _item(r) -> str:
-    mark = " (exploratory: after a design change)" if bool(r.exploratory) else ""
-    power = ("" if r.kind == "sanity" or pd.isna(r.detectable)
-             else f"; detectable {_num(r.detectable)}")
-    return (f"- {_lit(r.study)} {_lit(r.claim_id)}: {escape(r.claim)} — measured "
-            f"{_num(r.measured)}, expected {escape(r.expected)}{mark}. Test: {escape(r.test)}"
-            f"{power}.")
+
+SCALE_OF_COMMITTED = "paper"
 
 
-def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: dict) -> str:
+def _item_cell(verdict: str, reading_: str, regime: str, exploratory: bool, scale: str) -> str:
+    if verdict == "-":
+        return f"{scale} –"
+    mark = " (exploratory)" if exploratory else ""
+    why = f" ({escape(regime)})" if reading_.startswith("not reproduced") and regime else ""
+    return f"{scale} **{escape(reading_)}**{why}{mark}"
+
+
+def _data_labels(names) -> str:
+    from ..data.registry import label
+    return ", ".join(label(n) for n in sorted(set(names))) or "no data"
+
+
+def headline(claims: pd.DataFrame, studies: dict, committed: pd.DataFrame | None = None,
+             provenance: dict | None = None) -> str:
+    """Every count with its scale and data: this run's per scale, then the committed
+    paper-scale ones (``committed``: their claims; ``provenance``: per study, its
+    ``provenance.json``)."""
+    n = len(studies)
+    parts = []
+    scale_of = {k: str(v.get("scale", "")) for k, v in studies.items()}
+    for scale in dict.fromkeys(scale_of[s] for s in studies):
+        names = [s for s in studies if scale_of[s] == scale]
+        rows = claims[claims.study.isin(names)]
+        data = _data_labels(d for s in names for d in studies[s].get("datasets") or [])
+        plain = scale.split(" ")[0]
+        parts.append(f"{scale} scale ({len(names)} of {n} {'study' if n == 1 else 'studies'}; "
+                     f"{data}): {tally_words(tally(rows), plain)}")
+    prov = provenance or {}
+    if committed is not None and len(committed):
+        dates = sorted({str(p.get("date", "")) for p in prov.values()} - {""})
+        when = (dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}") if dates else "undated"
+        data = _data_labels(d for p in prov.values() for d in p.get("datasets") or [])
+        parts.append(f"paper scale, committed ({committed.study.nunique()} of {n} "
+                     f"{'study' if n == 1 else 'studies'}, {when}; {data}): "
+                     f"{tally_words(tally(committed), SCALE_OF_COMMITTED)}")
+    else:
+        parts.append(f"paper scale: no committed verdicts for these {n} studies")
+    return "; ".join(parts)
+
+
+def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: dict,
+                    committed: pd.DataFrame | None = None,
+                    provenance: dict | None = None) -> str:
     """``studies``: per study name, ``scale``, ``title``, ``datasets`` (list), ``description``
-    (the scale's description: what is scaled down or substituted), ``fixed`` (the design date)
-    and ``changes`` (the design changes at this scale, each with ``date`` and ``what``)."""
+    (the scale's description: what is scaled down or substituted), ``regime`` (the same, by
+    axis), ``fixed`` (the design date) and ``changes`` (the design changes at this scale, each
+    with ``date`` and ``what``).  ``committed``: the committed paper-scale claims of the paper's
+    studies that have them, ``provenance``: their ``provenance.json`` by study."""
+    out = [f"**{escape(title)}** — {escape(headline(claims, studies, committed, provenance))}.",
+           "", f"{escape(citation)}. A fail reads \"contradicts the paper\" only where the design "
+           "is the paper's along every axis the claim depends on; elsewhere it is \"not "
+           "reproduced at that scale\", with the difference named (the study file's regime). "
+           "Rows beyond the paper, pooled summaries and sanity checks are never counted.", ""]
     t = tally(claims)
-    head = [f"**{escape(title)}** ({escape(citation)})", "",
-            f"{t['claims']} claims: {t['pass']} supported, {t['fail']} not supported, "
-            f"{t['inconclusive']} inconclusive"
-            + (f", {t['smoke']} smoke" if t.get("smoke") else "")
-            + (f" ({t['exploratory']} exploratory: obtained after a design change)"
-               if t["exploratory"] else "")
-            + f". {t['sanity']} sanity checks (identities, theorems, controls), not counted"
-            + (f", {t['sanity_failing']} of them not passing" if t["sanity_failing"] else
-               ", all passing")
-            + (f"; {t['summary']} pooled summaries of claims, not counted" if t["summary"] else "")
-            + ".", ""]
-    out = head
-    c = claims[claims["kind"] == "claim"]
-    for verdict, name in GROUPS:
-        g = c[c.verdict == verdict]
-        if len(g):
-            out += [f"**{name} ({len(g)})**", ""] + [_item(r) for r in g.itertuples()] + [""]
-    pooled = claims[claims["kind"] == "summary"]
-    if len(pooled):
-        out += [f"**Pooled summaries, not counted ({len(pooled)})**", ""]
+    if t["exploratory"]:
+        out += [f"{t['exploratory']} of this run's claim verdicts are exploratory (obtained "
+                "after a design change).", ""]
+    m = verdict_matrix(claims, committed)
+    prov = provenance or {}
+    run_scale = {k: str(v.get("scale", "")).split(" ")[0] for k, v in studies.items()}
+    for kind, name in (("claim", "Claims, at both scales"),
+                       ("beyond", "Beyond the paper, not counted")):
+        g = m[m.kind == kind]
+        if not len(g):
+            continue
+        out += [f"**{name} ({len(g)})**", ""]
+        for r in g.itertuples():
+            rs = run_scale.get(r.study, "run")
+            cells = [_item_cell(r.run_verdict, r.run_reading, r.run_regime, r.run_exploratory, rs)]
+            if r.study in prov or r.paper_verdict != "-":
+                cells.append(_item_cell(r.paper_verdict, r.paper_reading, r.paper_regime,
+                                        r.paper_exploratory, "paper"))
+            out.append(f"- {_lit(r.study)} {_lit(r.claim_id)} ({escape(r.source)}): "
+                       f"{'; '.join(cells)} — {escape(r.claim)}")
+        out.append("")
+    pooled_rows = claims[claims["kind"] == "summary"]
+    if len(pooled_rows):
+        out += [f"**Pooled summaries, not counted ({len(pooled_rows)})**", ""]
         out += [f"- {_lit(r.study)} {_lit(r.claim_id)}: {r.verdict} — {escape(r.claim)}, measured "
-                f"{_num(r.measured)}" for r in pooled.itertuples()] + [""]
+                f"{_num(r.measured)}" for r in pooled_rows.itertuples()] + [""]
     s = claims[claims["kind"] == "sanity"]
     if len(s):
         out += [f"**Sanity checks, not counted ({len(s)})**", ""]
@@ -85,9 +136,18 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
         hist = ("; design changed after verdicts: " + "; ".join(
             f"{escape(ch.get('date', ''))} {escape(ch.get('what', ''))}" for ch in changes)
             if changes else "")
+        regime = info.get("regime") or {}
+        differs = ("; differs from the paper in " + "; ".join(
+            f"{escape(a)}: {escape(v)}" for a, v in regime.items()) if regime
+            else "; the paper's regime on every declared axis")
+        p = prov.get(name)
+        paper = (f" Paper scale committed {escape(p.get('date', ''))} at commit "
+                 f"{_lit(str(p.get('commit', ''))[:10])} ({p.get('runs', '?')} runs, "
+                 f"{float(p.get('wall_s') or 0) / 60:.1f} min wall on "
+                 f"{(p.get('machine') or {}).get('cores', '?')} CPU cores)." if p else "")
         out.append(f"- {_lit(name)} ({escape(info.get('title', ''))}): scale "
                    f"{_lit(info.get('scale', ''))}, data "
-                   f"{', '.join(_lit(d) for d in info.get('datasets') or []) or '–'}; "
+                   f"{', '.join(_lit(d) for d in info.get('datasets') or []) or '–'}{differs}; "
                    f"design fixed {escape(info.get('fixed', '') or 'not recorded')}{hist}. "
-                   f"{escape(info.get('description', ''))}")
+                   f"{escape(info.get('description', ''))}{paper}")
     return "\n".join(out).rstrip() + "\n"

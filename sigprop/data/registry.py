@@ -49,6 +49,8 @@ class DatasetSpec:
     homepage: str = ""
     n_train: int | None = None
     n_test: int | None = None
+    label: str = ""
+    """How a reader knows the data set (summaries and the report's headline)."""
 
 
 # MNIST: url, size and sha256 from tensorflow/datasets
@@ -127,27 +129,38 @@ def _spec(*args, **kwargs) -> tuple[str, DatasetSpec]:
 
 DATASETS: dict[str, DatasetSpec] = dict([
     _spec("digits", "embedded", "digits", (), 10, (64,), "classification",
-          "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html"),
+          "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html",
+          label="8×8 digits (scikit-learn)"),
     _spec("digits_images", "embedded", "digits_images", (), 10, (1, 8, 8), "classification",
-          "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html"),
+          "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html",
+          label="8×8 digit images (scikit-learn)"),
     _spec("synthetic_regression", "embedded", "synthetic_regression", (), None, (32,),
-          "regression"),
-    _spec("gaussian", "embedded", "gaussian", (), None, (64,), "regression"),
+          "regression",
+          label="synthetic linear-teacher regression"),
+    _spec("gaussian", "embedded", "gaussian", (), None, (64,), "regression",
+          label="Gaussian inputs"),
     _spec("mnist", "download", "idx", _MNIST_FILES, 10, (1, 28, 28), "classification",
-          "http://yann.lecun.com/exdb/mnist/", 60000, 10000),
+          "http://yann.lecun.com/exdb/mnist/", 60000, 10000,
+          label="MNIST"),
     _spec("fashion_mnist", "download", "idx", _FASHION_FILES, 10, (1, 28, 28),
-          "classification", "https://github.com/zalandoresearch/fashion-mnist", 60000, 10000),
+          "classification", "https://github.com/zalandoresearch/fashion-mnist", 60000, 10000,
+          label="Fashion-MNIST"),
     _spec("emnist_balanced", "download", "emnist", _EMNIST_FILES, 47, (1, 28, 28),
           "classification", "https://www.nist.gov/itl/products-and-services/emnist-dataset",
-          112800, 18800),
+          112800, 18800,
+          label="EMNIST Balanced"),
     _spec("cifar10", "download", "cifar10_bin", _CIFAR10_FILES, 10, (3, 32, 32),
-          "classification", "https://www.cs.toronto.edu/~kriz/cifar.html", 50000, 10000),
+          "classification", "https://www.cs.toronto.edu/~kriz/cifar.html", 50000, 10000,
+          label="CIFAR-10"),
     _spec("cifar100", "download", "cifar100_bin", _CIFAR100_FILES, 100, (3, 32, 32),
-          "classification", "https://www.cs.toronto.edu/~kriz/cifar.html", 50000, 10000),
+          "classification", "https://www.cs.toronto.edu/~kriz/cifar.html", 50000, 10000,
+          label="CIFAR-100"),
     _spec("gisette", "download", "gisette", _GISETTE_FILES, 2, (5000,), "classification",
-          "https://archive.ics.uci.edu/dataset/170/gisette", 6000, 1000),
+          "https://archive.ics.uci.edu/dataset/170/gisette", 6000, 1000,
+          label="Gisette"),
     _spec("tiny_imagenet", "download", "tiny_imagenet", _TINY_FILES, 200, (3, 64, 64),
-          "classification", "https://www.kaggle.com/c/tiny-imagenet", 100000, 10000),
+          "classification", "https://www.kaggle.com/c/tiny-imagenet", 100000, 10000,
+          label="Tiny ImageNet"),
 ])
 
 
@@ -157,6 +170,12 @@ def get(name: str) -> DatasetSpec:
         return DATASETS[name]
     except KeyError:
         raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(names())}") from None
+
+
+def label(name: str) -> str:
+    """How a reader knows data set ``name`` (its ``label``, else the name)."""
+    spec = DATASETS.get(name)
+    return (spec.label or spec.name) if spec else name
 
 
 def names(source: str | None = None) -> list[str]:

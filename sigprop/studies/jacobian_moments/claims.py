@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import frame, max_abs_z_bootstrap, row, sanity
+from ...claims import beyond, frame, max_abs_z_bootstrap, row, sanity
 from .analysis import (
     ARCH_NAMES,
     c4_of,
@@ -243,7 +243,8 @@ def claims_kernel(runs: pd.DataFrame, p) -> list[dict]:
     k = float(p.analysis.z_max)
     g = kernel_groups(runs)
     rows = []
-    src = "beyond 001 (its §6 conclusion: residual nets operate closer to the kernel regime)"
+    src = ("beyond the paper: our test of 001's §6 remark that residual nets operate closer to "
+           "the kernel regime (001 measures no training)")
     for (L, n), d in g.groupby(["depth", "width"]):
         van = d[d.arch == "fc"]
         res = d[d.arch == "resnet_fc"]
@@ -257,7 +258,7 @@ def claims_kernel(runs: pd.DataFrame, p) -> list[dict]:
             a, b = a_.iloc[0], b_.iloc[0]
             diff, se = a.rel - b.rel, float(np.hypot(a.se, b.se))
             verdict = "pass" if diff + k * se < 0 else ("fail" if diff >= 0 else "inconclusive")
-            rows.append(row(study, f"kernel_{cid}[L={int(L)}, n={int(n)}]",
+            rows.append(beyond(study, f"kernel_{cid}[L={int(L)}, n={int(n)}]",
                             f"{a.group} changes its empirical NTK less than {b.group} during SGD "
                             f"(depth {int(L)}, width {int(n)})", src, measured=diff,
                             expected=f"rel. change difference < 0 by more than {k:g} SE",

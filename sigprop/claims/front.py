@@ -1,0 +1,191 @@
+"""The report's front page, one block per paper: a verdict matrix (claims x scales, coloured,
+each cell linking to the claim's figure and claims table), one figure of the tallies, and the
+headline in words under it (:func:`front_block`).  The per-claim text stays on each study's
+claims page.
+
+The block is an HTML fragment (``results/papers/{paper}/front.html``) that the report's
+front page (``workflow/report/workflow.rst``) includes as raw HTML.  Inside the Snakemake
+report a link opens the result in the report itself (``app.showResultInfo``); opened as a
+file, it follows its relative path.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+
+import pandas as pd
+
+from .matrix import SCALES, TESTED
+
+READING_STYLE = {
+    "supported": ("#d1f0d9", "supported"),
+    "contradicts the paper": ("#ffcdcd", "contradicts"),
+    "not reproduced": ("#ffe2b8", "not at {scale} scale"),
+    "inconclusive": ("#e9ebee", "inconclusive"),
+    "smoke": ("#e9ebee", "smoke"),
+    "-": ("#ffffff", "–"),
+}
+"""Cell colour and text for each reading (:func:`sigprop.claims.reading.reading`)."""
+
+LEGEND = [("supported", "supported (pass)"),
+          ("contradicts the paper", "contradicts the paper (a fail in the paper's regime)"),
+          ("not reproduced", "not reproduced at that scale (a fail where the design differs from "
+                             "the paper's along an axis the claim depends on)"),
+          ("inconclusive", "inconclusive (the design cannot tell)"),
+          ("-", "not run at that scale")]
+
+
+def _style(reading: str) -> tuple[str, str]:
+    if reading.startswith("not reproduced"):
+        return READING_STYLE["not reproduced"]
+    if reading.startswith(("sanity", "summary", "claim", "beyond")):
+        return READING_STYLE["inconclusive"][0], reading
+    return READING_STYLE.get(reading, READING_STYLE["inconclusive"])
+
+
+def report_link(path: str | None, text: str, rel_from: str = "results/papers/000",
+                title: str = "") -> str:
+    """A link to a result of the workflow: inside the Snakemake report it opens the result
+    there, in a plain browser it follows the relative path from the front page's folder."""
+    if not path:
+        return html.escape(text)
+    import os
+    rel = os.path.relpath(path, rel_from)
+    t = f' title="{html.escape(title)}"' if title else ""
+    js = html.escape(path, quote=True).replace("'", "\\'")
+    return (f'<a href="{html.escape(rel)}"{t} onclick="if (window.app) '
+            f'{{ app.showResultInfo(\'{js}\'); return false; }}">{html.escape(text)}</a>')
+
+
+def links_for(study: str, claim_id: str, figures: dict, committed: set[str]) -> dict:
+    """Where a claim's cells link: its figure (``figures``: name -> :class:`Figure`, the first
+    that shows the claim, else the first), the study's claims page, and for the paper-scale
+    cell the page that puts the committed verdicts beside this run's."""
+    fig = next((n for n, f in figures.items() if f.shows(claim_id)), next(iter(figures), None))
+    return {"figure": f"results/{study}/figures/{fig}.png" if fig else None,
+            "claims": f"results/{study}/claims.html",
+            "paper": f"results/{study}/scales.html" if study in committed else None}
+
+
+def matrix_html(m: pd.DataFrame, paper: str, scale_names: dict, figures: dict,
+                committed: set[str]) -> str:
+    """The verdict matrix as an HTML table: a header row per study, one row per claim (beyond
+    the paper marked), a coloured cell per scale."""
+    here = f"results/papers/{paper}"
+    run_label = "/".join(dict.fromkeys(scale_names.values())) or "this run"
+    rows = [f"<tr><th>claim</th><th>source</th><th>{html.escape(run_label)} scale</th>"
+            "<th>paper scale (committed)</th></tr>"]
+    for study, g in m.groupby("study", sort=False):
+        figs = " · ".join(report_link(f"results/{study}/figures/{n}.png", n, here)
+                          for n in figures.get(study, {}))
+        extra = (" · " + report_link(f"results/{study}/scales.html", "both scales", here)
+                 if study in committed else "")
+        rows.append(f'<tr class="study"><td colspan="4"><b>{html.escape(study)}</b> — '
+                    f'{report_link(f"results/{study}/claims.html", "claims table", here)}'
+                    f"{extra}{' · figures: ' + figs if figs else ''}</td></tr>")
+        for r in g.itertuples():
+            link = links_for(study, r.claim_id, figures.get(study, {}), committed)
+            label = html.escape(r.claim_id) + (" <i>(beyond the paper)</i>"
+                                               if r.kind == "beyond" else "")
+            cells = []
+            for s in SCALES:
+                reading = getattr(r, f"{s}_reading")
+                colour, text = _style(reading)
+                scale = scale_names.get(study, "this") if s == "run" else "paper"
+                text = text.format(scale=scale)
+                if getattr(r, f"{s}_exploratory"):
+                    text += "*"
+                regime = getattr(r, f"{s}_regime")
+                tip = reading + (f" — {regime}" if regime else "")
+                if reading == "-":
+                    body = html.escape(text)
+                elif s == "run":
+                    body = report_link(link["claims"], text, here, tip)
+                    if link["figure"]:
+                        body += " " + report_link(link["figure"], "▣", here, "figure")
+                else:
+                    body = report_link(link["paper"], text, here, tip)
+                cells.append(f'<td style="background:{colour}">{body}</td>')
+            rows.append(f'<tr><td title="{html.escape(str(r.claim))}"><code>{label}</code></td>'
+                        f"<td>{html.escape(str(r.source))}</td>{''.join(cells)}</tr>")
+    return ('<table class="sigprop-verdicts" style="border-collapse:collapse;font-size:12px">'
+            + "".join(rows) + "</table>")
+
+
+def legend_html() -> str:
+    items = []
+    for key, text in LEGEND:
+        colour = READING_STYLE[key][0]
+        items.append(f'<span style="background:{colour};border:1px solid #ccc;'
+                     f'padding:0 6px;margin-right:4px">&nbsp;</span>{html.escape(text)}')
+    return ('<p style="font-size:12px">' + "; ".join(items)
+            + "; * exploratory (after a design change); ▣ the figure.</p>")
+
+
+def tally_counts(m: pd.DataFrame) -> pd.DataFrame:
+    """Per scale, the claims (kind ``claim`` only) by reading: the numbers the tally figure
+    draws."""
+    out = []
+    for s in SCALES:
+        k = m[f"{s}_kind"] if f"{s}_kind" in m else m.kind
+        c = m[(k == "claim") & (m[f"{s}_verdict"] != "-")]
+        rd = c[f"{s}_reading"]
+        out.append({"scale": s,
+                    "supported": int((rd == "supported").sum()),
+                    "contradicts the paper": int((rd == "contradicts the paper").sum()),
+                    "not reproduced": int(rd.str.startswith("not reproduced").sum()),
+                    "inconclusive": int(rd.isin(["inconclusive", "smoke"]).sum())})
+    return pd.DataFrame(out)
+
+
+def tally_figure(m: pd.DataFrame, title: str, run_label: str):
+    """The tallies of the claims at both scales as stacked horizontal bars (claims only)."""
+    import matplotlib.pyplot as plt
+    counts = tally_counts(m)
+    keys = ["supported", "contradicts the paper", "not reproduced", "inconclusive"]
+    fig, ax = plt.subplots(figsize=(7.0, 1.9))
+    labels = {"run": f"{run_label} scale\n(this run)", "paper": "paper scale\n(committed)"}
+    for i, r in enumerate(counts.itertuples(index=False)):
+        left = 0
+        vals = dict(zip(counts.columns, r))
+        for k in keys:
+            v = vals[k]
+            if v:
+                ax.barh(i, v, left=left, color=READING_STYLE[k][0], edgecolor="#555555",
+                        linewidth=0.6, label=k if i == 0 else None)
+                ax.text(left + v / 2, i, str(v), ha="center", va="center", fontsize=8)
+            left += v
+        if not left:
+            ax.text(0.5, i, "no verdicts", va="center", fontsize=8, color="#555555")
+    ax.set_yticks(range(len(counts)), [labels[s] for s in counts.scale], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("claims (beyond-the-paper rows, sanity checks and summaries not counted)",
+                  fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_title(title, fontsize=9)
+    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=READING_STYLE[k][0], edgecolor="#555555")
+               for k in keys]
+    ax.legend(handles, ["supported", "contradicts the paper", "not reproduced at that scale",
+                        "inconclusive"], fontsize=7, ncol=4, loc="upper center",
+              bbox_to_anchor=(0.5, -0.45), frameon=False)
+    return fig
+
+
+def front_block(paper: str, title: str, m: pd.DataFrame, headline: str, png: bytes,
+                scale_names: dict, figures: dict, committed: set[str], notes: str = "") -> str:
+    """One paper's block of the front page: title, verdict matrix, legend, tally figure, and
+    the headline (every count with its scale and data) with short notes under it.  No blank
+    lines, so that it can sit in a reStructuredText ``raw`` directive as it is."""
+    img = base64.b64encode(png).decode()
+    parts = [f'<div class="sigprop-front" id="paper-{html.escape(paper)}">',
+             f"<h2>{html.escape(title)}</h2>",
+             matrix_html(m, paper, scale_names, figures, committed),
+             legend_html(),
+             f'<img alt="tallies of {html.escape(title)}" style="max-width:640px" '
+             f'src="data:image/png;base64,{img}"/>',
+             f"<p>{html.escape(headline)}.</p>"]
+    if notes:
+        parts.append(f"<p>{html.escape(notes)}</p>")
+    parts.append("</div>")
+    return "\n".join(p for p in parts if p.strip()) + "\n"
