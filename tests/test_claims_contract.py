@@ -1,6 +1,8 @@
-"""The claims contract (issue 18): two kinds of row, tallies that count only claims, every claim
-naming its test and detectable effect, power helpers checked against simulation, exploratory
-rows from a study's design changes, and a referee's summary that parses as reStructuredText."""
+"""The claims contract: kinds of row (claims, beyond the paper, sanity, summaries), tallies that
+count only claims, every claim naming its test and detectable effect, equivalence claims passing
+only within their margin, sources inside the paper, power helpers checked against simulation,
+exploratory rows from a study's design changes, how a verdict reads at its scale and regime, and
+a referee's summary with both scales that parses as reStructuredText."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pandas as pd
 import pytest
 
 from sigprop import claims as C
+from sigprop.claims import reading
 from sigprop.claims.render import to_html
 from sigprop.claims.summary import escape, referee_summary
 
@@ -163,16 +166,121 @@ def test_referee_summary_reads_as_restructuredtext_without_warnings():
                   _row("b", "fail"), _row("i", "inconclusive", detectable=np.nan),
                   _row("sane", kind="sanity")])
     df.loc[1, "exploratory"] = True
+    df = reading.apply(df, "quick", {"data": "8x8 digits, not MNIST"}, {"c_star*": []})
     text = referee_summary("000 Huang et al.", "arXiv:1912.09132", df, {
         "s": {"title": "A study", "scale": "quick", "datasets": ["digits"],
               "description": "Digits instead of MNIST; width 64 *not* 300.", "fixed": "2026-11-21",
+              "regime": {"data": "8x8 digits, not MNIST"},
               "changes": [{"date": "2026-11-22", "what": "seeds 1 -> 3"}]}})
     tree = publish_doctree(text, settings_overrides={"report_level": 5, "halt_level": 5})
     assert not list(tree.findall(system_message)), text
-    for want in ("3 claims: 1 supported, 1 not supported, 1 inconclusive",
-                 "1 sanity checks", "Not supported (1)", "Sanity checks, not counted (1)",
-                 "design fixed 2026-11-21", "seeds 1 -> 3", "(exploratory"):
-        assert want in text.replace("\\", ""), want
+    plain = text.replace("\\", "")
+    first = plain.splitlines()[0]
+    # the first line names the scale and data of every count, and the paper scale
+    assert "quick scale (1 of 1 study; 8×8 digits (scikit-learn)): 3 claims: 1 supported, " \
+           "1 not supported (0 contradict the paper, 1 not reproduced at quick scale), " \
+           "1 inconclusive" in first, first
+    assert "paper scale: no committed verdicts" in first
+    for want in ("Claims, at both scales (3)", "Sanity checks, not counted (1)",
+                 "quick **not reproduced at quick scale** (data: 8x8 digits, not MNIST)",
+                 "design fixed 2026-11-21", "seeds 1 -> 3", "(exploratory)"):
+        assert want in plain, want
+
+
+def test_summary_puts_the_committed_paper_scale_verdicts_beside_this_run():
+    run = reading.apply(C.frame([_row("a", "fail"), _row("b")]), "quick",
+                        {"steps": "300, not 2000"}, {})
+    paper = reading.apply(C.frame([_row("a"), _row("b", "fail"), _row("c")]), "paper", {}, {})
+    prov = {"s": {"date": "2026-11-24", "commit": "abcdef1234567", "runs": 10, "wall_s": 60,
+                  "machine": {"cores": 2}, "datasets": ["gaussian"]}}
+    info = {"s": {"title": "A study", "scale": "quick", "datasets": ["digits"],
+                  "description": "", "fixed": "2026-11-21", "regime": {"steps": "300, not 2000"}}}
+    text = referee_summary("000 Huang et al.", "arXiv", run, info, paper, prov).replace("\\", "")
+    first = text.splitlines()[0]
+    assert ("paper scale, committed (1 of 1 study, 2026-11-24; Gaussian inputs): 3 claims: 2 "
+            "supported, 1 not supported (all in the paper's regime: they contradict the paper), "
+            "0 inconclusive") in first, first
+    assert "``a`` (000): quick **not reproduced at quick scale** (steps: 300, not 2000); paper " \
+           "**supported**" in text
+    assert "``b`` (000): quick **supported**; paper **contradicts the paper**" in text
+    assert "``c`` (000): quick –; paper **supported**" in text
+    assert "Paper scale committed 2026-11-24 at commit ``abcdef1234``" in text
+
+
+def test_a_fail_reads_by_its_regime():
+    assert reading.reading("fail", "", "quick") == "contradicts the paper"
+    assert reading.reading("fail", "depth: 40, not 200", "quick") == "not reproduced at quick scale"
+    assert reading.reading("pass", "depth: 40, not 200", "quick") == "supported"
+    regime = {"depth": "L = 40; the paper's 200", "data": "digits"}
+    assert reading.claim_regime("x[1]", regime, {"x*": ["width"]}) == ""
+    assert reading.claim_regime("x[1]", regime, {"x*": ["depth"]}) == "depth: L = 40; the paper's 200"
+    assert reading.claim_regime("y", regime, {"x*": ["width"]}).startswith("data: digits; depth")
+    df = reading.apply(C.frame([_row("x[1]", "fail"), _row("s", "fail", kind="sanity")]), "quick",
+                       regime, {"x*": ["depth"]})
+    assert df.regime.tolist() == ["depth: L = 40; the paper's 200", ""]
+    t = C.tally(df)
+    assert (t["fail"], t["fail_out_of_regime"], t["fail_in_regime"]) == (1, 1, 0)
+
+
+def test_the_schema_names_the_same_regime_axes_as_the_code():
+    import yaml
+    from conftest import REPO
+    schema = yaml.safe_load((REPO / "workflow/schemas/study.schema.yaml").read_text())
+    assert tuple(schema["$defs"]["regime"]["properties"]) == reading.AXES
+    assert tuple(schema["properties"]["depends_on"]["additionalProperties"]["items"]["enum"]) \
+        == reading.AXES
+
+
+def test_an_equivalence_pass_needs_its_margin_resolved():
+    ok = C.row("s", "eq", "x", "000 Eq. 1", 1.0, "= 1", 0.0, "pass", test="joint z", detectable=0.05,
+               margin=0.1)
+    assert ok["verdict"] == "pass" and "equivalence margin 0.1" in ok["test"]
+    weak = C.row("s", "eq", "x", "000 Eq. 1", 1.0, "= 1", 0.0, "pass", test="joint z",
+                 detectable=0.3, margin=0.1)
+    assert weak["verdict"] == "inconclusive" and "cannot resolve the margin" in weak["test"]
+    failing = C.row("s", "eq", "x", "000 Eq. 1", 1.0, "= 1", 0.0, "fail", test="joint z",
+                    detectable=0.3, margin=0.1)
+    assert failing["verdict"] == "fail"          # a deviation seen is seen, whatever the power
+    forged = C.frame([{**ok, "detectable": 0.3}])
+    with pytest.raises(ValueError, match="above its margin"):
+        C.check_table(forged, "study s")
+
+
+def test_claims_lie_in_their_paper_and_beyond_rows_say_so():
+    ours = C.beyond("s", "k", "x", "our test of 001's remark", -0.5, "< 0", 0.1, "pass",
+                    test="z", detectable=0.1)
+    assert ours["kind"] == "beyond" and ours["source"].startswith(C.BEYOND)
+    df = C.frame([_row("a"), ours])
+    C.check_table(df, "study s", paper="000")
+    t = C.tally(df)
+    assert (t["claims"], t["beyond"]) == (1, 1)
+    other = C.frame([{**_row("a"), "source": "001 Thm. 1"}])
+    with pytest.raises(ValueError, match="outside paper 000"):
+        C.check_table(other, "study s", paper="000")
+    mislabelled = C.frame([{**ours, "kind": "claim"}])
+    with pytest.raises(ValueError, match="of kind 'beyond'"):
+        C.check_table(mislabelled, "study s")
+
+
+def test_expected_may_not_promise_another_threshold_than_the_test_applies():
+    bad = C.frame([C.row("s", "f", "x", "000", 1.0, ">= 0.95 of the depths", 0.05, "pass",
+                         test="fraction of depths within 3 SE must be >= 0.9", detectable=0.1)])
+    with pytest.raises(ValueError, match="names the threshold 0.95"):
+        C.check_table(bad, "study s")
+    good = C.frame([C.row("s", "f", "x", "000", 1.0, ">= 0.9 of the depths", 0.05, "pass",
+                          test="fraction of depths within 3 SE must be >= 0.9", detectable=0.1)])
+    C.check_table(good, "study s")
+    assert C.threshold_mismatches("> 3 SE (one-sided)", "effect > 3 SE") == []
+    assert C.threshold_mismatches("> 0", "pass above 3 SE") == []
+
+
+def test_rank_claim_never_fails_on_a_tie():
+    tied = C.rank_claim([1, 2, 3, 4], [5, 5, 5, 5], 0.6)
+    assert tied["verdict"] == "inconclusive" and "single value" in tied["test"]
+    zero = C.rank_claim([1, 2, 3, 4], [1, 2, 2, 1], 0.6)         # tau-b exactly 0 from ties
+    assert zero["measured"] == pytest.approx(0.0) and zero["verdict"] == "inconclusive"
+    wrong = C.rank_claim([1, 2, 3, 4], [2, 2, 1, 1], 0.6)
+    assert wrong["verdict"] == "fail" and "tie(s) in y" in wrong["test"]
 
 
 def test_escape_keeps_markup_characters_literal():
@@ -199,7 +307,10 @@ def test_study_design_json_for_the_claims_job():
     cfg["design"]["changes"] = [{"date": "2026-11-22", "scale": "paper", "what": "w", "why": "y",
                                  "before": "b", "affects": ["*"]}]
     s = build_study("meanfield_maps", str(path), cfg, "quick", 64, 0)
-    assert json.loads(s.design()) == {"fixed": "2026-11-21", "scale": "quick", "changes": []}
+    d = json.loads(s.design())
+    assert (d["fixed"], d["scale"], d["changes"], d["paper"]) == ("2026-11-21", "quick", [], "000")
+    assert d["regime"] == cfg["scales"]["quick"].get("regime", {})
+    assert d["depends_on"] == cfg.get("depends_on", {})
     info = s.summary_info()
     assert info["scale"] == "quick" and info["datasets"] and info["description"]
 
@@ -219,7 +330,7 @@ def test_claims_doc_regenerates_and_checks_the_verdict_tables(tmp_path, capsys):
     assert main(["claims-doc", str(doc), "--results", res]) == 0
     text = doc.read_text()
     assert "old" not in text and "Prose stays." in text and "| s | a | claim | pass |" in text
-    assert "1 claims: 1 supported" in text and "| sane | sanity |" in text
+    assert "1 claims: 1 supported" in text and "sane" in text
     assert main(["claims-doc", str(doc), "--results", res, "--check"]) == 0
     tables.write_atomic(C.frame([_row("a", "fail")]), paper / "claims.parquet")
     assert main(["claims-doc", str(doc), "--results", res, "--check"]) == 1

@@ -17,7 +17,9 @@ import pytest
 import torch
 import yaml
 
-from sigprop.claims import check_table, kendall_tau
+from scipy.stats import kendalltau
+
+from sigprop.claims import check_table, kendall_tau, row, tau_null_law
 from sigprop import registry, tables
 from sigprop.config import build_study, load_yaml
 from sigprop.data.prepare import prepare
@@ -149,7 +151,7 @@ def test_threshold_rule():
 
 
 def test_kendall_and_trend():
-    assert kendall_tau([1, 2, 3], [5, 5, 5]) == 0.0
+    assert np.isnan(kendall_tau([1, 2, 3], [5, 5, 5]))       # all tied: no order, not tau 0
     assert np.isnan(kendall_tau([1, 1, 1], [1, 2, 3]))
     assert kendall_tau([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(2 / 3)
     df = pd.DataFrame({"w": [1, 2, 3, 1, 2, 3], "d": [1, 1, 1, 2, 2, 2], "v": [1, 2, 3, 3, 2, 1.0]})
@@ -180,12 +182,14 @@ def test_tanh2_sums_match_autograd():
 
 
 def test_group_rank_levels_and_verdicts():
-    # one group of 3 untied items: tau in {-1, -1/3, 1/3, 1}; P(tau >= 0.6) = 1/6
-    null = claims.mean_tau_null([3])
+    # one group of 3 untied items: tau in {-1, -1/3, 1/3, 1}, each order 1/6
+    law3 = tau_null_law([1, 2, 3], [1, 2, 3])
+    null = claims.mean_tau_null([law3])
     assert sorted(null) == pytest.approx([-1, -1 / 3, 1 / 3, 1])
-    assert null[1.0] == 1 and sum(null.values()) == 6
-    # 4 groups of 3 (width trends per depth): 6^4 orders
-    assert sum(claims.mean_tau_null([3] * 4).values()) == 6 ** 4
+    assert null[1.0] == pytest.approx(1 / 6) and sum(null.values()) == pytest.approx(1)
+    # 4 groups of 3 (width trends per depth): the mean's law sums to 1, P(mean = 1) = 6^-4
+    four = claims.mean_tau_null([law3] * 4)
+    assert sum(four.values()) == pytest.approx(1) and four[1.0] == pytest.approx(6.0 ** -4)
     df = pd.DataFrame({"w": [1, 2, 3] * 4, "d": np.repeat([1, 2, 3, 4], 3)})
     up = claims.group_rank(df.assign(v=df.w + 0.1 * df.d), "w", "v", "d", 0.6)
     assert up["verdict"] == "pass" and up["measured"] == pytest.approx(1.0)
@@ -203,6 +207,76 @@ def test_group_rank_levels_and_verdicts():
     one = claims.group_rank(pd.DataFrame({"w": [4, 4], "v": [1.0, 2.0], "d": [1, 2]}),
                             "w", "v", "d", 0.6)
     assert one["verdict"] == "inconclusive" and not np.isfinite(one["detectable"])
+
+
+def test_ties_never_fail_an_ordering_claim():
+    """A group whose y takes one value (the same largest batch at every width, read on a grid of
+    powers of 2) holds no order: it is left out, not scored tau 0; when every group is tied the
+    claim is inconclusive; a mean of exactly 0 is inconclusive; only the wrong sign fails."""
+    df = pd.DataFrame({"w": [4, 16, 64] * 4, "d": np.repeat([1, 2, 3, 4], 3)})
+    flat = df.assign(v=128.0)
+    r = claims.group_rank(flat, "w", "v", "d", 0.6)
+    assert r["verdict"] == "inconclusive" and "tied within every group" in r["test"]
+    # three tied depths and one rising one: the tied ones are left out, not averaged in as 0
+    v = np.where(df.d == 1, [64.0, 128, 256] * 4, 128.0)
+    part = claims.group_rank(df.assign(v=v), "w", "v", "d", 0.6)
+    assert part["measured"] == pytest.approx(1.0) and "left out, tied in v: d 2, 3, 4" in part["desc"]
+    assert part["verdict"] == "inconclusive"                 # 3 items left: fewer than 4
+    # opposite signs that cancel: no order either way
+    zero = claims.group_rank(df.assign(v=np.where(df.d <= 2, df.w, -df.w) * 1.0), "w", "v", "d", 0.6)
+    assert zero["measured"] == pytest.approx(0.0) and zero["verdict"] == "inconclusive"
+    # a partial tie keeps its tied pair in the null law: the levels are those of tau-b with ties
+    law = tau_null_law([4, 16, 64], [128, 256, 256])
+    assert sorted(np.round(law["levels"], 6)) == pytest.approx(sorted(
+        np.round([kendalltau([4, 16, 64], p).statistic for p in ([128, 256, 256],
+                                                                 [256, 128, 256],
+                                                                 [256, 256, 128])], 6)))
+
+
+def test_tie_aware_null_matches_a_simulation():
+    """tau_null_law with ties (exact enumeration at n <= 8) against random orders."""
+    x, y = np.arange(7.0), np.array([1, 1, 2, 2, 2, 3, 5.0])
+    law = tau_null_law(x, y)
+    assert law["method"] == "exact"
+    rng = np.random.default_rng(1)
+    sims = np.array([kendalltau(x, rng.permutation(y)).statistic for _ in range(4000)])
+    for lv, p in zip(law["levels"], law["probs"]):
+        seen = np.mean(np.isclose(sims, lv, atol=1e-9))
+        assert abs(seen - p) <= 5 * np.sqrt(p * (1 - p) / 4000) + 1e-3, lv
+
+
+def test_window_diversity_compares_nets_over_the_same_progress():
+    """Two runs whose diversity falls the same way in progress but that reach the target at very
+    different speeds get the same window average; the mean over all measurements does not."""
+    target = 1e-12
+    def run(epochs_to_target):
+        ep = np.arange(epochs_to_target + 1)
+        loss = np.exp(np.log(1.0) + (np.log(target) - np.log(1.0)) * ep / epochs_to_target)
+        prog = ep / epochs_to_target
+        div = np.exp(-2.0 * prog)                   # diversity falls with progress alone
+        meas = ep[::2]
+        return meas, div[meas], ep, loss
+    fast, slow = run(4), run(40)
+    a = analysis.window_diversity(*fast, target, 0.5, 5)
+    b = analysis.window_diversity(*slow, target, 0.5, 5)
+    assert a == pytest.approx(b, rel=1e-9)
+    assert np.mean(fast[1]) != pytest.approx(np.mean(slow[1]), rel=0.05)
+    # a run whose measurements stop before the window's end is not comparable: NaN
+    assert np.isnan(analysis.window_diversity(fast[0][:1], fast[1][:1], *fast[2:], target, 0.5, 5))
+
+
+def test_one_width_per_depth_makes_the_width_rows_sanity_twins():
+    nets = pd.DataFrame({"depth": [1, 2, 3, 4], "width": [485, 111, 82, 68]})
+    assert claims.twin_of(nets, "width", "depth", "depth", "width")
+    free = pd.DataFrame({"depth": [1, 1, 2, 2], "width": [4, 16, 4, 16]})
+    assert not claims.twin_of(free, "width", "depth", "depth", "width")
+    rows = [row("s", "a_rises_with_width", "x", "004 Sec. 5", 0.8, "", 0.6, "pass", test="t",
+                detectable=0.6),
+            row("s", "a_falls_with_depth", "x", "004 Sec. 5", -0.8, "", 0.6, "pass", test="t",
+                detectable=0.6)]
+    out = claims._twins(rows, nets, [("a_rises_with_width", "a_falls_with_depth")])
+    kinds = {r["claim_id"]: (r["kind"], r["verdict"]) for r in out}
+    assert kinds == {"a_rises_with_width": ("sanity", "pass"), "a_falls_with_depth": ("claim", "pass")}
 
 
 def test_one_group_of_ten_nets_is_decided_not_left_inconclusive():
@@ -228,6 +302,7 @@ def _tiny_cfg():
     cfg["scales"]["quick"]["measure"].update(lrs=[0.0625, 0.125, 0.25], n_train=128, init_draws=8)
     cfg["scales"]["paper"]["measure"].update(lrs=[0.1], n_train=128, init_draws=8)
     cfg["analysis"]["fig2_epochs"] = 6
+    cfg["claims"]["margin"] = 0.5        # 48 draws resolve a ~13 % offset, not the default 10 %
     b = cfg["scales"]["quick"]["blocks"][0]
     b["fixed"].update(steps=40, eval_every=2)
     b["grid"] = {"width": [3, 12], "depth": [1, 2], "batch_size": [4, 16, 64], "seed": [0, 1]}
@@ -275,7 +350,7 @@ def test_claims_and_figures(tiny):
                 "diversity_falls_with_depth[thm6]", "thm1_two_layer_order",
                 "thm2_two_layer_tanh_order"):
         assert v[cid] == "pass", t.detail[cid]
-    # issue 18: theorem consequences and Theta statements are sanity rows, never tallied
+    # theorem consequences and Theta statements are sanity rows, never tallied
     sanity_ids = {"thm3_bound_holds", "diversity_rises_with_width[thm6]",
                   "diversity_falls_with_depth[thm6]", "thm1_two_layer_order",
                   "thm2_two_layer_tanh_order"}
@@ -288,6 +363,18 @@ def test_claims_and_figures(tiny):
         fig = getattr(figures, spec.function)(runs, theory, s.params.for_job("figure"))
         assert all(ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>")
         plt.close(fig)
+
+
+def test_thm6_passes_only_when_its_test_resolves_the_margin(tiny):
+    """An equivalence claim with a detectable offset above its margin cannot pass."""
+    import dataclasses
+    s, runs, theory = tiny
+    p = s.params.for_job("claims")
+    strict = dataclasses.replace(p, claims=dataclasses.replace(p.claims, margin=0.01))
+    t = claims.claims_table(runs, theory, strict).set_index("claim_id")
+    assert t.verdict["thm6_expectation"] == "inconclusive"
+    assert t.detectable["thm6_expectation"] > 0.01 and t.margin["thm6_expectation"] == 0.01
+    assert "equivalence margin 0.01" in t.test["thm6_expectation"]
 
 
 def test_claims_fail_on_a_wrong_measurement(tiny):

@@ -256,7 +256,9 @@ def tau_null_law(x, y, seed: int = 0) -> dict:
 def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
                reason: str = "") -> dict:
     """An ordering claim: Kendall's tau-b between ``x`` and ``y`` (finite pairs) >= ``min_tau``
-    passes, <= 0 fails, in between is inconclusive.  With fewer than ``min_items`` ordered items
+    passes, < 0 (the wrong sign) fails, in between is inconclusive; so is tau = 0 exactly (no
+    order either way; with few items it arises from ties, which a coarse measurement grid makes
+    and which are no evidence against the ordering).  With fewer than ``min_items`` ordered items
     and no ``reason`` the verdict is ``inconclusive``; so is it when no attainable tau reaches
     ``min_tau``, and when ``y`` takes a single value (all tied: no order to test, which is not
     evidence against the ordering).  The attainable levels and the chance of passing under no
@@ -282,7 +284,8 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
     tie_note = (f"; {ties} tie(s) in y, null law {law['method']} over random orders with the "
                 "ties kept" if ties or int(ok.sum()) != n else "")
     test = (f"Kendall tau-b >= {min_tau:g} over {n} ordered items (attainable positive tau: {lv}; "
-            f"P(pass | random order) = {null:.2f}){tie_note}; fail at tau <= 0")
+            f"P(pass | random order) = {null:.2f}){tie_note}; fail at tau < 0, tau = 0 "
+            "inconclusive")
     if not np.isfinite(tau):
         verdict = "inconclusive"
     elif n < min_items and not reason:
@@ -292,7 +295,7 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
         verdict = "inconclusive"
         test += "; no attainable tau reaches the threshold"
     else:
-        verdict = "pass" if tau >= min_tau - 1e-12 else ("fail" if tau <= 0 else "inconclusive")
+        verdict = "pass" if tau >= min_tau - 1e-12 else ("fail" if tau < -1e-12 else "inconclusive")
     if reason:
         test += f"; {n} items because {reason}"
     return dict(measured=tau, verdict=verdict, test=test, detectable=detectable, n=n)
@@ -433,8 +436,8 @@ def check_table(df: pd.DataFrame, where: str, paper: str | None = None) -> None:
                          f"{r.source!r}; a statement the paper does not make is of kind 'beyond' "
                          f"and its source starts with {BEYOND!r} (sigprop.claims.beyond)")
     if paper is not None:
-        outside = df[(df["kind"] == "claim")
-                     & ~df["source"].astype(str).str.startswith(f"{paper} ")]
+        src = df["source"].astype(str)
+        outside = df[(df["kind"] == "claim") & ~((src == paper) | src.str.startswith(f"{paper} "))]
         if len(outside):
             r = outside.iloc[0]
             raise ValueError(f"{where}: claim {r.claim_id} has source {r.source!r}, outside paper "

@@ -33,7 +33,7 @@ records ``sum_i ||grad f_i||^2`` and ``||sum_i grad f_i||^2`` of each; the ratio
 times n estimates the E-ratio ``rho`` of Thm. 3 / Eq. 4.1, compared with Thm. 6 (exact) and the
 Thm. 3 lower bound (:mod:`sigprop.theory.diversity`).
 
-Claims (:mod:`~sigprop.studies.diversity_linear.claims`; issue 18 kinds): ``thm6_expectation``
+Claims (:mod:`~sigprop.studies.diversity_linear.claims`, by kind): ``thm6_expectation``
 (Thm. 6 against the init draws) and the trained-net ordering / threshold rows are claims; sanity
 rows, never tallied: ``thm3_bound_holds`` (Eq. 4.1 follows algebraically from Thm. 6), the
 init-draw trends ``diversity_*[thm6]`` (the same draws as Thm. 6), ``thm1_two_layer_order`` (Thm. 1,
@@ -101,9 +101,20 @@ class Threshold:
 
 
 @dataclass(frozen=True)
+class DivWindow:
+    progress: float = param(0.5, gt=0, le=1, doc="the window ends at this fraction of the "
+                                                 "log-loss decrease from the initial loss to the "
+                                                 "target")
+    points: int = param(5, ge=2, doc="evenly spaced progress values from 0 to the window's end "
+                                     "at which each run's diversity is interpolated")
+
+
+@dataclass(frozen=True)
 class Analysis:
     fig2_epochs: float = param(14.0, gt=0, doc="Fig. 2(b): largest batch converging within this "
                                                "many epochs")
+    div_window: DivWindow = param(DivWindow, doc="Fig. 2(a): diversity during training, averaged "
+                                                 "over a window of matched training progress")
     threshold: Threshold = param(Threshold, doc="batch threshold B* (Sec. 5 finding 1), on "
                                                 "median epochs per batch")
 
@@ -115,6 +126,8 @@ class Claims:
     z_max: float = param(3.0, gt=0, doc="Thm. 3/6 comparisons at initialization within z_max SE")
     within_fraction: float = param(0.9, gt=0, le=1, doc="Thm. 6 holds / a threshold exists for "
                                                         "at least this fraction of the nets")
+    margin: float = param(0.1, gt=0, doc="Thm. 6 equivalence margin: a pass needs the test to "
+                                         "detect a relative offset of the E-ratio this small")
 
 
 SPEC = StudySpec(
@@ -129,21 +142,26 @@ SPEC = StudySpec(
             "||sum_i grad f_i||^2 over draws (points, ±1 SE) against width, one colour per depth "
             "(hidden layers); solid: the exact E-ratio of Thm. 6 at this n, dashed: the lower bound "
             "of Thm. 3 (Eq. 4.1, n -> infinity). (b) Gradient diversity Delta_S (Def. 1) of the "
-            "trained nets on the training set, averaged over the measurements every few epochs "
-            "during training (at initialization and while the loss is above the target) and over "
-            "runs (±1 SE over runs); dotted: the same nets at initialization. (c) Largest batch size whose median run reaches training loss "
+            "trained nets on the training set during training, over the same window of progress "
+            "for every net (the first half of the log-loss decrease from the initial loss to the "
+            "target by default: log Delta_S interpolated between the measurements every few "
+            "epochs at evenly spaced progress values and averaged; runs whose measurements do "
+            "not reach the window's end are left out), mean ± 1 SE over runs; dotted: the same "
+            "nets at initialization. (c) Largest batch size whose median run reaches training loss "
             "1e-12 within the epoch budget of Fig. 2(b) (the text gives 14 epochs), against width; "
             "(d) the same against the diversity of (b) (Fig. 2(c)). Crosses in (c) and points "
             "at the bottom edge of (d) (half the smallest batch): no batch size converged within the "
             "budget; in (c) the depths are offset vertically "
-            "by a few percent so that equal values stay visible.")),
+            "by a few percent so that equal values stay visible."),
+            claims=("thm*", "diversity_*", "largest_batch_*")),
         "diversity_epochs": Figure("epochs_figure", (
             "004 Figs. 3(a)/4(a) analogue on the synthetic regression set: epochs for linear FC nets "
             "to reach training loss 1e-12 against batch size, median over seeds (error bars: "
             "min-max), one panel per depth, one line per width (learning rate tuned per net and "
             "batch size by the lowest training loss after 2 epochs). Open markers at the top: the "
             "epoch budget ran out before the target. Right: log10 of the median epochs as a "
-            "heatmap over nets and batch sizes (Fig. 4(a)); hatched cells never converged.")),
+            "heatmap over nets and batch sizes (Fig. 4(a)); hatched cells never converged."),
+            claims=("batch_threshold_exists", "threshold_*", "wider_*")),
     },
     measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
 )

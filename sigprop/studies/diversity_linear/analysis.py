@@ -65,16 +65,68 @@ def _check_d(theory: pd.DataFrame, d: float) -> None:
                          f"d = {int(d)}: set theory.d_in in the study config")
 
 
-def run_table(runs: pd.DataFrame) -> pd.DataFrame:
+def progress(loss: np.ndarray, target: float) -> np.ndarray:
+    """Training progress at each epoch: the fraction of the log-loss decrease from the initial
+    loss to ``target`` achieved so far, ``log(L_0 / min_{s <= t} L_s) / log(L_0 / target)``
+    (0 at initialization, 1 at the target; the running minimum keeps it monotone)."""
+    loss = np.asarray(loss, float)
+    best = np.minimum.accumulate(np.where(np.isfinite(loss), loss, np.inf))
+    span = np.log(loss[0] / target)
+    if not (np.isfinite(span) and span > 0):
+        return np.full(len(loss), np.nan)
+    return np.clip(np.log(loss[0] / best) / span, 0.0, None)
+
+
+def window_diversity(epochs, diversity, loss_epochs, loss, target: float, upto: float,
+                     points: int) -> float:
+    """The gradient diversity of one run averaged over a window of matched progress: log
+    diversity interpolated linearly in progress (:func:`progress`) between the run's
+    measurements, at ``points`` evenly spaced progress values from 0 to ``upto``, and the
+    geometric mean of those.  NaN when the run's measurements do not reach progress ``upto``
+    (it stopped or ended before a measurement there): then its window is not comparable."""
+    lp = dict(zip(np.asarray(loss_epochs, int), progress(loss, target)))
+    e = np.asarray(epochs, int)
+    pr = np.array([lp.get(int(k), np.nan) for k in e])
+    dv = np.asarray(diversity, float)
+    ok = np.isfinite(pr) & np.isfinite(dv) & (dv > 0)
+    pr, dv = pr[ok], dv[ok]
+    if not len(pr) or pr.max() < upto - 1e-12:
+        return np.nan
+    order = np.argsort(pr, kind="stable")
+    pr, lv = pr[order], np.log(dv[order])
+    pr, first = np.unique(pr, return_index=True)     # a plateau: its first measurement
+    lv = lv[first]
+    grid = np.linspace(0.0, upto, points)
+    return float(np.exp(np.interp(grid, pr, lv).mean()))
+
+
+def run_table(runs: pd.DataFrame, window=None) -> pd.DataFrame:
     """Per run: width, depth, batch, seed, lr, epochs_to_target, diverged, mean diversity over its
-    measurements (``div_train``), diversity at initialization (``div_init``), measurements."""
+    measurements (``div_train``), the diversity averaged over the window of matched progress
+    (``div_window``, :func:`window_diversity`; ``window``: the study's ``analysis.div_window``,
+    NaN without it), diversity at initialization (``div_init``), measurements."""
     scal = runs[runs.metric.isin(["lr", "epochs_to_target", "diverged"])].pivot(
         index="run_id", columns="metric", values="value")
     dv = _metric(runs, "diversity")
     agg = dv.groupby("run_id").value.agg(div_train="mean", n_div="count")
     agg["div_init"] = dv[dv.step == 0].groupby("run_id").value.first()
     hp = runs[["run_id", "width", "depth", "batch_size", "seed", "steps"]].drop_duplicates("run_id")
-    out = hp.set_index("run_id").join(scal).join(agg).reset_index()
+    out = hp.set_index("run_id").join(scal).join(agg)
+    out["div_window"] = np.nan
+    if window is not None:
+        tl = _metric(runs, "train_loss")
+        target = runs[["run_id", "target_loss"]].drop_duplicates("run_id").set_index(
+            "run_id").target_loss
+        loss_by = {k: g.sort_values("step") for k, g in tl.groupby("run_id")}
+        for rid, g in dv.groupby("run_id"):
+            lg = loss_by.get(rid)
+            if lg is None or not len(lg):
+                continue
+            g = g.sort_values("step")
+            out.loc[rid, "div_window"] = window_diversity(
+                g.step, g.value, lg.step, lg.value, float(target[rid]), float(window.progress),
+                int(window.points))
+    out = out.reset_index()
     return out.sort_values(["depth", "width", "batch_size", "seed"]).reset_index(drop=True)
 
 
@@ -89,14 +141,19 @@ def batch_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def net_table(runs: pd.DataFrame, an) -> pd.DataFrame:
-    """Per net: mean diversity during training (``div_train``, SE over runs), at initialization
-    (``div_init``), the largest batch converging within the Fig. 2(b) budget, the batch threshold.
-    ``an``: the study's ``analysis`` parameters (``fig2_epochs``, ``threshold``)."""
+    """Per net: diversity during training (``div_train``: the mean over its runs of the diversity
+    averaged over the window of matched progress, SE over runs, ``window_runs`` the runs whose
+    measurements reach the window's end; ``div_all``: the mean over all measurements of every
+    run, which compares different windows), at initialization (``div_init``), the largest
+    batch converging within the Fig. 2(b) budget, the batch threshold.  ``an``: the study's
+    ``analysis`` parameters (``fig2_epochs``, ``threshold``, ``div_window``)."""
     budget = float(an.fig2_epochs)
-    rt = run_table(runs)
+    rt = run_table(runs, an.div_window)
     g = rt.groupby(["width", "depth"])
-    nt = pd.DataFrame({"div_train": g.div_train.mean(),
-                       "div_train_se": g.div_train.std(ddof=1) / np.sqrt(g.size()),
+    nt = pd.DataFrame({"div_train": g.div_window.mean(),
+                       "div_train_se": g.div_window.std(ddof=1) / np.sqrt(g.div_window.count()),
+                       "window_runs": g.div_window.count(),
+                       "div_all": g.div_train.mean(),
                        "div_init": g.div_init.mean(), "runs": g.size(),
                        "measurements": g.n_div.mean()}).reset_index()
     bt = batch_table(runs)

@@ -1,103 +1,132 @@
 """Claims of 004 Thms. 3/6 (initialization), Fig. 2 and the Sec. 5 findings (Chen, Wang, Zhao,
 Papailiopoulos & Koutris 2018, arXiv:1806.03791), and sanity rows for Thms. 1-3.
 
-Kinds (issue 18): ``thm6_expectation`` and the trained-net rows are ``claim`` rows.  Sanity rows
-(shown apart, never tallied): ``thm3_bound_holds`` (Eq. 4.1 follows algebraically from Thm. 6,
-which ``thm6_expectation`` checks), ``diversity_rises_with_width[thm6]`` /
+Kinds: ``thm6_expectation`` and the trained-net rows are ``claim`` rows.  Sanity rows (shown
+apart, never tallied): ``thm3_bound_holds`` (Eq. 4.1 follows algebraically from Thm. 6, which
+``thm6_expectation`` checks), ``diversity_rises_with_width[thm6]`` /
 ``diversity_falls_with_depth[thm6]`` (the same init draws as ``thm6_expectation``; the Thm. 6
 curve is monotone, so the trend follows once Thm. 6 holds), ``thm1_two_layer_order`` and
 ``thm2_two_layer_tanh_order`` (004 Thms. 1-2 are Theta / Omega statements with unspecified
 constants: no finite grid can refute them; checked against the band of constants of
-tests/test_theory_diversity.py).
+tests/test_theory_diversity.py).  Where the nets have one width per depth (paper scale: a fixed
+parameter count), a "rises with width" row and its "falls with depth" twin are one measurement
+(width falls as depth rises, so the two taus are equal and opposite): the depth row is the claim,
+the width row a sanity identity (:func:`twin_of`).
 
 Ordering claims ("rises with" / "falls with") are the mean over groups (e.g. depths) of Kendall's
 tau-b across the other variable (:func:`group_rank`): pass at ``claims.tau_min``, fail at the
-wrong sign or zero, inconclusive in between (the rule of :func:`sigprop.claims.rank_claim`); the
-test string states the attainable levels of the mean and its chance of passing when the order
-within each group is random (exact: each group's law of Kendall's tau,
-:func:`sigprop.claims.kendall_law`, convolved over groups)."""
+wrong sign, inconclusive in between and at exactly zero (the rule of :func:`sigprop.claims.rank_claim`).  A
+group whose y takes a single value (a tie across the whole group) holds no order and is left
+out, not counted as tau 0.  The test string states the attainable levels of the mean and its
+chance of passing when the order within each group is random, ties kept
+(:func:`sigprop.claims.tau_null_law` per group, convolved over groups).
+
+The "[train]" diversity is averaged over a window of matched training progress
+(:func:`sigprop.studies.diversity_linear.analysis.window_diversity`), so that every net is
+compared over the same part of its training."""
 
 from __future__ import annotations
-
-from collections import Counter
-from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 
-from ...claims import frame, kendall_law, kendall_tau, rank_claim, row, sanity
+from ...claims import frame, kendall_tau, rank_claim, row, sanity, tau_null_law
 from ...theory import diversity as th
 from .analysis import batch_table, init_table, net_table
 
 SOURCE_FIG2 = "004 Sec. 5, Fig. 2"
 SOURCE_THM = "004 Sec. 4, Thm. 3 (Eq. 4.1); App. C, Thm. 6"
 SOURCE_THRESH = "004 Sec. 5 (findings 1-3), Figs. 3(a), 4(a)"
-MAX_NULL_LEVELS = 20_000   # most attainable values of a mean tau whose null law is computed
+MAX_NULL_COMBINATIONS = 10 ** 7   # most level combinations the null law of a mean tau convolves
 
 
 def trend(df: pd.DataFrame, x: str, y: str, by: str) -> tuple[float, str]:
-    """Mean over groups ``by`` of Kendall tau-b(x, y), over groups with >= 2 values of x;
-    without such a group (e.g. nets of fixed parameter count, one width per depth), tau-b
-    over all rows.  Returns (tau, description)."""
+    """Mean over groups ``by`` of Kendall tau-b(x, y), over the groups with >= 2 values of x
+    and more than one value of y (a group tied in y holds no order); without such a group and
+    when no group has two values of x (e.g. nets of fixed parameter count, one width per
+    depth), tau-b over all rows.  Returns (tau, description)."""
     d = df[[x, y, by]]
     taus = {k: kendall_tau(g[x], g[y]) for k, g in d.groupby(by)}
+    tied = [k for k, g in d.groupby(by) if g[x].nunique() >= 2 and g[y].nunique() < 2]
     taus = {k: v for k, v in taus.items() if np.isfinite(v)}
+    note = (f"; left out, tied in {y}: {by} " + ", ".join(map(str, tied))) if tied else ""
     if taus:
         return float(np.mean(list(taus.values()))), (
-            f"tau-b per {by}: " + ", ".join(f"{k}: {v:+.2f}" for k, v in taus.items()))
+            f"tau-b per {by}: " + ", ".join(f"{k}: {v:+.2f}" for k, v in taus.items()) + note)
+    if any(g[x].nunique() >= 2 for _, g in d.groupby(by)):
+        return np.nan, f"every {by} with two values of {x} is tied in {y}{note}"
     return kendall_tau(d[x], d[y]), f"tau-b over all {len(d)} nets (no {by} with two values of {x})"
 
 
-def mean_tau_null(sizes: list[int]) -> Counter:
-    """Distribution (counts, exact Fraction keys) of the mean over groups of Kendall's tau when
-    the order within each group of the given sizes is random and untied (convolution of the
-    per-group laws)."""
-    dist = Counter({Fraction(0): 1})
-    for m in sizes:
-        lv = kendall_law(m)
-        nxt = Counter()
-        for a, ca in dist.items():
-            for b, cb in lv.items():
-                nxt[a + b] += ca * cb
+def mean_tau_null(laws: list[dict]) -> dict:
+    """The law of the mean over groups of Kendall's tau when the order within each group is
+    random (ties kept): the convolution of the groups' laws (:func:`sigprop.claims.tau_null_law`,
+    each ``{"levels", "probs"}``), as ``{mean: probability}``."""
+    dist = {0.0: 1.0}
+    for law in laws:
+        nxt: dict[float, float] = {}
+        for a, pa in dist.items():
+            for b, pb in zip(law["levels"], law["probs"]):
+                key = round(a + float(b), 9)      # equal sums reached in another order merge
+                nxt[key] = nxt.get(key, 0.0) + pa * float(pb)
         dist = nxt
-    g = max(len(sizes), 1)
-    out = Counter()
+    g = max(len(laws), 1)
+    out: dict[float, float] = {}
     for k, v in dist.items():
-        out[k / g] += v
+        key = round(k / g, 9)
+        out[key] = out.get(key, 0.0) + v
     return out
+
+
+def _groups(d: pd.DataFrame, x: str, y: str, by: str) -> list[pd.DataFrame]:
+    """The groups an ordering over ``x`` is tested in: those with >= 2 values of x and more than
+    one value of y; when no group has two values of x, all rows as one group."""
+    gs = [g for _, g in d.groupby(by) if g[x].nunique() >= 2]
+    if not gs:
+        return [d] if d[y].nunique() >= 2 else []
+    return [g for g in gs if g[y].nunique() >= 2]
 
 
 def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: int = +1) -> dict:
     """An ordering claim as the mean over groups ``by`` of Kendall tau-b(x, y) (:func:`trend`):
-    ``sign * tau >= tau_min`` passes, ``sign * tau <= 0`` fails, in between is inconclusive.
-    Returns measured, verdict, test, detectable (the smallest attainable ``sign * mean tau`` >=
-    tau_min, in tau) and the description."""
+    ``sign * tau >= tau_min`` passes, ``sign * tau < 0`` (the wrong sign) fails, in between is
+    inconclusive, and so is a mean of exactly 0 (no order either way).  Groups tied in y are
+    left out; when every group is, the claim is inconclusive (a tie is no evidence against the
+    ordering: the batch sizes and thresholds are read on a grid of powers of 2).  Returns measured, verdict, test, detectable (the smallest
+    attainable ``sign * mean tau`` >= tau_min, in tau) and the description."""
     tau, desc = trend(df, x, y, by)
     d = df[[x, y, by]].dropna()
-    sizes = [int(g[x].nunique()) for _, g in d.groupby(by)
-             if g[x].nunique() >= 2 and np.isfinite(kendall_tau(g[x], g[y]))]
-    if not sizes:                                  # trend() fell back to tau over all rows
-        sizes = [int(d[x].nunique())]
-    if max(sizes) < 2:                             # e.g. a smoke run: one net per group
+    if d[x].nunique() < 2:
         return dict(measured=tau, verdict="inconclusive", detectable=np.nan, desc=desc,
                     test=f"Kendall tau-b({x}, {y}): fewer than 2 distinct values of {x}, no "
                          "order to test")
-    if sum(m * (m - 1) // 2 + 1 for m in sizes) > MAX_NULL_LEVELS:   # the convolution's support
+    groups = _groups(d, x, y, by)
+    if not groups:
         return dict(measured=tau, verdict="inconclusive", detectable=np.nan, desc=desc,
-                    test=f"mean Kendall tau-b over groups of sizes {sizes}: null distribution "
-                         f"over more than {MAX_NULL_LEVELS} levels not computed")
-    null = {float(k): v for k, v in mean_tau_null(sizes).items()}
-    total = sum(null.values())
-    levels = np.array(sorted(null))
-    reach = levels[levels >= tau_min - 1e-12]
+                    test=(f"Kendall tau-b({x}, {y}) per {by}: {y} is tied within every group, "
+                          "no order to test (a tie is not evidence against the ordering)"))
+    laws = [tau_null_law(g[x], g[y]) for g in groups]
+    if np.prod([len(lw["levels"]) for lw in laws], dtype=float) > MAX_NULL_COMBINATIONS:
+        return dict(measured=tau, verdict="inconclusive", detectable=np.nan, desc=desc,
+                    test=f"mean Kendall tau-b over {len(groups)} groups: null law not computed "
+                         "(too many attainable values)")
+    null = mean_tau_null(laws)
+    oriented = {sign * k: v for k, v in null.items()}
+    reach = np.array(sorted(k for k in oriented if k >= tau_min - 1e-12))
     detectable = float(reach.min()) if reach.size else np.nan
-    p_pass = sum(v for k, v in null.items() if k >= tau_min - 1e-12) / total
+    p_pass = sum(v for k, v in oriented.items() if k >= tau_min - 1e-12)
+    sizes = [int(g[x].nunique()) for g in groups]
     n_items = int(sum(sizes))
-    test = (f"mean over {len(sizes)} group(s) ({by}) of Kendall tau-b({x}, {y}), "
+    ties = sum(len(g) - g[y].nunique() for g in groups)
+    sampled = any(lw["method"] == "sampled" for lw in laws)
+    test = (f"mean over {len(groups)} group(s) ({by}) of Kendall tau-b({x}, {y}), "
             f"{'>=' if sign > 0 else '<='} {sign * tau_min:+g}; {n_items} ordered items in groups "
             f"of {sizes}; smallest attainable mean >= {tau_min:g}: {detectable:.3g}; "
-            f"P(pass | random order within groups) = {p_pass:.3f}; fail at "
-            f"{'tau <= 0' if sign > 0 else 'tau >= 0'} (ties reduce the attainable levels)")
+            f"P(pass | random order within groups) = {p_pass:.3f}"
+            f"{' (ties kept: ' + str(ties) + ' tied value(s) in ' + y + ')' if ties else ''}"
+            f"{' (null law sampled)' if sampled else ''}; fail at "
+            f"{'tau < 0' if sign > 0 else 'tau > 0'} (0: inconclusive); groups tied in {y} "
+            "left out")
     if not np.isfinite(tau):
         verdict = "inconclusive"
     elif n_items < 4:
@@ -106,8 +135,22 @@ def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: 
         verdict, test = "inconclusive", test + "; no attainable value reaches the threshold"
     else:
         verdict = ("pass" if sign * tau >= tau_min - 1e-12 else
-                   "fail" if sign * tau <= 0 else "inconclusive")
+                   "fail" if sign * tau < -1e-12 else "inconclusive")
     return dict(measured=tau, verdict=verdict, test=test, detectable=detectable, desc=desc)
+
+
+def twin_of(df: pd.DataFrame, x: str, other: str, by_x: str, by_other: str) -> bool:
+    """Whether the ordering over ``x`` (grouped by ``by_x``) is the same measurement as the one
+    over ``other`` (grouped by ``by_other``): neither has a group with two values of its
+    variable (both fall back to one tau over all nets) and ``x`` is a strictly monotone function
+    of ``other`` over the nets (one width per depth), so the two taus are equal up to sign."""
+    d = df[[x, other]].drop_duplicates()
+    single = all(g[x].nunique() < 2 for _, g in df.groupby(by_x)) and \
+        all(g[other].nunique() < 2 for _, g in df.groupby(by_other))
+    if not single or len(d) < 2 or d[x].nunique() != len(d) or d[other].nunique() != len(d):
+        return False
+    t = kendall_tau(d[x], d[other])
+    return bool(np.isfinite(t) and abs(t) == 1.0)
 
 
 def _tau_claim(study, cid, claim, source, r: dict, tau_min, sign=+1, extra="",
@@ -180,6 +223,7 @@ def _init_claims(study: str, it: pd.DataFrame, p, runs: pd.DataFrame,
                                "sanity: Eq. 4.1 follows algebraically from Thm. 6 (checked by "
                                "thm6_expectation) and the same draws"),
                        test=f"min over nets of (rho - bound) / SE >= -{k:g}"))
+    margin = float(p.claims.margin)
     z6 = (it.rho - it.thm6) / it.rho_se
     frac = float(np.mean(np.abs(z6) <= k))
     rel = it.rho / it.thm6 - 1
@@ -198,7 +242,7 @@ def _init_claims(study: str, it: pd.DataFrame, p, runs: pd.DataFrame,
                           f"draws; the nets' draws are independent), for >= {want:g} of the "
                           f"{len(it)} nets; detectable: relative offset of rho from Thm. 6 "
                           f"({k:g} x the median SE/rho)"),
-                    detectable=k * rel_se))
+                    detectable=k * rel_se, margin=margin))
     rows += _two_layer_sanity(study, depth1_bs(runs), theory)
     return rows
 
@@ -254,10 +298,10 @@ def _fig2_claims(study: str, nt: pd.DataFrame, p) -> list[dict]:
     nt = nt.fillna({"largest_batch": 0.0})      # no converging batch size: below every batch
     rows = []
     for cid, claim, x, by, sign, y in (
-            ("diversity_rises_with_width[train]", ("The gradient diversity averaged over "
-             "training rises with the width (Fig. 2(a))"), "width", "depth", +1, "div_train"),
-            ("diversity_falls_with_depth[train]", ("The gradient diversity averaged over "
-             "training falls with the depth (Fig. 2(a))"), "depth", "width", -1, "div_train"),
+            ("diversity_rises_with_width[train]", ("The gradient diversity during training "
+             "rises with the width (Fig. 2(a))"), "width", "depth", +1, "div_train"),
+            ("diversity_falls_with_depth[train]", ("The gradient diversity during training "
+             "falls with the depth (Fig. 2(a))"), "depth", "width", -1, "div_train"),
             ("diversity_rises_with_width[init]", ("The gradient diversity of the trained nets "
              "at their initialization (fc init, the data set) rises with the width"),
              "width", "depth", +1, "div_init"),
@@ -272,14 +316,20 @@ def _fig2_claims(study: str, nt: pd.DataFrame, p) -> list[dict]:
         r = group_rank(nt, x, y, by, tau_min, sign)
         desc = ""
         if y == "largest_batch":
-            desc += ("; no converging batch counts as 0; a group with one value counts as tau 0; "
-                     "largest batch per net " + ", ".join(
+            desc += ("; no converging batch counts as 0; a group tied in the largest batch is "
+                     "left out; largest batch per net " + ", ".join(
                          f"K{int(r.width)}L{int(r.depth)}: {r.largest_batch:g}" for r in nt.itertuples()))
         elif y == "div_train":
-            m = nt.groupby("depth").measurements.mean()
-            desc += ("; the average runs over the measurements before the target is reached: mean "
-                     "measurements per run by depth " + ", ".join(f"{k}: {v:.1f}" for k, v in m.items()))
+            w = p.analysis.div_window
+            desc += (f"; diversity per run averaged over matched progress 0 to {w.progress:g} of "
+                     f"the log-loss decrease to the target ({int(w.points)} points interpolated "
+                     "between measurements), per net the mean over the runs that reach it: "
+                     + ", ".join(f"K{int(q.width)}L{int(q.depth)} {int(q.window_runs)}/{int(q.runs)}"
+                                 for q in nt.itertuples()))
         rows.append(_tau_claim(study, cid, claim, SOURCE_FIG2, r, tau_min, sign, extra=desc))
+    rows = _twins(rows, nt, [("diversity_rises_with_width[train]", "diversity_falls_with_depth[train]"),
+                             ("diversity_rises_with_width[init]", "diversity_falls_with_depth[init]"),
+                             ("largest_batch_rises_with_width", "largest_batch_falls_with_depth")])
     for which, col in (("train", "div_train"), ("init", "div_init")):
         rc = rank_claim(nt[col], nt.largest_batch, tau_min)
         rc["desc"] = (f"tau-b over {len(nt)} nets (no converging batch counts as 0); largest "
@@ -320,12 +370,41 @@ def _threshold_claims(study: str, nt: pd.DataFrame, bt: pd.DataFrame, p) -> list
     rows.append(_tau_claim(study, "threshold_falls_with_depth", "The observed threshold B* "
                            "becomes smaller when the network becomes deeper",
                            "004 Sec. 1 (contribution); Sec. 5, Fig. 3", r, tau_min, -1))
+    rows = _twins(rows, nt[nt.has_threshold],
+                  [("threshold_rises_with_width", "threshold_falls_with_depth")])
     top = bt[bt.batch_size == bt.batch_size.max()].copy()
     top["ep"] = top["median"].replace(np.inf, np.nan).fillna(top.budget + 1)
     r = group_rank(top, "width", "ep", "depth", tau_min, -1)
     rows.append(_tau_claim(study, "wider_fewer_epochs_at_large_batch", "At the largest batch "
                            f"size ({int(bt.batch_size.max())}) wider nets need fewer epochs to "
                            "the target", SOURCE_THRESH, r, tau_min, -1,
-                           extra="; unconverged runs ranked as budget + 1 (a depth where none "
-                                 "converges counts as tau 0)"))
+                           extra="; unconverged runs ranked as budget + 1 (a depth tied at the "
+                                 "largest batch is left out)"))
     return rows
+
+
+def _twins(rows: list[dict], nets: pd.DataFrame, pairs: list[tuple[str, str]]) -> list[dict]:
+    """Where the nets have one width per depth (:func:`twin_of`), each "rises with width" row of
+    ``pairs`` repeats its "falls with depth" twin's measurement: it becomes a sanity row that
+    checks the identity tau(width, y) = -tau(depth, y) on the data, never tallied."""
+    if not twin_of(nets, "width", "depth", "depth", "width"):
+        return rows
+    by_id = {r["claim_id"]: r for r in rows}
+    out = []
+    for r in rows:
+        pair = next((pr for pr in pairs if pr[0] == r["claim_id"]), None)
+        if pair is None or pair[1] not in by_id:
+            out.append(r)
+            continue
+        twin = by_id[pair[1]]
+        a, b = float(r["measured"]), float(twin["measured"])
+        same = bool(np.isfinite(a) and np.isfinite(b) and abs(a + b) <= 1e-12) or \
+            (not np.isfinite(a) and not np.isfinite(b))
+        out.append(sanity(r["study"], r["claim_id"], r["claim"], r["source"], measured=a,
+                          expected=f"= -tau of {pair[1]}", tolerance=1e-12,
+                          verdict="pass" if same else "fail",
+                          detail=(f"one width per depth (width falls as depth rises), so this "
+                                  f"ordering is the measurement of {pair[1]} with the sign "
+                                  f"flipped: {a:+.4g} against {b:+.4g}; {r['detail']}"),
+                          test=f"identity: the same measurement as {pair[1]} (one width per depth)"))
+    return out

@@ -54,8 +54,9 @@ def fig2(runs: pd.DataFrame, theory: pd.DataFrame, p):
         ax.errorbar(g.width, g.div_train, yerr=g.div_train_se, fmt="o-", color=col[dep], ms=4,
                     capsize=2, label=f"depth {dep}")
         ax.plot(g.width, g.div_init, ":", color=col[dep], lw=1.2)
-    ax.set_title("(b) gradient diversity $\\Delta_S$ during training (mean over measurements\n"
-                 "and runs); dotted: the same nets at initialization", fontsize=9)
+    w = p.analysis.div_window
+    ax.set_title(f"(b) gradient diversity $\\Delta_S$ over matched progress 0-{w.progress:g}\n"
+                 "(mean over runs); dotted: the same nets at initialization", fontsize=9)
     ax.set_ylabel(r"$\Delta_S(w)$")
     ax = axes[2]
     b_min = float(runs.batch_size.min()) / 2
