@@ -5,6 +5,7 @@ These run Snakemake in a subprocess (as users do) in a temporary folder.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -63,6 +64,20 @@ def test_default_pipeline_outputs_then_nothing_to_do(workdir):
     assert "trainable_depth" in html and len(html) > 10_000, rep.stderr[-2000:]
     assert "000 Huang et al." in html  # figures and tables are filed under their paper
     assert "ERROR/" not in rep.stderr, rep.stderr[-2000:]  # captions are valid RST
+    # the front page opens on the paper's verdict matrix, built from this run
+    from test_front_page import outline
+    desc = json.loads(re.search(r"var workflow_desc = (\".*\");", html).group(1))
+    o = outline(desc)
+    tags = [t for t, _ in o.tags]
+    assert ("div", {"class": "sigprop-front", "id": "paper-000"}) in o.tags
+    assert tags.index("table") < tags.index("img")
+    before = desc[:desc.index('<table class="sigprop-verdicts"')]
+    assert len(re.sub(r"<[^>]+>", "", before)) < 600      # a line or two above the matrix
+    claim_ids = set(claims[claims.kind == "claim"].claim_id)
+    assert all(f"<code>{c}" in desc for c in claim_ids)
+    assert any("trainable_depth/claims.html" in link for c in o.cells for link in c["links"])
+    assert (paper / "verdicts.png").stat().st_size > 0
+    assert (paper / "summary.md").read_text().splitlines()[0].count("scale") >= 2
 
 
 def test_changing_one_grid_value_reruns_only_its_shards(workdir):

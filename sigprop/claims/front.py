@@ -109,8 +109,8 @@ def matrix_html(m: pd.DataFrame, paper: str, scale_names: dict, figures: dict,
                 cells.append(f'<td style="background:{colour}">{body}</td>')
             rows.append(f'<tr><td title="{html.escape(str(r.claim))}"><code>{label}</code></td>'
                         f"<td>{html.escape(str(r.source))}</td>{''.join(cells)}</tr>")
-    return ('<table class="sigprop-verdicts" style="border-collapse:collapse;font-size:12px">'
-            + "".join(rows) + "</table>")
+    return ('<table class="sigprop-verdicts" style="border-collapse:collapse;font-size:12px">\n'
+            + "\n".join(rows) + "\n</table>")
 
 
 def legend_html() -> str:
@@ -176,8 +176,10 @@ def front_block(paper: str, title: str, m: pd.DataFrame, headline: str, png: byt
                 scale_names: dict, figures: dict, committed: set[str], notes: str = "") -> str:
     """One paper's block of the front page: title, verdict matrix, legend, tally figure, and
     the headline (every count with its scale and data) with short notes under it.  No blank
-    lines, so that it can sit in a reStructuredText ``raw`` directive as it is."""
-    img = base64.b64encode(png).decode()
+    lines and no line longer than a few thousand characters, so that it can sit in a
+    reStructuredText ``raw`` directive as it is."""
+    b64 = base64.b64encode(png).decode()
+    img = "\n".join(b64[i:i + 76] for i in range(0, len(b64), 76))  # a URL parser drops newlines
     parts = [f'<div class="sigprop-front" id="paper-{html.escape(paper)}">',
              f"<h2>{html.escape(title)}</h2>",
              matrix_html(m, paper, scale_names, figures, committed),
