@@ -15,6 +15,7 @@ import yaml
 
 from sigprop import registry
 from sigprop.claims import check_table, tally
+from sigprop.claims import values as claim_values
 from sigprop.config import build_study
 from sigprop.runs import RunSpec, Shard, settings
 from sigprop.studies.gradient_universality import SPEC, Claims
@@ -29,6 +30,10 @@ from sigprop.train.shard import initial_state
 ROOT = Path(__file__).resolve().parents[1]
 AN = {"z_max": 3.0, "abs_tolerance": 0.1, "min_layers": 3}
 CL = Claims(**AN)
+
+
+def gu_values(r) -> dict:
+    return claim_values(pd.Series({"values": r.values}))
 
 
 def _lognormal_layers(p: float, a: float, n: int, layers: int, seed: int) -> np.ndarray:
@@ -50,6 +55,39 @@ def test_fit_recovers_a_known_power(p):
     tol, verdict = gu_claims.verdict(f["p"], f["se"], f["n_layers"], 2.0, CL)
     assert verdict == ("pass" if p == 2 else "fail")
     assert tol == pytest.approx(max(3 * f["se"], 0.1))
+    # m spans 4 decades (1e-4 at l = 1 to 1 at l = 25); V/m^2 ∝ m^(p - 2) drifts by
+    # (2 - p) x 4 decades from the nearest to the farthest layer: |p - 2| = drift / span
+    assert f["span_decades"] == pytest.approx(4.0, abs=0.05) and 0 < f["span_se"] < 0.05
+    assert f["drift_decades"] == pytest.approx((2 - p) * 4.0, abs=0.15)
+    assert 0 < f["drift_se"] < 0.15
+    assert abs(f["p"] - 2) == pytest.approx(abs(f["drift_decades"]) / f["span_decades"], abs=0.04)
+
+
+def test_span_and_drift_are_what_the_power_reads():
+    """p - 2 is the least-squares slope of log(V/m^2) on log m: where log m is linear in the
+    layer, |p - 2| = |drift| / span exactly (span: decades of m over the fitted layers; drift:
+    the line of log10(V/m^2) on the layer, farthest minus nearest to the output)."""
+    layers = np.arange(1, 41)
+    m = 0.6 ** (40 - layers)                       # chi_1 = 0.6: m shrinks away from the output
+    V = 0.3 * m ** 1.8                             # V/m^2 = 0.3 m^-0.2 grows away from the output
+    span = study.span_decades(m, V)
+    drift = study.drift_decades(m, V, layers)
+    assert span == pytest.approx(39 * np.log10(1 / 0.6))
+    assert drift == pytest.approx(0.2 * span) and drift > 0
+    p, _, _ = study.fit_power(m, V)
+    assert abs(p - 2) == pytest.approx(drift / span)
+    # the same drift over a mean that spans a tenth of the decades moves p ten times as far
+    m2 = 0.95 ** (40 - layers)
+    V2 = 0.3 * m2 ** 2 * 10 ** (drift * (40 - layers) / 39)
+    assert study.drift_decades(m2, V2, layers) == pytest.approx(drift)
+    p2 = study.fit_power(m2, V2)[0]
+    assert abs(p2 - 2) == pytest.approx(drift / study.span_decades(m2, V2))
+    assert abs(p2 - 2) > 5 * abs(p - 2)
+    # layers without a fit (m or V <= 0) are left out of both, as out of the fit
+    V3 = V.copy()
+    V3[0] = 0.0
+    assert study.span_decades(m, V3) == pytest.approx(38 * np.log10(1 / 0.6))
+    assert np.isnan(study.drift_decades(m[:1], V[:1]))
 
 
 def test_fit_power_skips_nonpositive_points_and_needs_three():
@@ -70,8 +108,8 @@ def test_fit_power_skips_nonpositive_points_and_needs_three():
 
 
 def test_a_pass_needs_the_se_to_resolve_the_tolerance():
-    """Issue 18: p = 1.61 with SE 0.154 (power2_width[g_ab_abs, N=50]) was within max(3 SE, 0.1)
-    = 0.46 of 2 and passed; 3 SE > 0.1 cannot resolve the power: inconclusive."""
+    """p = 1.61 with SE 0.154 (power2_width[g_ab_abs, N=50] at quick scale) was within
+    max(3 SE, 0.1) = 0.46 of 2 and passed; 3 SE > 0.1 cannot resolve the power: inconclusive."""
     tol, v = gu_claims.verdict(1.614, 0.154, 40, 2.0, CL)
     assert v == "inconclusive" and tol == pytest.approx(0.462)
     assert gu_claims.verdict(1.95, 0.02, 40, 2.0, CL) == (0.1, "pass")
@@ -151,6 +189,24 @@ def test_claims_rows_and_verdicts(measured):
     assert np.isfinite(groups.measured).all() and (groups.tolerance >= 0.1).all()
     assert (groups.detectable == groups.tolerance).all() and groups.test.str.contains("3 SE").all()
     assert groups.detail.str.contains("6 layers").all()
+    # every group row is an equivalence with margin abs_tolerance and states, next to the power,
+    # the span of m and the drift of V/m^2 (values and test text)
+    assert (groups.margin == 0.1).all()
+    assert not ((groups.verdict == "pass") & (groups.detectable > groups.margin)).any()
+    assert groups.test.str.contains("m spans").all() and groups.test.str.contains("drifts").all()
+    assert groups.test.str.contains(r"\|p - 2\| ~ D / S").all()
+    for r in groups.itertuples():
+        v = gu_values(r)
+        assert {"span_decades", "drift_decades", "span_se", "drift_se", "drift_over_span"} <= set(v)
+        assert v["span_decades"] > 0 and np.isfinite(v["drift_decades"])
+        assert f"m spans {v['span_decades']:.2f} decades" in r.test
+        assert f"{v['drift_decades']:+.2f} decades" in r.test
+    pooled_rows = by[by.index.str.startswith("power2_pooled")]
+    assert (pooled_rows.kind == "summary").all() and (pooled_rows.margin == 0.1).all()
+    assert pooled_rows.test.str.contains("median").all()
+    assert all("span_decades" in gu_values(r) for r in pooled_rows.itertuples())
+    assert np.isnan(by.loc["power2_all_activations", "margin"])
+    assert by.loc[copies, "margin"].isna().all()
     fig4 = groups[groups.claim_id.str.startswith("power2[")]
     overall = by.loc["power2_all_activations"]
     assert overall.measured == pytest.approx(np.mean(fig4.verdict == "pass"))

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from sigprop import registry
-from sigprop.claims import check_table, tally
+from sigprop.claims import check_table, tally, threshold_mismatches
 from sigprop.studies.meanfield_maps import claims as mm_claims
 from sigprop.tables import CLAIM_COLUMNS
 from sigprop.theory import meanfield
@@ -98,3 +98,29 @@ def test_c_star_claim_can_fail_and_be_inconclusive():
     # a gap within 3 SE of 0: the design cannot tell
     assert _table(_runs(c_one_gap=0.002)).loc["c_star_below_one_iff_dropout[relu, rho=0.7]",
                                               "verdict"] == "inconclusive"
+
+
+def test_a_map_pass_needs_the_detectable_offset_within_the_margin():
+    """The map claims are equivalences with a 10 % relative-offset margin (claims.margin): with
+    noisy instantiations the joint test finds no deviation but could not have found one of 10 %
+    (detectable > 0.10), so the row is inconclusive, not pass."""
+    df = _table(_runs(rel_noise=0.3))
+    for cid in ("q_map_matches_simulation[linear]", "c_map_matches_simulation[relu]"):
+        r = df.loc[cid]
+        assert r.margin == pytest.approx(0.1) and r.detectable > r.margin
+        assert r.measured <= r.tolerance            # the joint test itself finds no deviation
+        assert r.verdict == "inconclusive" and "cannot resolve the margin" in r.test
+    # precise instantiations resolve the margin: pass
+    r = _table(_runs()).loc["q_map_matches_simulation[linear]"]
+    assert r.verdict == "pass" and r.detectable <= r.margin == pytest.approx(0.1)
+    assert "equivalence margin 0.1" in r.test
+
+
+def test_c_star_expected_names_only_what_its_test_applies():
+    """The one-sided c* claim has no margin, and its expected text states the threshold the
+    test applies (k SE), not a threshold ('c* < 1') it does not."""
+    df = _table(_runs())
+    r = df.loc["c_star_below_one_iff_dropout[relu, rho=0.7]"]
+    assert np.isnan(r.margin)
+    assert r.expected.startswith("1 - c_out(1) > 3 SE")
+    assert threshold_mismatches(r.expected, r.test, r.tolerance) == []

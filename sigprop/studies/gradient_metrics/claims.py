@@ -3,17 +3,22 @@
 chi_1 (Eq. 13), not chi_2 (Fig. 2b-d), and g_aa, g~_ab decay at chi_1 for nonlinear nets
 (Fig. 3).
 
-Rows (issue 18's contract, :mod:`sigprop.claims`):
+Rows (the claims contract of :mod:`sigprop.claims`); every claim here is an equivalence and
+states its ``margin`` (:func:`sigprop.claims.row`: a pass whose detectable exceeds the margin is
+``inconclusive``):
 
 - ``eq12_predicts_g_aa[linear, rho]`` (claim): one joint test over the layers, which share the
   instantiations: max |mean g_aa^l - Eq. 12| / SE over the layers against its bootstrap null
-  (:func:`sigprop.claims.max_abs_z_bootstrap`); detectable: a common relative offset.
+  (:func:`sigprop.claims.max_abs_z_bootstrap`); detectable: a common relative offset; margin
+  ``claims.margin`` (a 10 % relative offset).
 - ``g_ab_follows_chi1[linear, rho<1]`` (claim): the fitted per-layer decay factor is within
   ``z_max`` bootstrap SE of chi_1 and closer to chi_1 than to chi_2; the test resolves the two
-  only when ``z_max`` SE is below half their gap, else ``inconclusive``.
+  only when ``z_max`` SE is below half their gap, else ``inconclusive``; margin: that half gap
+  |chi_1 - chi_2| / 2 (the rule as it was, stated as a margin).
 - ``{g_aa,g_ab_abs}_decays_at_chi1[act, rho]`` (claim): |rate - chi_1| <= max(z_max SE,
   rate_rel_tolerance chi_1); a pass needs ``z_max`` SE <= rate_rel_tolerance chi_1 (else the
-  design cannot resolve a deviation of that size: ``inconclusive``).
+  design cannot resolve a deviation of that size: ``inconclusive``); margin: rate_rel_tolerance
+  chi_1 (the same rule, stated as a margin).
 - ``g_ab_abs_decays_at_chi1[act, rho=1]`` where c* = 1 (sanity): the two inputs coincide, so
   g~_ab = g_aa at every layer of every net and the row repeats the g_aa claim: an identity,
   checked on the data, never counted.
@@ -64,6 +69,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     rtol = float(cl.rate_rel_tolerance)
     n_boot = int(cl.n_boot)
     level, joint_boot = float(cl.joint_level), int(cl.joint_n_boot)
+    margin = float(cl.margin)
     gab_from = int(cl.gab_fit_min_from_output)
     act_from = int(cl.fit_min_from_output)
     rows = []
@@ -92,7 +98,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             test=(f"joint max |mean - Eq. 12| / SE over {len(layers)} layers, bootstrap over "
                   f"{j['n']} shared instantiations ({joint_boot} resamples), pass at T <= the "
                   f"{level:g} quantile; detectable in relative offset from Eq. 12"),
-            detectable=j["detectable"]))
+            detectable=j["detectable"], margin=margin))
     # (2) g_ab decays at chi_1, not chi_2 (linear, rho < 1), far from the output
     for s in [s for s in settings if s["activation"] == "linear" and s["keep_rate"] < 1]:
         v, layers = matrix(runs, s, "g_ab")
@@ -106,7 +112,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         if use.sum() < 3:
             rows.append(row(study, cid, "g_ab^l = g_ab^{l+1} chi_1, not chi_2", SOURCE_CHI1,
                             measured=np.nan, expected=f"chi1 = {c1:.4f}", tolerance=np.nan,
-                            verdict="inconclusive", test=test,
+                            verdict="inconclusive", test=test, margin=half_gap,
                             detail=f"fewer than 3 layers at least {gab_from} from the output"))
             continue
         r, se = decay_rate(v, layers, use, n_boot)
@@ -128,7 +134,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                                 f"instantiations; bootstrap SE {se:.4f}; |r - chi1| = {abs(r - c1):.4f}, "
                                 f"|r - chi2| = {abs(r - c2):.4f}"),
                         values={"rate": r, "se": se, "chi1": c1, "chi2": c2},
-                        test=test, detectable=k * se))
+                        test=test, detectable=k * se, margin=half_gap))
     # (3) Fig. 3: g_aa and g~_ab decay at chi_1 for nonlinear activations
     for s in [s for s in settings if s["activation"] != "linear"]:
         c1 = theory_value(theory, s, "chi1")
@@ -166,5 +172,5 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             rows.append(row(study, cid, claim, SOURCE_FIG3, measured=r,
                             expected=f"chi1 = {c1:.4f}", tolerance=det, verdict=verdict,
                             detail=detail, values={"rate": r, "se": se, "chi1": c1},
-                            test=test, detectable=det))
+                            test=test, detectable=det, margin=rtol * c1))
     return frame(rows)

@@ -19,7 +19,12 @@ instantiations.  ``p = 2`` over the layers means the relative fluctuation
 output the fitted power moves away from 2 (below 2 when ``m`` shrinks away from the
 output, ``chi_1 < 1``; above 2 when it grows, ``chi_1 > 1``), and the claim fails.
 A group passes when ``|p - 2| <= max(3 SE, 0.1)`` and ``3 SE <= 0.1`` (a larger SE cannot
-resolve the power: inconclusive), fails when ``|p - 2| > max(3 SE, 0.1)``.  One measurement,
+resolve the power: inconclusive; 0.1 is the claim's equivalence margin), fails when
+``|p - 2| > max(3 SE, 0.1)``.  Since ``p - 2`` is the slope of ``log(V/m^2)`` on ``log m``,
+every row also reports the decades of ``m`` its layers span and the decades by which ``V/m^2``
+drifts across them: ``|p - 2| ~ |drift| / span``, so the same drift moves the power less in a
+group whose mean spans many decades (linear, ReLU) than in one that spans few (tanh, hard
+tanh), and the span grows with the depth.  One measurement,
 one counted row: at ρ = 1 with c* = 1 the two inputs coincide and g_ab = g~_ab = g_aa, and
 the Fig. 5 group at the Fig. 4 width is the Fig. 4 tanh group, so those copies are sanity
 rows (the identity checked on the data).  Per figure, a summary row (all its claim rows
@@ -83,11 +88,13 @@ SPEC = StudySpec(
             "networks, sigma_b^2 = 0.1 (000 Fig. 4): (a) g_aa, (b) g_ab (absolute value per network), "
             "(c) g~_ab. Colour: keep rate rho; marker: activation; black line: the conjectured law "
             "V ∝ m^2 (through the median of V/m^2). Legend: the power p of a least-squares fit of "
-            "log V on log m per group.")),
+            "log V on log m per group."),
+            claims=("power2[[]*", "power2_all_activations", "power2_pooled_activations*")),
         "gradient_universality_widths": Figure("fig5", (
             "As the activations figure for tanh dropout networks with sigma_w^2 = 1.4, sigma_b^2 = 0.1, "
             "rho = 0.9 and different widths N (000 Fig. 5; colour: width). Black line: V ∝ m^2; "
-            "legend: fitted powers.")),
+            "legend: fitted powers."),
+            claims=("power2_width*", "power2_all_widths", "power2_pooled_widths*")),
     },
     theory=Theory, analysis=Analysis, claims=Claims,
 )

@@ -3,20 +3,31 @@
 instantiations grows as the square of their mean (V ∝ m^2), whatever the activation, keep rate
 (Fig. 4) and width (Fig. 5).
 
-Rows (issue 18's contract, :mod:`sigprop.claims`), one per distinct measurement:
+Rows (the claims contract of :mod:`sigprop.claims`), one per distinct measurement:
 
-- ``power2[metric, act, rho]``, ``power2_width[metric, N]`` (claim): the fitted power p of
-  ``V^l ∝ (m^l)^p`` over the layers, bootstrap SE over the instantiations; fail when
+- ``power2[metric, act, rho]``, ``power2_width[metric, N]`` (claim, an equivalence): the fitted
+  power p of ``V^l ∝ (m^l)^p`` over the layers, bootstrap SE over the instantiations; fail when
   ``|p - 2| > max(z_max SE, abs_tolerance)``; a pass needs ``z_max SE <= abs_tolerance`` (else
   the design cannot resolve a deviation of ``abs_tolerance`` and the row is ``inconclusive``);
-  detectable: ``max(z_max SE, abs_tolerance)`` in units of the power.
+  detectable: ``max(z_max SE, abs_tolerance)`` in units of the power; margin: ``abs_tolerance``
+  (the same rule, stated as the margin of :func:`sigprop.claims.row`).
+- Each of these rows also states, next to the power, how many decades of ``m`` the fitted
+  layers span and by how many decades ``V/m^2`` drifts across them
+  (:func:`.analysis.span_decades`, :func:`.analysis.drift_decades`, with bootstrap SEs; in
+  ``values`` as ``span_decades``, ``drift_decades``): ``p - 2`` is the slope of ``log(V/m^2)``
+  on ``log m``, so ``|p - 2| ≈ |drift| / span``.  The same drift of ``V/m^2`` moves the power
+  by less the more decades ``m`` spans (many in linear and ReLU nets, whose ``chi_1`` is far
+  from 1; few in tanh and hard tanh nets, near ``chi_1 = 1``): a fail reads as "V/m^2 drifts
+  by more than ``tolerance x span`` decades", a pass as "by less", not as an effect of the
+  activation as such.
 - Copies (sanity rows, never counted): at rho = 1 with c* = 1 the two inputs coincide, so
   g_ab = g~_ab = g_aa in every net and layer and their fits repeat the g_aa claim; the Fig. 5
   group at the Fig. 4 width is the Fig. 4 tanh group (same runs).  Each sanity row checks the
   identity on the data.
 - ``power2_all_*`` and ``power2_pooled_*`` (summary, never counted): the conjunction of a
   figure's claim rows, and one fit through all its groups' points (the collapse the figure
-  shows); they pool measurements that claim rows already test.
+  shows, with the margin ``abs_tolerance``, its span over all points and the median of the
+  groups' drifts); they pool measurements that claim rows already test.
 """
 
 from __future__ import annotations
@@ -58,20 +69,50 @@ def verdict(p: float, se: float, n_layers: int, want: float, c) -> tuple[float, 
     return tol, "inconclusive" if k * se > floor else "pass"
 
 
-def describe_test(c, n_inst: int, n_layers: int) -> str:
+def describe_test(c, n_inst: int, n_layers: int, f: dict | None = None,
+                  pooled_: bool = False) -> str:
+    """The test in words; with the fit ``f``, the span of m and the drift of V/m^2 next to the
+    power (``|p - 2| ≈ |drift| / span``) and the drift the test could flag."""
     k, floor = float(c.z_max), float(c.abs_tolerance)
-    return (f"|p - 2| <= max({k:g} bootstrap SE, {floor:g}) for the power p of a least-squares "
-            f"fit of log V on log m over {n_layers} layers (SE: bootstrap over {n_inst} "
-            f"instantiations); a pass needs {k:g} SE <= {floor:g}, else inconclusive; "
-            "detectable in units of the power")
+    t = (f"|p - 2| <= max({k:g} bootstrap SE, {floor:g}) for the power p of a least-squares "
+         f"fit of log V on log m over {n_layers} layers (SE: bootstrap over {n_inst} "
+         f"instantiations); a pass needs {k:g} SE <= {floor:g}, else inconclusive; "
+         "detectable in units of the power")
+    if f is None:
+        return t
+    span, drift = f["span_decades"], f["drift_decades"]
+    tol = max(k * f["se"], floor) if np.isfinite(f["se"]) else floor
+    where = ("over all groups' points and the groups' V/m^2 drift a median of"
+             if pooled_ else "over the fitted layers and V/m^2 drifts")
+    return (t + "; p - 2 is the slope of log(V/m^2) on log m, so a drift of V/m^2 by D decades "
+            "across layers over which m spans S decades shows as |p - 2| ~ D / S (exactly so where "
+            f"log m is linear in the layer): here m spans {span:.2f} decades "
+            f"{where} {drift:+.2f} decades across their layers (least-squares line of "
+            "log10(V/m^2) on the layer, farthest minus nearest to the output), D / S = "
+            f"{_ratio(drift, span):.3f}; the test flags a drift only above {tol:.3g} x "
+            f"{span:.2f} = {tol * span:.2f} decades")
+
+
+def _ratio(drift: float, span: float) -> float:
+    return abs(drift) / span if np.isfinite(drift) and np.isfinite(span) and span > 0 else np.nan
+
+
+def _span_values(f: dict) -> dict:
+    return {"span_decades": f["span_decades"], "span_se": f["span_se"],
+            "drift_decades": f["drift_decades"], "drift_se": f["drift_se"],
+            "drift_over_span": _ratio(f["drift_decades"], f["span_decades"])}
 
 
 def _detail(f: dict, verdict_: str, c) -> str:
     d = (f"{f['n_layers']} layers (L = {f['depth']}), {f['n_inst']} instantiations; bootstrap SE "
-         f"{f['se']:.3f}; fit V = {f['a']:.3g} m^{f['p']:.3f}; m spans {f['m_decades']:.2f} "
-         f"decades; V/m^2 at l = 1: {f['rel_var_first']:.3g}, at l = L: {f['rel_var_last']:.3g}")
+         f"{f['se']:.3f}; fit V = {f['a']:.3g} m^{f['p']:.3f}; m spans {f['span_decades']:.2f} "
+         f"± {f['span_se']:.2f} decades over the fitted layers; V/m^2 drifts "
+         f"{f['drift_decades']:+.2f} ± {f['drift_se']:.2f} decades across them (|drift| / span "
+         f"= {_ratio(f['drift_decades'], f['span_decades']):.3f}, |p - 2| = "
+         f"{abs(f['p'] - 2):.3f}); V/m^2 at l = 1: {f['rel_var_first']:.3g}, at l = L: "
+         f"{f['rel_var_last']:.3g}")
     if verdict_ == "fail" and np.isfinite(f["p"]):
-        trend = "grows" if f["rel_var_first"] > f["rel_var_last"] else "shrinks"
+        trend = "grows" if f["drift_decades"] > 0 else "shrinks"
         d += (f"; V/m^2 is not constant over the layers (it {trend} with the distance from the "
               "output), so V is not ∝ m^2 within the group")
     if verdict_ == "inconclusive":
@@ -148,8 +189,9 @@ def _group_rows(study: str, runs: pd.DataFrame, fits: pd.DataFrame, c, want: flo
         rows.append(row(study, cid, claim, source, measured=f["p"], expected=f"p = {want:g}",
                         tolerance=tol, verdict=v, detail=_detail(f, v, c),
                         values={"p": f["p"], "se": f["se"], "n_layers": f["n_layers"],
-                                "n_inst": f["n_inst"]},
-                        test=describe_test(c, f["n_inst"], f["n_layers"]), detectable=tol))
+                                "n_inst": f["n_inst"], **_span_values(f)},
+                        test=describe_test(c, f["n_inst"], f["n_layers"], f), detectable=tol,
+                        margin=float(c.abs_tolerance)))
     return rows
 
 
@@ -159,18 +201,25 @@ def _pooled_rows(study: str, fits: pd.DataFrame, c, want: float, tag: str, who: 
     for f in fits.to_dict("records"):
         tol, v = verdict(f["p"], f["se"], f["n_layers"], want, c)
         label = METRICS[f["metric"]]
-        rows.append(pooled(study, f"power2_pooled_{tag}[{f['metric']}]",
-                           f"All groups' points (V^l, m^l) of {label} collapse on V ∝ m^2, {who}",
-                           source, measured=f["p"], expected=f"p = {want:g}", tolerance=tol,
-                           verdict=v,
-                           detail=(f"one fit over {f['n_layers']} points of {f['n_groups']} groups "
-                                   f"(>= {f['n_inst']} instantiations each); bootstrap SE "
-                                   f"{f['se']:.3f}; fit V = {f['a']:.3g} m^{f['p']:.3f}; m spans "
-                                   f"{f['m_decades']:.1f} decades (the pooled fit is dominated by "
-                                   "the groups whose m spans the most decades); a summary of the "
-                                   "groups' points, which the group rows test"),
-                           test=describe_test(c, f["n_inst"], f["n_layers"]) + " (pooled fit)",
-                           detectable=tol))
+        rows.append(row(study, f"power2_pooled_{tag}[{f['metric']}]",
+                        f"All groups' points (V^l, m^l) of {label} collapse on V ∝ m^2, {who}",
+                        source, measured=f["p"], expected=f"p = {want:g}", tolerance=tol,
+                        verdict=v,
+                        detail=(f"one fit over {f['n_layers']} points of {f['n_groups']} groups "
+                                f"(>= {f['n_inst']} instantiations each); bootstrap SE "
+                                f"{f['se']:.3f}; fit V = {f['a']:.3g} m^{f['p']:.3f}; m spans "
+                                f"{f['span_decades']:.1f} decades over all points; the groups' "
+                                f"V/m^2 drift a median {f['drift_decades']:+.2f} ± "
+                                f"{f['drift_se']:.2f} decades (the pooled fit is dominated by "
+                                "the groups whose m spans the most decades); a summary of the "
+                                "groups' points, which the group rows test"),
+                        values={"p": f["p"], "se": f["se"], "n_layers": f["n_layers"],
+                                "n_inst": f["n_inst"], "n_groups": f["n_groups"],
+                                **_span_values(f)},
+                        kind="summary",
+                        test=describe_test(c, f["n_inst"], f["n_layers"], f, pooled_=True)
+                        + " (pooled fit)",
+                        detectable=tol, margin=float(c.abs_tolerance)))
     return rows
 
 

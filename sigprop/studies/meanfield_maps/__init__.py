@@ -10,7 +10,8 @@ are standard deviations (sigma_w = 0.5 gives sigma_w^2 = 0.25; a linear map with
 sigma_w^2 = 0.5 and rho = 0.4 would have no fixed point).
 
 Claims (:mod:`.claims`): each map matches simulation (one joint test over the panel's
-(rho, probe) points, which share the instantiations); with dropout (rho < 1) c = 1 is not a
+(rho, probe) points, which share the instantiations; a pass needs the detectable relative
+offset <= ``claims.margin``, 10 %); with dropout (rho < 1) c = 1 is not a
 fixed point (1 - c_out(1) > 3 SE); at rho = 1, c_out(1) = 1 exactly (a sanity row).
 
 Modules: ``measure`` (the layer maps of a shard), ``theory`` (Eqs. 2-4 and the fixed points),
@@ -67,6 +68,10 @@ class Claims:
                                                       "of its bootstrap null")
     n_boot: int = param(2000, ge=100, doc="bootstrap resamples of the instantiations for the "
                                           "joint test")
+    margin: float = param(0.1, gt=0, doc="equivalence margin of the map-vs-simulation claims: "
+                                         "the largest common relative offset from Eqs. 2-4 they "
+                                         "tolerate; a pass needs the joint test's detectable "
+                                         "relative offset <= this (else inconclusive)")
 
 
 SPEC = StudySpec(
@@ -76,6 +81,8 @@ SPEC = StudySpec(
         "One-layer length map q^l(q^{l-1}) (linear, tanh) and correlation map c^l(c^{l-1}) at q* "
         "(ReLU, erf) with keep rates ρ (000 Fig. 1). Lines: 000 Eqs. 2–4 by quadrature/closed "
         "form; dots: mean over random instantiations with ±1 standard error; diamonds: fixed "
-        "points q*, c*; dashed: the unity line."))},
+        "points q*, c*; dashed: the unity line."),
+        claims=("q_map_matches_simulation*", "c_map_matches_simulation*",
+                "c_star_below_one_iff_dropout*"))},
     measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
 )
