@@ -96,6 +96,29 @@ def test_the_standard_error_is_at_least_one_cell_per_seed():
     assert decide(0.05, 0.0, 3, 1000, 3.0, 0.02)[1] == pytest.approx(0.02)   # the tolerance floor
 
 
+def test_a_grid_where_the_two_bounds_agree_detects_nothing(theory):
+    """Depths 4-16 only: both 6ξ2 and min(12ξ1, 12ξ2) lie above every depth in every σ_w²
+    column, so both rules call every cell trainable and their fit errors are equal whatever
+    trains (the comparison is censored by the depth grid).  Detectable is inf, not the one-cell
+    SE floor, and no row can pass or fail."""
+    from sigprop.claims import check_table, values
+    from sigprop.studies.trainable_depth.claims import disagreement
+    runs = _runs(theory, "min_12xi1_12xi2")
+    runs = runs[runs.depth <= 16]
+    c = claims_table(runs, theory, P).set_index("claim_id")
+    assert (c.verdict == "inconclusive").all()
+    assert np.isinf(c.detectable).all(), c[["detectable", "test"]]
+    assert all(values(r)["disagreement"] == 0 for _, r in c.iterrows())
+    assert "detectable = inf" in c.test.iloc[0]
+    check_table(c.reset_index(), "test")
+    # the full grid: the rules disagree on some cells, so the rows keep a finite resolution
+    cells = trainability.trainable(trainability.final_accuracy(_runs(theory, "6xi2", seeds=(0,)),
+                                                               "train_acc", 0.1), 0.5, 0.1)
+    assert 0 < disagreement(cells, curve(theory, "6xi2"), curve(theory, "min_12xi1_12xi2")) < 1
+    full = claims_table(_runs(theory, "6xi2"), theory, P)
+    assert np.isfinite(full.detectable).all()
+
+
 def test_diverged_runs_count_as_chance_and_boundary(theory):
     runs = _runs(theory, "6xi2", seeds=(0,))
     runs.loc[runs.index[-1], "value"] = np.nan  # a diverged run
@@ -176,7 +199,7 @@ def test_jobs_read_only_their_sections(theory):
 
 
 def test_shipped_quick_config_has_three_seeds_stacked_per_depth():
-    """Issue 18: >= 3 seeds per cell; the seeds train in the shards of their depth (shard_size
+    """>= 3 seeds per cell (a training claim needs an SE over seeds); the seeds train in the shards of their depth (shard_size
     72 holds the four 450-step panels x 6 σ_w² x 3 seeds), so the shard count is unchanged."""
     import jsonschema
     import yaml

@@ -208,7 +208,7 @@ def test_claims_fail_when_the_runs_follow_the_other_scaling(theory):
 
 
 def test_a_collapse_in_eta_that_the_dropout_free_control_shares_is_not_evidence(theory):
-    """Issue 18: ρ = 1 collapses in η as well (as on digits at quick scale): the ρ < 1 curves
+    """ρ = 1 collapses in η as well (as on digits at quick scale): the ρ < 1 curves
     collapse in η, but no better than the control at the same depths, so the claim is
     inconclusive, not a pass; the measured effect is the difference of the ln ratios."""
     c = claims_table(_runs(law1="eta", law_drop="eta"), theory, P).set_index("claim_id")
@@ -250,8 +250,64 @@ def test_a_dropout_free_control_that_departs_too_makes_the_outlier_claim_inconcl
     c = claims_table(runs, theory, P).set_index("claim_id")
     r = c.loc["outlier_departs[rho=0.98]"]
     assert r.verdict == "inconclusive"
-    assert "not specific to dropout" in r.detail and "cannot separate" in r.detail
-    assert r.measured == pytest.approx(0.0) and np.isinf(r.detectable)   # nothing detectable
+    # neither reaches p anywhere: both D are the same censoring bound, e is not measured
+    assert "censored" in r.detail and "3 of 3 paired seeds left out" in r.detail
+    assert np.isnan(r.measured) and np.isinf(r.detectable)   # nothing detectable
+
+
+def _control_at_bound(seeds=SEEDS, at_T=((2, 0),)) -> pd.DataFrame:
+    """ρ = 1 at L = 125 that never reaches p, except that it reaches it at the last evaluation
+    (τ = T, which counts as the censoring bound) at the (seed, learning-rate index) pairs
+    ``at_T``: the quick run's ρ = 0.98 case."""
+    rows = []
+    for seed in seeds:
+        for i, lr in enumerate(LRS):
+            rows += _run(1.0, 125, lr, T if (seed, i) in at_T else -1, seed)
+    return pd.DataFrame(rows)
+
+
+def test_a_control_censored_at_the_same_bound_gives_detectable_inf_not_zero(theory):
+    """Both the deep ρ < 1 net and its ρ = 1 control sit at the censoring bound in every seed,
+    the control reaching p once only at τ = T (as at quick scale for ρ = 0.98): the per-seed
+    excess e = D_out − D_ctrl is 0 in every seed with SE 0 by construction.  That is no
+    resolution: detectable is inf (it was 0), e is not measured, and the row cannot pass or
+    fail."""
+    runs = pd.concat([_runs(), _control_at_bound()], ignore_index=True)
+    c = claims_table(runs, theory, P).set_index("claim_id")
+    r = c.loc["outlier_departs[rho=0.98]"]
+    assert "reached p at 1/" in r.detail                 # the control did reach p, at τ = T
+    assert np.isinf(r.detectable) and np.isnan(r.measured)
+    assert r.verdict == "inconclusive" and "censored" in r.detail
+    from sigprop.claims import check_table, values
+    assert values(r)["censored"] == 1.0
+    check_table(c.reset_index(), "test")
+
+
+def test_a_seed_censored_on_both_sides_is_left_out_of_the_excess(theory):
+    """The control trains in seeds 0 and 1 and never reaches p in seed 2, where the deep net is
+    censored too: seed 2 carries no information on e and is left out; e over seeds 0 and 1
+    still decides (a pass, the control collapsing with the shallow nets)."""
+    ctrl = pd.concat([_control(trains=True, seeds=(0, 1)), _control(trains=False, seeds=(2,))],
+                     ignore_index=True)
+    c = claims_table(pd.concat([_runs(), ctrl], ignore_index=True), theory, P).set_index("claim_id")
+    r = c.loc["outlier_departs[rho=0.98]"]
+    assert "1 of 3 paired seeds left out" in r.detail and "over 2 seeds" in r.detail
+    assert np.isfinite(r.detectable) and r.detectable > 0
+    assert r.verdict == "pass", r.detail
+
+
+def test_censored_pairs_and_zero_spread():
+    from sigprop.studies.training_speed.claims import censored_pairs, resolution
+    both = {0: True, 1: True, 2: True}
+    cp = censored_pairs(both, both, {0: 0.0, 1: 0.0, 2: 0.0})
+    assert cp["censored"] and cp["left_out"] == [0, 1, 2] and np.isnan(cp["mean_se"][0])
+    # informative seeds whose differences have zero spread: censored as well
+    cp = censored_pairs({0: True, 1: False, 2: False}, both, {0: 0.0, 1: 0.4, 2: 0.4})
+    assert cp["censored"] and cp["informative"] == [1, 2]
+    cp = censored_pairs({0: True, 1: False, 2: False}, both, {0: 0.0, 1: 0.4, 2: 0.5})
+    assert not cp["censored"] and cp["mean_se"][0] == pytest.approx(0.45)
+    assert resolution(3.0, 0.0) == np.inf and np.isnan(resolution(3.0, np.nan))
+    assert resolution(3.0, 0.1) == pytest.approx(0.3)
 
 
 def test_band_verdict_needs_the_mean_k_standard_errors_inside_the_band():
@@ -262,6 +318,8 @@ def test_band_verdict_needs_the_mean_k_standard_errors_inside_the_band():
     assert band_verdict(0.5, 0.1, 3, 3.0, lcr, 0.0) == "fail"
     assert band_verdict(0.2, 0.1, 3, 3.0, lcr, 0.0) == "inconclusive"
     assert band_verdict(-1.0, 0.05, 1, 3.0, lcr, 0.0) == "inconclusive"
+    # seeds that agree exactly (SE 0) resolve nothing
+    assert band_verdict(-1.0, 0.0, 3, 3.0, lcr, 0.0) == "inconclusive"
 
 
 # ------------------------------------------------------------------ theory, figure, config
@@ -311,7 +369,7 @@ def test_shipped_config_expands_on_the_critical_line(scale):
         # every deep comparison depth of a keep rate < 1 has a dropout-free control
         if rho < 1:
             assert max(depths) in {r.depth for r in st.runs if r.keep_rate == 1.0}
-    # >= 3 seeds at every (keep rate, depth, learning rate) point (issue 18)
+    # >= 3 seeds at every (keep rate, depth, learning rate) point: a training claim needs an SE
     per_point = {}
     for r in st.runs:
         per_point.setdefault((r.keep_rate, r.depth, r.lr), set()).add(r.seed)

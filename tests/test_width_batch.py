@@ -68,7 +68,7 @@ def test_quick_config_nets_have_the_fixed_parameter_count():
     runs = expand_runs(CFG, "quick")
     nets = sorted({(r.depth, r.width) for r in runs})
     assert nets == [(1, 54), (2, 36), (3, 30), (4, 26), (10, 17)]
-    assert {r.seed for r in runs} == {0, 1, 2}      # issue 18: >= 3 seeds for training claims
+    assert {r.seed for r in runs} == {0, 1, 2}      # >= 3 seeds for training claims
     assert {r.steps for r in runs} == {25 * (N // 8)} and {r.micro_batch for r in runs} == {8}
 
 
@@ -121,12 +121,13 @@ def test_claims_pass_on_the_papers_pattern_and_fail_on_the_reverse():
     # 4 untied items: the smallest attainable tau >= 0.3 is 1/3
     assert c.loc["threshold_grows_with_width[all]", "detectable"] == pytest.approx(1 / 3)
     assert c.loc["threshold_exists[all]", "detectable"] == pytest.approx(1 / 4)
-    # the same pattern with 3 nets: a perfect order over 3 items is not evidence (issue 18)
+    # the same pattern with 3 nets: a perfect order over 3 items is not evidence
     three = {k: v for k, v in paper_like.items() if k[0] != 3}
     c3 = claims.claims_table(_runs(three), pd.DataFrame(), P_T).set_index("claim_id")
     assert c3.loc["threshold_grows_with_width[all]", "measured"] == pytest.approx(1.0)
     assert c3.loc["threshold_grows_with_width[all]", "verdict"] == "inconclusive"
-    # the widest net without the largest B* (the case of issue 18): tau 1/3 of 3 items, inconclusive
+    # the widest net without the largest B* (the quick run's case before its fifth net): tau 1/3
+    # of 3 items, inconclusive
     swap = dict(three)
     swap[(1, 54)], swap[(2, 36)] = three[(2, 36)], three[(1, 54)]
     c3 = claims.claims_table(_runs(swap), pd.DataFrame(), P_T).set_index("claim_id")
@@ -142,6 +143,37 @@ def test_claims_pass_on_the_papers_pattern_and_fail_on_the_reverse():
     assert c.loc["threshold_grows_with_width[all]", "verdict"] == "fail"
     assert c.loc["threshold_exists[all]", "measured"] == pytest.approx(0.25)
     assert c.loc["threshold_exists[all]", "verdict"] == "fail"
+
+
+def test_nets_tied_in_every_ordering_are_inconclusive_not_failed():
+    """Every net needs the same epochs at every batch: B*, the epochs at the largest batch and
+    the largest batch within the budget tie across the nets.  A tie everywhere is no order to
+    test (Kendall's tau is undefined, not 0): the ordering claims are inconclusive, never a
+    fail read off tau <= 0; the count claim is unaffected."""
+    same = {b: e for b, e in zip((8, 16, 32, 64, 128, 256, 512), (1, 1, 1, 1, 2, 4, 8))}
+    nets = {(1, 54): same, (2, 36): same, (3, 30): same, (4, 26): same}
+    table = claims.claims_table(_runs(nets), pd.DataFrame(), P_T)
+    check_table(table, "width_batch test")
+    c = table.set_index("claim_id")
+    for k in ("threshold_grows_with_width", "wide_fewer_epochs_at_large_batch",
+              "largest_batch_follows_diversity_bound"):
+        r = c.loc[f"{k}[all]"]
+        assert r.verdict == "inconclusive", (k, r.test)
+        assert np.isnan(r.measured) and "single value" in r.test
+    assert c.loc["threshold_exists[all]", "verdict"] == "pass"
+
+
+def test_a_partial_tie_keeps_the_tie_aware_null():
+    """Two of four nets share the largest B* (the widest among them): tau-b is still positive
+    and the test names the ties and the null over random orders with the ties kept."""
+    base = {8: 1, 16: 1, 32: 1, 64: 1, 128: 1, 256: 2, 512: 4}
+    nets = {(1, 54): base, (2, 36): base,
+            (3, 30): {8: 1, 16: 1, 32: 1, 64: 2, 128: 4, 256: 8, 512: 16},
+            (4, 26): {8: 1, 16: 1, 32: 2, 64: 4, 128: 8, 256: 16, 512: 32}}
+    c = claims.claims_table(_runs(nets), pd.DataFrame(), P_T).set_index("claim_id")
+    r = c.loc["threshold_grows_with_width[all]"]
+    assert r.measured > 0.3 and r.verdict == "pass"
+    assert "1 tie(s) in y" in r.test and "ties kept" in r.test
 
 
 def test_figures_build():

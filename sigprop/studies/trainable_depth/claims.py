@@ -44,6 +44,18 @@ def decide(mean: float, se: float, n: int, cells: int, k: float, tol: float):
     return verdict, float(margin), float(se_used)
 
 
+def disagreement(cells: pd.DataFrame, rule_a, rule_b) -> float:
+    """The fraction of cells the two rules 'trainable iff L <= curve(σ_w²)' classify
+    differently: the largest |err(a) − err(b)| the cells can show, whatever trains (on every
+    other cell both rules are right or both wrong).  0 when both curves lie beyond the depth
+    grid on the same side in every column: the comparison is censored by the grid."""
+    rho, sw = cells.keep_rate.to_numpy(), cells.sigma_w2.to_numpy()
+    d = cells.depth.to_numpy()
+    a = d <= np.asarray(rule_a(rho, sw))
+    b = d <= np.asarray(rule_b(rho, sw))
+    return float(np.mean(a != b)) if len(cells) else float("nan")
+
+
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     """'The trainable region's boundary follows min(12ξ1, 12ξ2) better than 6ξ2.'
 
@@ -53,6 +65,11 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     max(``seed_z`` SE, ``error_tolerance``), fail below minus that).  One row over all panels
     and one per panel (the runs' blocks, 000 Fig. 7 (a)-(h)).  ``values`` keep the seed-mean
     fit errors ``err_min_12xi1_12xi2``, ``err_6xi2`` and ``cells`` (read by 000 Table 1).
+
+    Censoring by the grid: the difference can be nonzero only on the cells where the two rules
+    disagree (:func:`disagreement`); when their fraction is at most the margin (e.g. both
+    curves beyond the largest depth in every σ_w² column) no outcome could pass or fail, so
+    ``detectable`` is inf and the row is inconclusive.
     """
     metric = p.analysis.metric
     fraction = float(p.claims.trainable_fraction)
@@ -69,7 +86,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                                 for n in names]
     rows = []
     for label, panel in groups:
-        e_min, e_6, n_cells, rho = [], [], [], float("nan")
+        e_min, e_6, n_cells, reach, rho = [], [], [], [], float("nan")
         for s in seeds:
             g = by_seed[s] if panel is None else by_seed[s][by_seed[s].panel == panel]
             if g.empty:
@@ -77,6 +94,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             e_min.append(trainability.boundary_error(g, rule_min))
             e_6.append(trainability.boundary_error(g, rule_6))
             n_cells.append(len(g))
+            reach.append(disagreement(g, rule_6, rule_min))
             if panel is not None:
                 rho = float(g.keep_rate.iloc[0])
         n = len(e_min)
@@ -85,6 +103,13 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         se = float(diff.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
         cells = int(min(n_cells)) if n_cells else 0
         verdict, margin, se_used = decide(mean, se, n, cells, k, tol)
+        # |seed mean| <= mean disagreement whatever trains: at or below the margin, no
+        # attainable difference can pass or fail, so nothing is detectable
+        attainable = float(np.mean(reach)) if reach else float("nan")
+        unresolvable = bool(np.isfinite(margin) and attainable <= margin + 1e-12)
+        detectable = float("inf") if unresolvable else margin
+        if unresolvable:
+            verdict = "inconclusive"
         m_min = float(np.mean(e_min)) if n else float("nan")
         m_6 = float(np.mean(e_6)) if n else float("nan")
         per_seed = ", ".join(f"{d:+.3f}" for d in diff)
@@ -98,13 +123,19 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             verdict=verdict,
             test=(f"seed mean of err(6ξ2) − err(min(12ξ1,12ξ2)) over {n} seeds: pass above "
                   f"max({k:g} SE, {tol:g}), fail below minus that; SE over seeds, at least one "
-                  f"cell per seed (1/({cells}·√{n})); units: fraction of cells"),
-            detectable=margin,
+                  f"cell per seed (1/({cells}·√{n})); units: fraction of cells; the two "
+                  f"rules disagree on {attainable:.3g} of the cells (the largest |difference| "
+                  f"attainable): when that is <= the margin no difference can pass or fail and "
+                  f"nothing is detectable (detectable = inf)"),
+            detectable=detectable,
             detail=(f"{'all panels' if panel is None else panel}: misclassified cells (seed "
                     f"mean): min(12ξ1,12ξ2) {m_min:.3f}, 6ξ2 {m_6:.3f} over {cells} cells; "
                     f"difference per seed {per_seed}, mean {mean:+.3f} ± {se_used:.3f} (SE "
                     f"used); trainable = {metric} ≥ chance + {fraction:g}·(best of the panel "
-                    f"and seed − chance)"),
+                    f"and seed − chance); the rules disagree on {attainable:.3f} of the cells"
+                    + (f", at most the margin {margin:.3f}: the depth and σ_w² grid cannot "
+                       "separate the two bounds here" if unresolvable else "")),
             values={"err_min_12xi1_12xi2": m_min, "err_6xi2": m_6, "cells": cells,
-                    "keep_rate": rho, "se_diff": se_used, "n_seeds": n}))
+                    "keep_rate": rho, "se_diff": se_used, "n_seeds": n,
+                    "disagreement": attainable}))
     return frame(rows)

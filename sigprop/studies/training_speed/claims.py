@@ -21,6 +21,8 @@ from . import SOURCE
 from .analysis import panels, theory_value
 
 UNIT = "ln ratio of dispersions"
+ZERO_SE = ("an SE of 0 over seeds (seeds agreeing exactly) is no resolution: inconclusive, "
+           "detectable = inf")
 
 
 def departs(g: dict, ratio: float, min_gap: float) -> str:
@@ -38,14 +40,23 @@ def band_verdict(mean: float, se: float, n: int, k: float, pass_below: float,
                  fail_above: float) -> str:
     """A seed-mean statistic with a pass band and a fail band: 'pass' when mean + k SE ≤
     ``pass_below``, 'fail' when mean − k SE ≥ ``fail_above``, else (or with fewer than 2 seeds,
-    or a non-finite mean or SE) 'inconclusive'."""
-    if n < 2 or not (np.isfinite(mean) and np.isfinite(se)):
+    a non-finite mean or SE, or an SE of 0: seeds that agree exactly, e.g. at τ's resolution,
+    show no spread, which is no resolution) 'inconclusive'."""
+    if n < 2 or not (np.isfinite(mean) and np.isfinite(se)) or se <= 0:
         return "inconclusive"
     if mean + k * se <= pass_below:
         return "pass"
     if mean - k * se >= fail_above:
         return "fail"
     return "inconclusive"
+
+
+def resolution(k: float, se: float) -> float:
+    """The smallest effect k SE resolves: NaN without an SE, inf with an SE of 0 (no spread
+    over seeds is no resolution: nothing is detectable)."""
+    if not np.isfinite(se):
+        return float("nan")
+    return float(k * se) if se > 0 else float("inf")
 
 
 def mean_se(x) -> tuple[float, float, int]:
@@ -119,7 +130,11 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
       not depart (mean D_out ≤ mean D_in, or mean(D_out − D_in) < −k SE); pass when it departs
       (mean D_out ≥ ``outlier_ratio`` · mean D_in, mean D_out ≥ ``outlier_min_gap`` and
       mean(D_out − D_in) > k SE) and e > k SE(e); otherwise inconclusive (also without a
-      control run at that depth).
+      control run at that depth).  Censoring (:func:`censored_pairs`): a seed where the deep
+      net and its control both sit at the censoring bound (τ ≥ T at every η) gives both the
+      same lower bound, so it is left out of e; with fewer than 2 informative seeds, or
+      informative differences of zero spread, the comparison is censored: detectable = inf and
+      the row is inconclusive (neither pass nor fail).
     """
     an, cl = p.analysis, p.claims
     study = p.study
@@ -173,8 +188,8 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                 expected=f"mean ln(D(ηL)/D(η)) ≤ ln {cr:g} = {lcr:.3f}", tolerance=cr,
                 verdict=verdict,
                 test=(f"seed mean of r = ln(D(ηL)/D(η)) over {n} seeds: pass when mean + {k:g} "
-                      f"SE ≤ ln {cr:g}, fail when mean − {k:g} SE ≥ 0 ({UNIT})"),
-                detectable=k * se if np.isfinite(se) else np.nan,
+                      f"SE ≤ ln {cr:g}, fail when mean − {k:g} SE ≥ 0 ({UNIT}); {ZERO_SE}"),
+                detectable=resolution(k, se),
                 detail=(f"{common}; r = {_pm(m, se)} (geometric-mean ratio "
                         f"{_fmt(float(np.exp(m)))})"),
                 values={"ln_ratio": m, "se": se, "n_seeds": n, "D_eta": d_eta[0],
@@ -199,7 +214,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             delta = [r1[s] - r[s] for s in seeds]
             dm, dse, dn = mean_se(delta)
             m1, se1, _ = mean_se(r1.values())
-            ctrl, _, _ = (z_above(dm, dse, k) if dn >= 2
+            ctrl, _, _ = (z_above(dm, dse, k) if dn >= 2 and np.isfinite(dse) and dse > 0
                           else ("inconclusive", "", np.nan))
         else:
             dm = dse = m1 = se1 = float("nan")
@@ -231,8 +246,8 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             test=(f"seed means over {n} seeds: r = ln(D(η)/D(ηL)) must satisfy mean + {k:g} SE ≤ "
                   f"ln {cr:g} (fail at mean − {k:g} SE ≥ 0), and δ = r(ρ = 1 control, same "
                   f"depths) − r, paired by seed, must exceed {k:g} SE (fail below −{k:g} SE); "
-                  f"measured and detectable: δ ({UNIT})"),
-            detectable=k * dse if np.isfinite(dse) else np.nan,
+                  f"measured and detectable: δ ({UNIT}); {ZERO_SE}"),
+            detectable=resolution(k, dse),
             detail=(f"{common}{scale}; r(ρ = {rho:g}) = {_pm(m, se)} "
                     f"(geometric-mean ratio {_fmt(float(np.exp(m)))}), r(ρ = 1 control, same "
                     f"depths) = {_pm(m1, se1)}, δ = {_pm(dm, dse)} over {dn} seeds: {why}"),
@@ -245,26 +260,58 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     return frame(rows)
 
 
+def _at_bound(c: pd.DataFrame, T: float) -> bool:
+    """True when every point of these curves sits at the censoring bound: τ never below the step
+    budget T (never reached, or reached only at the last evaluation, where |ln τ − ln τ_j| equals
+    the bound ln(T/τ_j) that :func:`sigprop.measure.speed.outlier_gap` counts for a censored
+    point).  Such a side's D is that bound, not a measurement (False without points)."""
+    tau = c.tau.to_numpy(float)
+    return bool(len(tau)) and bool(np.all(~(tau < T)))
+
+
+def censored_pairs(out_bound: dict, ctrl_bound: dict, excess: dict) -> dict:
+    """Which paired seeds carry information on the excess e = D_out − D_ctrl.
+
+    A seed where both the deep net and its control sit at the censoring bound at every η
+    (``out_bound[s]`` and ``ctrl_bound[s]``) gives both sides the same lower bound, so its e is
+    0 by construction, not a measurement: it is left out.  The comparison is *censored* (no
+    effect of any size is detectable, detectable = inf, and it can neither pass nor fail) when
+    fewer than 2 informative seeds remain, or when their differences have zero spread (an SE of
+    0 is no resolution).  Returns ``informative`` (seeds), ``censored`` (bool), ``left_out`` (seeds
+    dropped) and ``mean_se`` of e over the informative seeds (NaN when censored)."""
+    seeds = sorted(excess)
+    left = [s for s in seeds if out_bound.get(s, False) and ctrl_bound.get(s, False)]
+    inf = [s for s in seeds if s not in left]
+    m = mean_se([excess[s] for s in inf])
+    censored = m[2] < 2 or not (np.isfinite(m[1]) and m[1] > 0)
+    if censored:
+        m = (float("nan"), float("nan"), m[2])
+    return {"informative": inf, "censored": bool(censored), "left_out": left, "mean_se": m}
+
+
 def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, target, T,
                  depths, xi2) -> dict:
     o = pan["outlier"]
     ref_depths = list(pan["collapse"]) + [o]
     has_ctrl = bool(((np.isclose(c.keep_rate, 1.0)) & (c.depth == o)).any())
-    g, gc = {}, {}
+    g, gc, out_bound, ctrl_bound = {}, {}, {}, {}
     for s in seeds:
         cs = by_seed[s]
         mine = _select(cs, rho, ref_depths)
         if o not in set(mine.depth):
             continue
         g[s] = speed.outlier_gap(mine, o)
+        out_bound[s] = _at_bound(_select(cs, rho, [o]), T)
         ctrl = _select(cs, 1.0, [o])
         if has_ctrl and len(ctrl):
             gc[s] = speed.outlier_gap(pd.concat([_select(cs, rho, pan["collapse"]), ctrl],
                                                 ignore_index=True), o)
+            ctrl_bound[s] = _at_bound(ctrl, T)
     d_out = mean_se([g[s]["D_out"] for s in g])
     d_in = mean_se([g[s]["D_in"] for s in g])
     gap = mean_se([g[s]["D_out"] - g[s]["D_in"] for s in g])
-    own_gap, _, _ = (z_above(gap[0], gap[1], k) if gap[2] >= 2 else ("inconclusive", "", np.nan))
+    own_gap, _, _ = (z_above(gap[0], gap[1], k) if gap[2] >= 2 and gap[1] > 0
+                     else ("inconclusive", "", np.nan))
     mean_g = {"D_out": d_out[0], "D_in": d_in[0]}
     dep = departs(mean_g, orat, ogap)
     if dep == "no" or own_gap == "fail":
@@ -276,21 +323,37 @@ def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, 
     reached = [g[s]["out_reached"] for s in g]
     points = [g[s]["out_points"] for s in g]
     c_reached = [gc[s]["out_reached"] for s in gc]
+    censored = False
     if gc:
         d_ctrl = mean_se([gc[s]["D_out"] for s in gc])
-        exc = mean_se([g[s]["D_out"] - gc[s]["D_out"] for s in gc if s in g])
-        ctrl, _, _ = (z_above(exc[0], exc[1], k) if exc[2] >= 2 else ("inconclusive", "", np.nan))
+        cp = censored_pairs(out_bound, ctrl_bound,
+                            {s: g[s]["D_out"] - gc[s]["D_out"] for s in gc if s in g})
+        exc, censored = cp["mean_se"], cp["censored"]
+        ctrl, _, _ = (("inconclusive", "", np.nan) if censored else z_above(exc[0], exc[1], k))
+        cens_text = ""
+        if cp["left_out"]:
+            cens_text = (f"; {len(cp['left_out'])} of {len(cp['left_out']) + len(cp['informative'])} "
+                         f"paired seeds left out of e (seeds {cp['left_out']}: the deep net and "
+                         f"its control both at the censoring bound τ ≥ T = {T} at every η, so "
+                         "both D are the same lower bound)")
         ctext = (f"; control ρ = 1 at L = {o}: reached p at {sum(c_reached)}/"
                  f"{sum(gc[s]['out_points'] for s in gc)} (seed, η) points, D_ctrl = "
-                 f"{_pm(*d_ctrl[:2])} against the same ρ = {rho:g} curves; excess "
-                 f"e = D_out − D_ctrl = {_pm(*exc[:2])} over {exc[2]} seeds")
+                 f"{_pm(*d_ctrl[:2])} against the same ρ = {rho:g} curves{cens_text}; excess "
+                 f"e = D_out − D_ctrl = "
+                 + (f"{_pm(*exc[:2])} over {exc[2]} seeds" if not censored else
+                    f"not measured: {exc[2]} informative seeds"
+                    + (" with differences of zero spread" if exc[2] >= 2 else "")))
     else:
         d_ctrl = exc = (float("nan"), float("nan"), 0)
         ctrl = "inconclusive"
         ctext = f"; no ρ = 1 run at L = {o} to check that the departure is due to dropout"
-    # neither the deep net nor its control reached p anywhere: both D are the same lower bound
-    separable = not (gc and sum(reached) == 0 and sum(c_reached) == 0)
-    if own == "fail":
+    if censored:
+        verdict, why = "inconclusive", (
+            "the comparison with the dropout-free control is censored: where the deep net and "
+            "its control both sit at the censoring bound (τ ≥ T at every η; a τ equal to T "
+            "counts as the bound), their D are the same lower bound, and too few seeds remain "
+            "to separate them; a departure read off a lower bound cannot fail either")
+    elif own == "fail":
         verdict, why = "fail", "the deep net does not depart from the collapsed curves"
     elif not gc:
         verdict, why = "inconclusive", "no dropout-free control at this depth"
@@ -301,9 +364,6 @@ def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, 
                                         "depth departs as much (e within k SE, or below): the "
                                         "departure is not specific to dropout here (the "
                                         "paper's ρ = 1 nets collapse up to L = 400)")
-        if not separable:
-            why += ("; both never reached p, so their D are the same lower bound and the "
-                    "design cannot separate them")
     else:
         verdict, why = "inconclusive", "the departure is not resolved at k SE"
     po = _paper_depth(cl.paper_outlier_depth, rho)
@@ -319,14 +379,17 @@ def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, 
               f"mean D_in and ≥ {ogap:g}, and D_out − D_in > {k:g} SE; fail when mean D_out ≤ "
               f"mean D_in or D_out − D_in < −{k:g} SE), and its excess over the ρ = 1 control "
               f"e = D_out − D_ctrl, paired by seed, > {k:g} SE; measured and detectable: e "
-              "(ln τ); nothing is detectable (detectable = inf) when neither the deep net nor its control reaches p "
-              "at any (seed, η): both D are then the same lower bound"),
+              "(ln τ). Censoring: a seed where the deep net and its control both sit at the "
+              "censoring bound (τ ≥ T at every η) has both D equal to the same lower bound and "
+              "is left out of e; with fewer than 2 informative seeds, or informative "
+              "differences of zero spread, nothing is detectable (detectable = inf) and the "
+              "row is inconclusive"),
         # inf: no effect of any size is detectable (both sides are the same censoring bound)
-        detectable=k * exc[1] if np.isfinite(exc[1]) and separable else np.inf,
+        detectable=np.inf if censored else resolution(k, exc[1]),
         detail=(f"L = {o} = {o / xi2:.2g} ξ2 against {depths}: D_out = {_pm(*d_out[:2])}, "
                 f"D_in = {_pm(*d_in[:2])}, D_out − D_in = {_pm(*gap[:2])} (seed mean ± SE); "
                 f"L = {o} reached p = {target:g} at {sum(reached)}/{sum(points)} (seed, η) "
                 f"points within {T} steps (a censored point counts as ln(T/τ_j), a lower "
                 f"bound){ctext}: {why}"),
         values={"D_out": d_out[0], "D_in": d_in[0], "D_ctrl": d_ctrl[0], "excess": exc[0],
-                "se_excess": exc[1], "n_seeds": len(g)})
+                "se_excess": exc[1], "n_seeds": len(g), "censored": float(censored)})

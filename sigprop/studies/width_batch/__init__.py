@@ -37,10 +37,12 @@ Claims (tolerances in ``claims:``, fixed before any result was seen), per panel:
    ``analysis.budgets`` >= ``min_tau``.  The bound is proven for linear nets only; here it
    ranks ReLU nets.
 
-Claims 2-4 are ordering claims tested by :func:`sigprop.claims.rank_claim`: pass at tau >=
-``min_tau``, fail at tau <= 0, inconclusive in between or with fewer than 4 ordered items (nets);
-the quick scale has 5 nets (depths 1, 2, 3, 4, 10) and 3 seeds (issue 18, the config's
-``design.changes``).  All four rows are ``claim`` rows; none is a sanity check.
+Claims 2-4 are ordering claims tested by :func:`sigprop.claims.rank_claim` (Kendall's tau-b,
+its null law over random orders with ties kept): pass at tau >= ``min_tau``, fail at tau <= 0,
+inconclusive in between, with fewer than 4 ordered items (nets), or when every net ties (no
+order to test, not tau = 0); the quick scale has 5 nets (depths 1, 2, 3, 4, 10) and 3 seeds
+(the config's ``design.changes``).  All four rows are ``claim`` rows; none is a sanity check.
+All are one-sided (a count above a fraction, an order), so none has an equivalence margin.
 
 Modules: ``theory`` (empty: the bound is per net), ``analysis`` (epochs to target, tuning,
 thresholds, the bound), ``figures``, ``claims``.
@@ -90,17 +92,21 @@ SPEC = StudySpec(
             "Figs. 1, 3). Each point uses the learning rate tuned by the paper's protocol (lowest "
             "training loss after 2 epochs) and is the mean over seeds; open markers at the top: the "
             "target was not reached within the epoch budget. Dotted verticals: each net's batch "
-            "threshold B* (largest batch within the threshold factor of the net's fewest epochs).")),
+            "threshold B* (largest batch within the threshold factor of the net's fewest epochs)."),
+            claims=("threshold_exists*", "threshold_grows_with_width*",
+                    "wide_fewer_epochs_at_large_batch*")),
         "width_batch_heatmap": Figure("epochs_heatmap", (
             "Epochs to the target training accuracy by depth L (width K in brackets) and batch size, "
-            "as 004 Fig. 4; blank: not reached within the budget.")),
+            "as 004 Fig. 4; blank: not reached within the budget."),
+            claims=("wide_fewer_epochs_at_large_batch*", "threshold_exists*")),
         "width_batch_largest": Figure("largest_batch_plot", (
             "Largest batch size that reaches the target training accuracy within a fixed number of "
             "epochs, per net (004 Fig. 5), coloured lines and left axis (crosses on the bottom line: "
             "no batch size reached it in time). Black dashed, right axis (theory): the "
             "lower bound of 004 Thm. 3 (equal widths, text after it) on the gradient-diversity ratio of "
             "a linear net with the same input size, widths and depth, 1 / ((L-1)/(2(K-1)) + 2/(d-1)) "
-            "with L counting weight layers; the paper proves it for linear nets only.")),
+            "with L counting weight layers; the paper proves it for linear nets only."),
+            claims=("largest_batch_follows_diversity_bound*",)),
     },
     theory=NoParams, analysis=Analysis, claims=Claims,
 )
