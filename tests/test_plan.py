@@ -1,4 +1,4 @@
-"""sigprop plan (issue 19): FLOPs counted on the meta device agree with the analytic count,
+"""sigprop plan: FLOPs counted on the meta device agree with the analytic count,
 a shard's memory and time follow from them, and the plan covers every shard of the config."""
 
 from __future__ import annotations

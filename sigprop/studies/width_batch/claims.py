@@ -3,8 +3,8 @@
 
 All four are ``claim`` rows (measured on trained nets, they could come out either way).  The
 three ordering claims use :func:`sigprop.claims.rank_claim`: Kendall's tau over the nets (one
-item per net, epochs averaged over seeds) passes at ``claims.min_tau``, fails at tau <= 0 and is
-inconclusive in between, with fewer than 4 ordered items, or when every net ties in y (no order
+item per net, epochs averaged over seeds) passes at ``claims.min_tau``, fails at tau < 0 and is
+inconclusive in between (tau = 0 included), with fewer than 4 ordered items, or when every net ties in y (no order
 to test: tau is undefined, never read as 0); the test string states the attainable tau-b levels
 and the chance of a pass under a random order, from the null law with the ties kept.  ``threshold_exists`` is a
 count over nets; its resolution (``detectable``) is one net, 1 / (nets with a B*)."""
