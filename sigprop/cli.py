@@ -225,12 +225,19 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     cdoc = sub.add_parser(
         "claims-doc", help="regenerate the verdict tables of docs/papers.md from a results folder",
         description="Replace each <!-- claims:{paper}:{scale}:start/end --> block of a Markdown "
-                    "file by the tally and rows of results/papers/{paper}/claims.parquet; with "
-                    "--check, exit 1 when the file differs from what it would write.")
+                    "file by the headline and every claim of results/papers/{paper}/claims.parquet "
+                    "beside the committed paper-scale verdicts (docs/evidence/paper-scale), each "
+                    "read against its study file's regime; with --check, exit 1 when the file "
+                    "differs from what it would write.")
     cdoc.add_argument("file", nargs="?", default="docs/papers.md")
     cdoc.add_argument("--results", default="results", help="results folder [default: results]")
     cdoc.add_argument("--scale", default="quick", help="the scale the results were run at "
                                                        "[default: quick]")
+    cdoc.add_argument("--evidence", default="docs/evidence/paper-scale",
+                      help="committed paper-scale verdicts [default: docs/evidence/paper-scale]")
+    cdoc.add_argument("--configfile", default="config/config.yaml",
+                      help="the config whose study files declare scales and regimes "
+                           "[default: config/config.yaml]")
     cdoc.add_argument("--check", action="store_true", help="compare, do not write")
     cmp = sub.add_parser(
         "compare", help="compare two results folders' claims and tables value by value",
@@ -242,15 +249,17 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     cmp.add_argument("--rtol", type=float, default=0.0,
                      help="relative tolerance for numbers [default: 0, exact]")
     ev = sub.add_parser(
-        "evidence", help="paper-scale verdicts run on a CPU: what fits, publish, check, docs",
+        "evidence", help="paper-scale verdicts run on a CPU: what fits, publish, check, views",
         description="fits: the paper-scale blocks that fit --limit-min on this CPU with no "
                     "download (from the cost plan).  publish STUDY: copy a paper-scale run's "
                     "claims to docs/evidence/paper-scale/STUDY/ with provenance.  check: the "
-                    "committed tables still match the paper-scale config's runs.  doc [FILE]: "
-                    "fill the <!-- scales:STUDY --> blocks of docs/papers.md (--check: compare).")
-    ev.add_argument("action", choices=["fits", "publish", "check", "doc"])
+                    "committed tables still match the paper-scale config's runs.  views: "
+                    "regenerate each committed study's claims.md against its study file today "
+                    "(how each row reads at paper scale).  The verdicts of both scales side by "
+                    "side in docs/papers.md: sigprop claims-doc.")
+    ev.add_argument("action", choices=["fits", "publish", "check", "views"])
     ev.add_argument("target", nargs="?", default=None,
-                    help="publish: the study; doc: the Markdown file [docs/papers.md]")
+                    help="publish: the study")
     ev.add_argument("--configfile", default="config/config.yaml")
     ev.add_argument("--results", default="results", help="results folder [default: results]")
     ev.add_argument("--out", default=None, help="evidence folder [docs/evidence/paper-scale]")
@@ -259,7 +268,6 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     ev.add_argument("--command", default="", help="publish: the command that ran it")
     ev.add_argument("--note", default="", help="publish: e.g. what else ran at the same time")
     ev.add_argument("--limit-min", type=float, default=60.0, help="fits: minutes [default: 60]")
-    ev.add_argument("--check", action="store_true", help="doc: compare, do not write")
     si = sub.add_parser(
         "stand-ins", help="write stand-in raw files of the downloaded data sets for the smoke run",
         description="Write small random files in the real raw formats (IDX, CIFAR binary, "
@@ -331,7 +339,6 @@ def _bench(args: dict) -> int:
 def _evidence(args: dict) -> int:
     from pathlib import Path
 
-    from . import atomic
     from . import evidence as E
     out = Path(args["out"]) if args["out"] else E.EVIDENCE_DIR
     act = args["action"]
@@ -362,17 +369,9 @@ def _evidence(args: dict) -> int:
             for p in problems:
                 print(p, file=sys.stderr)
             return 1 if problems else 0
-        path = Path(args["target"] or "docs/papers.md")
-        old = path.read_text()
-        new, found = E.render_doc(old, args["results"], out)
-        if args["check"]:
-            if new != old:
-                print(f"{path}: the scales blocks of {found} differ: rerun `sigprop evidence "
-                      f"doc {path}`", file=sys.stderr)
-                return 1
-            return 0
-        atomic.write_text(str(path), new)
-        print(f"{path}: scales blocks of {', '.join(found) or 'no study'}")
+        written = E.write_views(out, args["configfile"])
+        for p in written:
+            print(f"wrote {p}")
         return 0
     except (KeyError, ValueError, FileNotFoundError) as e:
         print(f"sigprop evidence {act}: {e}", file=sys.stderr)
@@ -453,7 +452,12 @@ def main(argv: list[str] | None = None) -> int:
         from .claims.doc_tables import render
         path = Path(args["file"])
         old = path.read_text()
-        new, found = render(old, args["results"], args["scale"])
+        info = {}
+        if Path(args["configfile"]).exists():
+            from . import plan as P
+            _, studies = P.load(args["configfile"], [f"scale={args['scale']}"])
+            info = {n: st.summary_info() for n, st in studies.items()}
+        new, found = render(old, args["results"], args["scale"], args["evidence"], info)
         if not found:
             print(f"sigprop claims-doc: {path} has no <!-- claims:NNN:{args['scale']}:start --> "
                   "block", file=sys.stderr)

@@ -7,7 +7,7 @@ tables are committed under ``docs/evidence/paper-scale/<study>/`` by :func:`publ
 (``sigprop evidence publish``):
 
 * ``claims.parquet``: the study's claims table, as the workflow wrote it;
-* ``claims.md``: the same rows, readable;
+* ``claims.md``: the same rows, readable, each with how it reads at paper scale;
 * ``provenance.json``: the commit (and whether the tree had uncommitted changes), date,
   machine, wall time of the run and the summed job time from the rules' benchmark files, the
   number of runs and the SHA-256 of their sorted run ids, and the claim ids.
@@ -15,8 +15,10 @@ tables are committed under ``docs/evidence/paper-scale/<study>/`` by :func:`publ
 :func:`check` (run by the tests) recomputes each study's paper-scale run ids from the config
 today and compares them with the committed digest, so a config or code change that would
 give other runs (and so stale verdicts) is noticed without rerunning anything.
-:func:`scales_table` puts a study's quick and paper verdicts side by side for
-``docs/papers.md`` (``sigprop evidence doc``).
+:func:`read_claims` reads a committed table against the study file's paper-scale regime, as the
+referee summaries, the report's front page and ``docs/papers.md`` (``sigprop claims-doc``) show
+it beside this run's verdicts; :func:`write_view` regenerates its readable ``claims.md``
+(``sigprop evidence views``).
 """
 
 from __future__ import annotations
@@ -220,7 +222,7 @@ def check(evidence: str | Path = EVIDENCE_DIR,
             problems.append(f"{d}/provenance.json: the paper-scale runs of {d.name} today "
                             f"({len(ids)} runs) are not those the committed verdicts came from "
                             f"({prov['runs']} runs): rerun it at paper scale and publish again")
-        claims = tables.read(d / "claims.parquet", tables.CLAIM_COLUMNS)
+        claims = tables.read(d / "claims.parquet", OLD_COLUMNS)
         if claims.claim_id.astype(str).tolist() != prov["claim_ids"]:
             problems.append(f"{d}: claims.parquet's claim ids differ from provenance.json's")
         if claims.study.nunique() != 1 or claims.study.iloc[0] != d.name:
@@ -228,64 +230,16 @@ def check(evidence: str | Path = EVIDENCE_DIR,
     return problems
 
 
-def scales_table(quick: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim id of either table: verdict and measured value at both scales, and
-    whether the verdict changed (``-`` where a scale has no such claim).  An id whose kind
-    differs between the scales (a sanity identity at one, a claim at the other: e.g. the width
-    of one figure that equals another figure's at one scale only) shows both kinds
-    (``sanity → claim``) and counts as changed, as a claim of one scale only does; ``both``
-    says whether the row is the same kind at both scales, which is what a verdict change
-    between the scales means."""
-    cols = ["claim_id", "kind", "verdict", "measured", "exploratory"]
-    m = quick[cols].merge(paper[cols], on="claim_id", how="outer", suffixes=("_quick", "_paper"))
-    m["both"] = m.kind_quick.notna() & (m.kind_quick == m.kind_paper)
-    differ = m.kind_quick.notna() & m.kind_paper.notna() & ~m.both
-    m["kind"] = m.kind_quick.fillna(m.kind_paper).astype(str)
-    m.loc[differ, "kind"] = m.kind_quick[differ] + " → " + m.kind_paper[differ]
-    for s in ("quick", "paper"):
-        m[f"verdict_{s}"] = m[f"verdict_{s}"].fillna("-") + m[f"exploratory_{s}"].map(
-            {True: " (expl.)"}).fillna("")
-    m["changed"] = ~m.both | (m.verdict_quick.str.split().str[0]
-                              != m.verdict_paper.str.split().str[0])
-    order = {"claim": 0, "summary": 1, "sanity": 2}
-    rank = [min(order.get(k, 3) for k in (a, b) if isinstance(k, str))
-            for a, b in zip(m.kind_quick, m.kind_paper)]
-    return m.assign(_k=rank).sort_values(["_k", "claim_id"], kind="stable")[
-        ["claim_id", "kind", "verdict_quick", "measured_quick", "verdict_paper", "measured_paper",
-         "changed", "both"]].reset_index(drop=True)
-
-
-def _marker(study: str, end: bool = False) -> str:
-    return f"<!-- scales:{study}:{'end' if end else 'start'} -->"
-
-
-def render_doc(text: str, results: str | Path = "results",
-               evidence: str | Path = EVIDENCE_DIR) -> tuple[str, list[str]]:
-    """``text`` with every ``<!-- scales:<study>:start/end -->`` block replaced by the study's
-    quick-vs-paper table (quick from ``results``, paper from ``evidence``)."""
-    from .claims.render import to_markdown
-    results, evidence = Path(results), Path(evidence)
-    found = []
-
-    def sub(m):
-        study = m.group(1)
-        q, p = results / study / "claims.parquet", evidence / study / "claims.parquet"
-        for path in (q, p):
-            if not path.exists():
-                raise FileNotFoundError(f"{path}: missing for the scales block of {study}")
-        found.append(study)
-        t = scales_table(tables.read(q, tables.CLAIM_COLUMNS), tables.read(p, tables.CLAIM_COLUMNS))
-        prov = json.loads((evidence / study / "provenance.json").read_text())
-        wall = f"{prov['wall_s'] / 60:.1f} min" if prov.get("wall_s") else "?"
-        n = int((t.changed & t.both & (t.kind == "claim")).sum())
-        one = int((~t.both & t.kind.str.contains("claim")).sum())
-        head = (f"Generated by `sigprop evidence doc` from `{q}` (quick) and `{p}` (paper scale: "
-                f"{prov['runs']} runs, {wall} wall on a {prov['machine']['cores']}-core CPU, "
-                f"commit `{prov['commit'][:10]}`, {prov['date']}). Claims at both scales whose "
-                f"verdict differs: {n}; claims at one scale only (or a sanity check at the "
-                f"other): {one}.")
-        return (f"{_marker(study)}\n{head}\n\n{to_markdown(t.drop(columns='both'))}"
-                f"{_marker(study, True)}")
-
-    pat = re.compile(r"<!-- scales:(\w+):start -->.*?<!-- scales:\1:end -->", re.S)
-    return pat.sub(sub, text), found
+def write_views(evidence: str | Path = EVIDENCE_DIR,
+                config_path: str | Path = "config/config.yaml") -> list[Path]:
+    """:func:`write_view` for every committed study, against its study file today (the
+    committed ``claims.parquet`` and ``provenance.json`` are left as they are)."""
+    from .config import load_yaml
+    evidence = Path(evidence)
+    cfg = load_yaml(config_path)
+    studies_dir = Path(cfg.get("studies_dir", "config/studies"))
+    out = []
+    for d in sorted(p for p in evidence.iterdir() if p.is_dir()):
+        path = studies_dir / f"{d.name}.yaml"
+        out.append(write_view(d, load_yaml(path) if path.exists() else None))
+    return out

@@ -68,43 +68,65 @@ def test_publish_refuses_results_that_are_not_the_paper_scale_runs(in_repo, tmp_
         E.publish("meanfield_maps", tmp_path / "nothing", tmp_path / "ev", CONFIG)
 
 
-def test_scales_table_flags_changed_verdicts_and_claims_of_one_scale_only():
+def test_matrix_flags_changed_verdicts_and_claims_of_one_scale_only():
+    from sigprop.claims.matrix import changed, verdict_matrix
     q = _claims("s", {"a": ("pass", 1.0), "b": ("fail", 2.0), "only_quick": ("pass", 0.5)})
     p = _claims("s", {"a": ("pass", 1.1), "b": ("inconclusive", 1.5), "only_paper": ("fail", 3.0)})
-    t = E.scales_table(q, p).set_index("claim_id")
-    assert not t.loc["a", "changed"] and t.loc["b", "changed"]
-    assert (t.loc["b", "verdict_quick"], t.loc["b", "verdict_paper"]) == ("fail", "inconclusive")
-    assert t.loc["only_quick", "verdict_paper"] == "-" and t.loc["only_paper", "changed"]
-    assert t.loc["a", "measured_paper"] == pytest.approx(1.1)
-    assert list(t.kind).index("sanity") == len(t) - 1           # claims first, sanity last
-    assert t.both.loc[["a", "b"]].all() and not t.both.loc[["only_quick", "only_paper"]].any()
+    m = verdict_matrix(q, p).set_index("claim_id")
+    flags = changed(m.reset_index()).set_axis(m.index)
+    assert not flags["a"] and flags["b"] and not flags["only_quick"]
+    assert (m.loc["b", "run_verdict"], m.loc["b", "paper_verdict"]) == ("fail", "inconclusive")
+    assert m.loc["only_quick", "paper_verdict"] == "-" and m.loc["only_paper", "run_verdict"] == "-"
+    assert m.loc["a", "paper_measured"] == pytest.approx(1.1)
+    assert "identity" not in m.index                       # sanity rows are not in the matrix
 
 
-def test_scales_table_shows_an_id_that_is_a_sanity_check_at_one_scale_and_a_claim_at_the_other():
+def test_matrix_shows_an_id_that_is_a_sanity_check_at_one_scale_and_a_claim_at_the_other():
     """gradient_universality's width N = 100 is Fig. 4's width at quick scale (an identity) and
-    a Fig. 5 width of its own at paper scale (a claim): the row shows both kinds, is not a
-    verdict change of a claim, and sorts with the claims."""
+    a Fig. 5 width of its own at paper scale (a claim): the row is a claim, its quick cell says
+    it is a sanity check there, and it is no verdict change of a claim."""
+    from sigprop.claims.matrix import changed, verdict_matrix
     q = _claims("s", {"a": ("pass", 1.0)})
     p = _claims("s", {"a": ("pass", 1.0)})
     p.loc[p.claim_id == "identity", ["kind", "verdict"]] = ["claim", "fail"]
-    t = E.scales_table(q, p).set_index("claim_id")
-    assert t.loc["identity", "kind"] == "sanity → claim"
-    assert t.loc["identity", "changed"] and not t.loc["identity", "both"]
-    assert list(t.index) == ["a", "identity"]
+    m = verdict_matrix(q, p)
+    r = m.set_index("claim_id").loc["identity"]
+    assert (r.kind, r.run_kind, r.run_reading, r.paper_kind) == ("claim", "sanity", "sanity: pass",
+                                                                  "claim")
+    assert not changed(m).any()
 
 
-def test_docs_scales_blocks_are_those_the_committed_tables_give(in_repo):
-    """docs/papers.md's quick-vs-paper blocks are generated from the committed paper-scale tables
-    and the quick run; only the paper side is committed, so this checks the blocks' study set
-    and the paper-scale verdicts they show."""
+def test_committed_tables_read_against_the_study_files_paper_regime(in_repo):
+    """A committed table without the newer columns reads with margin NaN, scale paper and the
+    declared paper-scale regime along each claim's axes."""
+    d = COMMITTED / "gradient_universality"
+    df = E.read_claims(d / "claims.parquet", {"depth": "L = 100; the paper's 200"},
+                       {"power2*": ["depth"]})
+    c = df[df.kind == "claim"]
+    assert set(df.scale) == {"paper"} and (c.regime == "depth: L = 100; the paper's 200").all()
+    plain = E.read_claims(d / "claims.parquet")
+    assert (plain.regime == "").all()
+
+
+def test_docs_show_every_committed_claim_with_its_paper_scale_reading(in_repo):
+    """docs/papers.md's per-paper blocks are generated from the quick run and the committed
+    paper-scale tables; only the paper side is committed, so this checks that every committed
+    claim appears with the reading its committed verdict gives."""
+    import yaml
+    from sigprop.claims.reading import readings
     text = (REPO / "docs/papers.md").read_text()
     for d in (p for p in COMMITTED.iterdir() if p.is_dir()):
-        assert f"<!-- scales:{d.name}:start -->" in text, d.name
-        block = text.split(f"<!-- scales:{d.name}:start -->")[1].split("<!-- scales:")[0]
-        paper = pd.read_parquet(d / "claims.parquet")
-        for cid, verdict in zip(paper.claim_id, paper.verdict):
-            line = next((ln for ln in block.splitlines() if f"| {cid} |" in ln), None)
-            assert line is not None and verdict in line, (d.name, cid)
+        cfg = yaml.safe_load((REPO / "config/studies" / f"{d.name}.yaml").read_text())
+        paper = E.read_claims(d / "claims.parquet", *E.declared_regime(cfg))
+        paper = paper.assign(reading=readings(paper))
+        block = text.split(f"<!-- claims:{cfg['paper']}:quick:start -->")[1].split(
+            "<!-- claims:")[0]
+        for r in paper[paper.kind.isin(["claim", "beyond"])].itertuples():
+            line = next((ln for ln in block.splitlines()
+                         if ln.startswith(f"| {d.name} | {r.claim_id} |")), None)
+            assert line is not None, (d.name, r.claim_id)
+            cells = [c.strip() for c in line.split(" | ")]
+            assert cells[5].startswith(r.reading.split(" at ")[0]), (d.name, r.claim_id, cells)
 
 
 def test_report_page_puts_this_run_beside_the_committed_paper_scale(tmp_path):
@@ -112,15 +134,17 @@ def test_report_page_puts_this_run_beside_the_committed_paper_scale(tmp_path):
     q = _claims("s", {"a": ("pass", 1.0), "b": ("fail", 2.0)})
     p = _claims("s", {"a": ("pass", 1.25), "b": ("pass", 0.5)})
     tables.write_atomic(q, tmp_path / "q.parquet")
-    tables.write_atomic(p, tmp_path / "p.parquet")
-    (tmp_path / "prov.json").write_text(json.dumps({
+    (tmp_path / "s").mkdir()
+    tables.write_atomic(p, tmp_path / "s" / "claims.parquet")
+    (tmp_path / "s" / "provenance.json").write_text(json.dumps({
         "runs": 7, "wall_s": 120.0, "machine": {"cores": 2}, "commit": "abc" * 10,
-        "date": "2026-11-24"}))
+        "date": "2026-11-24", "claim_ids": p.claim_id.tolist()}))
     t = analysis_steps.scales("s", "quick", str(tmp_path / "q.parquet"),
-                              str(tmp_path / "p.parquet"), str(tmp_path / "prov.json"),
-                              str(tmp_path / "scales.html"))
+                              str(tmp_path / "s" / "claims.parquet"),
+                              str(tmp_path / "s" / "provenance.json"), str(tmp_path / "scales.html"),
+                              json.dumps({"paper_regime": {}, "depends_on": {}}))
     page = (tmp_path / "scales.html").read_text()
-    assert "Claims at both scales whose verdict differs: 1; claims at one scale only" in page
-    assert "verdict (quick)" in page and "<th>both</th>" not in page
+    assert "Claims at both scales whose verdict differs: 1." in page
+    assert "quick scale (this run)" in page and "contradicts the paper" in page
     assert "<td>1.25</td>" in page and "7 runs, 2.0 min wall" in page
-    assert t.set_index("claim_id").loc["b", "changed"]
+    assert t.set_index("claim")["paper scale (committed)"]["b"] == "supported"
