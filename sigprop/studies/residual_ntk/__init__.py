@@ -20,12 +20,17 @@ Eq. (29) ``sum_{l=1}^L 1/(l+1)`` and the value of Eqs. (26)-(27) themselves, ``H
 Claims: (1) per Fig. 2 panel (arch x width) the sample mean over inits matches Thm. 1 / 2 at the
 angles: one joint test per panel (the angles share the panel's initializations), the largest
 |z| over the angles against its bootstrap critical value over initializations
-(:func:`sigprop.claims.max_abs_z_bootstrap`, ``claims.n_boot_joint``); (2) the spread (SD over inits, averaged over angles) shrinks from the
-narrow to the wide net (Fig. 2 caption), and its ratio is compared with ``sqrt(n_narrow/n_wide)``
-(the ``O(1/n)`` variance of 001 Thms. 5-6 at leading order); (3) the diagonal mean against depth
-matches Eq. (25) per (m, alpha); (4) it matches the printed Eq. (29); (5) it matches ``H_L``
-((3)-(5): every depth within ``z_max`` SE; the depths are independent nets).  Every row is a
-``claim`` with its test and detectable effect (:mod:`sigprop.claims`).
+(:func:`sigprop.claims.max_abs_z_bootstrap`, ``claims.n_boot_joint``); (2) per architecture the
+spread (SD over inits, averaged over angles) scales as ``n^(-1/2)`` (the ``O(1/n)`` variance of
+001 Thms. 5-6 at leading order; Fig. 2's caption: wider nets vary less): the exponent
+``beta = -ln(SD ratio) / ln(n_wide / n_narrow)`` equals 1/2 within ``max(z_max SE,
+exponent_tolerance)``; (3) the diagonal mean against depth matches Eq. (25) per (m, alpha);
+(4) it matches the printed Eq. (29); (5) it matches ``H_L`` ((3)-(5): at least
+``within_fraction - fraction_tolerance`` of the depths within ``z_max`` SE; the depths are
+independent nets).  Every row is a ``claim`` with its test and detectable effect
+(:mod:`sigprop.claims`); the equivalence claims pass only when their detectable effect is within
+their margin (``claims.margin``, a relative offset, for (1) and (3)-(5);
+``claims.exponent_tolerance``, in exponent units, for (2)).
 Runs whose block label (``runs.block``) starts with ``Fig. 2`` make the angle panels,
 ``diagonal`` the depth sweeps.
 
@@ -73,13 +78,20 @@ class Claims:
     z_max: float = param(3.0, gt=0, doc="theory agrees at a point when |mean - theory| <= "
                                         "z_max SE of the mean")
     within_fraction: float = param(0.95, gt=0, le=1, doc="... for at least this fraction of "
-                                                         "the points (angles, or depths)")
+                                                         "the depths (less fraction_tolerance)")
     fraction_tolerance: float = param(0.05, ge=0, lt=1, doc="pass when the fraction >= "
                                                             "within_fraction - this")
     n_boot: int = param(500, ge=0, doc="bootstrap resamples (over inits) for the SE of the "
                                        "SD ratio")
     n_boot_joint: int = param(2000, ge=100, doc="bootstrap resamples (over inits) of the joint "
                                                 "max |z| test over a Fig. 2 panel's angles")
+    margin: float = param(0.1, gt=0, doc="equivalence margin of the 'theory equals measurement' "
+                                         "claims (Fig. 2 means, diagonals): the largest common "
+                                         "relative offset from theory they tolerate; a pass needs "
+                                         "the detectable offset <= this")
+    exponent_tolerance: float = param(0.1, gt=0, doc="the spread's exponent equals 1/2 when "
+                                                     "|beta - 1/2| <= max(z_max SE, this); also "
+                                                     "its equivalence margin (exponent units)")
 
 
 SPEC = StudySpec(
@@ -91,12 +103,14 @@ SPEC = StudySpec(
             "and DenseNets (Eq. 19) against the angle theta of x' = [cos theta, sin theta], x = [1, 0] "
             "(Sigma^0 = x.x'/2, Eq. 11 with d = 2), at two widths (001 Fig. 2; red: narrow, green: "
             "wide). Thin faint lines: individual initializations; coloured line and band: mean ± 1 SE "
-            "over initializations; black: Thm. 1 / Thm. 2.")),
+            "over initializations; black: Thm. 1 / Thm. 2."),
+            claims=("fig2_*",)),
         "residual_ntk_diagonal": Figure("diagonal_figure", (
             "Diagonal G(x, x) (Sigma^0(x, x) = 1) against depth L, mean ± 1 SE over initializations "
             "(markers). (a) ResNets per (m, alpha) with 001 Eq. 25, m L alpha^m (1 + alpha^m)^(L-1) "
             "(lines). (b) DenseNets with the printed Eq. 29, sum_l 1/(l+1) (dashed), and the value of "
-            "Eqs. 26-27, H_L = sum_l 1/l (solid).")),
+            "Eqs. 26-27, H_L = sum_l 1/l (solid)."),
+            claims=("eq25_*", "eq29_*", "densenet_diagonal_*")),
     },
     measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
 )

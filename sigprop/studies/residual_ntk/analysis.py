@@ -90,3 +90,15 @@ def spread_ratio(v_wide: np.ndarray, v_narrow: np.ndarray, n_boot: int, seed: in
     boot = [spread(v_wide[rng.integers(0, len(v_wide), len(v_wide))])
             / spread(v_narrow[rng.integers(0, len(v_narrow), len(v_narrow))]) for _ in range(n_boot)]
     return r, float(np.std(boot, ddof=1)) if n_boot > 1 else np.nan
+
+
+def spread_exponent(ratio: float, ratio_se: float, n_narrow: int, n_wide: int) -> tuple[float, float]:
+    """The exponent ``beta`` of ``SD ~ n^(-beta)`` fitted between two widths from the SD ratio
+    ``wide / narrow``: ``beta = -ln(ratio) / ln(n_wide / n_narrow)``, and its SE by the delta
+    method, ``SE(ratio) / (ratio ln(n_wide / n_narrow))``.  NaN for a ratio that is not positive
+    and finite or widths that are not distinct."""
+    span = np.log(float(n_wide) / float(n_narrow)) if n_narrow > 0 and n_wide > 0 else np.nan
+    if not (np.isfinite(ratio) and ratio > 0 and np.isfinite(span) and span != 0):
+        return np.nan, np.nan
+    se = float(ratio_se) / (ratio * abs(span)) if np.isfinite(ratio_se) else np.nan
+    return float(-np.log(ratio) / span), se
