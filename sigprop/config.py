@@ -178,10 +178,11 @@ class Study:
         and the axes each claim depends on (:mod:`sigprop.claims.reading`), and the paper
         (a claim's source must lie in it)."""
         from .claims import design_changes
+        from .claims.reading import pairs
         d = self.cfg.get("design") or {}
         out = {"fixed": str(d.get("fixed", "")), "scale": self.scale,
                "changes": design_changes(d, self.scale), "regime": self.regime,
-               "depends_on": dict(self.cfg.get("depends_on") or {}),
+               "depends_on": pairs(self.cfg.get("depends_on")),
                "paper": str(self.cfg.get("paper", ""))}
         if self.smoke:
             out["smoke"] = True      # every verdict 'smoke' (sigprop.smoke.smoke_verdicts)
@@ -192,6 +193,7 @@ class Study:
         scale, data, the scale's description of what differs from the paper and its regime by
         axis, and the design's date and changes."""
         from .claims import design_changes
+        from .claims.reading import pairs
         d = self.cfg.get("design") or {}
         desc = ((self.cfg.get("scales") or {}).get(self.scale) or {}).get("description", "")
         return {"title": self.cfg.get("title", self.name), "kind": self.kind,
@@ -200,7 +202,7 @@ class Study:
                 "regime": self.regime,
                 "paper_regime": dict(((self.cfg.get("scales") or {}).get("paper") or {})
                                      .get("regime") or {}),
-                "depends_on": dict(self.cfg.get("depends_on") or {}),
+                "depends_on": pairs(self.cfg.get("depends_on")),
                 "fixed": str(d.get("fixed", "")),
                 "changes": [{"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
                             for c in design_changes(d, self.scale)]}

@@ -172,11 +172,12 @@ def read_claims(path: str | Path, regime: dict | None = None,
     return df[tables.CLAIM_COLUMNS]
 
 
-def declared_regime(study_cfg: dict | None) -> tuple[dict, dict]:
-    """A study file's paper-scale regime and the axes its claims depend on."""
+def declared_regime(study_cfg: dict | None) -> tuple[dict, list]:
+    """A study file's paper-scale regime and the axes its claims depend on (in its order)."""
+    from .claims.reading import pairs
     cfg = study_cfg or {}
     return (dict(((cfg.get("scales") or {}).get("paper") or {}).get("regime") or {}),
-            dict(cfg.get("depends_on") or {}))
+            pairs(cfg.get("depends_on")))
 
 
 def write_view(dest: str | Path, study_cfg: dict | None = None) -> Path:

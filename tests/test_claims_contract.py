@@ -310,7 +310,13 @@ def test_study_design_json_for_the_claims_job():
     d = json.loads(s.design())
     assert (d["fixed"], d["scale"], d["changes"], d["paper"]) == ("2026-11-21", "quick", [], "000")
     assert d["regime"] == cfg["scales"]["quick"].get("regime", {})
-    assert d["depends_on"] == cfg.get("depends_on", {})
+    assert d["depends_on"] == reading.pairs(cfg.get("depends_on"))
+    # the first matching pattern wins in the study file's order, after the JSON round trip
+    cfg["depends_on"] = {"z_first[*": ["width"], "*": ["data"]}
+    cfg["scales"]["quick"]["regime"] = {"width": "narrow", "data": "digits"}
+    d = json.loads(build_study("meanfield_maps", str(path), cfg, "quick", 64, 0).design())
+    assert reading.claim_regime("z_first[1]", d["regime"], d["depends_on"]) == "width: narrow"
+    assert reading.claim_regime("other", d["regime"], d["depends_on"]) == "data: digits"
     info = s.summary_info()
     assert info["scale"] == "quick" and info["datasets"] and info["description"]
 
@@ -329,8 +335,9 @@ def test_claims_doc_regenerates_and_checks_the_verdict_tables(tmp_path, capsys):
     assert main(["claims-doc", str(doc), "--results", res, "--check"]) == 1
     assert main(["claims-doc", str(doc), "--results", res]) == 0
     text = doc.read_text()
-    assert "old" not in text and "Prose stays." in text and "| s | a | claim | pass |" in text
-    assert "1 claims: 1 supported" in text and "sane" in text
+    assert "\nold\n" not in text and "Prose stays." in text
+    assert "| s | a | claim | 000 | supported | – |" in text
+    assert "1 claims: 1 supported" in text and "1 sanity checks (0 not passing)" in text
     assert main(["claims-doc", str(doc), "--results", res, "--check"]) == 0
     tables.write_atomic(C.frame([_row("a", "fail")]), paper / "claims.parquet")
     assert main(["claims-doc", str(doc), "--results", res, "--check"]) == 1

@@ -34,17 +34,26 @@ READINGS = {
 }
 
 
-def claim_axes(claim_id: str, depends_on: dict | None) -> tuple[str, ...]:
+def pairs(depends_on) -> list[list]:
+    """``depends_on`` as ``[[pattern, axes], ...]`` in the study file's order: the form it
+    travels in as JSON (a JSON object may be re-sorted on the way, and the first matching
+    pattern wins)."""
+    if isinstance(depends_on, dict):
+        return [[k, list(v)] for k, v in depends_on.items()]
+    return [[k, list(v)] for k, v in (depends_on or [])]
+
+
+def claim_axes(claim_id: str, depends_on) -> tuple[str, ...]:
     """The axes a claim's statistic depends on: those of the first pattern of ``depends_on``
-    (claim-id pattern -> axes, shell-style, in the study file's order) that matches, else every
-    axis."""
-    for pattern, axes in (depends_on or {}).items():
+    (claim-id pattern -> axes, shell-style, in the study file's order; a mapping or
+    :func:`pairs`) that matches, else every axis."""
+    for pattern, axes in pairs(depends_on):
         if fnmatch.fnmatchcase(str(claim_id), pattern):
             return tuple(axes)
     return AXES
 
 
-def claim_regime(claim_id: str, regime: dict | None, depends_on: dict | None) -> str:
+def claim_regime(claim_id: str, regime: dict | None, depends_on) -> str:
     """What differs from the paper's setup along the axes the claim depends on, as
     ``"axis: what; axis: what"`` (empty: the claim was measured in the paper's regime)."""
     axes = claim_axes(claim_id, depends_on)
@@ -52,8 +61,7 @@ def claim_regime(claim_id: str, regime: dict | None, depends_on: dict | None) ->
                      for a in AXES if a in (regime or {}) and a in axes)
 
 
-def apply(df: pd.DataFrame, scale: str, regime: dict | None,
-          depends_on: dict | None) -> pd.DataFrame:
+def apply(df: pd.DataFrame, scale: str, regime: dict | None, depends_on) -> pd.DataFrame:
     """``df`` with ``scale`` set on every row and ``regime`` on the claim and beyond rows
     (:func:`claim_regime`); sanity and summary rows keep an empty regime."""
     df = df.copy()
