@@ -221,7 +221,7 @@ def test_study_rows_theory_and_claims(tiny):
         assert v[cid] == "pass", claims.set_index("claim_id").loc[cid].detail
     assert v["eq85_second_order"] == "fail"
     assert claims.set_index("claim_id").measured["eq85_second_order"] > 2
-    # issue 18: theorems, our own curves' maximisers, nested bounds and controls are sanity rows
+    # theorems, our own curves' maximisers, nested bounds and controls are sanity rows
     sanity_ids = {"nwgm_side_eqs81_82", "bound2_argmax", "bound3_argmax", "bound2_fig81",
                   "bound3_fig82", "linear_mean_eq24", "linear_var_eq25", "linear_cov_eq25",
                   "linear_unscaled_rejected", "no_bias_at_half[U(0,1)]"}
@@ -323,3 +323,78 @@ def test_config_validates_and_expands_at_both_scales():
         with pytest.raises(ParamError, match=msg):
             registry.resolve("dropout_ensemble", bad, "quick")
 
+
+
+# ----------------------------------------------------------------- margins, regimes, figures
+
+EQUIVALENCE = ("eq85_second_order", "eq202_second_order", "cov_decays_as_inv_m", "var_nwgm_eq104",
+               "c1_equals_c2")
+
+
+def test_equivalence_claims_carry_their_tolerance_as_margin(tiny):
+    s, runs, theory = tiny
+    p = s.params.for_job("claims")
+    c = study_claims.claims_table(runs, theory, p)
+    tol = {"eq85_second_order": p.claims.bounds.ratio_tolerance,
+           "eq202_second_order": p.claims.bounds.ratio_tolerance,
+           "cov_decays_as_inv_m": p.claims.sampling.cov_slope_tolerance,
+           "var_nwgm_eq104": p.claims.sampling.var_rel_tolerance,
+           "c1_equals_c2": p.claims.sampling.var_rel_tolerance}
+    for r in c.itertuples():
+        base = r.claim_id.split("[")[0]
+        if base in EQUIVALENCE:
+            assert r.margin == pytest.approx(tol[base]), r.claim_id
+            assert "equivalence margin" in r.test
+        else:                       # one-sided thresholds cleared by 3 SE, sanity rows: no margin
+            assert np.isnan(r.margin), r.claim_id
+    # Bound 1: expected states the threshold the test applies (>= 0.95 of the sets)
+    b1 = c.set_index("claim_id").loc["bound1_eq87"]
+    assert ">= 0.95" in b1.expected and "minus 0.95" in b1.test
+
+
+def test_a_pass_that_cannot_resolve_the_margin_is_inconclusive(tiny, monkeypatch):
+    """With the margin passed to row(), a pass whose detectable effect exceeds the tolerance
+    can only be inconclusive (_band never returns one; a forced one shows the rule holds)."""
+    s, runs, theory = tiny
+    monkeypatch.setattr(study_claims, "_band", lambda dev, se, tol, k: ("pass", "forced", 2 * tol))
+    c = study_claims.claims_table(runs, theory, s.params.for_job("claims"))
+    check_table(c, "dropout_ensemble")
+    eq = c[c.claim_id.str.split("[").str[0].isin(EQUIVALENCE)]
+    assert len(eq) and (eq.verdict == "inconclusive").all()
+    assert eq.test.str.contains("cannot resolve the margin").all()
+
+
+def _check_depends_on_and_figures(cfg: dict, ids, figures, unshown=()):
+    """Every claim id matches exactly one ``depends_on`` pattern (the claims job receives the
+    patterns as sorted JSON keys, so their order must not matter), the axes and regime keys are
+    known axes, and a figure shows each claim."""
+    from fnmatch import fnmatchcase
+    from sigprop.claims.reading import AXES
+    dep = cfg["depends_on"]
+    for cid in ids:
+        hits = [pat for pat in dep if fnmatchcase(cid, pat)]
+        assert len(hits) == 1, (cid, hits)
+    assert all(set(a) <= set(AXES) for a in dep.values())
+    for scale in ("quick", "paper"):
+        assert set(cfg["scales"][scale].get("regime") or {}) <= set(AXES)
+    for cid in ids:
+        assert cid in unshown or any(f.shows(cid) for f in figures.values()), cid
+
+
+def test_regime_and_figures_cover_every_claim(tiny):
+    from sigprop.claims import reading
+    s, runs, theory = tiny
+    cfg = load_yaml(CONFIG)
+    c = study_claims.claims_table(runs, theory, s.params.for_job("claims"))
+    _check_depends_on_and_figures(cfg, list(c.claim_id), SPEC.figures)
+    # quick scale: the sampling claims read out of the paper's regime (fewer repetitions, m <=
+    # 100); Eq. 85's second-order ratio depends on no axis that differs: its fail contradicts
+    # the paper at every scale; at paper scale only Bound 1's synthetic sets differ
+    for scale in ("quick", "paper"):
+        r = reading.apply(c, scale, cfg["scales"][scale].get("regime"),
+                          cfg["depends_on"]).set_index("claim_id")
+        assert r.regime["eq85_second_order"] == ""
+        assert r.regime["bound1_eq87"].startswith("data:")
+        assert (r.regime[r.kind == "sanity"] == "").all()
+        sampling = r.index.str.startswith(("corr_", "cov_", "var_nwgm", "c1_", "bias_", "nwgm_approx"))
+        assert (r.regime[sampling] != "").all() if scale == "quick" else (r.regime[sampling] == "").all()

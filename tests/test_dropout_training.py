@@ -200,7 +200,7 @@ def tiny_runs():
 
 @pytest.fixture(scope="module")
 def tiny_seeds():
-    """Three tiny networks (seeds 0-2), as the quick scale's three seeds (issue 18)."""
+    """Three tiny networks (seeds 0-2), as the quick scale's three seeds."""
     import dataclasses
     runs = tuple(dataclasses.replace(RUN, seed=s) for s in (0, 1, 2))
     shard = Shard("dropout_training", runs)
@@ -410,3 +410,50 @@ def test_measure_runs_on_the_workflow_state(tmp_path):
     W0 = u[(u.run_id == runs[1].run_id) & (u.layer == 2)].sort_values("probe").W.to_numpy()
     np.testing.assert_allclose(W0, W[1].numpy().ravel(), rtol=1e-12)
     assert not df.duplicated(["run_id", "step", "metric", "layer", "probe"]).any()
+
+
+# ----------------------------------------------------------------- test texts, regimes, figures
+
+
+def _tiny_claims(runs):
+    th = study_theory.theory_table("dropout_training", _params(e_grid=11).for_job("theory"), SETTING)
+    return study_claims.claims_table(runs, th, _params().for_job("claims"))
+
+
+def test_every_test_text_states_the_thresholds_of_its_expected(tiny_seeds):
+    from sigprop.claims import threshold_mismatches
+    c = _tiny_claims(tiny_seeds)
+    cl = c[c.kind == "claim"]
+    for r in cl.itertuples():
+        assert threshold_mismatches(r.expected, r.test) == [], (r.claim_id, r.expected, r.test)
+        assert np.isnan(r.margin), r.claim_id        # one-sided thresholds by 3 SE: no margin
+    ci = cl.set_index("claim_id")
+    p = _params().claims
+    assert f">= {p.within_fraction:g}" in ci.loc["nwgm_within_bound1[final]", "test"]
+    assert f"<= {p.small_rms:g}" in ci.loc["w_error_small[final]", "test"]
+    assert "median ratio >= 1/2 and median ratio <= 2" in ci.loc["eq85_predicts_e_minus_nwgm[final]", "test"]
+    # dropin fails WHERE dropout works: both accuracies' thresholds are in the test, always
+    assert f"<= {p.fail_acc:g}" in ci.loc["dropin_fails", "test"]
+    assert f">= {p.success_acc:g}" in ci.loc["dropin_fails", "test"]
+
+
+def test_regime_and_figures_cover_every_claim(tiny_seeds):
+    from fnmatch import fnmatchcase
+    from sigprop.claims import reading
+    from sigprop.claims.reading import AXES
+    cfg = yaml.safe_load(CFG_PATH.read_text())
+    c = _tiny_claims(tiny_seeds)
+    dep = cfg["depends_on"]
+    for cid in c.claim_id:          # disjoint patterns: the claims job reads them sorted
+        assert len([pat for pat in dep if fnmatchcase(cid, pat)]) == 1, cid
+        assert any(f.shows(cid) for f in SPEC.figures.values()), cid
+    assert all(set(a) <= set(AXES) for a in dep.values())
+    q = reading.apply(c, "quick", cfg["scales"]["quick"]["regime"], dep).set_index("claim_id")
+    assert q.regime["eq85_predicts_e_minus_nwgm[final]"] == ""     # an identity: no axis
+    init = q[q.index.str.endswith("init]") & (q.kind == "claim")]
+    assert len(init) and not init.regime.str.contains("steps:").any()      # nothing trained
+    assert init.regime.str.contains("samples:").all()
+    assert "samples:" not in q.regime["dropout_learns"] and "steps:" in q.regime["dropout_learns"]
+    assert q.regime["w1mw_bounds_variance[final]"].startswith("data:")
+    # the paper scale is the paper's setup on every axis
+    assert not cfg["scales"]["paper"].get("regime")

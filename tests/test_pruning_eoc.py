@@ -186,3 +186,23 @@ def test_config_quick_and_paper_grids():
     p = CFG["scales"]["paper"]["blocks"][0]
     assert p["grid"]["depth"] == [2, 20, 40, 60, 80, 100] and len(p["grid"]["sparsity"]) == 9
     assert p["fixed"]["lr"] == 0.001 and p["fixed"]["batch_size"] == 100 and p["fixed"]["steps"] == 10000
+
+
+def test_regime_and_figures_cover_every_claim():
+    """One-sided claims (no margin); every claim id matches one depends_on pattern (disjoint:
+    the claims job reads them sorted) and the figure; the quick scale's regime reaches each
+    claim, the paper scale is the paper's setup."""
+    from fnmatch import fnmatchcase
+    from sigprop.claims import reading
+    from sigprop.claims.reading import AXES
+    runs = _runs(_paperlike, acts=("tanh", "elu", "relu"))
+    c = claims_table(runs, _theory(runs), _cfg())
+    assert c.margin.isna().all()
+    dep = CFG["depends_on"]
+    for cid in c.claim_id:
+        assert len([pat for pat in dep if fnmatchcase(cid, pat)]) == 1, cid
+        assert any(f.shows(cid) for f in spec.SPEC.figures.values()), cid
+    assert all(set(a) <= set(AXES) for a in dep.values())
+    q = reading.apply(c, "quick", CFG["scales"]["quick"]["regime"], dep)
+    assert q.regime.str.startswith("data:").all() and q.regime.str.contains("steps:").all()
+    assert not CFG["scales"]["paper"].get("regime")

@@ -199,7 +199,7 @@ def test_config_builds_at_both_scales(cfg_dict):
 
 
 def test_layer_claims_need_a_difference_beyond_noise(cfg):
-    """Issue 18: a last-section difference of about one weight, within its SE over seeds, is
+    """A last-section difference of about one weight, within its SE over seeds, is
     inconclusive (not pass); the same difference with no seed-to-seed spread passes; every
     claim row names its test and detectable effect."""
     from sigprop.claims import check_table
@@ -230,3 +230,40 @@ def test_layer_claims_need_a_difference_beyond_noise(cfg):
                                   layers=layers_for([0.0001, 0.0001, 0.0001]))
     assert reverse.set_index("claim_id").loc["deeper_layers_kept[relu,s=0.98]", "verdict"] == "fail"
     assert (noisy.kind == "claim").all() and noisy.test.str.len().gt(0).all()
+
+
+def test_regime_and_figures_cover_every_claim(cfg, cfg_dict):
+    """One-sided claims (no margin); each claim id matches one depends_on pattern (disjoint: the
+    claims job reads them sorted); the layer claims are in the figures (the accuracy claims are
+    in the tables); the quick regime reaches every claim, the paper scale is the paper's."""
+    from fnmatch import fnmatchcase
+    from sigprop.claims import reading
+    from sigprop.claims.reading import AXES
+    runs = pd.concat([_runs({(a, p, sp, s): [0.1, 0.5, 0.5] for s in range(3) for sp in (0.9, 0.98)
+                             for a, p in (("resnet32", "snip"), ("stable_resnet32", "sbp_sr"))},
+                            activation=act) for act in ("relu", "tanh")], ignore_index=True)
+    layers = pd.concat([_layers("resnet32", "snip", {sp: lambda i: 0.9 - 0.02 * (i % 11)
+                                                     for sp in (0.9, 0.98)}),
+                        _layers("stable_resnet32", "sbp_sr", {sp: lambda i: 0.6 for sp in (0.9, 0.98)})])
+    layers = pd.concat([layers.assign(activation=act) for act in ("relu", "tanh")])
+    layers = layers.assign(run_id=[f"r{a}{p}{sp}{s}{act}" for a, p, sp, s, act in
+                                   zip(layers.arch, layers.pruner, layers.sparsity, layers.seed,
+                                       layers.activation)])
+    c = claims.claims_table(runs, pd.DataFrame(), cfg, layers=layers)
+    ids = set(c.claim_id)
+    assert {"uniform_within_sections[tanh,s=0.98]", "deeper_layers_kept[relu,s=0.9]",
+            "sbp_sr_vs_snip[cifar10,tanh,resnet32,s=0.98]"} <= ids
+    assert c.margin.isna().all()
+    u = c.set_index("claim_id").loc["uniform_within_sections[relu,s=0.9]"]
+    assert "spread(Stable) / spread(ResNet) <= 1" in u.test
+    dep = cfg_dict["depends_on"]
+    for cid in ids:
+        assert len([pat for pat in dep if fnmatchcase(cid, pat)]) == 1, cid
+        shown = [n for n, f in spec.SPEC.figures.items() if f.shows(cid)]
+        assert shown == ([] if cid.startswith("sbp_sr") else
+                         ["pruning_resnet_kept_tanh" if "tanh" in cid else "pruning_resnet_kept_relu"])
+    assert all(set(a) <= set(AXES) for a in dep.values())
+    q = reading.apply(c, "quick", cfg_dict["scales"]["quick"]["regime"], dep).set_index("claim_id")
+    assert "steps:" not in q.regime["deeper_layers_kept[relu,s=0.9]"]          # masks at init
+    assert "steps:" in q.regime["sbp_sr_vs_snip[cifar10,tanh,resnet32,s=0.98]"]
+    assert not cfg_dict["scales"]["paper"].get("regime")

@@ -197,3 +197,40 @@ def test_measure_reads_the_prune_stage_masks_when_given(measured, tmp_path):
     engine.save_masks(masks, Shard("other", shard.runs[:1]), f)
     with pytest.raises(ValueError, match="m.pt"):
         measure(shard, params, buffers, P_GAMMAS, data_path=str(path), masks_path=str(f))
+
+
+def test_equivalence_rows_carry_their_tolerance_as_margin_and_bounds_name_their_value():
+    c = claims_table(*_synthetic(gamma_scr=(1.0, 0.79, 0.69)), P).set_index("claim_id")
+    cl = c[c.kind == "claim"]
+    eq = cl.index.str.startswith(("thm1_example", "table7_empirical"))
+    assert eq.sum() == 4 and np.allclose(cl.margin[eq], 0.05)
+    assert cl.test[eq].str.contains("equivalence margin 0.05").all()
+    assert cl.margin[~eq].isna().all()              # bounds, counts and orderings: no margin
+    assert (cl.verdict[cl.index.str.startswith("table7_empirical")] == "pass").all()
+    # a spread over seeds whose 3 SE exceeds the tolerance: inconclusive, never pass
+    runs, th = _synthetic(gamma_scr=(1.0, 0.79, 0.69))
+    sel = runs.metric == "s_cr_gamma"
+    runs.loc[sel, "value"] += 0.2 * (runs.loc[sel, "seed"] - 1)
+    wide = claims_table(runs, th, P).set_index("claim_id")
+    assert (wide.verdict[wide.index.str.startswith("table7_empirical")] == "inconclusive").all()
+    assert (wide.detectable[wide.index.str.startswith("table7_empirical")] > 0.05).all()
+    # expected and test name the same thresholds: the bound's value, ">= 1" fully pruned layer
+    for cid in ("thm1_bound_holds[chi=0.202]", "prop4_bound_holds[printed, gamma=5]"):
+        assert c.expected[cid].split()[1] in c.test[cid], cid
+    assert ">= 1 fully pruned layer" in c.test["fig1_chaotic_layer_collapse"]
+
+
+def test_regime_and_figures_cover_every_claim():
+    from fnmatch import fnmatchcase
+    from sigprop.claims import reading
+    from sigprop.claims.reading import AXES
+    c = claims_table(*_synthetic(), P)
+    dep = CFG["depends_on"]
+    for cid in c.claim_id:          # disjoint patterns: the claims job reads them sorted
+        assert len([pat for pat in dep if fnmatchcase(cid, pat)]) == 1, cid
+        assert any(f.shows(cid) for f in spec.SPEC.figures.values()), cid
+    assert all(set(a) <= set(AXES) for a in dep.values())
+    q = reading.apply(c, "quick", CFG["scales"]["quick"]["regime"], dep).set_index("claim_id")
+    assert q.regime["table7_empirical[gamma=5]"].startswith("data:")
+    assert "seeds:" not in q.regime["fig1_chaotic_layer_collapse"]
+    assert not CFG["scales"]["paper"].get("regime")      # MNIST, L = N = 100, 10 simulations

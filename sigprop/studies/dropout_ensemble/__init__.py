@@ -30,7 +30,7 @@ Bound 1 of Eq. 87 holds for the simulated sets; Eqs. 85 and 202 approximate E - 
 order; for each distribution of Figs. 9.1-9.2 the correlation of E_S and NWGM_S is close to 1
 and roughly constant in m, their covariance decays as 1/m, Var(NWGM_S) follows Eq. 104, C1 ~ C2
 when sigma_O^2 is small, the bias away from 0.5 is below sigma_O, NWGM_S is roughly normal.
-Sanity rows (issue 18; hold if the apparatus is right, never tallied): Bound 2 and
+Sanity rows (hold if the apparatus is right, never tallied): Bound 2 and
 2E(1-E)|1-2E| (Figs. 8.1-8.2) are looser than Bound 1; their maximisers against the closed
 forms; Eqs. 81-82 (Ky Fan's inequality); no bias at mu_O = 0.5 (symmetry); the exact linear
 moments of Eqs. 24-25 against Monte Carlo and the rejection of the unscaled network.
@@ -205,7 +205,8 @@ SPEC = StudySpec(
             "The simulation supports the curves as (approximate) bounds on |E - NWGM| for the spreads "
             "drawn: the few points above a curve are sets with large s. It does not support Eq. 85 "
             "as an approximation: the measured difference is larger by about 1/(2E(1-E)), which "
-            "Eq. 202 accounts for (see the claims).")),
+            "Eq. 202 accounts for (see the claims)."),
+            claims=("bound*", "eq85_*", "eq202_*", "nwgm_side_*")),
         "dropout_sampling": Figure("sampling_figure", (
             "002 Figs. 9.1-9.2. Left (Fig. 9.1): histograms of NWGM_S (filled) and E_S (line) over "
             "repeated samples of m values with weights 1/m from U[0,1] (upper left), U[0,0.5] (lower "
@@ -216,7 +217,9 @@ SPEC = StudySpec(
             "samples at that m; dotted: the 1/m law through the largest m. Error bars: ±1 SE "
             "(Fisher transform for r). The simulation supports the paper's statements: r is close "
             "to 1 and varies little with m, the covariance falls as 1/m; for U[0,0.5] r decreases "
-            "slowly with m (see the claims for the tolerances).")),
+            "slowly with m (see the claims for the tolerances)."),
+            claims=("corr_*", "cov_decays_*", "var_nwgm_*", "c1_equals_c2*", "bias_small*",
+                    "no_bias_at_half*", "nwgm_approx_normal*")),
         "dropout_linear": Figure("linear_figure", (
             "002 Secs. 2-3: deep linear networks with dropout on the inputs (p = 0.8) and hidden units "
             "(keep rate), Eq. 22, one random input per network. (a) Monte Carlo mean of every unit of "
@@ -226,7 +229,8 @@ SPEC = StudySpec(
             "against Eqs. 17/25, both divided by the exact sqrt(V_i V_j); (d) z-scores "
             "(MC - exact)/SE of means, variances and covariances with the standard normal density. "
             "All dropout masks of an input are drawn in one batched tensor pass. The simulation "
-            "supports the exact recursions; the unscaled network is rejected.")),
+            "supports the exact recursions; the unscaled network is rejected."),
+            claims=("linear_*",)),
     },
     measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
 )

@@ -21,7 +21,7 @@ connected pairs after training only (Figs. 9.12-9.14); E(sigma'(S)) ~ sigma'(E(S
 activations become sparse, active units go through three phases, their consistency does not
 decline with depth (Figs. 11.1-11.3); dropin fails where dropout succeeds (§11.6).
 Every claim is judged on the mean over seeds (3 at quick scale) of its per-network statistic,
-with the SE over seeds (``claims.seed_z`` SE margins; issue 18); the Bound 2 rows are sanity
+with the SE over seeds (``claims.seed_z`` SE margins); the Bound 2 rows are sanity
 rows (implied by the Bound 1 rows).  The design history (sigma_w2, success_acc /
 sparse_fraction, seeds) is in the config's ``design.changes``.
 
@@ -109,7 +109,7 @@ class Claims:
     success_acc: float = param(0.85, ge=0, le=1, doc="§11.6: dropout's test accuracy at least "
                                                      "this (set per scale)")
     fail_acc: float = param(0.5, ge=0, le=1, doc="§11.6: dropin's test accuracy at most this")
-    seed_z: float = param(3.0, gt=0, doc="issue 18: a claim's seed mean must clear its threshold "
+    seed_z: float = param(3.0, gt=0, doc="a claim's seed mean must clear its threshold "
                                          "by seed_z SE over seeds to pass (or miss it by seed_z "
                                          "SE to fail); in between it is inconclusive")
 
@@ -127,13 +127,15 @@ SPEC = StudySpec(
         "Bound 1 E(1-E)|1-2E|/(1-2V) (green points) and Bound 2 E(1-E)|1-2E|/(1-2E(1-E)) (black "
         "curve). Right: histograms of approximation minus measured |E - NWGM| for Eq. 85 and Eq. 202 "
         "(Fig. 9.5), on units whose E - NWGM exceeds 3 Monte Carlo standard errors. Points of all "
-        "seeds' networks (3 at quick scale) pooled.")),
+        "seeds' networks (3 at quick scale) pooled."),
+            claims=("nwgm_within_*", "w_within_*", "eq202_beats_eq85*", "eq85_predicts_*")),
         "dropout_errors": Figure("fig_errors", (
         "002 Figs. 9.6-9.7: distributions of NWGM - E and W - E per hidden layer before (grey) and "
         "after (colour) training, pooled over hidden units and probe inputs; dashed: Gaussian with "
         "the same mean and standard deviation; skewness and excess kurtosis in each panel. Before "
         "training W - E is mostly the Monte Carlo noise of E (standard error sqrt(V/n)). All seeds' "
-        "networks pooled.")),
+        "networks pooled."),
+            claims=("nwgm_error_*", "w_error_*")),
         "dropout_moments": Figure("fig_moments", (
         "002 Figs. 9.8-9.15, before (grey) and after (colour) training, all hidden units and probe "
         "inputs: (a) E(O^2) - W and E(O^2) - W^2, i.e. the variance estimates W(1-W) and 0 (Fig. 9.8); "
@@ -143,7 +145,9 @@ SPEC = StudySpec(
         "(unconnected, Fig. 9.12); (f) E(O_i O_j) - 0 for the same pairs (Fig. 9.13); (g) connected "
         "pairs j -> i in adjacent hidden layers: E(O_i O_j) - W_i W_j and E(O_i O_j) - W_ij W_j "
         "(W_ij: unit i with j removed, Eq. 121) (Fig. 9.14); (h) E(sigma'(S)) - sigma'(E(S)) "
-        "(Fig. 9.15). Points of all seeds' networks pooled; trajectories (c-d): means over the seeds.")),
+        "(Fig. 9.15). Points of all seeds' networks pooled; trajectories (c-d): means over the seeds."),
+            claims=("w1mw_bounds_*", "zero_better_*", "variance_rises_*", "ww_approximates_*",
+                    "wij_correction_*", "sigma_prime_*")),
         "dropout_sparsity": Figure("fig_sparsity", (
         "002 Figs. 11.1-11.3: (a) distribution of the deterministic activations W per hidden layer "
         "over the test inputs at the end of training (log scale; grey: before training); (b) the "
@@ -151,13 +155,15 @@ SPEC = StudySpec(
         "layer for probe input 0: Monte Carlo mean activation with its 5% and 95% dropout quantiles "
         "over training; (c) the dropout standard deviation of the active units (E > 0.1 at the end of "
         "training) per hidden layer over training: mean and 5%-95% band over active (unit, input) "
-        "pairs. (a, c) pool or average all seeds' networks; (b) shows the first seed's network.")),
+        "pairs. (a, c) pool or average all seeds' networks; (b) shows the first seed's network."),
+            claims=("sparse_activations*", "active_*", "inactive_*")),
         "dropin": Figure("fig_dropin", (
         "002 §11.6: the same network trained with dropout (units set to 0) and dropin (units set to 1) "
         "from the same initial weights, data order and mask draws: (a) test accuracy of the "
         "deterministic ensemble network over training (markers at the end: Monte Carlo ensemble); "
         "(b) mean training loss; (c) mean dropout variance of the hidden units over training. Curves: "
-        "means over the seeds' networks (3 at quick scale).")),
+        "means over the seeds' networks (3 at quick scale)."),
+            claims=("dropout_learns", "dropin_fails")),
     },
     measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
 )

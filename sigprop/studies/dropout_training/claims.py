@@ -3,7 +3,7 @@ the Eq. 87 bounds and second-order approximations (Figs. 9.3-9.5), the error dis
 (Figs. 9.6-9.7), variances and covariances (Figs. 9.8-9.15), sparsity and learning phases
 (Figs. 11.1-11.3) and dropin (§11.6).
 
-Issue 18: each claim's statistic is computed per trained network (:func:`_seed_rows`, one seed
+Each claim's statistic is computed per trained network (:func:`_seed_rows`, one seed
 each) and judged on its mean over seeds with the SE over seeds (:func:`claims_table`,
 ``claims.seed_z`` SE margins); with one seed no claim is decided.  The Bound 2 rows follow from
 the Bound 1 rows (Bound 1 <= Bound 2 pointwise since V <= E(1-E)) and are sanity rows.
@@ -323,7 +323,7 @@ def _seed_rows(runs: pd.DataFrame, p) -> list[dict]:
     return rows
 
 
-# ------------------------------------------------------------------ seeds (issue 18)
+# ------------------------------------------------------------------ seeds
 
 NESTED = {"nwgm_within_bound2": "nwgm_within_bound1", "w_within_bound2": "w_within_bound1"}
 """Bound 1 <= Bound 2 pointwise (V <= E(1-E)), so a pair within Bound 1 (+ MC allowance) is
@@ -331,10 +331,11 @@ within Bound 2: the Bound 2 rows follow from the Bound 1 rows and are sanity row
 
 
 def _rule(cid: str, p):
-    """How a claim's per-seed statistic is judged: ``(effects, units)`` where ``effects(r)``
-    maps one seed's row to the numbers that must all be positive for the claim (the claim's
-    threshold subtracted, oriented so that > 0 means the paper's statement holds), or None for
-    a sanity row."""
+    """How a claim's per-seed statistic is judged: ``(effects, units, conditions)`` where
+    ``effects(r)`` maps one seed's row to the numbers that must all be positive for the claim
+    (the claim's threshold subtracted, oriented so that > 0 means the paper's statement holds)
+    and ``conditions`` states each of them with its threshold, in the same order (the test text
+    names them); None for a sanity row."""
     c = p.claims
     base = cid.split("[")[0]
     v = lambda r, key: values_of(r).get(key, np.nan)
@@ -342,41 +343,68 @@ def _rule(cid: str, p):
     below = lambda t: (lambda r: [t - r["measured"]])
     if base in NESTED:
         return None
+    frac = "fraction of (unit, input) pairs"
+    wf = f"{frac} >= {c.within_fraction:g}"
     return {
-        "nwgm_within_bound1": (above(c.within_fraction), "fraction of (unit, input) pairs"),
-        "w_within_bound1": (above(c.within_fraction), "fraction of (unit, input) pairs"),
+        "nwgm_within_bound1": (above(c.within_fraction), frac, [wf]),
+        "w_within_bound1": (above(c.within_fraction), frac, [wf]),
         "eq202_beats_eq85": (lambda r: [v(r, "log_ratio_eq85") - v(r, "log_ratio_eq202")],
-                             "median |log ratio|, Eq. 85 minus Eq. 202"),
+                             "median |log ratio|, Eq. 85 minus Eq. 202",
+                             ["median |log ratio| of Eq. 85 - that of Eq. 202 > 0"]),
         "eq85_predicts_e_minus_nwgm": (lambda r: [r["measured"] - 1 / c.approx_factor,
                                                   c.approx_factor - r["measured"]],
-                                       "median ratio measured / Eq. 85"),
-        "nwgm_error_small": (below(c.small_rms), "RMS"),
-        "w_error_small": (below(c.small_rms), "RMS"),
-        "nwgm_error_gaussian_skew": (below(c.max_skew), "|skewness|"),
-        "w_error_gaussian_skew": (below(c.max_skew), "|skewness|"),
-        "nwgm_error_gaussian_kurtosis": (below(c.max_excess_kurtosis), "|excess kurtosis|"),
-        "w_error_gaussian_kurtosis": (below(c.max_excess_kurtosis), "|excess kurtosis|"),
+                                       "median ratio measured / Eq. 85",
+                                       [f"median ratio >= 1/{c.approx_factor:g}",
+                                        f"median ratio <= {c.approx_factor:g}"]),
+        "nwgm_error_small": (below(c.small_rms), "RMS",
+                             [f"largest RMS per layer <= {c.small_rms:g}"]),
+        "w_error_small": (below(c.small_rms), "RMS", [f"largest RMS per layer <= {c.small_rms:g}"]),
+        "nwgm_error_gaussian_skew": (below(c.max_skew), "|skewness|",
+                                     [f"largest |skewness| per layer <= {c.max_skew:g}"]),
+        "w_error_gaussian_skew": (below(c.max_skew), "|skewness|",
+                                  [f"largest |skewness| per layer <= {c.max_skew:g}"]),
+        "nwgm_error_gaussian_kurtosis": (below(c.max_excess_kurtosis), "|excess kurtosis|",
+                                         ["largest |excess kurtosis| per layer <= "
+                                          f"{c.max_excess_kurtosis:g}"]),
+        "w_error_gaussian_kurtosis": (below(c.max_excess_kurtosis), "|excess kurtosis|",
+                                      ["largest |excess kurtosis| per layer <= "
+                                       f"{c.max_excess_kurtosis:g}"]),
         "w_error_no_depth_growth": (below(c.depth_growth),
-                                    "ratio RMS(W - E) last / first of the hidden layers"),
-        "w1mw_bounds_variance": (above(c.within_fraction), "fraction of (unit, input) pairs"),
-        "zero_better_variance_estimate": (above(c.majority_fraction),
-                                          "fraction of (unit, input) pairs"),
+                                    "ratio RMS(W - E) last / first of the hidden layers",
+                                    [f"ratio <= {c.depth_growth:g}"]),
+        "w1mw_bounds_variance": (above(c.within_fraction), frac, [wf]),
+        "zero_better_variance_estimate": (above(c.majority_fraction), frac,
+                                          [f"{frac} >= {c.majority_fraction:g}"]),
         "variance_rises_during_learning": (lambda r: [r["measured"] - c.rise_factor,
                                                       v(r, "gap_drop")],
-                                           "peak / initial mean V (and the drop of the mean gap)"),
-        "ww_approximates_pairs_unconnected": (below(c.pair_ratio), "relative median error"),
-        "ww_approximates_pairs_connected": (below(c.pair_ratio), "relative median error"),
-        "wij_correction_no_help": (above(1.0), "ratio of mean errors"),
-        "wij_correction_helps": (below(1.0), "ratio of mean errors"),
-        "sigma_prime_of_mean": (below(c.sigma_prime_tol), "median |difference|"),
-        "sparse_activations": (above(c.sparse_fraction), "fraction of activations"),
-        "active_units_variance_rises": (above(c.rise_factor), "peak / initial SD"),
-        "active_units_variance_settles": (below(c.settle_tol), "relative change"),
-        "inactive_units_stay_consistent": (below(c.inactive_ratio), "ratio of peak SDs"),
+                                           "peak / initial mean V (and the drop of the mean gap)",
+                                           [f"peak / initial mean V >= {c.rise_factor:g}",
+                                            "initial minus smallest mean W(1-W) - V > 0"]),
+        "ww_approximates_pairs_unconnected": (below(c.pair_ratio), "relative median error",
+                                              [f"relative median error <= {c.pair_ratio:g}"]),
+        "ww_approximates_pairs_connected": (below(c.pair_ratio), "relative median error",
+                                            [f"relative median error <= {c.pair_ratio:g}"]),
+        "wij_correction_no_help": (above(1.0), "ratio of mean errors", ["ratio >= 1"]),
+        "wij_correction_helps": (below(1.0), "ratio of mean errors", ["ratio < 1"]),
+        "sigma_prime_of_mean": (below(c.sigma_prime_tol), "median |difference|",
+                                [f"median |difference| <= {c.sigma_prime_tol:g}"]),
+        "sparse_activations": (above(c.sparse_fraction), "fraction of activations",
+                               [f"smallest fraction per layer of activations below "
+                                f"{p.measure.sparse_threshold:g} >= {c.sparse_fraction:g}"]),
+        "active_units_variance_rises": (above(c.rise_factor), "peak / initial SD",
+                                        [f"peak / initial SD >= {c.rise_factor:g}"]),
+        "active_units_variance_settles": (below(c.settle_tol), "relative change",
+                                          [f"relative change over the last {c.settle_window:g} "
+                                           f"of training <= {c.settle_tol:g}"]),
+        "inactive_units_stay_consistent": (below(c.inactive_ratio), "ratio of peak SDs",
+                                           [f"ratio <= {c.inactive_ratio:g}"]),
         "active_consistency_across_layers": (below(c.layer_sd_ratio),
-                                             "ratio last / first of the hidden layers"),
-        "dropout_learns": (above(c.success_acc), "test accuracy"),
-        "dropin_fails": (below(c.fail_acc), "test accuracy"),
+                                             "ratio last / first of the hidden layers",
+                                             [f"ratio <= {c.layer_sd_ratio:g}"]),
+        "dropout_learns": (above(c.success_acc), "test accuracy",
+                           [f"test accuracy >= {c.success_acc:g}"]),
+        "dropin_fails": (below(c.fail_acc), "test accuracy",
+                         [f"dropin test accuracy <= {c.fail_acc:g}"]),
     }[base]
 
 
@@ -426,7 +454,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                               tolerance=0.0, verdict="pass" if ok else "fail", detail=detail,
                               values=vals, test="nesting of the Eq. 87 curves, per seed"))
             continue
-        effects, units = rule
+        effects, units, conds = rule
         e = np.array([effects(r) for r in rs], float)           # [seeds, conditions]
         if n < 2 or not np.isfinite(e).all():
             with np.errstate(invalid="ignore"):
@@ -444,16 +472,20 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             verdict = "pass" if all(x == "pass" for x in vs) else (
                 "fail" if any(x == "fail" for x in vs) else "inconclusive")
             det = float(max(q[2] for q in parts))
-        test = (f"mean over {n} seeds of the per-seed statistic; every condition's margin "
-                f"(threshold distance, oriented so > 0 holds) > {k:g} SE over seeds passes, any "
-                f"< -{k:g} SE fails, else inconclusive; units: {units}; margins "
+        test = (f"mean over {n} seeds of the per-seed statistic against "
+                + " and ".join(conds)
+                + f"; every condition's margin (mean minus threshold, oriented so > 0 holds) > "
+                f"{k:g} SE over seeds passes, any < -{k:g} SE fails, else inconclusive; units: "
+                f"{units}; margins "
                 + ", ".join(f"{a:+.4g} (SE {b:.2g})" for a, b in zip(np.atleast_1d(emean), np.atleast_1d(se))))
         if base in ("w_error_no_depth_growth", "active_consistency_across_layers"):
             test += ("; a ratio of the last to the first hidden layer (3 hidden layers at quick "
                      "scale), not a rank test")
-        if base == "dropin_fails" and verdicts.get("dropout_learns") != "pass":
-            verdict = "inconclusive"
-            test += "; inconclusive unless dropout_learns passes (dropin fails WHERE dropout works)"
+        if base == "dropin_fails":
+            test += (f"; inconclusive unless dropout_learns passes (dropout test accuracy >= "
+                     f"{float(p.claims.success_acc):g}: dropin fails WHERE dropout works)")
+            if verdicts.get("dropout_learns") != "pass":
+                verdict = "inconclusive"
         verdicts[cid] = verdict
         vals.update({"se": float(np.atleast_1d(se)[0]) if np.isfinite(np.atleast_1d(se)[0]) else np.nan})
         out.append(row(study, cid, first["claim"], first["source"], measured=mean,

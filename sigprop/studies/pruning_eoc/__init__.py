@@ -80,6 +80,8 @@ SPEC = StudySpec(
         "Cells are marked 'x' when below the study's trainability threshold; the dashed box is the "
         "region where the claims expect ordered-phase init to be untrainable; the ordered panels' "
         "s = 0 column is the unpruned control with the same init (its chi_1 is our choice). A run "
-        "whose loss diverged (NaN) counts as accuracy 0."))},
+        "whose loss diverged (NaN) counts as accuracy 0."),
+        claims=("ordered_untrainable_region*", "rescaling_enlarges_trainable_region*",
+                "eoc_more_trainable_than_ordered*"))},
     analysis=Analysis, claims=Claims,
 )

@@ -16,7 +16,7 @@ Outputs
   ResNet32, from the prune stage's layer reports.
 
 Claims (tolerances in the study config, fixed before any result was seen; the tests were given
-standard errors over seeds on 2026-11-23, issue 18; each difference is decided at ``z`` SE):
+standard errors over seeds on 2026-11-23; each difference is decided at ``z`` SE):
 1. ``sbp_sr_vs_snip``: at the highest sparsity of each (data set, activation, net), SBP-SR's mean
    final accuracy > SNIP's − ``acc_margin`` by ``z`` SE (non-inferiority; Table 1, Table 9,
    Sec. 4.2).
@@ -71,9 +71,11 @@ SPEC = StudySpec(
             "Percentage of weights kept per prunable layer (conv layers in order, shortcut convs and "
             "the readout included) after pruning at initialization: SNIP on ResNet32 (Kaiming init) "
             "vs SBP-SR (SNIP on Stable ResNet32, 003 Eq. 9), ReLU, one panel per sparsity; mean over "
-            "seeds, band min-max; dotted lines: section boundaries (003 Fig. 2).")),
+            "seeds, band min-max; dotted lines: section boundaries (003 Fig. 2)."),
+            claims=("uniform_within_sections?relu*", "deeper_layers_kept?relu*")),
         "pruning_resnet_kept_tanh": Figure("fig4", (
-            "As the ReLU figure for tanh ResNet32 / Stable ResNet32 (003 App. G, Fig. 4).")),
+            "As the ReLU figure for tanh ResNet32 / Stable ResNet32 (003 App. G, Fig. 4)."),
+            claims=("uniform_within_sections?tanh*", "deeper_layers_kept?tanh*")),
     },
     tables=TABLES,
     analysis=Analysis, claims=Claims,

@@ -129,7 +129,9 @@ def _layer_claims(study, runs, p, layers):
                                 f"mean over {n} seeds: Stable {m_st:.4g}, ResNet {m_rs:.4g}; "
                                 f"difference {m_rs - m_st:.4g}, SE {se:.2g}"),
                         test=(f"spread(ResNet) - spread(Stable): {test}; SE unpaired over {n} "
-                              f"seeds (< {min_seeds}: inconclusive); units: kept fraction (std)"),
+                              f"seeds (< {min_seeds}: inconclusive); a pass also needs "
+                              f"spread(Stable) / spread(ResNet) <= {ratio_tol:g} (else "
+                              "inconclusive); units: kept fraction (std)"),
                         detectable=det, values={"stable": m_st, "resnet": m_rs, "se": se}))
         m_st, m_rs, se, n = _diff(st, rs, "last_section_kept")
         v, test, det = z_above(m_st - m_rs, se, k)

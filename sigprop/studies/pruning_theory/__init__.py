@@ -21,7 +21,7 @@ by their run's pruner on a class-balanced batch (as the prune stage does,
   layer's magnitude scores (:func:`.measure.alpha_scale`; magnitude ranks are
   invariant to a common scale, so this is exactly magnitude pruning of that
   network); ``s_cr_gamma_layer`` is the layer that empties first (Prop. 4 assumes
-  it is ``l0``).  Until 2026-11-23 ``l0`` was the first N x N hidden layer (issue 18).
+  it is ``l0``).  Until 2026-11-23 ``l0`` was the first N x N hidden layer.
 
 Theory: ``chi_1`` (003's ``chi = f'(1)``), Thm. 1's bound with the natural log
 (the theorem) and with log10 (the 27% quoted after it), Prop. 4's bound as printed
@@ -100,14 +100,16 @@ SPEC = StudySpec(
             "Fraction of each neuron's incoming weights kept after SBP (SNIP) at 70% sparsity of a "
             "randomly initialized tanh FFNN (003 Fig. 1: depth 100, width 100); pixel (layer, neuron), "
             "first seed; left EOC init (chi = 1), right chaotic init. Black rows are fully pruned layers; "
-            "the top row is the 10-unit output layer (blank beyond its 10 neurons).")),
+            "the top row is the 10-unit output layer (blank beyond its 10 neurons)."),
+            claims=("fig1_*",)),
         "pruning_theory_scr": Figure("fig_scr", (
             "(a) Critical sparsity s_cr of SBP (SNIP) over chi = f'(1) (003 Thm. 1; ordered phase "
             "chi < 1, EOC chi = 1, chaotic chi > 1), mean ± SE over seeds (grey points: seeds), against "
             "Thm. 1's bound with ln (the theorem) and log10 (the 27% quoted after it); no bound on the "
             "EOC, bounds above 1 are vacuous and off scale. (b) s_cr of magnitude pruning with "
             "one layer's alpha = gamma (003 Prop. 4, Table 7) against Prop. 4's bound as printed "
-            "(gamma Q_x), with sqrt(gamma), and Table 7's printed values.")),
+            "(gamma Q_x), with sqrt(gamma), and Table 7's printed values."),
+            claims=("thm1_*", "prop4_*", "table7_*")),
     },
     measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
 )
