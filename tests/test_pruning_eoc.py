@@ -206,3 +206,18 @@ def test_regime_and_figures_cover_every_claim():
     q = reading.apply(c, "quick", CFG["scales"]["quick"]["regime"], dep)
     assert q.regime.str.startswith("data:").all() and q.regime.str.contains("steps:").all()
     assert not CFG["scales"]["paper"].get("regime")
+
+
+def test_an_activation_003_does_not_train_gives_rows_beyond_the_paper():
+    """003 trains tanh (Fig. 3) and ELU (Fig. 5) nets: the ReLU panel's rows are ours, of kind
+    beyond, with a source saying so, and never in 003's tally."""
+    from sigprop.claims import BEYOND, check_table, tally
+    runs = _runs(_paperlike, acts=("tanh", "relu"))
+    c = claims_table(runs, _theory(runs), _cfg())
+    check_table(c, "pruning_eoc", paper="003")
+    relu = c[c.claim_id.str.endswith("[relu]")]
+    assert len(relu) == 3 and (relu.kind == "beyond").all()
+    assert relu.source.str.startswith(BEYOND).all() and relu.source.str.contains("relu").all()
+    assert (c[c.claim_id.str.endswith("[tanh]")].kind == "claim").all()
+    t = tally(c)
+    assert (t["claims"], t["beyond"]) == (3, 3)

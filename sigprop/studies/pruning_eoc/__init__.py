@@ -67,6 +67,9 @@ class Claims:
                                                              "untrainable")
     z: float = param(3.0, gt=0, doc="a difference (dense - pruned accuracy, trainable-cell "
                                     "counts) counts when it exceeds z standard errors over seeds")
+    paper_activations: tuple[str, ...] = param(("elu", "tanh"), min_len=1,
+                                               doc="the activations 003 trains (Figs. 3, 5); the "
+                                                   "claims for others are beyond the paper")
 
 
 SPEC = StudySpec(

@@ -4,14 +4,16 @@ Sec. 4.1, Figs. 3, 5: ordered-phase init is untrainable after pruning in the pap
 enlarges the trainable region, and EOC init has a larger trainable region than ordered-phase
 init (Thm. 1).  Every comparison is a difference with a standard error over seeds
 (:func:`sigprop.claims.z_above`); the ordered phase's chi_1 is our choice (the paper gives no
-sigma's) and every row says so."""
+sigma's) and every row says so.  003 trains tanh (Fig. 3) and ELU (Fig. 5) nets only
+(``claims.paper_activations``); the same claims for another activation (ReLU) are ours: rows
+of kind ``beyond``, never in 003's tally."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ...claims import frame, row, z_above
+from ...claims import beyond, frame, row, z_above
 from . import SOURCE
 from .analysis import SCHEMES, cell_table, in_region, trainable_counts
 
@@ -21,7 +23,19 @@ def _se(sd, n):
     return float(sd) / np.sqrt(n) if n >= 2 and np.isfinite(sd) else np.nan
 
 
-def _ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k):
+def _row(paper: bool, act: str):
+    """The row maker of an activation: a claim of 003 for the paper's activations, a
+    beyond-the-paper row (003's statement extended to ``act``) for the others."""
+    if paper:
+        return row
+
+    def ours(study, cid, claim, source, *a, **kw):
+        return beyond(study, cid, claim, f"003's {source.split('003 ', 1)[-1]} claim extended to "
+                      f"{act}, which 003 does not train", *a, **kw)
+    return ours
+
+
+def _ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k, paper=True):
     """``ordered_untrainable_region[act]``: in the region's cells where the unpruned control with
     the same ordered-phase init trains, the pruned net is untrainable and falls below the
     control by more than k SE."""
@@ -38,9 +52,10 @@ def _ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k):
             f"acc <= {untrain_acc:g} and drop = acc(dense) - acc(pruned) > {k:g} SE over seeds "
             f"(z_above); pass when >= {want:g} of those cells pass, fail when one trains "
             f"(pruned mean acc >= {train_acc:g}); units: accuracy")
+    mk = _row(paper, act)
     if reg.empty or dense.empty:
         why = "no ordered-phase cells in the region" if reg.empty else "no dense ordered-phase control"
-        return row(study, cid, claim, SOURCE, measured=np.nan, expected="cells in the region",
+        return mk(study, cid, claim, SOURCE, measured=np.nan, expected="cells in the region",
                    tolerance=np.nan, verdict="inconclusive", detail=why, test=test)
     parts, ok, trains, detect, tested = [], [], [], [], 0
     for r in reg.sort_values(["depth", "sparsity"]).itertuples():
@@ -70,7 +85,7 @@ def _ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k):
     else:
         detectable = float(np.max(detect))
         verdict = ("pass" if frac >= want else ("fail" if any(trains) else "inconclusive"))
-    return row(study, cid, claim, SOURCE, measured=frac,
+    return mk(study, cid, claim, SOURCE, measured=frac,
                expected=f">= {want:g} of the testable region cells untrainable (acc <= "
                         f"{untrain_acc:g}) and below the dense control by > {k:g} SE",
                tolerance=0.0, verdict=verdict, detail="; ".join(parts), test=test,
@@ -79,15 +94,16 @@ def _ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k):
                        "max_pruned_acc": float(reg.acc.max())})
 
 
-def _count_claim(study, cid, claim, counts, a, b, k, extra=""):
+def _count_claim(study, cid, claim, counts, a, b, k, extra="", paper=True, act=""):
     """Mean over seeds of the difference in trainable-cell counts between schemes ``a`` and
     ``b``, with its SE (unpaired), by :func:`sigprop.claims.z_above`."""
     ca = counts[counts.scheme == a]["count"].to_numpy(float)
     cb = counts[counts.scheme == b]["count"].to_numpy(float)
     tot = {s: int(counts[counts.scheme == s].cells.max()) if (counts.scheme == s).any() else 0
            for s in SCHEMES}
+    mk = _row(paper, act)
     if len(ca) == 0 or len(cb) == 0:
-        return row(study, cid, claim, SOURCE, measured=np.nan, expected="> 0", tolerance=np.nan,
+        return mk(study, cid, claim, SOURCE, measured=np.nan, expected="> 0", tolerance=np.nan,
                    verdict="inconclusive", detail=f"no runs of {a if len(ca) == 0 else b}",
                    test="mean over seeds of the trainable-cell count difference > k SE")
     eff = float(ca.mean() - cb.mean())
@@ -97,7 +113,7 @@ def _count_claim(study, cid, claim, counts, a, b, k, extra=""):
     n = int(min(len(ca), len(cb)))
     # a count is an integer: a mean over n seeds moves in steps of 1/n
     det = max(det, 1.0 / n) if np.isfinite(det) else det
-    return row(study, cid, claim, SOURCE, measured=eff, expected=f"> {k:g} SE more trainable cells",
+    return mk(study, cid, claim, SOURCE, measured=eff, expected=f"> {k:g} SE more trainable cells",
                tolerance=k * se if np.isfinite(se) else np.nan, verdict=verdict,
                detail=(f"trainable cells per seed ({n} seeds): {a} {ca.astype(int).tolist()} of "
                        f"{tot.get(a, 0)}, {b} {cb.astype(int).tolist()} of {tot.get(b, 0)}; "
@@ -121,7 +137,8 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     for act in sorted(cells.activation.unique()):
         c = cells[cells.activation == act]
         n = counts[counts.activation == act]
-        rows.append(_ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k))
+        paper = act in tuple(cl.paper_activations)
+        rows.append(_ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k, paper))
         pruned = c[~c.dense]
         means = "; mean accuracy over the grid: " + ", ".join(
             f"{s} {pruned[pruned.scheme == s].acc.mean():.3f}" for s in SCHEMES)
@@ -130,12 +147,12 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         rows.append(_count_claim(
             study, f"rescaling_enlarges_trainable_region[{act}]",
             f"The rescaling trick (Prop. 1) gives more trainable (s, L) cells than EOC init alone ({act})",
-            n, "EOC + rescaling", "EOC", k, means + div))
+            n, "EOC + rescaling", "EOC", k, means + div, paper, act))
         chi = pruned[pruned.scheme == "ordered"].chi1
         rows.append(_count_claim(
             study, f"eoc_more_trainable_than_ordered[{act}]",
             (f"EOC init has more trainable (s, L) cells after pruning than ordered-phase init "
              f"({act}, ordered chi_1 = {float(chi.iloc[0]) if len(chi) else np.nan:.3g}, our "
              "choice) (Thm. 1: the trainable set 'becomes larger' at the EOC)"),
-            n, "EOC", "ordered", k))
+            n, "EOC", "ordered", k, paper=paper, act=act))
     return frame(rows)
