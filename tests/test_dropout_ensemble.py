@@ -365,8 +365,8 @@ def test_a_pass_that_cannot_resolve_the_margin_is_inconclusive(tiny, monkeypatch
 
 
 def _check_depends_on_and_figures(cfg: dict, ids, figures, unshown=()):
-    """Every claim id matches exactly one ``depends_on`` pattern (the claims job receives the
-    patterns as sorted JSON keys, so their order must not matter), the axes and regime keys are
+    """Every claim id matches exactly one ``depends_on`` pattern (this study's patterns are
+    disjoint, so no claim relies on their order), the axes and regime keys are
     known axes, and a figure shows each claim."""
     from fnmatch import fnmatchcase
     from sigprop.claims.reading import AXES

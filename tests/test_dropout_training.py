@@ -444,7 +444,7 @@ def test_regime_and_figures_cover_every_claim(tiny_seeds):
     cfg = yaml.safe_load(CFG_PATH.read_text())
     c = _tiny_claims(tiny_seeds)
     dep = cfg["depends_on"]
-    for cid in c.claim_id:          # disjoint patterns: the claims job reads them sorted
+    for cid in c.claim_id:          # this study's patterns are disjoint: one match each
         assert len([pat for pat in dep if fnmatchcase(cid, pat)]) == 1, cid
         assert any(f.shows(cid) for f in SPEC.figures.values()), cid
     assert all(set(a) <= set(AXES) for a in dep.values())
