@@ -202,6 +202,7 @@ class Study:
                 "regime": self.regime,
                 "paper_regime": dict(((self.cfg.get("scales") or {}).get("paper") or {})
                                      .get("regime") or {}),
+                "paper_datasets": block_datasets(self.cfg, "paper"),
                 "depends_on": pairs(self.cfg.get("depends_on")),
                 "fixed": str(d.get("fixed", "")),
                 "changes": [{"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
@@ -219,6 +220,17 @@ class Study:
         the digest of its run ids (:func:`sigprop.tables.check_runs_table`)."""
         return json.dumps({"study": self.name, "n_runs": len(self.labels),
                            "runs": runs_digest(self.labels)}, sort_keys=True)
+
+
+def block_datasets(study_cfg: dict, scale: str) -> list[str]:
+    """The data sets a scale's blocks name (``fixed`` or ``grid``), without expanding them."""
+    out = set()
+    for b in ((study_cfg.get("scales") or {}).get(scale) or {}).get("blocks") or []:
+        d = (b.get("fixed") or {}).get("dataset")
+        if d:
+            out.add(str(d))
+        out.update(str(x) for x in (b.get("grid") or {}).get("dataset") or [])
+    return sorted(out)
 
 
 def expand_runs(study_cfg: dict, scale: str, filename: str = "<study>",

@@ -36,6 +36,21 @@ LEGEND = [("supported", "supported (pass)"),
           ("-", "not run at that scale")]
 
 
+STYLE = ("<style>.overflow-auto:has(.sigprop-front){align-items:flex-start !important;"
+         "justify-content:flex-start !important}"
+         ".prose:has(.sigprop-front){max-width:none !important}"
+         ".sigprop-verdicts code::before,.sigprop-verdicts code::after{content:none !important}"
+         ".sigprop-verdicts td,.sigprop-verdicts th{padding:1px 6px;line-height:1.25;"
+         "border-bottom:1px solid #e5e7eb;vertical-align:top}"
+         ".sigprop-verdicts td.src{font-size:10px;color:#57606a;max-width:170px}"
+         ".sigprop-verdicts code{font-size:11px}"
+         ".sigprop-verdicts tr.study td{padding-top:8px;border-bottom:1px solid #999}"
+         ".sigprop-verdicts td.cell{white-space:nowrap}</style>")
+"""The block's look inside the Snakemake report: the report centres its front page in a
+narrow prose column (a page taller than the window would lose its top) and styles code with
+backquotes; the matrices need to start at the top, their width and plain code."""
+
+
 def _style(reading: str) -> tuple[str, str]:
     if reading.startswith("not reproduced"):
         return READING_STYLE["not reproduced"]
@@ -106,9 +121,9 @@ def matrix_html(m: pd.DataFrame, paper: str, scale_names: dict, figures: dict,
                         body += " " + report_link(link["figure"], "▣", here, "figure")
                 else:
                     body = report_link(link["paper"], text, here, tip)
-                cells.append(f'<td style="background:{colour}">{body}</td>')
+                cells.append(f'<td class="cell" style="background:{colour}">{body}</td>')
             rows.append(f'<tr><td title="{html.escape(str(r.claim))}"><code>{label}</code></td>'
-                        f"<td>{html.escape(str(r.source))}</td>{''.join(cells)}</tr>")
+                        f'<td class="src">{html.escape(str(r.source))}</td>{"".join(cells)}</tr>')
     return ('<table class="sigprop-verdicts" style="border-collapse:collapse;font-size:12px">\n'
             + "\n".join(rows) + "\n</table>")
 
@@ -189,5 +204,5 @@ def front_block(paper: str, title: str, m: pd.DataFrame, headline: str, png: byt
              f"<p>{html.escape(headline)}.</p>"]
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
-    parts.append("</div>")
+    parts += ["</div>", STYLE]
     return "\n".join(p for p in parts if p.strip()) + "\n"

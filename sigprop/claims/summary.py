@@ -76,7 +76,9 @@ def headline(claims: pd.DataFrame, studies: dict, committed: pd.DataFrame | None
     if committed is not None and len(committed):
         dates = sorted({str(p.get("date", "")) for p in prov.values()} - {""})
         when = (dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}") if dates else "undated"
-        data = _data_labels(d for p in prov.values() for d in p.get("datasets") or [])
+        data = _data_labels(d for s, p in prov.items()
+                            for d in p.get("datasets") or studies.get(s, {}).get("paper_datasets")
+                            or [])
         parts.append(f"paper scale, committed ({committed.study.nunique()} of {n} "
                      f"{'study' if n == 1 else 'studies'}, {when}; {data}): "
                      f"{tally_words(tally(committed), SCALE_OF_COMMITTED)}")
