@@ -167,12 +167,12 @@ def committed_claims(paths: list[str], provenance: list[str], info: dict | None 
     stacked, and their provenance by study: each table checked to be its folder's study, its
     claim ids those its provenance lists (:func:`sigprop.evidence.check` checks the run ids),
     every row read at paper scale against the study file's paper-scale regime (``info``: per
-    study, ``paper_regime`` and ``depends_on``; :func:`sigprop.evidence.read_claims`)."""
+    study, ``paper_regime`` and ``depends_on``; :func:`sigprop.claims.committed.read_claims`)."""
     import json
 
     import pandas as pd
 
-    from .evidence import read_claims
+    from .claims.committed import read_claims
     frames, prov = [], {}
     for cp, pp in zip(paths, provenance):
         study = Path(cp).parent.name

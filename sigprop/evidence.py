@@ -15,7 +15,7 @@ tables are committed under ``docs/evidence/paper-scale/<study>/`` by :func:`publ
 :func:`check` (run by the tests) recomputes each study's paper-scale run ids from the config
 today and compares them with the committed digest, so a config or code change that would
 give other runs (and so stale verdicts) is noticed without rerunning anything.
-:func:`read_claims` reads a committed table against the study file's paper-scale regime, as the
+:func:`sigprop.claims.committed.read_claims` reads a committed table against the study file's paper-scale regime, as the
 referee summaries, the report's front page and ``docs/papers.md`` (``sigprop claims-doc``) show
 it beside this run's verdicts; :func:`write_view` regenerates its readable ``claims.md``
 (``sigprop evidence views``).
@@ -28,13 +28,13 @@ import hashlib
 import json
 import os
 import platform
-import re
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 
 from . import tables
+from .claims.committed import OLD_COLUMNS, declared_regime, read_claims
 
 EVIDENCE_DIR = Path("docs/evidence/paper-scale")
 LIMIT_S = 3600.0          # what fits in 60 minutes on a 2-core CPU
@@ -151,33 +151,6 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
     (dest / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n")
     write_view(dest, st.cfg)
     return dest
-
-
-OLD_COLUMNS = tables.CLAIM_COLUMNS[:tables.CLAIM_COLUMNS.index("exploratory") + 1]
-"""The columns every committed claims table has (those added later get their defaults)."""
-
-
-def read_claims(path: str | Path, regime: dict | None = None,
-                depends_on: dict | None = None) -> pd.DataFrame:
-    """A committed paper-scale claims table, read at paper scale: columns added to the claims
-    table since it was committed get their defaults (``margin`` NaN), and every row's
-    ``regime`` is the study file's paper-scale ``regime`` along the axes its claim
-    ``depends_on`` (:mod:`sigprop.claims.reading`), so that it reads as the declaration says
-    today without a rerun."""
-    from .claims import reading
-    df = tables.read(path, OLD_COLUMNS)
-    if "margin" not in df:
-        df["margin"] = float("nan")
-    df = reading.apply(df, "paper", regime, depends_on)
-    return df[tables.CLAIM_COLUMNS]
-
-
-def declared_regime(study_cfg: dict | None) -> tuple[dict, list]:
-    """A study file's paper-scale regime and the axes its claims depend on (in its order)."""
-    from .claims.reading import pairs
-    cfg = study_cfg or {}
-    return (dict(((cfg.get("scales") or {}).get("paper") or {}).get("regime") or {}),
-            pairs(cfg.get("depends_on")))
 
 
 def write_view(dest: str | Path, study_cfg: dict | None = None) -> Path:

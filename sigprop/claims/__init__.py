@@ -273,7 +273,7 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
     ties = int(ok.sum()) - int(np.unique(y[ok]).size)
     if not len(levels):
         what = ("y takes a single value (every item tied)" if n >= 2 else
-                f"fewer than 2 distinct values of x")
+                "fewer than 2 distinct values of x")
         return dict(measured=tau, verdict="inconclusive", detectable=float("nan"), n=n,
                     test=(f"Kendall tau-b >= {min_tau:g} over {n} ordered items; {what}: no "
                           "order to test, inconclusive"))

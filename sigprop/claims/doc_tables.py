@@ -93,7 +93,7 @@ def committed_for(studies, evidence: str | Path, info: dict | None = None) -> tu
     ``depends_on``), and their provenance by study."""
     import json
 
-    from ..evidence import read_claims
+    from .committed import read_claims
     frames, prov = [], {}
     for s in studies:
         d = Path(evidence) / s

@@ -16,7 +16,7 @@ import html
 
 import pandas as pd
 
-from .matrix import SCALES, TESTED
+from .matrix import SCALES
 
 READING_STYLE = {
     "supported": ("#d1f0d9", "supported"),
