@@ -126,10 +126,10 @@ def test_quick_study_through_slurm_profile_equals_local_run(slurm, tmp_path, tmp
     for j in jobs:
         by_rule.setdefault(_rule(j), []).append(j)
     # one job per rule, one array per shard rule, and the profile's groups: a study's merge,
-    # figure and claims in one job, a paper's claims and table in another
+    # figure and claims in one job, a paper's claims, table and front page in another
     assert set(by_rule) == {"prepare_dataset", "theory", "init_shard", "train_shard",
                             "study_outputs_claims_figure_merge_metrics",
-                            "paper_outputs_paper_claims_paper_table"}, sorted(by_rule)
+                            "paper_outputs_paper_claims_paper_front_paper_table"}, sorted(by_rule)
 
     # init_shard's shards (all ready when the data set is) went out as one job array;
     # train_shard's form an array only when they become ready at the same status check

@@ -422,3 +422,16 @@ def test_measure_rejects_other_nets(tiny):
     sh = Shard("diversity_linear", (_run(activation="tanh"),))
     with pytest.raises(ValueError, match="linear"):
         measure.measure(sh, None, None, s.params.for_job("measure"), data_path="unused")
+
+
+def test_figure_draws_when_no_run_reaches_the_progress_window(tiny):
+    """A smoke run trains a few steps: no run's measurements reach the window's end, so the
+    diversity during training is NaN for every net; the figure still draws (and says so)."""
+    s, runs, theory = tiny
+    early = runs[~((runs.metric == "diversity") & (runs.step > 0))]
+    nt = analysis.net_table(early, s.params.for_job("figure").analysis)
+    assert nt.div_train.isna().all()
+    fig = figures.fig2(early, theory, s.params.for_job("figure"))
+    fig.canvas.draw()
+    assert "no net has runs" in " ".join(t.get_text() for t in fig.axes[3].texts)
+    plt.close(fig)

@@ -71,14 +71,19 @@ def fig2(runs: pd.DataFrame, theory: pd.DataFrame, p):
                  f"(x at {b_min:g}: none; depths offset slightly)", fontsize=9)
     ax.set_ylabel("largest batch size")
     ax = axes[3]
-    for dep, g in nt.groupby("depth"):
+    shown = nt[np.isfinite(nt.div_train) & (nt.div_train > 0)]
+    for dep, g in shown.groupby("depth"):
         ax.scatter(g.div_train, g.largest_batch.fillna(b_min), color=col[dep],
                    s=12 + 4 * np.log2(g.width.astype(float)) ** 2, label=f"depth {dep}",
                    edgecolor="k", lw=0.3)
     ax.set_title("(d) largest batch vs diversity (Fig. 2(c));\nmarker size: width", fontsize=9)
     ax.set_xlabel(r"$\Delta_S(w)$ during training")
     ax.set_ylabel("largest batch size")
-    ax.set_xscale("log")
+    if len(shown):
+        ax.set_xscale("log")
+    else:                                       # no run's measurements reach the window's end
+        ax.text(0.5, 0.5, "no net has runs that reach\nthe progress window", ha="center",
+                va="center", transform=ax.transAxes, fontsize=8)
     _log2_axis(ax, "y")
     for ax in axes[:3]:
         _log2_axis(ax, "x")
