@@ -33,7 +33,7 @@ def _layers(fn, layer_paths, study: str) -> dict:
         if len(df) and set(df.shard_id) != {sid}:
             raise tables.TableError(f"{p}: holds the layer report of shard(s) "
                                     f"{sorted(set(df.shard_id))}; the workflow expects shard {sid}: "
-                                    f"rebuild it with `snakemake --forcerun prune_shard {p}`")
+                                    f"{tables.rebuild_hint(p)}")
         frames.append(df)
     return {"layers": pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()}
 
@@ -233,8 +233,7 @@ def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str
     if got != sorted(studies):
         raise tables.TableError(
             f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
-            f"paper {paper}'s studies {sorted(studies)}: rebuild it with "
-            f"`snakemake --force {claims_path}`")
+            f"paper {paper}'s studies {sorted(studies)}: {tables.rebuild_hint(claims_path)}")
     info = json.loads(info_json)
     committed, prov = committed_claims(list(evidence), list(provenance), info)
     m = verdict_matrix(claims, committed)
@@ -267,8 +266,7 @@ def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md
     if got != sorted(studies):
         raise tables.TableError(
             f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
-            f"paper {paper}'s studies {sorted(studies)}: rebuild it with "
-            f"`snakemake --forcerun paper_claims {claims_path}`")
+            f"paper {paper}'s studies {sorted(studies)}: {tables.rebuild_hint(claims_path)}")
     parts = papers.table_function(paper, table)(claims)
     write_table(parts, md, csv, title=f"{papers.title(paper)}: {table}")
     log.info("%s: %s", table, {k: len(v) for k, v in parts.items()})

@@ -97,8 +97,15 @@ def _holds(df: pd.DataFrame) -> str:
             f"{' ...' if len(shards) > 3 else ''}, {n} runs")
 
 
+def rebuild_hint(path) -> str:
+    """The command that rebuilds exactly the file ``path`` (and nothing else that is up to
+    date): Snakemake's ``--force`` on that target.  (``--forcerun RULE PATH`` would read RULE and
+    PATH as rule names and force every job of the default target.)"""
+    return f"rebuild it with `snakemake --force {path}`"
+
+
 def _rebuild(rule: str, path) -> str:
-    return f"rebuild it with `snakemake --forcerun {rule} {path}`"
+    return f"it is written by rule {rule}: {rebuild_hint(path)}"
 
 
 def check_shard_table(df: pd.DataFrame, path: str | Path, manifest: dict) -> None:

@@ -52,7 +52,7 @@ def test_a_shard_table_filed_under_another_shards_name_is_refused_naming_both(tm
         tables.merge_runs([_table(tmp_path, a), wrong], _manifest("s", [a, b]))
     msg = str(e.value)
     assert str(wrong) in msg and f"shard {a.shard_id}" in msg and f"shard {b.shard_id}" in msg
-    assert f"snakemake --forcerun train_shard {wrong}" in msg
+    assert f"snakemake --force {wrong}" in msg
 
 
 def test_a_shard_table_of_another_grid_or_study_is_refused(tmp_path):
@@ -73,8 +73,8 @@ def test_readers_check_the_merged_table_theory_and_claims(tmp_path):
     expect = {"study": "s", "n_runs": 2, "runs": runs_digest(r.run_id for r in a.runs)}
     tables.check_runs_table(merged, "m.parquet", expect)
     with pytest.raises(tables.TableError, match=r"m.parquet: holds study s, shard .*, 1 runs.*"
-                                                 r"expects the 2 runs of study s.*--forcerun "
-                                                 r"merge_metrics m.parquet"):
+                                                 r"expects the 2 runs of study s.*snakemake --force "
+                                                 r"m.parquet"):
         tables.check_runs_table(merged[merged.run_id == a.runs[0].run_id], "m.parquet", expect)
     with pytest.raises(tables.TableError, match=r"t.parquet: holds rows of study other; the "
                                                  r"workflow expects study s"):
@@ -93,12 +93,12 @@ def test_weights_and_masks_of_another_shard_are_refused(tmp_path):
     params = [torch.zeros(2, 3)]
     engine.save_state(params, [], a, tmp_path / "init.pt")
     with pytest.raises(ValueError, match=rf"holds the initial parameters of shard {a.shard_id}; "
-                                         rf"the workflow expects shard {b.shard_id}.*--forcerun "
-                                         "init_shard"):
+                                         rf"the workflow expects shard {b.shard_id}.*snakemake --force "
+                                         rf"{tmp_path / 'init.pt'}"):
         engine.load_state(tmp_path / "init.pt", b)
     engine.save_masks([None], a, tmp_path / "m.pt")
-    with pytest.raises(ValueError, match=rf"holds the masks of shard {a.shard_id}.*--forcerun "
-                                         "prune_shard"):
+    with pytest.raises(ValueError, match=rf"holds the masks of shard {a.shard_id}.*snakemake "
+                                         rf"--force {tmp_path / 'm.pt'}"):
         engine.load_masks(tmp_path / "m.pt", b)
 
 

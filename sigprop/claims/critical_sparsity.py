@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..tables import rebuild_hint
 from . import values
 
 COLUMNS = ["gamma", "paper_bound", "paper_empirical", "s_cr_mean", "s_cr_se", "seeds",
@@ -29,8 +30,8 @@ def table7(claims: pd.DataFrame) -> dict[str, pd.DataFrame]:
         v = values(c)
         if "gamma" not in v:
             raise ValueError(f"claim {c.study}:{c.claim_id} has no named values (a claims table from an "
-                             "older sigprop): rerun it, e.g. snakemake --forcerun "
-                             f"results/{c.study}/claims.parquet")
+                             f"older sigprop): "
+                             f"{rebuild_hint(f'results/{c.study}/claims.parquet')}")
         g = f"{v['gamma']:g}"
         rows.append({"gamma": v["gamma"], "paper_bound": v["paper_bound"],
                      "paper_empirical": v["paper_empirical"], "s_cr_mean": float(c.measured),

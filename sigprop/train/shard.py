@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import atomic, tables
+from ..tables import rebuild_hint
 from ..nets import families, rng
 from ..runs import MIXED_BATCH_ARCHS, RunSpec, Shard
 from .optim import StackedOptimizer
@@ -148,8 +149,8 @@ def load_state(path: Path, shard: Shard) -> tuple[list[torch.Tensor], list[torch
     if not isinstance(d, dict) or d.get("shard_id") != shard.shard_id:
         found = d.get("shard_id") if isinstance(d, dict) else "?"
         raise ValueError(f"{path}: holds the initial parameters of shard {found}; the workflow "
-                         f"expects shard {shard.shard_id} of study {shard.study}: rebuild it with "
-                         f"`snakemake --forcerun init_shard {path}`")
+                         f"expects shard {shard.shard_id} of study {shard.study}: "
+                         f"{rebuild_hint(path)}")
     return list(d["params"]), list(d.get("buffers", []))
 
 
@@ -171,8 +172,8 @@ def load_masks(path: Path, shard: Shard) -> list:
     if not isinstance(d, dict) or d.get("shard_id") != shard.shard_id or d.get("run_ids") != runs:
         found = d.get("shard_id") if isinstance(d, dict) else "?"
         raise ValueError(f"{path}: holds the masks of shard {found}; the workflow expects shard "
-                         f"{shard.shard_id} of study {shard.study} ({len(runs)} runs): rebuild it "
-                         f"with `snakemake --forcerun prune_shard {path}`")
+                         f"{shard.shard_id} of study {shard.study} ({len(runs)} runs): "
+                         f"{rebuild_hint(path)}")
     return list(d["masks"])
 
 
