@@ -388,3 +388,68 @@ def test_every_torch_load_in_package_scripts_and_rules_is_weights_only():
     # rules and the Snakefile are not Python files: no torch.load in them at all
     smk = sorted((REPO / "rules").glob("*.smk")) + [REPO / "workflow" / "Snakefile"]
     assert not [str(f) for f in smk if re.search(r"torch\s*\.\s*load\s*\(", f.read_text())]
+
+
+def _digits_data():
+    from sigprop.data import embedded
+    x_tr, y_tr, x_te, y_te = embedded.digits()
+    return engine.Data(torch.tensor(x_tr[:64]), torch.tensor(y_tr[:64]), torch.tensor(x_te[:32]),
+                       torch.tensor(y_te[:32]), 10)
+
+
+def test_a_checkpoint_that_is_not_a_training_checkpoint_is_named_and_ignored(tmp_path, caplog):
+    """The shard's own init file, or a plain list, at the checkpoint path: a warning naming the
+    file, then training from step 0 (before: KeyError 'opt' / AttributeError on every rerun)."""
+    shard = _tiny_shard()
+    data = _digits_data()
+    params, _ = engine.initial_state(shard, (64,), 10, torch.device("cpu"), torch.float32)
+    ref = engine.ShardTrainer(shard, data, params, torch.device("cpu")).run()
+    init = tmp_path / "init.pt"
+    engine.save_state(params, [], shard, init)
+    plain = tmp_path / "list.pt"
+    torch.save([1, 2, 3], plain)
+    for path in (init, plain):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="sigprop.train"):
+            got = engine.ShardTrainer(shard, data, params, torch.device("cpu"),
+                                      checkpoint=path).run()
+        warned = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+        assert str(path) in warned and "not a training checkpoint" in warned, warned
+        pd.testing.assert_frame_equal(got, ref)
+
+
+def test_a_checkpoint_of_other_training_code_is_not_resumed(tmp_path, caplog, monkeypatch):
+    """A step-3 checkpoint left by a kill, then a change to the trainer (its code digest):
+    the rerun starts from step 0 with a warning naming the checkpoint and what changed, and
+    gives the rows of a run from scratch; the same code resumes."""
+    shard = _tiny_shard()
+    data = _digits_data()
+    params, _ = engine.initial_state(shard, (64,), 10, torch.device("cpu"), torch.float32)
+    ref = engine.ShardTrainer(shard, data, params, torch.device("cpu")).run()
+    ckpt = tmp_path / "ckpt.pt"
+    t = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt,
+                            checkpoint_every=3)
+    monkeypatch.setattr(engine, "code_digest", lambda: "old-trainer-code")
+    for _ in range(3):
+        t.train_step()
+    t._save_checkpoint()
+    assert torch.load(ckpt, weights_only=True)["fingerprint"]["code"] == "old-trainer-code"
+    monkeypatch.undo()
+    with caplog.at_level(logging.WARNING, logger="sigprop.train"):
+        t2 = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt)
+        t2._maybe_resume()
+    assert t2.step == 0
+    warned = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+    assert str(ckpt) in warned and "another code" in warned and "old-trainer-code ->" in warned
+    caplog.clear()
+    got = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt).run()
+    pd.testing.assert_frame_equal(got, ref)
+    # a checkpoint of the same code is resumed
+    t = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt,
+                            checkpoint_every=3)
+    for _ in range(3):
+        t.train_step()
+    t._save_checkpoint()
+    t3 = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt)
+    t3._maybe_resume()
+    assert t3.step == 3

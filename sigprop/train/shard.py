@@ -26,6 +26,7 @@ is ignored when resumed with other masks.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -526,8 +527,18 @@ class ShardTrainer:
         return self.frame()
 
     # -- checkpoints ----------------------------------------------------------
+    def fingerprint(self) -> dict:
+        """What determines how training continues from a checkpoint beyond the shard's run
+        specs (its id hashes them): the trainer's and the nets' code, torch, the device type,
+        the parameter dtype and the evaluation splits.  A checkpoint is resumed only when its
+        fingerprint is this one."""
+        return {"code": code_digest(), "torch": str(torch.__version__), "device": self.device.type,
+                "dtype": str(self.params[0].dtype) if self.params else "",
+                "eval_splits": list(self.eval_splits)}
+
     def _state(self) -> dict:
         return {"shard_id": self.shard.shard_id, "step": self.step,
+                "fingerprint": self.fingerprint(),
                 "params": [p.detach().cpu() for p in self.params],
                 "buffers": [b.detach().cpu() for b in self.buffers],
                 "opt": {"kind": self.opt.kind,
@@ -546,12 +557,20 @@ class ShardTrainer:
             log.info("shard %s: checkpoint at step %d", self.shard.shard_id, self.step)
 
     def _maybe_resume(self) -> None:
+        """Continue from the checkpoint when it is this shard's, made with these masks and the
+        same :meth:`fingerprint`; otherwise (or when it cannot be read or restored) warn, naming
+        the file and why, and start from step 0."""
         if self.checkpoint is None or not Path(self.checkpoint).exists():
             return
         try:
             st = torch.load(self.checkpoint, map_location="cpu", weights_only=True)
         except Exception as e:
             log.warning("ignoring unreadable checkpoint %s (%s); starting over", self.checkpoint, e)
+            return
+        if not isinstance(st, dict) or not CHECKPOINT_KEYS <= set(st):
+            have = sorted(st) if isinstance(st, dict) else type(st).__name__
+            log.warning("ignoring checkpoint %s: not a training checkpoint (holds %s); starting "
+                        "over", self.checkpoint, have)
             return
         if st.get("shard_id") != self.shard.shard_id:
             log.warning("ignoring checkpoint %s of another shard", self.checkpoint)
@@ -560,8 +579,32 @@ class ShardTrainer:
             log.warning("ignoring checkpoint %s made with other pruning masks; starting over",
                         self.checkpoint)
             return
+        mine, theirs = self.fingerprint(), st.get("fingerprint") or {}
+        differ = sorted(k for k in mine if theirs.get(k) != mine[k])
+        if differ:
+            log.warning("ignoring checkpoint %s: made with another %s (%s); training the shard "
+                        "from step 0", self.checkpoint, ", ".join(differ),
+                        "; ".join(f"{k}: {theirs.get(k, 'not recorded')} -> {mine[k]}"
+                                  for k in differ))
+            return
+        saved = self._state()
+        try:
+            self._restore(st)
+        except Exception as e:          # a checkpoint whose contents do not fit this shard
+            self._restore(saved)
+            log.warning("ignoring checkpoint %s: its contents do not fit shard %s (%s: %s); "
+                        "starting over", self.checkpoint, self.shard.shard_id,
+                        type(e).__name__, e)
+            return
+        log.info("shard %s: resumed from checkpoint at step %d", self.shard.shard_id, self.step)
+
+    def _restore(self, st: dict) -> None:
         with torch.no_grad():
+            if len(st["params"]) != len(self.params):
+                raise ValueError(f"{len(st['params'])} parameter tensors, not {len(self.params)}")
             for p, q in zip(self.params, st["params"]):
+                if tuple(q.shape) != tuple(p.shape):
+                    raise ValueError(f"a parameter of shape {tuple(q.shape)}, not {tuple(p.shape)}")
                 p.copy_(q.to(p.device, p.dtype))
         self.buffers = [b.to(self.device) for b in st["buffers"]]
         self.opt.load_state_dict({"kind": st["opt"]["kind"],
@@ -577,7 +620,6 @@ class ShardTrainer:
         for k, (p, g) in enumerate(zip(self.params, st.get("grads") or [])):
             self._acc[k] = None if g is None else g.to(p.device, p.dtype)   # a micro-batch's sum
         self.step = int(st["step"])
-        log.info("shard %s: resumed from checkpoint at step %d", self.shard.shard_id, self.step)
 
     def frame(self) -> pd.DataFrame:
         """Long-format rows with each run's hyperparameters as columns."""
@@ -604,6 +646,27 @@ def _check_eval_splits(shard: Shard, splits) -> tuple[str, ...]:
             raise ValueError(f"shard {shard.shard_id}: run {r.run_id} stops at a training loss "
                              "(target_loss) but the study does not evaluate the training split")
     return splits
+
+
+CHECKPOINT_KEYS = {"shard_id", "step", "params", "buffers", "opt", "alive", "active",
+                   "diverged_step", "target_step", "loss_acc", "loss_n", "rows"}
+"""What a training checkpoint holds (:meth:`ShardTrainer._state`)."""
+
+FINGERPRINT_CODE = ("train", "nets")
+"""The packages whose code decides how a shard trains from a given state."""
+
+
+@functools.lru_cache(maxsize=None)
+def code_digest() -> str:
+    """SHA-256 (16 hex digits) of the source of the packages in :data:`FINGERPRINT_CODE`: a
+    checkpoint made by other trainer or network code is not resumed."""
+    import hashlib
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for sub in FINGERPRINT_CODE:
+        for p in sorted((root / sub).rglob("*.py")):
+            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _same_counts(a: list, b: list) -> bool:
