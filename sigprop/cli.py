@@ -240,10 +240,13 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                            "[default: config/config.yaml]")
     cdoc.add_argument("--check", action="store_true", help="compare, do not write")
     cmp = sub.add_parser(
-        "compare", help="compare two results folders' claims and tables value by value",
-        description="Compare every claims table, study table and paper table of two results "
-                    "folders (e.g. before and after a change meant to keep results); print each "
-                    "difference and exit 1 when there is one.")
+        "compare", help="compare two results folders' tables and text outputs value by value",
+        description="Compare every table the run writes (claims, merged run tables, theory, "
+                    "shard tables, layer reports, study and paper tables, by key) and its text "
+                    "outputs (summaries, claims pages, paper tables in Markdown, the front page, "
+                    "by content) of two results folders, e.g. before and after a change meant to "
+                    "keep results; print what was compared and each difference; exit 1 when "
+                    "there is one, 2 when a folder is missing or holds no outputs.")
     cmp.add_argument("before")
     cmp.add_argument("after")
     cmp.add_argument("--rtol", type=float, default=0.0,
@@ -495,8 +498,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args['out']}/stand-ins.yaml")
         return 0
     if group == "compare":
-        from .compare import summary
-        text, n = summary(args["before"], args["after"], args["rtol"])
+        from .compare import CompareError, summary
+        try:
+            text, n = summary(args["before"], args["after"], args["rtol"])
+        except CompareError as e:
+            print(f"sigprop compare: {e}", file=sys.stderr)
+            return 2
         print(text)
         return 1 if n else 0
     if group == "bench-alloc":

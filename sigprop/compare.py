@@ -1,10 +1,14 @@
-"""Compare two results folders value by value: every claims table, paper table and study table.
+"""Compare two results folders value by value: every table and text output the run writes.
 
 Used to check that a change meant to keep results (a refactor, a speed-up) kept them:
-``sigprop compare results-before results-after`` prints each difference (a claim whose verdict,
-measured value, expected value, tolerance or detail moved, a claim only on one side, a table
-cell) and exits 1 when there is one.  Numbers are compared exactly unless ``rtol`` is given
-(NaN equals NaN); text columns exactly.
+``sigprop compare results-before results-after`` prints what it compared (files of each kind),
+each difference (a claim whose verdict, measured value, expected value, tolerance or detail
+moved, a row only on one side, a table cell, a line of a text output) and exits 1 when there is
+one, 2 when either folder is missing or holds no outputs.  Tables are compared by key (claims by
+study and claim id, run tables by run, step, metric and probe / layer, theory tables by every
+column but the value); numbers exactly unless ``rtol`` is given (NaN equals NaN); text columns
+and text files exactly.  Figures (PNG, PDF) are not compared: they are drawn from the tables
+compared here.
 """
 
 from __future__ import annotations
@@ -16,25 +20,56 @@ import pandas as pd
 
 CLAIM_KEY = ["study", "claim_id"]
 
+KINDS = {
+    "claims": ["*/claims.parquet", "papers/*/claims.parquet"],
+    "merged run tables": ["*/metrics.parquet"],
+    "theory tables": ["*/theory.parquet"],
+    "shard tables": ["*/runs/*.parquet", "*/measurements/*.parquet"],
+    "layer reports": ["*/masks/*_layers.parquet"],
+    "study tables": ["*/tables/*.parquet", "*/tables/*.csv"],
+    "paper tables": ["papers/*/*.csv"],
+    "text outputs": ["papers/*/*.md", "*/tables/*.md", "*/claims.html", "papers/*/claims.html",
+                     "*/scales.html", "papers/*/front.html"],
+}
+"""What ``compare`` reads, by kind (globs relative to the results folder)."""
+
+
+class CompareError(ValueError):
+    """A folder to compare is missing or holds no outputs."""
+
+
+def _kind(f: Path) -> str:
+    return next(k for k, pats in KINDS.items() if any(f.match(p) for p in pats))
+
 
 def _files(root: Path) -> list[Path]:
-    pats = ["*/claims.parquet", "papers/*/claims.parquet", "*/tables/*.parquet",
-            "papers/*/*.csv"]
-    return sorted({p.relative_to(root) for pat in pats for p in root.glob(pat)})
+    return sorted({p.relative_to(root) for pats in KINDS.values() for pat in pats
+                   for p in root.glob(pat) if not p.relative_to(root).parts[0].startswith(".")})
 
 
-def _missing(v) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and np.isnan(v))
+def _key(f: Path, df: pd.DataFrame) -> list[str] | None:
+    """The columns that identify a row of the table ``f`` (None: compare by position)."""
+    if f.name == "claims.parquet":
+        return CLAIM_KEY
+    if "run_id" in df and "metric" in df:
+        return [c for c in ("run_id", "step", "metric", "probe", "layer") if c in df]
+    if f.name == "theory.parquet":
+        key = [c for c in df.columns if c != "value"]
+        return key if not df.duplicated(key).any() else None
+    return None
 
 
-def _same(a, b, rtol: float) -> bool:
-    if _missing(a) or _missing(b):
-        return _missing(a) and _missing(b)
-    num = (int, float, np.integer, np.floating)
-    if isinstance(a, num) and isinstance(b, num) and not isinstance(a, (bool, np.bool_)):
-        x, y = float(a), float(b)
-        return x == y or (rtol > 0 and abs(x - y) <= rtol * max(abs(x), abs(y)))
-    return str(a) == str(b)
+def _text_diff(a: str, b: str, limit: int = 5) -> list[str]:
+    la, lb = a.splitlines(), b.splitlines()
+    out = []
+    for i in range(max(len(la), len(lb))):
+        x = la[i] if i < len(la) else "<end>"
+        y = lb[i] if i < len(lb) else "<end>"
+        if x != y:
+            out.append(f"line {i + 1}: {x[:160]!r} -> {y[:160]!r}")
+            if len(out) >= limit:
+                return out + ["..."]
+    return out
 
 
 def _show(v) -> str:
@@ -43,58 +78,101 @@ def _show(v) -> str:
     return repr(v)
 
 
+def _equal(x: pd.Series, y: pd.Series, rtol: float) -> np.ndarray:
+    """Element-wise equality of two aligned columns: numbers exactly or within ``rtol``, NaN
+    equal to NaN, anything else by its text."""
+    miss_x, miss_y = x.isna().to_numpy(), y.isna().to_numpy()
+    num = (pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y)
+           and not pd.api.types.is_bool_dtype(x) and not pd.api.types.is_bool_dtype(y))
+    if num:
+        a, b = x.to_numpy(float, na_value=np.nan), y.to_numpy(float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            eq = (a == b) | ((rtol > 0) & (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b))))
+    else:
+        eq = x.astype(str).to_numpy() == y.astype(str).to_numpy()
+    return np.where(miss_x | miss_y, miss_x & miss_y, eq)
+
+
 def compare_frames(a: pd.DataFrame, b: pd.DataFrame, key: list[str] | None,
                    rtol: float = 0.0, limit: int = 20) -> list[str]:
-    """Differences between two tables, row by row (by ``key`` when given, else by position)."""
+    """Differences between two tables, row by row (by ``key`` when given, else by position),
+    vectorised per column; at most ``limit`` lines."""
     out = []
     cols_a, cols_b = list(a.columns), list(b.columns)
     if cols_a != cols_b:
         out.append(f"columns differ: {sorted(set(cols_a) ^ set(cols_b))}")
     cols = [c for c in cols_a if c in cols_b]
-    if key and all(k in cols for k in key):
+    if key and all(k in cols for k in key) and not a.duplicated(key).any() \
+            and not b.duplicated(key).any():
         a_i, b_i = a.set_index(key), b.set_index(key)
         only_a = a_i.index.difference(b_i.index)
         only_b = b_i.index.difference(a_i.index)
         out += [f"only before: {k}" for k in list(only_a)[:limit]]
         out += [f"only after: {k}" for k in list(only_b)[:limit]]
         common = a_i.index.intersection(b_i.index)
-        rows = [(k, a_i.loc[k], b_i.loc[k]) for k in common]
+        a_c, b_c = a_i.loc[common], b_i.loc[common]
+        labels = list(common)
         cols = [c for c in cols if c not in key]
     else:
         if len(a) != len(b):
             out.append(f"rows: {len(a)} before, {len(b)} after")
-        rows = [(i, a.iloc[i], b.iloc[i]) for i in range(min(len(a), len(b)))]
-    for k, ra, rb in rows:
-        for c in cols:
-            if not _same(ra[c], rb[c], rtol):
-                out.append(f"{k}: {c}: {_show(ra[c])} -> {_show(rb[c])}")
-                if len(out) >= limit:
-                    return out + ["..."]
+        n = min(len(a), len(b))
+        a_c, b_c = a.iloc[:n].reset_index(drop=True), b.iloc[:n].reset_index(drop=True)
+        labels = list(range(n))
+    bad = []
+    for c in cols:
+        for i in np.flatnonzero(~_equal(a_c[c], b_c[c], rtol)):
+            bad.append((int(i), c))
+    for i, c in sorted(bad, key=lambda t: (t[0], cols.index(t[1]))):
+        out.append(f"{labels[i]}: {c}: {_show(a_c[c].iloc[i])} -> {_show(b_c[c].iloc[i])}")
+        if len(out) >= limit:
+            return out + ["..."]
     return out
 
 
+def _read(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path)
+
+
+def _check_folder(root: Path, side: str) -> list[Path]:
+    if not root.is_dir():
+        raise CompareError(f"{root}: the {side} results folder does not exist")
+    files = _files(root)
+    if not files:
+        raise CompareError(f"{root}: the {side} results folder holds no outputs to compare "
+                           "(no claims, run, theory or paper tables, no summaries)")
+    return files
+
+
 def compare(before: str | Path, after: str | Path, rtol: float = 0.0) -> dict[str, list[str]]:
-    """Differences per file (relative path -> lines) between two results folders."""
+    """Differences per file (relative path -> lines) between two results folders; raises
+    :class:`CompareError` when either folder is missing or empty."""
     before, after = Path(before), Path(after)
-    fa, fb = _files(before), _files(after)
+    fa, fb = _check_folder(before, "before"), _check_folder(after, "after")
     out: dict[str, list[str]] = {}
     for f in sorted(set(fa) | set(fb)):
         if f not in fb or f not in fa:
             out[str(f)] = [f"only in {'before' if f in fa else 'after'}"]
             continue
-        read = pd.read_csv if f.suffix == ".csv" else pd.read_parquet
-        a, b = read(before / f), read(after / f)
-        key = CLAIM_KEY if f.name == "claims.parquet" else None
-        diff = compare_frames(a, b, key, rtol)
+        if _kind(f) == "text outputs":
+            diff = _text_diff((before / f).read_text(errors="replace"),
+                              (after / f).read_text(errors="replace"))
+        else:
+            a, b = _read(before / f), _read(after / f)
+            diff = compare_frames(a, b, _key(f, a), rtol)
         if diff:
             out[str(f)] = diff
     return out
 
 
 def summary(before: str | Path, after: str | Path, rtol: float = 0.0) -> tuple[str, int]:
-    """A readable report and the number of files that differ."""
+    """A readable report (what was compared, by kind, and every difference) and the number of
+    files that differ; raises :class:`CompareError` for a missing or empty folder."""
     diffs = compare(before, after, rtol)
-    n = len(set(_files(Path(before))) | set(_files(Path(after))))
-    lines = [f"{f}:\n  " + "\n  ".join(d) for f, d in diffs.items()]
-    lines.append(f"{len(diffs)} of {n} files differ")
+    files = sorted(set(_files(Path(before))) | set(_files(Path(after))))
+    counts = [(k, sum(_kind(f) == k for f in files)) for k in KINDS]
+    lines = ["compared " + ", ".join(f"{n} {k}" for k, n in counts if n)
+             + " (figures are drawn from these and not compared)"]
+    lines += [f"{f}:\n  " + "\n  ".join(d) for f, d in diffs.items()]
+    lines.append(f"{len(diffs)} of {len(files)} files differ")
     return "\n".join(lines), len(diffs)

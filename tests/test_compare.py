@@ -24,7 +24,8 @@ def test_identical_folders_have_no_difference(tmp_path, capsys):
     _claims(tmp_path / "b")
     assert compare(tmp_path / "a", tmp_path / "b") == {}
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
-    assert "0 of 1 files differ" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "0 of 1 files differ" in out and "compared 1 claims" in out
 
 
 def test_every_kind_of_difference_is_reported(tmp_path, capsys):
@@ -42,3 +43,49 @@ def test_every_kind_of_difference_is_reported(tmp_path, capsys):
     (tmp_path / "a" / "papers" / "000").mkdir(parents=True)
     pd.DataFrame({"x": [1.0]}).to_csv(tmp_path / "a" / "papers" / "000" / "table1.csv")
     assert compare(tmp_path / "a", tmp_path / "b")["papers/000/table1.csv"] == ["only in before"]
+
+
+def _run(root, scale=1.0, theory=1.0, summary="**000** quick scale: 1 claims\n"):
+    """A results folder with every kind of output compare reads."""
+    s = root / "s"
+    (s / "runs").mkdir(parents=True, exist_ok=True)
+    (root / "papers" / "000").mkdir(parents=True, exist_ok=True)
+    runs = pd.DataFrame({"study": "s", "shard_id": "sa", "run_id": ["r1", "r1", "r2"],
+                         "step": [0, 10, 0], "metric": "loss", "value": np.array([1.0, 0.5, 2.0]) * scale})
+    runs.to_parquet(s / "runs" / "sa.parquet")
+    runs.assign(block="b").to_parquet(s / "metrics.parquet")
+    pd.DataFrame({"study": "s", "quantity": ["q", "q"], "depth": [1, 2],
+                  "value": [0.5 * theory, 0.7]}).to_parquet(s / "theory.parquet")
+    _claims(root)
+    (s / "claims.html").write_text("<html>claims</html>\n")
+    (root / "papers" / "000" / "summary.md").write_text(summary)
+
+
+def test_every_table_and_text_output_is_compared(tmp_path, capsys):
+    """A merged table scaled by 1.5, a changed theory table, shard table or summary: each is a
+    difference (before, only claims tables were read: '0 of 27 files differ')."""
+    _run(tmp_path / "a")
+    _run(tmp_path / "b")
+    assert compare(tmp_path / "a", tmp_path / "b") == {}
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert ("compared 1 claims, 1 merged run tables, 1 theory tables, 1 shard tables, "
+            "2 text outputs") in out
+    _run(tmp_path / "c", scale=1.5)
+    d = compare(tmp_path / "a", tmp_path / "c")
+    assert set(d) == {"s/metrics.parquet", "s/runs/sa.parquet"}
+    assert "('r1', 10, 'loss'): value: 0.5 -> 0.75" in d["s/metrics.parquet"]
+    _run(tmp_path / "d", theory=2.0)
+    assert "('s', 'q', 1): value: 0.5 -> 1.0" in compare(tmp_path / "a", tmp_path / "d")["s/theory.parquet"]
+    _run(tmp_path / "e", summary="**000** quick scale: 2 claims\n")
+    assert compare(tmp_path / "a", tmp_path / "e")["papers/000/summary.md"][0].startswith("line 1:")
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "e")]) == 1
+
+
+def test_a_missing_or_empty_folder_is_an_error_not_a_match(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    _run(tmp_path / "a")
+    assert main(["compare", str(tmp_path / "nope"), str(tmp_path / "nothing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "empty")]) == 2
+    assert "holds no outputs" in capsys.readouterr().err
