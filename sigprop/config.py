@@ -56,6 +56,33 @@ class ConfigError(ValueError):
     """A configuration problem; the message names the file and the key."""
 
 
+MESSAGE_CHARS = 300
+"""The most characters of a value an error message quotes."""
+
+NODE_BUDGET = 200_000
+"""The most values (mapping entries and list items, counted through YAML aliases) a config or
+study file may hold: a file of nested aliases (a "billion laughs") is refused before
+validation, which would otherwise expand it while building its error message."""
+
+
+def check_size(obj, source, budget: int = NODE_BUDGET) -> None:
+    """Stop, naming ``source``, when ``obj`` holds more than ``budget`` values counted as a tree
+    (aliases expand: one list referenced nine times counts nine times)."""
+    n, stack = 0, [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, dict):
+            n += len(o)
+            stack.extend(o.values())
+        elif isinstance(o, (list, tuple)):
+            n += len(o)
+            stack.extend(o)
+        if n > budget:
+            raise ConfigError(f"{source}: holds more than {budget:,} values once its YAML aliases "
+                              "are expanded (aliases nested inside aliases?); refused before "
+                              "validation")
+
+
 def key_path(path) -> str:
     out = ""
     for p in path:
@@ -72,6 +99,8 @@ def explain(exc: BaseException, filename) -> str:
     where = key_path(err.absolute_path)
     filename = source_of(filename, list(err.absolute_path))
     msg = err.message
+    if len(msg) > MESSAGE_CHARS:         # jsonschema quotes the value: never print it whole
+        msg = msg[:MESSAGE_CHARS] + f"... ({len(msg) - MESSAGE_CHARS} more characters)"
     if err.validator == "additionalProperties":
         known = sorted(err.schema.get("properties", {}))
         msg += f" (known keys: {', '.join(known)})" if known else ""
@@ -104,6 +133,7 @@ def load_yaml(path: str | Path) -> dict:
         raise ConfigError(f"{path}: not valid YAML ({e})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
+    check_size(data, path)
     return data
 
 
@@ -630,6 +660,23 @@ DEFAULT_SHARD_RESOURCES = {
 """What a shard job asks a scheduler for without a resources plan (runtime in minutes)."""
 
 
+MAX_MEM_MB = 16 * 1024 ** 2
+"""The largest memory request a resources plan may make (16 TiB), in MB."""
+MAX_RUNTIME_MIN = 60 * 24 * 365
+"""The longest runtime request (a year), in minutes."""
+
+
+def check_scale_overrides(config: dict, sources="config") -> None:
+    """Every key of ``scale_overrides`` names a configured study (a typo would silently run
+    that study at the default scale)."""
+    over = config.get("scale_overrides") or {}
+    known = list(config.get("studies") or [])
+    bad = [k for k in over if k not in known]
+    if bad:
+        raise ConfigError(f"{source_of(sources, ['scale_overrides'])}: key 'scale_overrides.{bad[0]}': no study {bad[0]!r} is "
+                          f"configured (studies: {', '.join(known)})")
+
+
 def load_resources(path: str | Path | None, studies: dict | None = None) -> dict:
     """The per-shard requests of a ``sigprop plan --resources`` file (``{}`` for None): stops,
     naming the file, when it is missing, not the plan's format, or plans none of a configured
@@ -648,6 +695,23 @@ def load_resources(path: str | Path | None, studies: dict | None = None) -> dict
     except (ValueError, KeyError, TypeError, AssertionError):
         raise ConfigError(f"{where}: not a resources plan (expected JSON with 'shards': "
                           "{study: {shard: {runtime, mem_mb}}})") from None
+    limits = {"mem_mb": (1, MAX_MEM_MB), "runtime": (1, MAX_RUNTIME_MIN)}
+    for name, entries in shards.items():
+        if not isinstance(entries, dict):
+            raise ConfigError(f"{where}: key 'shards.{name}': expected a mapping of shard ids to "
+                              "requests")
+        for sid, req in entries.items():
+            if not isinstance(req, dict):
+                raise ConfigError(f"{where}: key 'shards.{name}.{sid}': expected "
+                                  "{runtime, mem_mb}")
+            for k, v in req.items():
+                if k not in limits:
+                    raise ConfigError(f"{where}: key 'shards.{name}.{sid}.{k}': unknown request "
+                                      f"(known: {', '.join(limits)})")
+                lo, hi = limits[k]
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+                    raise ConfigError(f"{where}: key 'shards.{name}.{sid}.{k}': {str(v)[:40]!r} "
+                                      f"is not a number from {lo} to {hi:,}")
     for name, study in (studies or {}).items():
         have = shards.get(name, {})
         missing = [s.shard_id for s in study.shards if s.shard_id not in have]

@@ -72,7 +72,8 @@ class ShapeCost:
 def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None):
     """The config with ``key=value`` overrides (YAML values, as ``snakemake --config``) and its
     studies, built as the Snakefile builds them: ``(config, {name: Study})``."""
-    from .config import ConfigError, build_study, check_data_options, load_yaml
+    from .config import (ConfigError, build_study, check_data_options, check_scale_overrides,
+                         load_yaml)
     config = load_yaml(config_path)
     for item in overrides or []:
         if "=" not in item:
@@ -82,6 +83,7 @@ def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
     schema = load_yaml(Path(__file__).resolve().parent.parent / "workflow/schemas/config.schema.yaml")
     _defaults(config, schema)
     config["data"]["options"] = check_data_options(config["data"]["options"], str(config_path))
+    check_scale_overrides(config, str(config_path))
     studies = {}
     for name in config["studies"]:
         path = Path(config["studies_dir"]) / f"{name}.yaml"   # relative to the working directory

@@ -150,3 +150,55 @@ def test_arch_names_agree_with_the_families():
     from sigprop.config import KNOWN_ARCHS
     from sigprop.nets.families import FAMILIES
     assert set(KNOWN_ARCHS) == set(FAMILIES)
+
+
+LAUGHS = "\n".join(["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+                   + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)])
+"""A YAML 'billion laughs': 9 levels of 9 aliases, 9^9 values once expanded."""
+
+
+def test_a_billion_laughs_config_is_refused_before_validation(workdir):
+    """Through --configfile, and in a study file: a clear error naming the file within
+    seconds (before: the schema's error message expanded the value, 3.6 GB at 120 s)."""
+    import time
+    cfg = write_config(workdir)
+    cfg.write_text(cfg.read_text() + LAUGHS + "\n")
+    t0 = time.time()
+    out = _fails(workdir, cfg)
+    assert "holds more than 200,000 values" in out and "config.yaml" in out
+    study = workdir / "studies" / "trainable_depth.yaml"
+    cfg = write_config(workdir)
+    study.write_text(study.read_text() + LAUGHS + "\n")
+    out = _fails(workdir, cfg)
+    assert "holds more than 200,000 values" in out and "trainable_depth.yaml" in out
+    assert time.time() - t0 < 120
+
+
+def test_an_error_message_never_prints_a_large_value_whole():
+    from sigprop.config import MESSAGE_CHARS, explain
+    import jsonschema
+    try:
+        jsonschema.validate({"x": list(range(100_000))}, {"properties": {"x": {"type": "string"}}})
+    except jsonschema.ValidationError as e:
+        msg = explain(e, "c.yaml")
+    assert msg.startswith("c.yaml: key 'x':") and len(msg) < MESSAGE_CHARS + 200
+
+
+def test_scale_overrides_must_name_a_configured_study(workdir):
+    """A typo in scale_overrides would run the study at the default scale, silently."""
+    out = _fails(workdir, write_config(workdir, scale_overrides={"trainable_dept": "paper"}))
+    assert "scale_overrides.trainable_dept" in out and "no study 'trainable_dept'" in out
+
+
+def test_resources_plan_values_are_checked_naming_the_file_and_key(tmp_path):
+    import json
+    from sigprop.config import load_resources
+    bad = {"mem_mb": "lots"}, {"mem_mb": 1e15}, {"runtime": 0}, {"threads": 4}
+    for req in bad:
+        p = tmp_path / "plan.json"
+        p.write_text(json.dumps({"shards": {"s": {"sabcdefabcdef": req}}}))
+        with pytest.raises(ConfigError, match=rf"{p}: key 'shards\.s\.sabcdefabcdef\.\w+'"):
+            load_resources(p)
+    p.write_text(json.dumps({"shards": {"s": {"sabcdefabcdef": {"mem_mb": 4000,
+                                                                "runtime": 30}}}}))
+    assert load_resources(p) == {"s": {"sabcdefabcdef": {"mem_mb": 4000, "runtime": 30}}}
