@@ -695,7 +695,8 @@ def load_resources(path: str | Path | None, studies: dict | None = None) -> dict
     except (ValueError, KeyError, TypeError, AssertionError):
         raise ConfigError(f"{where}: not a resources plan (expected JSON with 'shards': "
                           "{study: {shard: {runtime, mem_mb}}})") from None
-    limits = {"mem_mb": (1, MAX_MEM_MB), "runtime": (1, MAX_RUNTIME_MIN)}
+    limits = {"mem_mb": (1, MAX_MEM_MB), "gpu_mem_mb": (1, MAX_MEM_MB),
+              "runtime": (1, MAX_RUNTIME_MIN)}
     for name, entries in shards.items():
         if not isinstance(entries, dict):
             raise ConfigError(f"{where}: key 'shards.{name}': expected a mapping of shard ids to "
