@@ -19,6 +19,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -381,11 +382,31 @@ def _evidence(args: dict) -> int:
         return 2
 
 
+EXPECTED_ERRORS = (ValueError, KeyError, OSError)
+"""What a command ends with in one line naming its input (the config, a file, a study, a shard,
+an argument): a bad config or table (``ConfigError`` and ``TableError`` are ``ValueError``s), an
+unknown name, a file that cannot be read or written.  Set ``SIGPROP_TRACEBACK=1`` to see the
+traceback instead."""
+
+
 def main(argv: list[str] | None = None) -> int:
     commands = theory_commands()
     parser = build_parser(commands)
     args = vars(parser.parse_args(argv))
     group = args.pop("group")
+    try:
+        return _dispatch(group, args, commands)
+    except EXPECTED_ERRORS as e:
+        if os.environ.get("SIGPROP_TRACEBACK"):
+            raise
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        if isinstance(e, OSError) and e.filename:
+            msg = f"{e.filename}: {e.strerror or msg}"
+        print(f"sigprop {group}: {' '.join(str(msg).split())}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(group: str, args: dict, commands) -> int:
     if group == "bench":
         return _bench(args)
     if group == "profile-shard":
@@ -397,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if group == "bench-dag":
         from . import bench
+        if args["runs"] < 1:
+            raise ValueError(f"--runs {args['runs']}: expected a positive number of runs")
         json.dump(_jsonable(bench.dag_bench(args["runs"], args["shard_size"], args["workdir"],
                                             args["dry_run"], args["snakefile"])),
                   sys.stdout, indent=2)

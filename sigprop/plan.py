@@ -71,24 +71,43 @@ class ShapeCost:
 
 def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None):
     """The config with ``key=value`` overrides (YAML values, as ``snakemake --config``) and its
-    studies, built as the Snakefile builds them: ``(config, {name: Study})``."""
-    from .config import (ConfigError, build_study, check_data_options, check_scale_overrides,
-                         load_yaml)
+    studies, checked and built as the Snakefile builds them (size bound, schema, finite numbers,
+    data options, scale overrides, each study file's schema): ``(config, {name: Study})``;
+    errors name ``--config`` or the file the key came from."""
+    import jsonschema
+
+    from .config import (ConfigError, ConfigSources, build_study, check_data_options,
+                         check_finite, check_scale_overrides, check_size, explain, load_yaml)
     config = load_yaml(config_path)
+    cli = {}
     for item in overrides or []:
         if "=" not in item:
             raise ConfigError(f"--config {item!r}: expected key=value")
         key, value = item.split("=", 1)
-        config[key] = yaml.safe_load(value)
-    schema = load_yaml(Path(__file__).resolve().parent.parent / "workflow/schemas/config.schema.yaml")
+        config[key] = cli[key] = yaml.safe_load(value)
+    sources = ConfigSources([config_path], cli)
+    check_size(config, sources.files)
+    schemas = Path(__file__).resolve().parent.parent / "workflow/schemas"
+    schema = load_yaml(schemas / "config.schema.yaml")
+    try:
+        jsonschema.validate(config, schema)
+    except jsonschema.ValidationError as e:
+        raise ConfigError(explain(e, sources)) from None
+    check_finite(config, sources)
     _defaults(config, schema)
-    config["data"]["options"] = check_data_options(config["data"]["options"], str(config_path))
-    check_scale_overrides(config, str(config_path))
+    config["data"]["options"] = check_data_options(config["data"]["options"], sources)
+    check_scale_overrides(config, sources)
+    study_schema = load_yaml(schemas / "study.schema.yaml")
     studies = {}
     for name in config["studies"]:
         path = Path(config["studies_dir"]) / f"{name}.yaml"   # relative to the working directory
         scale = (config.get("scale_overrides") or {}).get(name, config["scale"])
-        studies[name] = build_study(name, path, load_yaml(path), scale, config["shard_size"],
+        cfg = load_yaml(path)
+        try:
+            jsonschema.validate(cfg, study_schema)
+        except jsonschema.ValidationError as e:
+            raise ConfigError(explain(e, str(path))) from None
+        studies[name] = build_study(name, path, cfg, scale, config["shard_size"],
                                     config["memory_budget_mb"],
                                     data_options=config["data"]["options"],
                                     max_runs=config["max_runs"],

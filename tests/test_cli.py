@@ -130,3 +130,25 @@ def test_bench_alloc_times_both_threads_with_huge_pages_off_and_on(capsys):
     assert all(c["mb"] == 8 and c["ms"] > 0 and c["faults_per_call"] >= 0 for c in cases.values())
     assert cli.main(["bench-alloc", "--sizes", "0"]) == 2
     assert "sizes must be positive" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["plan", "--no-calibrate", "--config", "scale"], "--config 'scale'"),
+    (["plan", "--no-calibrate", "--config", "scale=huge"], "--config: key 'scale'"),
+    (["profile-shard", "trainable_depth", "--shard", "sbad"], "no shard sbad"),
+    (["bench-dag", "--runs", "-5"], "--runs -5"),
+    (["stand-ins", "/proc/no/such/dir", "--datasets", "mnist"], "/proc/no"),
+    (["stand-ins", "out", "--datasets", "mnits"], "mnits"),
+    (["claims-doc", "/no/such/papers.md"], "/no/such/papers.md"),
+    (["compare", "/no/a", "/no/b"], "/no/a"),
+])
+def test_expected_errors_end_in_one_line_naming_the_input(argv, names, monkeypatch, capsys):
+    """A bad argument, config value, name or path ends the command with exit status 2 and one
+    line on stderr that names it (before: a traceback; `plan --config scale=huge` blamed a study
+    file)."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("SIGPROP_TRACEBACK", raising=False)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"sigprop {argv[0]}: ") and "\n" not in err and names in err, err
+    assert "trainable_depth.yaml" not in err
