@@ -8,7 +8,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 from pathlib import Path
+
+TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.tmp(?P<pid>\d+)(?P<suffix>\.[^.]*)?$")
+"""A temporary file of :func:`target`: ``.<name>.tmp<pid>[<suffix>]``."""
 
 
 class DiskFullError(OSError):
@@ -46,6 +50,45 @@ def target(path: str | Path, suffix: str = ""):
                                 f"({free} bytes free in {path.parent}); nothing was written: "
                                 f"free some space and rerun") from e
         raise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # a process of another user: alive
+        return True
+    return True
+
+
+ORPHAN_AGE_S = 300.0
+"""A temporary file untouched for this long whose process is not running here is an orphan.
+(The age guards a cluster job on another host, whose process id means nothing here: a file
+being written is touched continually.)"""
+
+
+def remove_orphans(root: str | Path, min_age_s: float = ORPHAN_AGE_S) -> list[Path]:
+    """Remove the temporary files of :func:`target` under ``root`` whose writing process is gone
+    (a job killed with SIGKILL cannot remove its own) and that nothing has touched for
+    ``min_age_s``; returns what it removed.  Files of a living process, this one included, are
+    left alone."""
+    import time
+    root = Path(root)
+    removed = []
+    now = time.time()
+    if not root.is_dir():
+        return removed
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            m = TEMP_NAME.match(f)
+            if m and not _alive(int(m.group("pid"))):
+                p = Path(dirpath) / f
+                with contextlib.suppress(OSError):
+                    if now - p.stat().st_mtime >= min_age_s:
+                        p.unlink()
+                        removed.append(p)
+    return removed
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

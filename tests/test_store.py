@@ -206,3 +206,27 @@ def test_manifest_and_expect_json_are_what_the_checks_read():
     e = json.loads(st.expect())
     assert e == {"study": "trainable_depth", "n_runs": len(st.runs),
                  "runs": runs_digest(r.run_id for r in st.runs)}
+
+
+def test_temporary_files_of_dead_processes_are_removed_at_the_next_start(tmp_path):
+    """A job killed with SIGKILL leaves .<file>.tmp<pid>.pdf behind; the next run removes it
+    (once nothing has touched it for the orphan age), never the file of a living process."""
+    import os
+    import subprocess
+    import time
+    from sigprop import atomic
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    figs = tmp_path / "results" / "s" / "figures"
+    figs.mkdir(parents=True)
+    orphan = figs / f".f.pdf.tmp{dead.pid}.pdf"
+    mine = figs / f".g.png.tmp{os.getpid()}.png"
+    fresh = figs / f".h.png.tmp{dead.pid}.png"
+    keep = figs / "f.pdf"
+    for p in (orphan, mine, fresh, keep):
+        p.write_bytes(b"x")
+    old = time.time() - 2 * atomic.ORPHAN_AGE_S
+    for p in (orphan, mine, keep):
+        os.utime(p, (old, old))
+    assert atomic.remove_orphans(tmp_path / "results") == [orphan]
+    assert not orphan.exists() and mine.exists() and fresh.exists() and keep.exists()
