@@ -113,6 +113,16 @@ def paper_summary_info(wildcards):
                       sort_keys=True)
 
 
+def paper_coverage(wildcards):
+    """Which of the paper's studies in the config file(s) this run covers, as JSON
+    (sigprop.papers.coverage_note): a run narrowed by --config studies=[...] marks the paper's
+    outputs partial."""
+    import json
+
+    named = [n for n, p in PAPER_OF.items() if p == wildcards.paper]
+    return json.dumps({"run": paper_studies(wildcards), "named": named})
+
+
 def paper_claims(wildcards):
     return [f"results/{n}/claims.parquet" for n in paper_studies(wildcards)]
 

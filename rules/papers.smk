@@ -20,6 +20,7 @@ rule paper_claims:
     params:
         studies=paper_studies,
         info=paper_summary_info,
+        coverage=paper_coverage,
     log:
         "results/logs/papers/{paper}/claims.log",
     run:
@@ -27,7 +28,7 @@ rule paper_claims:
 
         run_job(log, light.paper_claims, wildcards.paper, list(input.claims),
                 list(params.studies), output.table, output.html, output.summary, params.info,
-                list(input.evidence), list(input.provenance))
+                list(input.evidence), list(input.provenance), params.coverage)
 
 
 rule paper_front:
@@ -50,6 +51,7 @@ rule paper_front:
     params:
         studies=paper_studies,
         info=paper_summary_info,
+        coverage=paper_coverage,
     log:
         "results/logs/papers/{paper}/front.log",
     run:
@@ -57,7 +59,7 @@ rule paper_front:
 
         run_job(log, light.paper_front, wildcards.paper, input.claims, list(params.studies),
                 params.info, list(input.evidence), list(input.provenance), output.png,
-                output.pdf, output.front)
+                output.pdf, output.front, params.coverage)
 
 
 rule paper_table:
@@ -74,10 +76,11 @@ rule paper_table:
         csv="results/papers/{paper}/{table}.csv",
     params:
         studies=paper_studies,
+        coverage=paper_coverage,
     log:
         "results/logs/papers/{paper}/{table}.log",
     run:
         from sigprop import analysis_steps as light
 
         run_job(log, light.paper_table, wildcards.paper, wildcards.table, input[0],
-                list(params.studies), output.md, output.csv)
+                list(params.studies), output.md, output.csv, params.coverage)

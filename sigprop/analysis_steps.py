@@ -190,7 +190,8 @@ def committed_claims(paths: list[str], provenance: list[str], info: dict | None 
 
 def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, html: str,
                  summary: str | None = None, info_json: str = "{}",
-                 evidence: list[str] = (), provenance: list[str] = ()):
+                 evidence: list[str] = (), provenance: list[str] = (),
+                 coverage_json: str = "{}"):
     """All claims of one paper's studies (each file checked to be its study's), as Parquet and
     HTML, and the referee's summary (:mod:`sigprop.claims.summary`) as Markdown, with the
     committed paper-scale verdicts of the studies that have them beside this run's."""
@@ -202,19 +203,23 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
     from .claims.summary import referee_summary
     df = tables.concat_claims(list(paths), list(studies))
     tables.write_atomic(df, out)
-    atomic.write_text(html, to_html(df, title=f"Claims: {papers.title(paper)}"))
+    note = papers.coverage_note(json.loads(coverage_json))
+    atomic.write_text(html, to_html(df, title=f"Claims: {papers.title(paper)}"
+                                              + (f" ({note})" if note else "")))
     if summary is not None:
         committed, prov = committed_claims(list(evidence), list(provenance),
                                            json.loads(info_json))
         atomic.write_text(summary, referee_summary(papers.title(paper),
                                                    papers.CITATIONS.get(paper, ""), df,
-                                                   json.loads(info_json), committed, prov))
+                                                   json.loads(info_json), committed, prov,
+                                                   partial=note))
     log.info("%d rows from %d studies: %s", len(df), df.study.nunique(), tally(df))
     return df
 
 
 def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str,
-                evidence: list[str], provenance: list[str], png: str, pdf: str, front: str):
+                evidence: list[str], provenance: list[str], png: str, pdf: str, front: str,
+                coverage_json: str = "{}"):
     """The paper's block of the report's front page (:func:`sigprop.claims.front.front_block`):
     its verdict matrix at both scales, the figure of its tallies (also written as PNG and PDF),
     and the headline in words."""
@@ -240,13 +245,15 @@ def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str
     scale_names = {k: str(v.get("scale", "")).split(" ")[0] for k, v in info.items()}
     run_label = "/".join(dict.fromkeys(scale_names.values())) or "this run"
     title = papers.title(paper)
+    note = papers.coverage_note(json.loads(coverage_json))
     with FIGURE_LOCK:
         fig = tally_figure(m, title, run_label)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
         save(fig, png, pdf)
     figures = {n: registry.spec(v["kind"]).figures for n, v in info.items() if v.get("kind")}
-    text = front_block(paper, title, m, headline(claims, info, committed, prov), buf.getvalue(),
+    head = headline(claims, info, committed, prov)
+    text = front_block(paper, title, m, f"{note}; {head}" if note else head, buf.getvalue(),
                        scale_names, figures, set(prov),
                        notes=("Full text of every claim, its test and its detectable effect: "
                               "each study's claims table; the referee's summary: "
@@ -256,7 +263,8 @@ def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str
     return m
 
 
-def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md: str, csv: str):
+def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md: str, csv: str,
+                coverage_json: str = "{}"):
     """One of a paper's tables (:data:`sigprop.papers.TABLES`) from the paper's claims, which
     must be those of the paper's configured studies."""
     from . import papers
@@ -268,6 +276,8 @@ def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md
             f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
             f"paper {paper}'s studies {sorted(studies)}: {tables.rebuild_hint(claims_path)}")
     parts = papers.table_function(paper, table)(claims)
-    write_table(parts, md, csv, title=f"{papers.title(paper)}: {table}")
+    note = papers.coverage_note(json.loads(coverage_json))
+    write_table(parts, md, csv, title=f"{papers.title(paper)}: {table}"
+                + (f" ({note})" if note else ""))
     log.info("%s: %s", table, {k: len(v) for k, v in parts.items()})
     return parts

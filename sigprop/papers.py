@@ -41,6 +41,20 @@ def title(paper: str) -> str:
     return TITLES.get(paper, f"paper {paper}")
 
 
+def coverage_note(coverage: dict | None) -> str:
+    """"" when a run covers every study of the paper that the config file names, else what it
+    covers (``coverage``: ``{"run": [...], "named": [...]}``): a paper's claims, tables,
+    summary and front page built from fewer studies say so."""
+    if not coverage:
+        return ""
+    run, named = list(coverage.get("run") or []), list(coverage.get("named") or [])
+    missing = [n for n in named if n not in run]
+    if not missing:
+        return ""
+    return (f"partial: this run covers {', '.join(run)}, {len(run)} of the {len(named)} studies "
+            f"of this paper in the config (not run: {', '.join(missing)})")
+
+
 def table_function(paper: str, name: str):
     try:
         target = TABLES[paper][name]

@@ -275,3 +275,28 @@ def test_shipped_config_dry_runs_at_paper_scale(workdir):
     papers = {str(yaml.safe_load((root / "config" / "studies" / f"{n}.yaml").read_text())["paper"])
               for n in names}
     assert _jobs(res.stdout, "paper_table") == sum(len(TABLES.get(p, {})) for p in papers)
+
+
+def test_a_run_of_some_of_a_papers_studies_marks_its_outputs_partial(workdir):
+    """The config file names two studies of paper 000; a run narrowed to one of them with
+    --config studies=[...] writes the paper's claims, summary, Table 1 and front page marked
+    partial (which studies they cover) instead of passing them off as the paper's; the full
+    run that follows rebuilds them unmarked."""
+    import yaml
+    first = tiny_study()
+    second = tiny_study(name="trainable_depth_b", grid={"keep_rate": [1.0], "depth": [2],
+                                                        "sigma_w2": [1.0]})
+    cfg = write_config(workdir, first)
+    (workdir / "studies" / "trainable_depth_b.yaml").write_text(yaml.safe_dump(second))
+    c = yaml.safe_load(cfg.read_text())
+    c["studies"] = ["trainable_depth", "trainable_depth_b"]
+    cfg.write_text(yaml.safe_dump(c))
+    run_snakemake(workdir, cfg, "--config", "studies=[trainable_depth]")
+    paper = workdir / "results/papers/000"
+    note = "partial: this run covers trainable_depth, 1 of the 2 studies of this paper"
+    assert note in (paper / "summary.md").read_text().splitlines()[0].replace("\\", "")
+    for f in ("table1.md", "claims.html", "front.html"):
+        assert note in (paper / f).read_text(), f
+    run_snakemake(workdir, cfg)
+    assert "partial" not in (paper / "summary.md").read_text().splitlines()[0]
+    assert "partial" not in (paper / "table1.md").read_text()

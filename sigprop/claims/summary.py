@@ -83,19 +83,23 @@ def headline(claims: pd.DataFrame, studies: dict, committed: pd.DataFrame | None
                      f"{'study' if n == 1 else 'studies'}, {when}; {data}): "
                      f"{tally_words(tally(committed), SCALE_OF_COMMITTED)}")
     else:
-        parts.append(f"paper scale: no committed verdicts for these {n} studies")
+        parts.append("paper scale: no committed verdicts for " +
+                     ("this study" if n == 1 else f"these {n} studies"))
     return "; ".join(parts)
 
 
 def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: dict,
                     committed: pd.DataFrame | None = None,
-                    provenance: dict | None = None) -> str:
+                    provenance: dict | None = None, partial: str = "") -> str:
     """``studies``: per study name, ``scale``, ``title``, ``datasets`` (list), ``description``
     (the scale's description: what is scaled down or substituted), ``regime`` (the same, by
     axis), ``fixed`` (the design date) and ``changes`` (the design changes at this scale, each
     with ``date`` and ``what``).  ``committed``: the committed paper-scale claims of the paper's
-    studies that have them, ``provenance``: their ``provenance.json`` by study."""
-    out = [f"**{escape(title)}** — {escape(headline(claims, studies, committed, provenance))}.",
+    studies that have them, ``provenance``: their ``provenance.json`` by study.  ``partial``:
+    what a run narrowed to some of the paper's studies covers (:func:`sigprop.papers.
+    coverage_note`), stated first."""
+    head = escape(headline(claims, studies, committed, provenance))
+    out = [f"**{escape(title)}** — {escape(partial) + '; ' if partial else ''}{head}.",
            "", f"{escape(citation)}. A fail reads \"contradicts the paper\" only where the design "
            "is the paper's along every axis the claim depends on; elsewhere it is \"not "
            "reproduced at that scale\", with the difference named (the study file's regime). "
