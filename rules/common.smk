@@ -127,6 +127,23 @@ def paper_claims(wildcards):
     return [f"results/{n}/claims.parquet" for n in paper_studies(wildcards)]
 
 
+def paper_claim_pages(wildcards):
+    return [f"results/{n}/claims.html" for n in paper_studies(wildcards)]
+
+
+def paper_claim_expects(wildcards):
+    """What each study's claims table must be stamped with, as JSON: its study, this run's
+    scale and runs (a table of another scale or grid is refused by the paper's merge)."""
+    import json
+
+    out = {}
+    for n in paper_studies(wildcards):
+        st = STUDIES[n]
+        out[n] = {"kind": "claims", "study": n, "scale": st.scale,
+                  "runs": json.loads(st.expect())["runs"], "smoke": bool(st.smoke)}
+    return json.dumps(out, sort_keys=True)
+
+
 def study_regime_json(wildcards):
     """The study's paper-scale regime and the axes its claims depend on, as JSON: how its
     committed paper-scale verdicts read (sigprop.evidence.read_claims)."""

@@ -5,6 +5,7 @@
 rule paper_claims:
     input:
         claims=paper_claims,
+        pages=paper_claim_pages,
         evidence=paper_evidence("claims.parquet"),
         provenance=paper_evidence("provenance.json"),
     output:
@@ -21,6 +22,7 @@ rule paper_claims:
         studies=paper_studies,
         info=paper_summary_info,
         coverage=paper_coverage,
+        expects=paper_claim_expects,
     log:
         "results/logs/papers/{paper}/claims.log",
     run:
@@ -28,7 +30,8 @@ rule paper_claims:
 
         run_job(log, light.paper_claims, wildcards.paper, list(input.claims),
                 list(params.studies), output.table, output.html, output.summary, params.info,
-                list(input.evidence), list(input.provenance), params.coverage)
+                list(input.evidence), list(input.provenance), params.coverage,
+                params.expects, list(input.pages))
 
 
 rule paper_front:

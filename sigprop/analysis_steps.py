@@ -27,33 +27,47 @@ def _layers(fn, layer_paths, study: str) -> dict:
     import pandas as pd
     frames = []
     for p in layer_paths:
+        sid = Path(p).name.removesuffix("_layers.parquet")
         df = tables.read(p)
         tables.check_study_column(df, p, study, "prune_shard")
-        sid = Path(p).name.removesuffix("_layers.parquet")
         if len(df) and set(df.shard_id) != {sid}:
             raise tables.TableError(f"{p}: holds the layer report of shard(s) "
                                     f"{sorted(set(df.shard_id))}; the workflow expects shard {sid}: "
                                     f"{tables.rebuild_hint(p)}")
+        tables.check_stamp(p, {"kind": "layers", "study": study, "shard": sid})
         frames.append(df)
     return {"layers": pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()}
 
 
-def read_inputs(study: str, expect_json: str, runs: str, theory: str | None = None):
-    """The study's merged run table and theory table, checked to be this study's
-    (:func:`sigprop.tables.check_runs_table`, :func:`sigprop.tables.check_study_column`)."""
-    r = tables.read(runs, tables.RUN_COLUMNS)
-    tables.check_runs_table(r, runs, json.loads(expect_json))
+def read_inputs(study: str, expect_json: str, runs: str, theory: str | None = None,
+                theory_params: str | None = None):
+    """The study's merged run table and theory table, checked to be this study's: the merged
+    table holds exactly its runs and was written by its merge
+    (:func:`sigprop.tables.check_runs_table`, its stamp), the theory table was made for this
+    study from the parameters the reader has (``theory_params``: their digest,
+    :meth:`sigprop.contract.Params.digest`)."""
+    expect = json.loads(expect_json)
+    r = tables.read(runs, tables.RUN_COLUMNS, empty_ok=False)
+    tables.check_runs_table(r, runs, expect)
+    tables.check_stamp(runs, {"kind": "metrics", "study": expect["study"], "runs": expect["runs"]})
     if theory is None:
         return r
     t = tables.read(theory, tables.THEORY_COLUMNS)
     tables.check_study_column(t, theory, study, "theory")
+    want = {"kind": "theory", "study": study}
+    if theory_params is not None:
+        want["params"] = theory_params
+    tables.check_stamp(theory, want)
     return r, t
 
 
 def merge(paths: list[str], manifest_json: str, out: str):
     """All shard tables of a study as one table, each run labelled with its block."""
-    df = tables.merge_runs(list(paths), json.loads(manifest_json))
-    tables.write_atomic(df, out)
+    manifest = json.loads(manifest_json)
+    df = tables.merge_runs(list(paths), manifest)
+    from .runs import runs_digest
+    tables.write_atomic(df, out, {"kind": "metrics", "study": manifest["study"],
+                                  "runs": runs_digest(df.run_id.unique())})
     log.info("%d rows from %d shards, %d runs", len(df), len(paths), df.run_id.nunique())
     return df
 
@@ -62,7 +76,7 @@ def theory(kind: str, study: str, params_json: str, settings: list[dict], out: s
     """The study's theory table on its runs' settings."""
     p = job_params(kind, params_json)
     df = registry.theory_function(kind)(study, p, [dict(x) for x in settings])
-    tables.write_atomic(df, out)
+    tables.write_atomic(df, out, {"kind": "theory", "study": study, "params": p.digest()})
     log.info("%d theory rows", len(df))
     return df
 
@@ -75,7 +89,7 @@ def figure(kind: str, name: str, params_json: str, expect_json: str, runs: str, 
     use_agg()
     p = job_params(kind, params_json)
     fn = registry.figure_function(kind, name)
-    r, t = read_inputs(p.study, expect_json, runs, theory)
+    r, t = read_inputs(p.study, expect_json, runs, theory, p.digest())
     with FIGURE_LOCK:   # pyplot keeps global state: one figure at a time in a process
         save(fn(r, t, p, **_layers(fn, layers, p.study)), png, pdf)
 
@@ -93,7 +107,7 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     from .claims.render import to_html
     p = job_params(kind, params_json)
     fn = registry.claims_function(kind)
-    r, t = read_inputs(study, expect_json, runs, theory)
+    r, t = read_inputs(study, expect_json, runs, theory, p.digest())
     df = fn(r, t, p, **_layers(fn, layers, study))
     design = json.loads(design_json)
     C.check_table(df, f"study {study} (sigprop/studies/{kind}/claims.py)",
@@ -103,8 +117,12 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     if design.get("smoke"):
         from .smoke import smoke_verdicts
         df = smoke_verdicts(df)
-    tables.write_atomic(df, out)
-    atomic.write_text(html, to_html(df, title=f"Claims: {study}"))
+    tables.write_atomic(df, out, {"kind": "claims", "study": study,
+                                  "scale": design.get("scale", ""),
+                                  "runs": json.loads(expect_json)["runs"],
+                                  "smoke": bool(design.get("smoke"))})
+    atomic.write_text(html, to_html(df, title=f"Claims: {study}",
+                                    table=tables.content_digest(df)))
     for r in df.itertuples():
         log.info("%s: %s (measured %s, tolerance %s)", r.claim_id, r.verdict, r.measured,
                  r.tolerance)
@@ -156,7 +174,7 @@ def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: 
     p = job_params(kind, params_json)
     r = read_inputs(p.study, expect_json, runs)
     df, title = registry.table_function(kind)(name, r, p)
-    tables.write_atomic(df, parquet)
+    tables.write_atomic(df, parquet, {"kind": "study_table", "study": p.study, "table": name})
     write_table({name: df}, md, csv, title)
     log.info("%s: %d rows", name, len(df))
     return df
@@ -188,21 +206,43 @@ def committed_claims(paths: list[str], provenance: list[str], info: dict | None 
     return (pd.concat(frames, ignore_index=True) if frames else None), prov
 
 
+def check_claims_pages(paths: list[str], pages: list[str]) -> None:
+    """Each study's claims page (``claims.html``) was rendered from the claims table beside it:
+    it names that table's content digest (:func:`sigprop.claims.render.to_html`), so a page
+    copied from another study or run is refused before the report files it."""
+    import re
+    for table, page in zip(paths, pages):
+        text = Path(page).read_text(errors="replace")
+        m = re.search(r'<meta name="sigprop-table" content="([0-9a-f]+)"', text)
+        stamp = tables.stamp_of(table) or {}
+        if not m or m.group(1) != stamp.get("content"):
+            raise tables.TableError(
+                f"{page}: was not rendered from {table} (it names table "
+                f"{m.group(1) if m else 'none'}, the table is {stamp.get('content')}): "
+                f"{tables.rebuild_hint(page)}")
+
+
 def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, html: str,
                  summary: str | None = None, info_json: str = "{}",
                  evidence: list[str] = (), provenance: list[str] = (),
-                 coverage_json: str = "{}"):
-    """All claims of one paper's studies (each file checked to be its study's), as Parquet and
-    HTML, and the referee's summary (:mod:`sigprop.claims.summary`) as Markdown, with the
-    committed paper-scale verdicts of the studies that have them beside this run's."""
+                 coverage_json: str = "{}", expects_json: str = "{}",
+                 pages: list[str] = ()):
+    """All claims of one paper's studies (each file checked to be its study's, of this run's
+    scale and runs: ``expects_json``, per study its claims table's stamp; each study's claims
+    page rendered from it: ``pages``), as Parquet and HTML, and the referee's summary
+    (:mod:`sigprop.claims.summary`) as Markdown, with the committed paper-scale verdicts of the
+    studies that have them beside this run's."""
     import json
 
     from . import papers
     from .claims import tally
     from .claims.render import to_html
     from .claims.summary import referee_summary
-    df = tables.concat_claims(list(paths), list(studies))
-    tables.write_atomic(df, out)
+    df = tables.concat_claims(list(paths), list(studies), json.loads(expects_json) or None)
+    if pages:
+        check_claims_pages(list(paths), list(pages))
+    tables.write_atomic(df, out, {"kind": "paper_claims", "paper": paper,
+                                  "studies": sorted(studies)})
     note = papers.coverage_note(json.loads(coverage_json))
     atomic.write_text(html, to_html(df, title=f"Claims: {papers.title(paper)}"
                                               + (f" ({note})" if note else "")))
@@ -239,6 +279,8 @@ def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str
         raise tables.TableError(
             f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
             f"paper {paper}'s studies {sorted(studies)}: {tables.rebuild_hint(claims_path)}")
+    tables.check_stamp(claims_path, {"kind": "paper_claims", "paper": paper,
+                                     "studies": sorted(studies)})
     info = json.loads(info_json)
     committed, prov = committed_claims(list(evidence), list(provenance), info)
     m = verdict_matrix(claims, committed)
@@ -275,6 +317,8 @@ def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md
         raise tables.TableError(
             f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
             f"paper {paper}'s studies {sorted(studies)}: {tables.rebuild_hint(claims_path)}")
+    tables.check_stamp(claims_path, {"kind": "paper_claims", "paper": paper,
+                                     "studies": sorted(studies)})
     parts = papers.table_function(paper, table)(claims)
     note = papers.coverage_note(json.loads(coverage_json))
     write_table(parts, md, csv, title=f"{papers.title(paper)}: {table}"

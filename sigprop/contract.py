@@ -173,6 +173,15 @@ class Params:
             d["labels"] = list(self.labels)
         return json.dumps(d)
 
+    def digest(self, sections=("measure", "theory")) -> str:
+        """SHA-256 (16 hex digits) of the given parameter sections: what a table made from them
+        is stamped with, so that its reader can check it was made with the sections it has
+        (e.g. the theory table, made from ``measure`` and ``theory``)."""
+        import hashlib
+        import json
+        d = {s: P.to_dict(getattr(self, s)) for s in sections}
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
     @classmethod
     def from_json(cls, spec: StudySpec, text: str) -> "Params":
         """The inverse of :meth:`to_json`, with the withheld sections marked."""

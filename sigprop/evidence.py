@@ -138,9 +138,14 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
                          f"among the {len(want)} paper-scale runs of {study} today: not a "
                          "paper-scale run of this config")
     claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
+    stamp = tables.stamp_of(claims_path)
+    if stamp is not None and stamp.get("scale") != "paper":
+        raise ValueError(f"{claims_path}: a claims table of scale {stamp.get('scale')!r}, not a "
+                         "paper-scale run's")
     dest = out / study
     dest.mkdir(parents=True, exist_ok=True)
-    claims.to_parquet(dest / "claims.parquet", index=False)
+    import shutil
+    shutil.copyfile(claims_path, dest / "claims.parquet")     # its stamp travels with it
     status = _git("status", "--porcelain", "--untracked-files=no")
     prov = {"study": study, "scale": "paper", "commit": _git("rev-parse", "HEAD"),
             "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),

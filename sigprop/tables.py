@@ -68,17 +68,57 @@ def run_rows(shard, long: pd.DataFrame, device: str, tf32: bool = False,
     return df.sort_values(["run_id", "metric", *order], kind="stable").reset_index(drop=True)
 
 
-def write_atomic(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write ``df`` as Parquet atomically (:mod:`sigprop.atomic`: nothing left on failure)."""
+STAMP_KEY = b"sigprop"
+"""The Parquet schema metadata key of a table's stamp (:func:`write_atomic`)."""
+
+
+def content_digest(df: pd.DataFrame) -> str:
+    """SHA-256 (16 hex digits) of a table's columns and values, row order included."""
+    import hashlib
+    h = hashlib.sha256("\0".join(map(str, df.columns)).encode())
+    if len(df):
+        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def write_atomic(df: pd.DataFrame, path: str | Path, stamp: dict | None = None) -> Path:
+    """Write ``df`` as Parquet atomically (:mod:`sigprop.atomic`: nothing left on failure),
+    stamped with what made it (``stamp``: e.g. the study, scale, shard, run digest, parameter
+    digest) and its row count and content digest, which every reader checks
+    (:func:`read`)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[STAMP_KEY] = json.dumps({**(stamp or {}), "rows": len(df),
+                                  "content": content_digest(df)}, sort_keys=True).encode()
     with atomic.target(path) as tmp:
-        df.to_parquet(tmp, index=False)
+        pq.write_table(table.replace_schema_metadata(meta), tmp)
     return Path(path)
 
 
-def read(path: str | Path, required: list[str] | None = None) -> pd.DataFrame:
+def stamp_of(path: str | Path) -> dict | None:
+    """The stamp a table was written with (:func:`write_atomic`), None when it has none."""
+    import json
+
+    import pyarrow.parquet as pq
+    meta = pq.read_schema(path).metadata or {}
+    return json.loads(meta[STAMP_KEY]) if STAMP_KEY in meta else None
+
+
+def read(path: str | Path, required: list[str] | None = None, expect: dict | None = None,
+         empty_ok: bool = True) -> pd.DataFrame:
+    """A table, checked: readable, with the ``required`` columns, untouched since it was
+    written (its row count and content equal its stamp's, when it has one), made for what
+    the reader expects (``expect``: stamp keys and values, e.g. ``{"study": ..., "scale":
+    ...}``; a table without a stamp then is refused), and not empty unless ``empty_ok``.
+    Every refusal names the file and the command that rebuilds it."""
     path = Path(path)
     try:
         df = pd.read_parquet(path)
+        stamp = stamp_of(path)
     except FileNotFoundError:
         raise TableError(f"{path}: table not found") from None
     except Exception as e:
@@ -86,7 +126,34 @@ def read(path: str | Path, required: list[str] | None = None) -> pd.DataFrame:
     missing = [c for c in (required or []) if c not in df.columns]
     if missing:
         raise TableError(f"{path}: missing column(s) {missing}")
+    if stamp is not None and (stamp.get("rows") != len(df)
+                              or stamp.get("content") != content_digest(df)):
+        raise TableError(f"{path}: changed after it was written ({len(df)} rows, content "
+                         f"{content_digest(df)}; written with {stamp.get('rows')} rows, content "
+                         f"{stamp.get('content')}): {rebuild_hint(path)}")
+    if expect:
+        check_stamp(path, expect, stamp)
+    if not empty_ok and not len(df):
+        raise TableError(f"{path}: holds no rows: {rebuild_hint(path)}")
     return df
+
+
+def check_stamp(path: str | Path, expect: dict, stamp: dict | None = None) -> None:
+    """The table at ``path`` was made for what ``expect`` names (its stamp's values; the stamp
+    read from the file's metadata when not given)."""
+    stamp = stamp_of(path) if stamp is None else stamp
+    if stamp is None:
+        raise TableError(f"{path}: carries no stamp of the workflow that wrote it (another "
+                         f"tool, or an older sigprop): {rebuild_hint(path)}")
+    for k, v in expect.items():
+        if stamp.get(k) != v:
+            raise TableError(f"{path}: was made for {k} {_short(stamp.get(k))}; the workflow "
+                             f"expects {k} {_short(v)}: {rebuild_hint(path)}")
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 120 else text[:120] + "..."
 
 
 def _holds(df: pd.DataFrame) -> str:
@@ -158,6 +225,12 @@ def check_study_column(df: pd.DataFrame, path: str | Path, study: str, rule: str
                          f"expects study {study}: {_rebuild(rule, path)}")
 
 
+def shard_stamp(shard) -> dict:
+    """What a shard table is stamped with: its study, shard id and the digest of its runs."""
+    return {"kind": "shard", "study": shard.study, "shard": shard.shard_id,
+            "runs": runs_digest(r.run_id for r in shard.runs)}
+
+
 def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.DataFrame:
     """Concatenate shard tables; refuse duplicated (run_id, step, metric) rows.
 
@@ -166,9 +239,13 @@ def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.Data
     (:func:`check_shard_table`) and every run gets its block label as the ``block`` column."""
     frames = []
     for p in paths:
-        df = read(p, RUN_COLUMNS)
+        df = read(p, RUN_COLUMNS, empty_ok=False)
         if manifest is not None:
             check_shard_table(df, p, manifest)
+            sid = Path(p).stem
+            want = manifest["shards"].get(sid) or []
+            check_stamp(p, {"kind": "shard", "study": manifest["study"], "shard": sid,
+                            "runs": runs_digest(rid for rid, _ in want)})
         frames.append(df)
     if not frames:
         raise TableError("no shard tables to merge")
@@ -184,18 +261,22 @@ def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.Data
     return df.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
 
 
-def concat_claims(paths: list[str | Path], studies: list[str] | None = None) -> pd.DataFrame:
+def concat_claims(paths: list[str | Path], studies: list[str] | None = None,
+                  expects: dict | None = None) -> pd.DataFrame:
     """One paper's claims: the studies' claims tables stacked, in the order given.
 
     With ``studies`` (one per path) each table must hold that study's claims; a (study,
     claim_id) pair twice is an error naming the files (two studies sharing a name would
-    otherwise hide each other's verdicts).
+    otherwise hide each other's verdicts).  With ``expects`` (per study, the stamp its
+    claims table must carry: scale and run digest) a table of another scale or grid, or one
+    not written by the claims job, is refused; so is an empty table.
     """
     if studies is not None and len(studies) != len(paths):
         raise ValueError("concat_claims: one study name per claims table")
     frames = []
     for i, p in enumerate(paths):
-        df = read(p, CLAIM_COLUMNS)
+        want = (expects or {}).get(studies[i]) if studies is not None else None
+        df = read(p, CLAIM_COLUMNS, expect=want, empty_ok=False)
         if studies is not None:
             check_study_column(df, p, studies[i], "claims")
         frames.append(df)

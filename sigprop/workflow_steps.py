@@ -102,7 +102,8 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
     report = mask_report(shard, [None if m is None else m.cpu() for m in masks],
                          prune.prunable(shard.runs[0].arch, params))
     engine.save_masks(masks, shard, Path(out_masks))
-    tables.write_atomic(report, out_report)
+    tables.write_atomic(report, out_report, {"kind": "layers", "study": shard.study,
+                                             "shard": shard.shard_id})
     log.info("shard %s: masks of %d/%d models in %.2fs", shard.shard_id,
              sum(bool(r.pruner) for r in shard.runs), len(shard.runs), time.time() - t0)
 
@@ -145,7 +146,7 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
                                   checkpoint_every=checkpoint_every, masks=masks,
                                   eval_splits=tuple(eval_splits))
     df = trainer.run()
-    tables.write_atomic(df, out)
+    tables.write_atomic(df, out, tables.shard_stamp(shard))
     log.info("shard %s: %d models x %d steps in %.1fs; %d diverged; %d rows",
              shard.shard_id, len(shard.runs), shard.runs[0].steps, time.time() - t0,
              sum(s >= 0 for s in trainer.diverged_step), len(df))
@@ -178,6 +179,6 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_j
         shard, params, buffers, p, device=dev.type,
         data_path=None if data_path is None else str(data_path),
         masks_path=shard.masks_path if shard.pruned else None)
-    tables.write_atomic(df, out)
+    tables.write_atomic(df, out, tables.shard_stamp(shard))
     log.info("shard %s: %d models measured in %.1fs; %d rows", shard.shard_id, len(shard.runs),
              time.time() - t0, len(df))

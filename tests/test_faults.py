@@ -203,7 +203,8 @@ def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_r
         params, buffers = engine.initial_state(shard, data.in_shape, data.n_classes,
                                                torch.device("cpu"), torch.float32)
         df = engine.ShardTrainer(shard, data, params, torch.device("cpu"), buffers=buffers).run()
-        ref_paths.append(tables.write_atomic(df, tmp_path / "ref" / f"{shard.shard_id}.parquet"))
+        ref_paths.append(tables.write_atomic(df, tmp_path / "ref" / f"{shard.shard_id}.parquet",
+                                             tables.shard_stamp(shard)))
     ref = tables.merge_runs(ref_paths, json.loads(st.manifest()))
     got = tables.read(_res(workdir, "metrics.parquet"))
     key = ["run_id", "step", "metric"]

@@ -89,7 +89,8 @@ def test_paper_numbers_transcribed_and_joined(cfg, tmp_path):
     assert tabs["2"].paper_mean.isna().all()      # Table 2 stops at 98%
     assert list(spec.SPEC.tables) == ["table1", "table2", "table9", "table3", "table4", "table5"]
     runs_path = tmp_path / "metrics.parquet"
-    tables.write_atomic(runs, runs_path)
+    tables.write_atomic(runs, runs_path, {"kind": "metrics", "study": "pruning_resnet",
+                                          "runs": runs_digest(runs.run_id.unique())})
     for name in list(spec.SPEC.tables):
         out = [tmp_path / f"{name}.{e}" for e in ("parquet", "md", "csv")]
         expect = json.dumps({"study": "pruning_resnet", "n_runs": runs.run_id.nunique(),

@@ -31,7 +31,8 @@ def _table(tmp_path: Path, shard: Shard, name: str | None = None) -> Path:
     long = pd.DataFrame({"model": list(range(len(shard.runs))), "step": 0,
                          "metric": "train_acc", "value": 0.5})
     return tables.write_atomic(tables.run_rows(shard, long, "cpu"),
-                               tmp_path / "runs" / f"{name or shard.shard_id}.parquet")
+                               tmp_path / "runs" / f"{name or shard.shard_id}.parquet",
+                               tables.shard_stamp(shard))
 
 
 def _manifest(study: str, shards: list[Shard]) -> dict:
@@ -230,3 +231,76 @@ def test_temporary_files_of_dead_processes_are_removed_at_the_next_start(tmp_pat
         os.utime(p, (old, old))
     assert atomic.remove_orphans(tmp_path / "results") == [orphan]
     assert not orphan.exists() and mine.exists() and fresh.exists() and keep.exists()
+
+
+def _claims_table(path, study="s", scale="quick", runs="abc", rows=1):
+    from sigprop.claims import frame, row
+    df = frame([row(study, f"c{i}", "c", "000 Eq. 1", 1.0, "", 0.0, "pass", test="t",
+                    detectable=0.1) for i in range(rows)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return tables.write_atomic(df, path, {"kind": "claims", "study": study, "scale": scale,
+                                          "runs": runs, "smoke": False})
+
+
+def test_a_claims_table_of_another_scale_or_grid_or_none_is_refused(tmp_path):
+    """The paper's merge checks each claims table's stamp against this run: the same study's
+    paper-scale table copied into results/ (before: its 17 values shown as this run's), a
+    table of another grid, an empty table, a table written by another tool."""
+    want = {"s": {"kind": "claims", "study": "s", "scale": "quick", "runs": "abc",
+                  "smoke": False}}
+    ok = _claims_table(tmp_path / "ok" / "claims.parquet")
+    assert len(tables.concat_claims([ok], ["s"], want)) == 1
+    paper = _claims_table(tmp_path / "paper" / "claims.parquet", scale="paper")
+    with pytest.raises(tables.TableError, match=r"paper/claims.parquet: was made for scale 'paper'; "
+                                                r"the workflow expects scale 'quick'.*snakemake --force"):
+        tables.concat_claims([paper], ["s"], want)
+    grid = _claims_table(tmp_path / "grid" / "claims.parquet", runs="other")
+    with pytest.raises(tables.TableError, match="was made for runs 'other'"):
+        tables.concat_claims([grid], ["s"], want)
+    empty = _claims_table(tmp_path / "empty" / "claims.parquet", rows=0)
+    with pytest.raises(tables.TableError, match="empty/claims.parquet: holds no rows"):
+        tables.concat_claims([empty], ["s"], want)
+    foreign = tmp_path / "foreign" / "claims.parquet"
+    foreign.parent.mkdir()
+    pd.read_parquet(ok).to_parquet(foreign)
+    with pytest.raises(tables.TableError, match="carries no stamp"):
+        tables.concat_claims([foreign], ["s"], want)
+
+
+def test_a_claims_page_of_another_study_is_refused(tmp_path):
+    from sigprop.analysis_steps import check_claims_pages
+    from sigprop.claims.render import to_html
+    a = _claims_table(tmp_path / "a" / "claims.parquet", study="s")
+    b = _claims_table(tmp_path / "b" / "claims.parquet", study="s", rows=2)
+    for t in (a, b):
+        df = pd.read_parquet(t)
+        (t.parent / "claims.html").write_text(to_html(df, table=tables.content_digest(df)))
+    check_claims_pages([a, b], [a.parent / "claims.html", b.parent / "claims.html"])
+    shutil.copy(b.parent / "claims.html", a.parent / "claims.html")
+    with pytest.raises(tables.TableError, match=r"a/claims.html: was not rendered from .*a/claims"):
+        check_claims_pages([a], [a.parent / "claims.html"])
+
+
+def test_a_shard_table_with_rows_deleted_is_refused(tmp_path):
+    """Rows deleted after the job wrote the table, run ids intact (before: merged with exit 0,
+    two verdicts moved): re-saved by pandas it has no stamp; edited keeping the stamp, its
+    rows and content no longer match it."""
+    import pyarrow.parquet as pq
+    a = _shard(seeds=(0, 1, 2))
+
+    def table():                  # an evaluation at steps 0 and 10 for each run
+        long = pd.DataFrame({"model": [0, 1, 2] * 2, "step": [0] * 3 + [10] * 3,
+                             "metric": "test_acc", "value": 0.5})
+        return tables.write_atomic(tables.run_rows(a, long, "cpu"),
+                                   tmp_path / "runs" / f"{a.shard_id}.parquet",
+                                   tables.shard_stamp(a))
+    path = table()
+    df = pd.read_parquet(path)
+    df[~((df.step == 10) & (df.run_id == df.run_id.iloc[0]))].to_parquet(path)
+    with pytest.raises(tables.TableError, match="carries no stamp"):
+        tables.merge_runs([path], _manifest("s", [a]))
+    path = table()
+    t = pq.read_table(path)
+    pq.write_table(t.slice(1), path)                     # the stamp kept, one row gone
+    with pytest.raises(tables.TableError, match=r"changed after it was written \(5 rows"):
+        tables.merge_runs([path], _manifest("s", [a]))

@@ -68,9 +68,11 @@ def tally_line(df: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-def to_html(df: pd.DataFrame, title: str = "Claims") -> str:
+def to_html(df: pd.DataFrame, title: str = "Claims", table: str = "") -> str:
     """Claims first, with the tally; beyond-the-paper rows, pooled summaries and sanity checks
-    (identities, theorems, controls) in their own sections, never tallied."""
+    (identities, theorems, controls) in their own sections, never tallied.  ``table``: the
+    content digest of the claims table the page renders, named in the page so that a reader
+    can check the two belong together."""
     kinds = df["kind"] if "kind" in df.columns else pd.Series("claim", index=df.index)
     claims, checks = df[kinds == "claim"], df[kinds == "sanity"]
     pooled, ours = df[kinds == "summary"], df[kinds == "beyond"]
@@ -85,7 +87,9 @@ def to_html(df: pd.DataFrame, title: str = "Claims") -> str:
     if len(checks):
         sections += ["<h3>Sanity checks (identities, theorems, controls; not counted)</h3>",
                      _rows_html(checks)]
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    meta = f'<meta name="sigprop-table" content="{html.escape(table)}">' if table else ""
+    return (f"<!doctype html><html><head><meta charset='utf-8'>{meta}"
+            f"<title>{html.escape(title)}</title>"
             "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}</style></head>"
             f"<body><h2>{html.escape(title)}</h2>{''.join(sections)}</body></html>\n")
