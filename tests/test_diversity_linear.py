@@ -268,6 +268,9 @@ def test_window_diversity_compares_nets_over_the_same_progress():
 def test_one_width_per_depth_makes_the_width_rows_sanity_twins():
     nets = pd.DataFrame({"depth": [1, 2, 3, 4], "width": [485, 111, 82, 68]})
     assert claims.twin_of(nets, "width", "depth", "depth", "width")
+    # the paper scale's ten nets: scipy's tau-b is -0.9999999999999999 there, not -1
+    ten = pd.DataFrame({"depth": range(1, 11), "width": [485, 111, 82, 68, 59, 53, 49, 46, 43, 40]})
+    assert claims.twin_of(ten, "width", "depth", "depth", "width")
     free = pd.DataFrame({"depth": [1, 1, 2, 2], "width": [4, 16, 4, 16]})
     assert not claims.twin_of(free, "width", "depth", "depth", "width")
     rows = [row("s", "a_rises_with_width", "x", "004 Sec. 5", 0.8, "", 0.6, "pass", test="t",

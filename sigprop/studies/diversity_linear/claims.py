@@ -150,7 +150,7 @@ def twin_of(df: pd.DataFrame, x: str, other: str, by_x: str, by_other: str) -> b
     if not single or len(d) < 2 or d[x].nunique() != len(d) or d[other].nunique() != len(d):
         return False
     t = kendall_tau(d[x], d[other])
-    return bool(np.isfinite(t) and abs(t) == 1.0)
+    return bool(np.isfinite(t) and abs(abs(t) - 1.0) < 1e-9)
 
 
 def _tau_claim(study, cid, claim, source, r: dict, tau_min, sign=+1, extra="",
