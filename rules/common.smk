@@ -17,15 +17,31 @@ def study_of(wildcards):
     return STUDIES[wildcards.study]
 
 
+def shard_floor(study, shard):
+    """The least memory (MB) of a shard's jobs: parameters, gradients, data (sigprop.plan)."""
+    from sigprop.plan import shard_floor_mb
+
+    key = (study, shard)
+    if key not in _FLOORS:
+        _FLOORS[key] = shard_floor_mb(STUDIES[study], STUDIES[study].shard(shard),
+                                      config["data"]["options"])
+    return _FLOORS[key]
+
+
+_FLOORS = {}
+
+
 def shard_resource(stage, name):
-    """A shard job's ``mem_mb`` or ``runtime`` (minutes): from the config's resources_plan when
-    it has one, else the fixed default; times the attempt, so that retries grow it
-    (sigprop.config.shard_request)."""
+    """A shard job's ``mem_mb`` or ``runtime`` (minutes): on a scheduler from the config's
+    resources_plan when it has one, else the fixed default, memory never below the shard's
+    floor; in a local run (LOCAL_MEMORY set) memory is the floor; times the attempt, so that
+    retries grow it (sigprop.config.shard_request)."""
     from sigprop.config import shard_request
 
     def request(wildcards, attempt):
+        floor = shard_floor(wildcards.study, wildcards.shard) if name == "mem_mb" else None
         return shard_request(SHARD_RESOURCES, wildcards.study, wildcards.shard, stage, name,
-                             attempt)
+                             attempt, floor_mb=floor, local=LOCAL_MEMORY is not None)
 
     return request
 

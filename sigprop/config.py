@@ -724,14 +724,26 @@ def load_resources(path: str | Path | None, studies: dict | None = None) -> dict
     return shards
 
 
-def shard_request(plan: dict, study: str, shard: str, stage: str, name: str, attempt: int) -> int:
-    """What a shard job of ``stage`` asks for (``mem_mb`` or ``runtime``) at ``attempt``: the
-    plan's value for train and measure jobs (memory also for init and prune, whose time is the
-    default's), else :data:`DEFAULT_SHARD_RESOURCES`, times the attempt."""
+def shard_request(plan: dict, study: str, shard: str, stage: str, name: str, attempt: int,
+                  floor_mb: float | None = None, local: bool = False) -> int:
+    """What a shard job of ``stage`` asks for (``mem_mb`` or ``runtime``) at ``attempt``.
+
+    On a scheduler: the plan's value for train and measure jobs (memory also for init and
+    prune, whose time is the default's), else :data:`DEFAULT_SHARD_RESOURCES`; memory never
+    below the shard's floor (``floor_mb``, :func:`sigprop.plan.shard_floor_mb`) plus
+    :data:`sigprop.sizing.HOST_BASE_MB`. In a ``local`` run, memory is the floor itself (all
+    jobs share one process, and Snakemake runs side by side only jobs whose requests fit in the
+    run's ``mem_mb``). Times the attempt."""
+    if name == "mem_mb" and local:
+        return max(1, math.ceil(floor_mb or 0)) * attempt
     default = DEFAULT_SHARD_RESOURCES[stage][name]
     planned = (plan.get(study) or {}).get(shard) or {}
     use_plan = name in planned and (name == "mem_mb" or stage in ("train", "measure"))
-    return int((planned[name] if use_plan else default) * attempt)
+    value = planned[name] if use_plan else default
+    if name == "mem_mb" and floor_mb is not None:
+        from .sizing import HOST_BASE_MB
+        value = max(value, math.ceil(floor_mb) + HOST_BASE_MB)
+    return int(value * attempt)
 
 
 def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size,

@@ -46,6 +46,8 @@ from pathlib import Path
 
 import yaml
 
+from .sizing import HOST_BASE_MB
+
 # dense (not sparsity-doubled) vendor peaks, TFLOP/s, and memory, GB
 GPUS = {
     "V100-32GB": {"float32": 15.7, "tf32": 15.7, "float64": 7.8, "mem_gb": 32},
@@ -233,6 +235,19 @@ def shard_costs(study, options: dict, cache: dict) -> list[dict]:
     return rows
 
 
+def shard_floor_mb(study, shard, options: dict) -> float | None:
+    """The least memory, in MB, of the heaviest job of ``shard`` (a :class:`sigprop.config.Shard`
+    of ``study``): its models' parameters and gradients and the examples of its data set known
+    without building it (:func:`dataset_dims`; :func:`sigprop.sizing.shard_floor_bytes`); None
+    for families whose shapes are not known
+    without building them. Torch-free: the workflow asks it of every shard job."""
+    from .sizing import shard_floor_bytes
+    r0 = shard.runs[0]
+    in_shape, n_out, n_train, n_test = dataset_dims(r0.dataset, options)
+    floor = shard_floor_bytes(shard.runs, in_shape, n_out, n_train + n_test)
+    return None if floor is None else floor / 2 ** 20
+
+
 CALIBRATION_FLOPS = 2e10
 """Most FLOPs one timed calibration step may take (models and batch are cut to fit)."""
 
@@ -373,7 +388,6 @@ SAFETY_TIME = 3.0
 job killed at its limit loses its work since the last checkpoint)."""
 SAFETY_MEM = 1.5
 """Memory asked of the scheduler: the planned peak times this, plus :data:`HOST_BASE_MB`."""
-HOST_BASE_MB = 2000     # the interpreter, torch and the data loader, whatever the shard
 MIN_RUNTIME_MIN = 5
 
 

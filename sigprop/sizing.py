@@ -1,13 +1,21 @@
-"""How many models fit in one shard (torch-free: used while Snakemake builds the DAG).
+"""Memory of models and shards, torch-free: used while Snakemake builds the DAG.
 
 ``shard_size: 0`` in the config means "choose from memory": each shape group of
 runs gets the most models whose training state fits in half of
 ``memory_budget_mb`` (the rest is headroom for the framework and evaluation).
+
+:func:`shard_floor_bytes` is the least memory a shard's jobs can take: every job of a shard
+holds all its models' parameters, and every measuring or training job also their gradients.
+The workflow asks for it per shard job and refuses, before any job starts, a local run whose
+shard could not fit in the memory the run may use (:func:`too_big`).
 """
 
 from __future__ import annotations
 
 import math
+
+HOST_BASE_MB = 2000
+"""What a job on a scheduler needs beside its shard: the interpreter, torch and the data loader."""
 
 
 def fc_model_bytes(d_in: int, width: int, depth: int, d_out: int, batch: int,
@@ -35,3 +43,104 @@ def run_bytes(run, in_shape: tuple[int, ...], n_out: int) -> int:
 def auto_shard_size(model_bytes: int, budget_bytes: int, cap: int = 1024) -> int:
     """Most models whose training state fits in half the budget."""
     return max(1, min(cap, int(0.5 * budget_bytes // max(1, model_bytes))))
+
+
+def param_count(run, in_shape: tuple[int, ...], n_out: int) -> int | None:
+    """Parameters of one model, counted from its shapes (exact), for the families whose shapes
+    are known without building them: ``fc`` (000 Eq. 1: weights and biases), ``resnet_fc`` /
+    ``stable_resnet_fc`` (001 Eqs. 7-8: ``d n + L m n^2 + n n_out``, no biases) and
+    ``densenet_fc`` (001 Eq. 19: layer ``l`` reads all ``l`` earlier layers); None for the
+    others."""
+    d_in = math.prod(int(s) for s in in_shape)
+    n, L = int(run.width), int(run.depth)
+    if run.arch == "fc":
+        dims = [d_in] + [n] * L + [int(n_out)]
+        return sum(a * b + b for a, b in zip(dims[:-1], dims[1:]))
+    if run.arch in ("resnet_fc", "stable_resnet_fc"):
+        return n * d_in + L * int(run.branch_depth) * n * n + int(n_out) * n
+    if run.arch == "densenet_fc":
+        return n * d_in + n * n * L * (L + 1) // 2 + int(n_out) * n
+    return None
+
+
+def shard_floor_bytes(runs, in_shape: tuple[int, ...], n_out: int,
+                      n_examples: int = 0) -> int | None:
+    """The least memory of a shard's heaviest job: every model's parameters and their gradients
+    (in the runs' precision) and the data set as float32 (``n_examples`` of ``in_shape``).
+    A floor, not a peak: activations, optimizer state and the framework come on top. None when
+    the family's parameters are not known without building it (:func:`param_count`)."""
+    per_model = param_count(runs[0], in_shape, n_out)
+    if per_model is None:
+        return None
+    bytes_per = 8 if runs[0].precision == "float64" else 4
+    return 2 * bytes_per * per_model * len(runs) + 4 * int(n_examples) * math.prod(in_shape)
+
+
+def physical_memory_mb() -> int | None:
+    """This machine's memory in MB (``MemTotal``), None where the OS does not say."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    try:
+        import os
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2 ** 20
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def local_memory(resources) -> tuple[int, str] | None:
+    """What a local run's jobs may use together: ``(MB, where it comes from)``, from Snakemake's
+    ``--resources mem_mb=N`` (``resources``: the workflow's global resources) or else this
+    machine's memory; None when neither is known."""
+    given = resources["mem_mb"].value if "mem_mb" in resources else None
+    if isinstance(given, (int, float)) and given > 0:
+        return int(given), "--resources mem_mb"
+    total = physical_memory_mb()
+    if total:
+        return total, "this machine's memory; --resources mem_mb=N sets it"
+    return None
+
+
+def floor_rows(studies: dict, shards, floor) -> list[tuple[str, str, str, int, float]]:
+    """``(study file, block, shard, models, floor MB)`` of each ``(study, shard)`` pair whose
+    floor is known; ``floor(study, shard)``: MB or None."""
+    rows = []
+    for name, shard_id in dict.fromkeys(shards):
+        mb = floor(name, shard_id)
+        if mb is not None:
+            st = studies[name]
+            shard = st.shard(shard_id)
+            rows.append((str(st.path), st.labels[shard.runs[0].run_id], shard_id,
+                         len(shard.runs), mb))
+    return rows
+
+
+def too_big(floors: list[tuple[str, str, str, int, float]], limit_mb: float, source: str,
+            shown: int = 5) -> str | None:
+    """The message refusing a run whose shards cannot fit, or None when all fit.
+
+    ``floors``: :func:`floor_rows` of the shard jobs that are to run; ``source``: where
+    ``limit_mb`` comes from."""
+    over = sorted((f for f in floors if f[4] > limit_mb), key=lambda f: -f[4])
+    if not over:
+        return None
+    blocks: dict = {}
+    for path, block, shard, models, mb in over:
+        blocks.setdefault((path, block), []).append((shard, models, mb))
+    lines = [f"{len(over)} shard(s) in {len(blocks)} block(s) need more memory than the "
+             f"{limit_mb:,.0f} MB this run may use ({source}); no job was started:"]
+    for (path, block), shards in list(blocks.items())[:shown]:
+        shard, models, mb = shards[0]
+        what = "its one model's" if models == 1 else f"its {models} models'"
+        more = f" (and {len(shards) - 1} more shards)" if len(shards) > 1 else ""
+        lines.append(f"  {path}: block '{block}', shard {shard}: at least {mb:,.0f} MB for "
+                     f"{what} parameters and gradients{more}")
+    if len(blocks) > shown:
+        lines.append(f"  ... and {len(blocks) - shown} more blocks")
+    lines.append("Lower the scale's shard_size in the study file (models per shard; run ids do "
+                 "not depend on it), give the run more memory with --resources mem_mb=N if the "
+                 "machine has it, or run it on a cluster (docs/cluster.md).")
+    return "\n".join(lines)
