@@ -298,9 +298,16 @@ CONV_CASE = dict(arch="resnet32", width=8, depth=1, models=8, batch=32, steps=3,
                  in_shape=(3, 32, 32), activation="relu")
 
 
+# on a GPU: the wider nets a GPU is for (64 models, depth 20, batch 128)
+GPU_CASES = [dict(activation=a, width=w, batch=128)
+             for w in (256, 512, 1024) for a in ("tanh", "relu")]
+
+
 def default_cases(device: str = "auto") -> list[dict]:
-    """The eight fully connected cases of :data:`ISSUE_CASES`."""
-    return [dict(c) for c in ISSUE_CASES]
+    """The eight fully connected cases of :data:`ISSUE_CASES` on the CPU; on a CUDA device the
+    six of :data:`GPU_CASES` (widths 256 to 1024)."""
+    cases = GPU_CASES if str(device).startswith("cuda") else ISSUE_CASES
+    return [dict(c) for c in cases]
 
 
 def run(cases: list[dict] | None = None, device: str = "auto", repeats: int = 3) -> dict:
@@ -315,7 +322,12 @@ def run(cases: list[dict] | None = None, device: str = "auto", repeats: int = 3)
 
 
 def _commit() -> str:
+    """The checkout's commit (``git rev-parse --short HEAD``); where the tree travels without
+    its ``.git`` (a copy sent to a GPU node), ``SIGPROP_COMMIT`` names it; else "unknown"."""
+    import os
     import subprocess
+    if os.environ.get("SIGPROP_COMMIT"):
+        return os.environ["SIGPROP_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, cwd=Path(__file__).resolve().parent,

@@ -218,11 +218,20 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
         description="On a CUDA device: run sigprop bench, train one tiny shard of every family "
                     "on the CPU and on the device from the same weights and compare losses, "
                     "accuracies and parameters with stated tolerances (float32, TF32 off), and "
-                    "time a short paper-scale shard against sigprop plan's projection; write one "
+                    "time the costliest paper-scale shard of each training study against sigprop "
+                    "plan's projection; write one "
                     "JSON (sigprop.gpu_check).  Exits 1 without a CUDA device, 3 when a "
                     "comparison fails.")
     gpu.add_argument("--out", default="gpu_check.json", help="JSON file [default: gpu_check.json]")
     gpu.add_argument("--device", default="cuda", help="cuda or cuda:N [default: cuda]")
+    gpu.add_argument("--shards", default=None,
+                     help="the paper-scale shards to time, study=SHARD_ID,...; a training study "
+                          "not named (or named with no id) gets its costliest shard")
+    gpu.add_argument("--steps", type=int, default=10,
+                     help="training steps timed per shard [default: 10]")
+    gpu.add_argument("--record", metavar="JSON", default=None,
+                     help="no GPU needed: write the efficiencies measured in JSON (a gpu-check "
+                          "output) into config/gpu_efficiency.yaml, which sigprop plan reads")
     cdoc = sub.add_parser(
         "claims-doc", help="regenerate the verdict tables of docs/papers.md from a results folder",
         description="Replace each <!-- claims:{paper}:{scale}:start/end --> block of a Markdown "
@@ -436,8 +445,8 @@ def _dispatch(group: str, args: dict, commands) -> int:
         return 0
     if group == "plan":
         from . import plan as P
-        eff = P.DEFAULT_EFFICIENCY if args["efficiency"] is None else args["efficiency"]
-        if not 0 < eff <= 1:
+        eff = args["efficiency"]
+        if eff is not None and not 0 < eff <= 1:
             print(f"sigprop plan: --efficiency {eff}: expected a fraction in (0, 1]", file=sys.stderr)
             return 2
         if args["gpu"] not in P.GPUS:
@@ -451,7 +460,13 @@ def _dispatch(group: str, args: dict, commands) -> int:
             print("sigprop plan: --target cpu needs the CPU calibration (drop --no-calibrate)",
                   file=sys.stderr)
             return 2
-        result = P.plan(args["configfile"], args["config"], eff, not args["no_calibrate"])
+        try:
+            measured = {} if eff is not None else P.measured_efficiencies()
+        except ValueError as e:
+            print(f"sigprop plan: {e}", file=sys.stderr)
+            return 2
+        result = P.plan(args["configfile"], args["config"], eff, not args["no_calibrate"],
+                        measured=measured)
         if args["json"]:
             from . import atomic
             atomic.write_text(args["json"], json.dumps(_jsonable(result), indent=2) + "\n")

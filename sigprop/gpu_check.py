@@ -292,10 +292,12 @@ def gpu_key(name: str | None) -> str | None:
     return None
 
 
-def paper_shard(config: str | Path | None = None, study: str = "trainable_depth"):
-    """The first shard of ``study`` at ``scale=paper`` (the first training block of
-    ``trainable_depth``: block (a), depth 10), built as ``sigprop plan`` builds it: ``(shard,
-    study, data options)``."""
+TRAINING_STUDIES = ("trainable_depth", "training_speed", "pruning_eoc", "width_batch",
+                    "dropout_training", "pruning_resnet")
+"""The studies that train: each one's costliest paper-scale shard is timed on the GPU."""
+
+
+def _paper(config: str | Path | None, study: str):
     from . import plan as P
     if config is None:
         config = REPO / "config" / "config.yaml"
@@ -305,8 +307,58 @@ def paper_shard(config: str | Path | None = None, study: str = "trainable_depth"
     if not Path(config).is_file():
         raise FileNotFoundError(f"{config}: no config file (run from a checkout of the workflow)")
     cfg, studies = P.load(config, overrides + ["scale=paper", f"studies=[{study}]"])
-    st = studies[study]
-    return st.shards[0], st, cfg["data"]["options"]
+    return studies[study], cfg["data"]["options"]
+
+
+def paper_shard(config: str | Path | None = None, study: str = "trainable_depth",
+                shard: str | None = None):
+    """A shard of ``study`` at ``scale=paper``, built as ``sigprop plan`` builds it: the one
+    whose id is ``shard``, by default the first (for ``trainable_depth``: block (a), depth 10).
+    Returns ``(shard, study, data options)``."""
+    st, options = _paper(config, study)
+    if shard is None:
+        return st.shards[0], st, options
+    for sh in st.shards:
+        if sh.shard_id == shard:
+            return sh, st, options
+    raise KeyError(f"{study} at scale=paper has no shard {shard!r} "
+                   f"({len(st.shards)} shards: {st.shards[0].shard_id}, ...)")
+
+
+def costliest_shard(study: str, config: str | Path | None = None, candidates: int = 3) -> dict:
+    """The shard of ``study`` at ``scale=paper`` with the most FLOPs in the plan
+    (:func:`sigprop.plan.shard_costs`).  Counting every shard's FLOPs on the meta device takes
+    minutes for a grid of many shapes, so shards are first ranked by a count of their work
+    that needs no tracing (models x steps x batch x parameters, :func:`sigprop.sizing.param_count`,
+    for the families whose parameters are known without building them), and only the
+    ``candidates`` highest of each block, plus every shard of the other families, are costed.
+    Returns ``{"shard", "block", "flops", "costed"}``."""
+    import types
+
+    from . import plan as P
+    from .sizing import param_count
+    st, options = _paper(config, study)
+    best_in_block: dict = {}
+    others = []
+    for i, sh in enumerate(st.shards):
+        r0 = sh.runs[0]
+        in_shape, n_out, _, _ = P.dataset_dims(r0.dataset, options)
+        n = param_count(r0, in_shape, n_out)
+        if n is None:
+            others.append(i)
+            continue
+        work = len(sh.runs) * max(r.steps for r in sh.runs) * P._shard_batch(sh) * n
+        best_in_block.setdefault(st.labels[r0.run_id], []).append((work, i))
+    pick = set(others)
+    for rows in best_in_block.values():
+        pick.update(i for _, i in sorted(rows, reverse=True)[:candidates])
+    pick = sorted(pick)
+    sub = types.SimpleNamespace(shards=[st.shards[i] for i in pick], labels=st.labels,
+                                task=st.task, eval_splits=st.eval_splits)
+    rows = P.shard_costs(sub, options, {})
+    k = max(range(len(rows)), key=lambda j: rows[j]["flops"])
+    return {"shard": rows[k]["shard"], "block": rows[k]["block"], "flops": rows[k]["flops"],
+            "costed": len(rows), "shards": len(st.shards)}
 
 
 def projection(flops: float, seconds: float, gpu: str | None, precision: str = "float32",
@@ -332,18 +384,22 @@ def projection(flops: float, seconds: float, gpu: str | None, precision: str = "
 def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: int | None = None,
                 batch: int | None = None, warmup: int = 3, repeats: int = 3,
                 efficiency: float | None = None, config: str | Path | None = None,
-                study: str = "trainable_depth", matmul_n: int | None = 2048,
-                gpu_name: str | None = None) -> dict:
+                study: str = "trainable_depth", shard: str | None = None,
+                matmul_n: int | None = 2048, gpu_name: str | None = None,
+                memory_fraction: float = 0.5) -> dict:
     """Time ``steps`` training steps (best of ``repeats``, after ``warmup``; no evaluation) of
-    the paper-scale shard of :func:`paper_shard`, its first ``models`` runs (all by default) at
-    batch ``batch`` (the shard's by default), on Gaussian inputs of the data set's shape, and
-    compare with the plan's projection (:func:`projection`) for the GPU that
-    ``torch.cuda.get_device_name`` (or ``gpu_name``) names, when :func:`gpu_key` finds it.  The
-    FLOPs are the plan's (:func:`sigprop.plan.shape_cost`, one model's step, times models and
-    steps).  ``full_shard`` gives the plan's FLOPs of the whole shard (all steps and
-    evaluations), its projection and the time the measured rate extrapolates to.
-    ``matmul_n``: also measure a float32 ``n x n`` matmul's FLOP/s on the device
-    (:func:`sigprop.bench.matmul_peak`) and the shard's fraction of it; None skips it."""
+    the paper-scale shard ``shard`` of ``study`` (:func:`paper_shard`; its first by default), its
+    first ``models`` runs at batch ``batch`` (the shard's by default), on Gaussian inputs of the
+    data set's shape, and compare with the plan's projection (:func:`projection`) for the GPU
+    that ``torch.cuda.get_device_name`` (or ``gpu_name``) names, when :func:`gpu_key` finds it.
+    ``models`` defaults to all the shard's runs, or on a CUDA device to as many as fit in
+    ``memory_fraction`` of its memory by the plan's peak (a paper-scale shard can need more than
+    one GPU has: ``fits`` says whether the whole shard does).  The FLOPs are the plan's
+    (:func:`sigprop.plan.shape_cost`, one model's step, times models and steps).
+    ``full_shard`` gives the plan's FLOPs of the whole shard (all steps and evaluations), its
+    projection and the time the measured rate extrapolates to.  ``matmul_n``: also measure a
+    float32 ``n x n`` matmul's FLOP/s on the device (:func:`sigprop.bench.matmul_peak`) and the
+    shard's fraction of it; None skips it."""
     import types
 
     from . import bench
@@ -351,9 +407,18 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
     from .runs import Shard
     from .train.shard import ShardTrainer, initial_state, set_precision_policy
     dev = torch.device(device)
-    shard, st, options = paper_shard(config, study)
+    shard, st, options = paper_shard(config, study, shard)
     r0 = shard.runs[0]
     in_shape, n_out, _, _ = P.dataset_dims(r0.dataset, options)
+    cache: dict = {}
+    full = P.shard_costs(types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task,
+                                               eval_splits=st.eval_splits), options, cache)[0]
+    per_model = full["peak_bytes"] / len(shard.runs)
+    capacity = None
+    if dev.type == "cuda":
+        capacity = torch.cuda.get_device_properties(dev).total_memory
+    if models is None and capacity is not None:
+        models = max(1, int(memory_fraction * capacity // per_model))
     m = min(models or len(shard.runs), len(shard.runs))
     b = batch or P._shard_batch(shard)
     runs = tuple(dataclasses.replace(r, batch_size=b if batch else r.batch_size,
@@ -361,13 +426,19 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
                                      steps=10 ** 6, eval_every=10 ** 6)
                  for r in shard.runs[:m])
     cut = Shard(shard.study, runs)
-    cost = P.shape_cost(runs[0], in_shape, n_out, P._shard_batch(cut))
+    shape = (runs[0].shape_key(), in_shape, n_out, P._shard_batch(cut))
+    if shape not in cache:
+        cache[shape] = P.shape_cost(runs[0], in_shape, n_out, P._shard_batch(cut))
+    cost = cache[shape]
     flops = m * cost.step_flops * steps
     dtype = set_precision_policy(r0.precision)
     data = bench._data(max(4 * P._shard_batch(cut), 256), in_shape, max(n_out, 2), dev)
     params, buffers = initial_state(cut, in_shape, n_out, dev, dtype)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
     times = []
     for _ in range(max(1, repeats)):
+        tr = None                 # one trainer's state on the device at a time
         tr = ShardTrainer(cut, data, params, dev, buffers=buffers)
         for _ in range(warmup):
             tr.train_step()
@@ -377,6 +448,7 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
             tr.train_step()
         bench._sync(dev)
         times.append(time.perf_counter() - t0)
+    del tr
     name = gpu_name or (torch.cuda.get_device_name(dev) if dev.type == "cuda" else None)
     key = gpu_key(name)
     out = {"study": study, "scale": "paper", "shard": shard.shard_id,
@@ -387,15 +459,17 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
            "device": str(dev), "device_name": name,
            "step_flops_per_model": cost.step_flops,
            **projection(flops, min(times), key, r0.precision, efficiency)}
-    full = P.shard_costs(types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task,
-                                               eval_splits=st.eval_splits),
-                         options, {})[0]
     eff = out["efficiency_assumed"]
     out["full_shard"] = {"models": len(shard.runs), "steps": full["steps"],
-                         "flops": full["flops"],
+                         "flops": full["flops"], "peak_gb": full["peak_bytes"] / 2 ** 30,
+                         "fits": None if capacity is None else full["peak_bytes"] <= capacity,
+                         "device_memory_gb": None if capacity is None else capacity / 2 ** 30,
                          "extrapolated_s": full["flops"] / (flops / min(times)),
                          "projected_s": {g: full["flops"] / (P._peak(spec, r0.precision) * eff)
                                          for g, spec in P.GPUS.items()}}
+    if dev.type == "cuda":
+        out["max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(dev) / 2 ** 30
+        out["planned_peak_gb_of_timed_models"] = per_model * m / 2 ** 30
     if matmul_n:
         peak = bench.matmul_peak(dev, n=matmul_n)
         out["matmul_gflops"] = peak / 1e9
@@ -439,17 +513,22 @@ def write_json(result: dict, path: str | Path) -> Path:
 
 def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = None,
             bench_repeats: int = 2, bench_cases: list[dict] | None = None,
-            archs: list[str] | None = None, timed: dict | None = None) -> dict:
+            archs: list[str] | None = None, timed: dict | None = None,
+            shards: dict | None = None, log=None) -> dict:
     """``sigprop bench`` (``bench_cases``, default its default cases, ``bench_repeats``
     repeats), :func:`compare_family` of every family (``archs``, default all) with the CPU as
     the reference and ``device`` as the other side, and :func:`timed_shard` (keyword
-    arguments ``timed``) on ``device``; with the date, machine, commit and torch / CUDA /
-    cuDNN versions.  A part that raises is recorded as its error and the others still run.
-    ``passed``: every family within tolerance and no part failed.  Written to ``out_json``
-    (:func:`write_json`) when given."""
+    arguments ``timed``) on ``device`` for each ``{study: shard id}`` of ``shards`` (default
+    the first paper-scale shard of ``trainable_depth``; an id of None means the study's first
+    shard); with the date, machine, commit and torch / CUDA / cuDNN versions, and the measured
+    efficiencies (:func:`measured_efficiency`).  A part that raises is recorded as its error and
+    the others still run.  ``passed``: every family within tolerance and no part failed.
+    Written to ``out_json`` (:func:`write_json`) when given, after every part, so that a run
+    cut short keeps what it measured.  ``log``: a callable given one line per finished part."""
     from . import bench
     from .nets import families
     from .train.shard import set_precision_policy
+    log = log or (lambda line: None)
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(no_cuda_message())
@@ -464,31 +543,65 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
            "cudnn": torch.backends.cudnn.version() if cuda else None,
            "precision": precision_flags(), "tolerances": {k: dataclasses.asdict(v)
                                                           for k, v in TOLERANCES.items()},
-           "errors": {}}
+           "errors": {}, "families": {}, "timed_shards": {}}
+
+    def save():
+        out["failed_families"] = sorted(a for a, r in out["families"].items()
+                                        if not r["passed"])
+        out["passed"] = not out["failed_families"] and not out["errors"]
+        out["efficiency"] = measured_efficiency(out)
+        out["seconds"] = time.perf_counter() - t0
+        if out_json is not None:
+            write_json(out, out_json)
+
     try:
         out["bench"] = bench.run(bench_cases or bench.default_cases(str(dev)), str(dev),
                                  bench_repeats)
+        log(f"bench: {len(out['bench']['results'])} cases")
     except Exception as e:    # recorded; the comparisons still run
         out["errors"]["bench"] = f"{type(e).__name__}: {e}"
-    set_precision_policy("float32")
-    out["families"] = {}
+        log(f"bench: ERROR {out['errors']['bench']}")
+    save()
     for arch in archs or sorted(families.FAMILIES):
+        set_precision_policy("float32")
         try:
             out["families"][arch] = compare_family(arch, CPU, dev)
         except Exception as e:
             out["families"][arch] = {"arch": arch, "passed": False, "failures": ["error"],
                                      "error": f"{type(e).__name__}: {e}"}
-    set_precision_policy("float32")
-    try:
-        out["timed_shard"] = timed_shard(dev, **(timed or {}))
-    except Exception as e:
-        out["errors"]["timed_shard"] = f"{type(e).__name__}: {e}"
-    out["failed_families"] = sorted(a for a, r in out["families"].items() if not r["passed"])
-    out["passed"] = not out["failed_families"] and not out["errors"]
-    out["seconds"] = time.perf_counter() - t0
-    if out_json is not None:
-        write_json(out, out_json)
+        log(f"family {arch}: {'ok' if out['families'][arch]['passed'] else 'FAIL'}")
+        save()
+    for study, shard in (shards if shards is not None else {"trainable_depth": None}).items():
+        set_precision_policy("float32")
+        try:
+            out["timed_shards"][study] = timed_shard(dev, study=study, shard=shard,
+                                                     **(timed or {}))
+            t = out["timed_shards"][study]
+            log(f"timed {study} {t['shard']}: {t['seconds']:.3g} s, {t['gflops']:.0f} GFLOP/s")
+        except Exception as e:
+            out["errors"][f"timed_shard[{study}]"] = f"{type(e).__name__}: {e}"
+            log(f"timed {study}: ERROR {type(e).__name__}: {e}")
+        if cuda:
+            torch.cuda.empty_cache()
+        save()
     return out
+
+
+def measured_efficiency(result: dict) -> dict:
+    """The efficiencies :func:`run_all` measured, as :mod:`sigprop.plan` reads them
+    (config/gpu_efficiency.yaml): per study, the timed shard's achieved FLOP/s over the GPU's
+    dense peak for its precision; per family, that of the family's costliest timed shard (the
+    one that dominates its cost).  Empty when the device is no GPU of the plan."""
+    by_study, by_family, flops = {}, {}, {}
+    for study, t in (result.get("timed_shards") or {}).items():
+        if "implied_efficiency" not in t:
+            continue
+        by_study[study] = t["implied_efficiency"]
+        full = t["full_shard"]["flops"]
+        if full > flops.get(t["arch"], -1.0):
+            flops[t["arch"]] = full
+            by_family[t["arch"]] = t["implied_efficiency"]
+    return {"by_study": by_study, "by_family": by_family}
 
 
 def summary(result: dict) -> str:
@@ -505,14 +618,14 @@ def summary(result: dict) -> str:
                      f"params rel {r['parameters']['max_rel']:.1e} "
                      f"(rtol {r['tolerance']['param_rtol']:g})"
                      + (f"  failed: {', '.join(r['failures'])}" if r["failures"] else ""))
-    t = result.get("timed_shard")
-    if t:
-        line = (f"  paper shard ({t['study']} {t['block']}, {t['models']} models, batch "
-                f"{t['batch']}, {t['steps']} steps): {t['seconds']:.3g} s, {t['gflops']:.1f} GFLOP/s")
+    for t in (result.get("timed_shards") or {}).values():
+        line = (f"  {t['study']} {t['block']} ({t['arch']}, {t['models']} models, batch "
+                f"{t['batch']}, {t['steps']} steps): {t['seconds']:.3g} s, "
+                f"{t['gflops']:.1f} GFLOP/s")
         if "projected_s" in t:
             line += (f"; plan projects {t['projected_s']:.3g} s on {t['gpu_key']} (measured / "
-                     f"projected {t['measured_over_projected']:.2f}, implied efficiency "
-                     f"{t['implied_efficiency']:.2f})")
+                     f"projected {t['measured_over_projected']:.2f}, efficiency "
+                     f"{t['implied_efficiency']:.3f})")
         lines.append(line)
     for part, err in result.get("errors", {}).items():
         lines.append(f"  {part}: ERROR {err}")
@@ -529,9 +642,66 @@ def no_cuda_message() -> str:
     return NO_CUDA.format(torch=torch.__version__, build=build)
 
 
+RECORD_HEADER = """\
+# GPU efficiencies measured by `sigprop gpu-check`, written by `sigprop gpu-check --record JSON`:
+# per GPU of sigprop.plan.GPUS, the fraction of its dense peak that the costliest paper-scale
+# shard of each training study reached in timed training steps (by_study), and per family that
+# of the family's costliest timed shard (by_family).  `sigprop plan` projects a shard with its
+# study's value, else its family's, else the assumed 0.3.
+"""
+
+
+def record(json_path: str | Path, yaml_path: str | Path | None = None,
+           source: str | None = None) -> dict:
+    """Write the efficiencies of a gpu-check JSON (:func:`measured_efficiency`) into
+    ``yaml_path`` (:data:`sigprop.plan.EFFICIENCY_FILE`) under its GPU's key, with the device,
+    date, commit, torch and CUDA versions and ``source`` (the JSON's path as given): the entry
+    written.  A JSON of a device that is no GPU of the plan, or with no timed shard, is a
+    ValueError naming the file."""
+    import yaml
+
+    from . import atomic
+    from . import plan as P
+    yaml_path = Path(yaml_path or P.EFFICIENCY_FILE)
+    result = json.loads(Path(json_path).read_text())
+    gpu = result.get("gpu_key")
+    if gpu not in P.GPUS:
+        raise ValueError(f"{json_path}: device {result.get('device_name')!r} is no GPU of "
+                         f"sigprop.plan.GPUS ({sorted(P.GPUS)}): nothing to record")
+    eff = measured_efficiency(result)
+    if not eff["by_study"]:
+        raise ValueError(f"{json_path}: no timed shard with a projection: nothing to record")
+    entry = {"device": result.get("device_name"), "date": str(result.get("date", ""))[:10],
+             "commit": result.get("commit"), "torch": result.get("torch"),
+             "cuda": result.get("cuda"), "source": str(source or json_path),
+             "by_study": {k: round(float(v), 4) for k, v in sorted(eff["by_study"].items())},
+             "by_family": {k: round(float(v), 4) for k, v in sorted(eff["by_family"].items())}}
+    data = P.measured_efficiencies(yaml_path)
+    data[gpu] = entry
+    atomic.write_text(yaml_path, RECORD_HEADER + yaml.safe_dump(data, sort_keys=True))
+    P.measured_efficiencies(yaml_path)           # what was written reads back
+    return entry
+
+
 def main(args: dict) -> int:
-    """``sigprop gpu-check [--out FILE] [--device cuda:N]``: 1 without a usable CUDA device (a
-    one-line message on stderr, nothing run), 3 when a comparison fails, else 0."""
+    """``sigprop gpu-check [--out FILE] [--device cuda:N] [--shards ...] [--steps N]``: 1 without
+    a usable CUDA device (a one-line message on stderr, nothing run), 3 when a comparison fails,
+    else 0.  ``--record JSON`` writes a finished check's efficiencies (:func:`record`) and needs
+    no GPU."""
+    if args.get("record"):
+        try:
+            entry = record(args["record"])
+        except (OSError, ValueError) as e:
+            print(f"sigprop gpu-check --record: {e}", file=sys.stderr)
+            return 2
+        print(f"recorded {args['record']} ({entry['device']}, {entry['date']}) in "
+              "config/gpu_efficiency.yaml", file=sys.stderr)
+        return 0
+    try:
+        parse_shards(args.get("shards"))
+    except ValueError as e:
+        print(f"sigprop gpu-check: {e}", file=sys.stderr)
+        return 2
     device = args.get("device") or "cuda"
     if not torch.cuda.is_available():
         print(no_cuda_message(), file=sys.stderr)
@@ -546,8 +716,32 @@ def main(args: dict) -> int:
         print(f"sigprop gpu-check: --device {device}: only {n} CUDA device(s) visible",
               file=sys.stderr)
         return 1
-    result = run_all(dev, args.get("out") or "gpu_check.json")
+    out = args.get("out") or "gpu_check.json"
+    shards = parse_shards(args.get("shards"))
+    for study in TRAINING_STUDIES:
+        if shards.get(study, "") == "":
+            print(f"sigprop gpu-check: finding the costliest paper-scale shard of {study} ...",
+                  file=sys.stderr, flush=True)
+            shards[study] = costliest_shard(study)["shard"]
+    result = run_all(dev, out, shards=shards, timed={"steps": int(args.get("steps") or 10)},
+                     log=lambda line: print(line, file=sys.stderr, flush=True))
     sys.stdout.write(summary(result))
-    print(f"wrote {args.get('out') or 'gpu_check.json'} (add it to docs/performance.md)",
-          file=sys.stderr)
+    print(f"wrote {out}; its efficiencies go into config/gpu_efficiency.yaml with "
+          f"sigprop gpu-check --record {out}", file=sys.stderr)
     return 0 if result["passed"] else 3
+
+
+def parse_shards(text: str | None) -> dict:
+    """``--shards trainable_depth=s1234,pruning_eoc=s5678``: ``{study: shard id}``; a study
+    named without an id (``pruning_eoc=``) gets its costliest shard."""
+    out = {}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        study, _, shard = item.partition("=")
+        if study not in TRAINING_STUDIES:
+            raise ValueError(f"--shards {item!r}: {study!r} is not a training study "
+                             f"({', '.join(TRAINING_STUDIES)})")
+        out[study] = shard.strip()
+    return out

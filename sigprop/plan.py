@@ -31,8 +31,10 @@ How each number is obtained:
   studies of very wide and deep nets (000 at width 1000, depth 200: 2e8 float64 parameters a
   model), whose FLOPs are one pass.  GPU projections leave it out.
 * **GPU time** is FLOPs over a named GPU's dense peak (vendor figures in :data:`GPUS`, float32
-  or TF32 by the run's precision) times an efficiency (:data:`DEFAULT_EFFICIENCY`, or
-  ``--efficiency``): a projection, never a measurement.
+  or TF32 by the run's precision) times an efficiency: the one ``sigprop gpu-check`` measured on
+  that GPU for the shard's study or family (:data:`EFFICIENCY_FILE`), else
+  :data:`DEFAULT_EFFICIENCY`, or ``--efficiency`` for every shard.  A projection, never a
+  measurement of the shard itself.
 """
 
 from __future__ import annotations
@@ -55,8 +57,48 @@ GPUS = {
     "H100-SXM-80GB": {"float32": 67.0, "tf32": 495.0, "float64": 34.0, "mem_gb": 80},
 }
 DEFAULT_EFFICIENCY = 0.3
-"""Fraction of a GPU's dense peak a shard is assumed to reach: stacked small matmuls and grouped
-convolutions rarely reach more (``sigprop gpu-check`` measures it on the user's GPU)."""
+"""Fraction of a GPU's dense peak a shard is assumed to reach where none was measured: stacked
+small matmuls and grouped convolutions rarely reach more (``sigprop gpu-check`` measures it)."""
+EFFICIENCY_FILE = Path(__file__).resolve().parents[1] / "config" / "gpu_efficiency.yaml"
+"""Efficiencies measured by ``sigprop gpu-check`` (per GPU of :data:`GPUS`: per study and per
+family, with the device, date and commit), written by ``sigprop gpu-check --record``."""
+
+
+def measured_efficiencies(path: str | Path = EFFICIENCY_FILE) -> dict:
+    """``{gpu: entry}`` of ``path`` (:data:`EFFICIENCY_FILE`), ``{}`` when it does not exist;
+    every efficiency must be a number in (0, 1] and every GPU one of :data:`GPUS` (else a
+    ValueError naming the file and key)."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of GPUs, got {type(data).__name__}")
+    for gpu, entry in data.items():
+        if gpu not in GPUS:
+            raise ValueError(f"{path}: {gpu!r} is no GPU of sigprop.plan.GPUS ({sorted(GPUS)})")
+        if not isinstance(entry, dict):
+            raise ValueError(f"{path}: {gpu}: expected a mapping, got {type(entry).__name__}")
+        for part in ("by_study", "by_family"):
+            for key, value in (entry.get(part) or {}).items():
+                if (isinstance(value, bool) or not isinstance(value, (int, float))
+                        or not 0 < value <= 1):
+                    raise ValueError(f"{path}: {gpu}.{part}.{key}: {value!r} is not a fraction "
+                                     "in (0, 1]")
+    return data
+
+
+def efficiency_for(measured: dict, gpu: str, study: str, arch: str,
+                   default: float = DEFAULT_EFFICIENCY) -> tuple[float, str]:
+    """The efficiency a projection on ``gpu`` uses for a shard of ``study`` and family ``arch``,
+    and where it comes from: the study's measured value, else the family's, else ``default``
+    (``"study"``, ``"family"`` or ``"assumed"``)."""
+    entry = measured.get(gpu) or {}
+    if study in (entry.get("by_study") or {}):
+        return float(entry["by_study"][study]), "study"
+    if arch in (entry.get("by_family") or {}):
+        return float(entry["by_family"][arch]), "family"
+    return default, "assumed"
 EVAL_TRAIN_MAX = 2048     # as sigprop.train.shard.EVAL_TRAIN_MAX (checked in tests)
 
 
@@ -309,12 +351,26 @@ def cpu_seconds(shard_row: dict, rates: dict) -> float:
 
 
 def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None,
-         efficiency: float = DEFAULT_EFFICIENCY, calibrate_cpu: bool = True,
-         gpus: dict | None = None) -> dict:
+         efficiency: float | None = None, calibrate_cpu: bool = True,
+         gpus: dict | None = None, measured: dict | None = None) -> dict:
     """The plan as a dict: ``blocks`` (one row per study and block), ``studies`` (totals),
-    ``cpu_rates`` (the calibration) and the assumptions."""
+    ``cpu_rates`` (the calibration) and the assumptions.  GPU projections use ``efficiency``
+    for every shard when given, else the efficiency measured on that GPU for the shard's study
+    or family (``measured``, default :func:`measured_efficiencies`; :func:`efficiency_for`),
+    else :data:`DEFAULT_EFFICIENCY`."""
     import torch
     gpus = gpus or GPUS
+    if measured is None:
+        measured = {} if efficiency is not None else measured_efficiencies()
+    used: dict = {}
+
+    def eff(g: str, study: str, arch: str) -> float:
+        if efficiency is not None:
+            return efficiency
+        value, source = efficiency_for(measured, g, study, arch)
+        used.setdefault(g, {})[f"{study}/{arch}"] = (value, source)
+        return value
+
     config, studies = load(config_path, overrides)
     options = config["data"]["options"]
     cache, per_study = {}, {}
@@ -339,7 +395,8 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                                                                "precision", "flops", "peak_bytes",
                                                                "proxy")},
                            "cpu_s": cpu,
-                           **{f"{g}_s": r["flops"] / (_peak(spec, r["precision"]) * efficiency)
+                           **{f"{g}_s": r["flops"] / (_peak(spec, r["precision"])
+                                                      * eff(g, name, r["arch"]))
                               for g, spec in gpus.items()}})
         by_block: dict = {}
         for r in rows:
@@ -355,7 +412,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                    "flops_proxy": any(r["proxy"] for r in rs)}
             for g, spec in gpus.items():
                 peak = [_peak(spec, r["precision"]) for r in rs]
-                secs = [r["flops"] / (p * efficiency) for r, p in zip(rs, peak)]
+                secs = [r["flops"] / (p * eff(g, name, r["arch"])) for r, p in zip(rs, peak)]
                 row[f"{g}_s_per_shard_max"] = max(secs)
                 row[f"{g}_h_total"] = sum(secs) / 3600
                 row[f"{g}_fits"] = row["peak_mb_per_shard_max"] <= spec["mem_gb"] * 1024
@@ -368,12 +425,21 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                         "peak_mb_per_shard_max": max(x["peak_mb_per_shard_max"] for x in b),
                         **{f"{g}_h_total": sum(x[f"{g}_h_total"] for x in b) for g in gpus}}
     return {"config": str(config_path), "overrides": list(overrides or []),
-            "efficiency": efficiency, "gpus": gpus, "cpu_threads": threads,
+            "efficiency": efficiency if efficiency is not None else DEFAULT_EFFICIENCY,
+            "efficiency_given": efficiency is not None,
+            "efficiency_used": {g: {k: {"value": v, "source": src} for k, (v, src) in u.items()}
+                                for g, u in used.items()},
+            "efficiency_measured": {g: {k: e.get(k) for k in ("device", "date", "commit",
+                                                               "torch", "source")}
+                                    for g, e in measured.items() if g in gpus},
+            "gpus": gpus, "cpu_threads": threads,
             "cpu_rates": rates, "blocks": blocks, "studies": totals, "shards": shards,
             "notes": ["FLOPs of measure studies are a proxy (one forward + backward per model)",
                       "CPU times include the init stage (drawing, writing and reading the "
                       "parameters); GPU times do not",
-                      "GPU times are projections: FLOPs / (dense peak x efficiency)",
+                      "GPU times are projections: FLOPs / (dense peak x efficiency), the "
+                      "efficiency measured on that GPU for the study or family where "
+                      "config/gpu_efficiency.yaml has one",
                       "peak memory excludes the framework's own workspace"]}
 
 
@@ -428,6 +494,25 @@ def _fmt_s(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
+def efficiency_line(p: dict, gpu: str) -> str:
+    """Which efficiencies the projections on ``gpu`` used, and where they were measured."""
+    if p.get("efficiency_given") or not p.get("efficiency_used", {}).get(gpu):
+        return (f"Efficiency on {gpu}: {p['efficiency']:g} of its dense peak "
+                f"({'--efficiency' if p.get('efficiency_given') else 'assumed'}).")
+    used = p["efficiency_used"][gpu]
+    measured = sorted({f"{k.split('/')[0]} {v['value']:.3f}" for k, v in used.items()
+                       if v["source"] != "assumed"})
+    assumed = sorted({k.split("/")[0] for k, v in used.items() if v["source"] == "assumed"})
+    if not measured:
+        return f"Efficiency on {gpu}: {p['efficiency']:g} of its dense peak (assumed)."
+    m = p["efficiency_measured"].get(gpu, {})
+    text = (f"Efficiency on {gpu} measured by sigprop gpu-check ({m.get('device')}, "
+            f"{m.get('date')}, commit {m.get('commit')}): " + ", ".join(measured))
+    if assumed:
+        text += f"; assumed {p['efficiency']:g} for " + ", ".join(assumed)
+    return text + "."
+
+
 def table(p: dict, gpu: str = "A100-80GB") -> str:
     """The plan as Markdown: one row per study and block, then the studies' totals."""
     head = ["study", "scale", "block", "runs", "shards", "TFLOP/shard (max)", "peak MB/shard",
@@ -447,8 +532,8 @@ def table(p: dict, gpu: str = "A100-80GB") -> str:
         out.append(f"| {name} | {t['scale']} | {t['runs']} | {t['shards']} | "
                    f"{t['flops_total'] / 1e15:.3g} | {_fmt_s(t['cpu_h_total'] * 3600)} | " +
                    " | ".join(f"{t[f'{g}_h_total']:.3g}" for g in p["gpus"]) + " |")
-    out += ["", f"Efficiency assumed: {p['efficiency']:g} of each GPU's dense peak; CPU rates "
-            f"measured on {p['cpu_threads']} threads: " +
+    out += ["", efficiency_line(p, gpu) + f" CPU rates measured on {p['cpu_threads']} "
+            "threads: " +
             ", ".join(f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in p["cpu_rates"].items()) + "."]
     out += [f"Note: {n}." for n in p["notes"]]
     return "\n".join(out) + "\n"

@@ -180,7 +180,9 @@ def test_run_all_writes_one_json(tmp_path, monkeypatch):
     assert d["precision"]["tf32_off"] is True
     assert d["bench"]["results"][0]["width"] == 8
     assert set(d["families"]) == {"fc", "vcnn"} and d["failed_families"] == []
-    assert d["timed_shard"]["study"] == "trainable_depth"
+    assert set(d["timed_shards"]) == {"trainable_depth"}
+    assert d["timed_shards"]["trainable_depth"]["study"] == "trainable_depth"
+    assert d["efficiency"] == {"by_study": {}, "by_family": {}}     # the CPU is no plan GPU
     assert "passed" in G.summary(r)
 
 
@@ -192,7 +194,7 @@ def test_run_all_records_a_failing_part(tmp_path, monkeypatch):
     r = G.run_all("cpu", tmp_path / "x.json", archs=["fc"])
     assert not r["passed"]
     assert r["errors"] == {"bench": "RuntimeError: no such kernel",
-                           "timed_shard": "RuntimeError: no such kernel"}
+                           "timed_shard[trainable_depth]": "RuntimeError: no such kernel"}
     assert r["families"]["fc"]["passed"]
     assert json.loads((tmp_path / "x.json").read_text())["passed"] is False
 
@@ -216,3 +218,85 @@ def test_the_command_without_cuda_says_so_and_exits_1(monkeypatch, capsys, tmp_p
     assert not (tmp_path / "x.json").exists()
     with pytest.raises(RuntimeError, match="no CUDA device"):
         G.run_all("cuda")
+
+
+def test_timed_shard_times_the_named_shard():
+    shard, st, _ = G.paper_shard(study="pruning_eoc")
+    last = st.shards[-1]
+    out = G.timed_shard("cpu", study="pruning_eoc", shard=last.shard_id, **TIMED)
+    assert out["shard"] == last.shard_id and out["block"] == st.labels[last.runs[0].run_id]
+    with pytest.raises(KeyError, match="no shard 'nope'"):
+        G.paper_shard(study="pruning_eoc", shard="nope")
+
+
+def test_costliest_shard_is_the_plans_costliest():
+    """The ranking that needs no tracing keeps the shard the plan finds costliest."""
+    import types
+    st, options = G._paper(None, "dropout_training")
+    rows = P.shard_costs(types.SimpleNamespace(shards=st.shards, labels=st.labels, task=st.task,
+                                               eval_splits=st.eval_splits), options, {})
+    best = max(rows, key=lambda r: r["flops"])
+    got = G.costliest_shard("dropout_training", candidates=1)
+    assert got["shard"] == best["shard"] and got["flops"] == pytest.approx(best["flops"])
+    assert got["costed"] <= got["shards"] == len(st.shards)
+
+
+def _fake_result(tmp_path):
+    def t(study, arch, eff, flops):
+        return {"study": study, "arch": arch, "implied_efficiency": eff,
+                "full_shard": {"flops": flops}}
+    return {"gpu_key": "H100-SXM-80GB", "device_name": "NVIDIA H100 80GB HBM3",
+            "date": "2026-11-26 10:00:00", "commit": "abc1234", "torch": "2.11.0",
+            "cuda": "13.0",
+            "timed_shards": {"trainable_depth": t("trainable_depth", "fc", 0.2, 1e15),
+                             "dropout_training": t("dropout_training", "fc", 0.05, 1e12),
+                             "pruning_resnet": t("pruning_resnet", "resnet32", 0.4, 1e14),
+                             "width_batch": {"study": "width_batch", "arch": "fc"}}}
+
+
+def test_measured_efficiency_per_study_and_family(tmp_path):
+    eff = G.measured_efficiency(_fake_result(tmp_path))
+    assert eff["by_study"] == {"trainable_depth": 0.2, "dropout_training": 0.05,
+                               "pruning_resnet": 0.4}
+    # a family's value is its costliest timed shard's
+    assert eff["by_family"] == {"fc": 0.2, "resnet32": 0.4}
+
+
+def test_record_writes_what_the_plan_reads(tmp_path):
+    js = tmp_path / "gpu_check.json"
+    js.write_text(json.dumps(_fake_result(tmp_path)))
+    yml = tmp_path / "gpu_efficiency.yaml"
+    entry = G.record(js, yml, source="docs/evidence/gpu/x.json")
+    assert entry["device"] == "NVIDIA H100 80GB HBM3" and entry["date"] == "2026-11-26"
+    got = P.measured_efficiencies(yml)
+    assert got["H100-SXM-80GB"]["by_family"] == {"fc": 0.2, "resnet32": 0.4}
+    assert got["H100-SXM-80GB"]["source"] == "docs/evidence/gpu/x.json"
+    assert P.efficiency_for(got, "H100-SXM-80GB", "dropout_training", "fc") == (0.05, "study")
+    assert P.efficiency_for(got, "H100-SXM-80GB", "training_speed", "fc") == (0.2, "family")
+    assert P.efficiency_for(got, "H100-SXM-80GB", "x", "vgg16") == (P.DEFAULT_EFFICIENCY,
+                                                                   "assumed")
+    assert P.efficiency_for(got, "A100-80GB", "trainable_depth", "fc")[1] == "assumed"
+    cpu = _fake_result(tmp_path) | {"gpu_key": None, "device_name": None}
+    js.write_text(json.dumps(cpu))
+    with pytest.raises(ValueError, match="gpu_check.json: device None is no GPU"):
+        G.record(js, yml)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("H100-SXM-80GB:\n  by_family: {fc: 1.5}\n", "H100-SXM-80GB.by_family.fc: 1.5"),
+    ("H100-SXM-80GB:\n  by_study: {x: lots}\n", "H100-SXM-80GB.by_study.x: 'lots'"),
+    ("B200:\n  by_family: {fc: 0.5}\n", "'B200' is no GPU"),
+])
+def test_a_bad_efficiency_file_names_the_file_and_key(tmp_path, text, match):
+    yml = tmp_path / "gpu_efficiency.yaml"
+    yml.write_text(text)
+    with pytest.raises(ValueError, match=match) as e:
+        P.measured_efficiencies(yml)
+    assert str(yml) in str(e.value)
+
+
+def test_the_shards_option_names_training_studies():
+    assert G.parse_shards("trainable_depth=s1, pruning_eoc=") == {"trainable_depth": "s1",
+                                                                  "pruning_eoc": ""}
+    with pytest.raises(ValueError, match="'meanfield_maps' is not a training study"):
+        G.parse_shards("meanfield_maps=s1")

@@ -108,3 +108,23 @@ def test_rules_read_the_plan_and_stop_on_one_made_for_another_config(tmp_path):
     (tmp_path / "bad.json").write_text("[1]")
     with pytest.raises(ConfigError, match="not a resources plan"):
         load_resources(tmp_path / "bad.json", studies)
+
+
+def test_the_plan_uses_measured_efficiencies_where_it_has_them(tmp_path):
+    cfg = write_config(tmp_path, tiny_study(), shard_size=3)
+    measured = {"H100-SXM-80GB": {"device": "NVIDIA H100 80GB HBM3", "date": "2026-11-26",
+                                  "commit": "abc1234", "by_family": {"fc": 0.1}}}
+    p = P.plan(cfg, calibrate_cpu=False, measured=measured)
+    peak_h = P.GPUS["H100-SXM-80GB"]["float32"] * 1e12
+    peak_a = P.GPUS["A100-80GB"]["float32"] * 1e12
+    for r in p["shards"]:
+        assert r["H100-SXM-80GB_s"] == pytest.approx(r["flops"] / (peak_h * 0.1))
+        assert r["A100-80GB_s"] == pytest.approx(r["flops"] / (peak_a * P.DEFAULT_EFFICIENCY))
+    line = P.efficiency_line(p, "H100-SXM-80GB")
+    assert "measured by sigprop gpu-check" in line and "trainable_depth 0.100" in line
+    assert "2026-11-26" in line and "abc1234" in line
+    assert "(assumed)" in P.efficiency_line(p, "A100-80GB")
+    forced = P.plan(cfg, calibrate_cpu=False, efficiency=0.5, measured=measured)
+    assert forced["shards"][0]["H100-SXM-80GB_s"] == pytest.approx(
+        forced["shards"][0]["flops"] / (peak_h * 0.5))
+    assert "--efficiency" in P.efficiency_line(forced, "H100-SXM-80GB")
