@@ -123,7 +123,7 @@ def test_dropout_scales_equal_masks_over_keep_bit_for_bit():
             kt = torch.tensor(keep, dtype=dtype)
             shapes = [(16, 32), (16, 32), (16, 10)]
             masks = rng.dropout_masks(KEYS, 7, shapes, kt)
-            for max_el in (1, 2 ** 10, 2 ** 18):
+            for max_el in (1, 2 ** 10, 2 ** 18, rng.chunk_elements("cuda")):
                 scales = rng.dropout_scales(KEYS, 7, shapes, kt, max_elements=max_el)
                 for m, s in zip(masks, scales):
                     want = m * (1.0 / kt).view(-1, 1, 1)
@@ -202,3 +202,16 @@ def test_normal_shortcut_gives_the_general_paths_bits(threads):
     assert rng._normal_uniforms(KEYS, 1, 1000, 7 << 34) is not None      # init offsets use it
     assert rng._normal_uniforms(KEYS, 1, 100, 2 ** 31 - 10) is None       # crosses a 2^32 block
     assert rng._normal_uniforms(KEYS.to("meta"), 1, 1000, 7 << 34) is None  # sigprop plan's shapes
+
+
+def test_a_gpu_draws_a_deep_shards_dropout_in_few_chunks():
+    """On a GPU each chunk costs a dozen kernel launches: a paper-scale deep shard (31 models,
+    batch 128, 249 dropout layers of width 300) takes at most 10 chunks a step there, one per
+    layer on the CPU."""
+    def chunks(device):
+        return len(rng.chunk_spans([128 * 300] * 249, 31, rng.chunk_elements(device)))
+    assert chunks("cpu") == 249
+    assert chunks("cuda") <= 10
+    assert rng.chunk_spans([5, 5, 20, 1], 2, 20) == [(0, 2), (2, 3), (3, 4)]
+    assert rng.chunk_elements(torch.device("cuda", 1)) == rng.chunk_elements("cuda")
+    assert rng.chunk_elements("meta") == rng.chunk_elements("cpu")

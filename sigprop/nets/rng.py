@@ -209,16 +209,28 @@ def _normal_uniforms(keys: torch.Tensor, stream: int, n: int, offset: int
     return u
 
 
+CHUNK_ELEMENTS = {"cpu": 2 ** 18, "cuda": 2 ** 25}
+"""Words hashed per call of the dropout draw, by device type: on the CPU 2^18 (1 MB, in the L2
+cache); on a GPU 2^25 (128 MB), since there each call is a dozen kernel launches whose host
+cost dominates small chunks (an H100 spent 72 % of a deep narrow shard's step waiting for
+launches with 2^18: docs/performance.md).  Chunking does not change the numbers."""
+
+
+def chunk_elements(device: torch.device | str) -> int:
+    """:data:`CHUNK_ELEMENTS` of ``device``'s type (the CPU's for any other type)."""
+    return CHUNK_ELEMENTS.get(torch.device(device).type, CHUNK_ELEMENTS["cpu"])
+
+
 def dropout_masks(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
-                  keep: torch.Tensor, max_elements: int = 2 ** 18) -> list[torch.Tensor]:
+                  keep: torch.Tensor, max_elements: int | None = None) -> list[torch.Tensor]:
     """Dropout masks of every layer for one training step: ``[M, *shape]`` each.
 
     1 with probability ``keep[m]``.  Layer ``l``'s element at row-major position
     ``i`` uses counter ``(l << 40) + i``, so a mask does not depend on the other
     layers' sizes, and for shape ``[B, width]`` a sample's row does not depend on
     ``B`` (a model gives the same masks in a shard padded to a larger batch).
-    Several layers are generated per call, as ``max_elements`` allows; chunking
-    does not change the numbers.
+    Several layers are generated per call, as ``max_elements`` allows (default
+    :func:`chunk_elements` of the keys' device); chunking does not change the numbers.
 
     Per step and element the work is one :func:`fmix32` and an integer compare: the counters'
     scrambled words do not depend on the step and are made once per shape list
@@ -238,7 +250,7 @@ def dropout_masks(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
 
 
 def dropout_scales(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
-                   keep: torch.Tensor, max_elements: int = 2 ** 18) -> list[torch.Tensor]:
+                   keep: torch.Tensor, max_elements: int | None = None) -> list[torch.Tensor]:
     """What inverted dropout multiplies each layer's input by at one training step:
     ``mask / keep[m]`` of :func:`dropout_masks` (``[M, *shape]`` each, in ``keep``'s dtype),
     equal to ``dropout_masks(...) * (1 / keep)`` bit for bit, made cheaper.
@@ -246,7 +258,7 @@ def dropout_scales(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
     The kept entries get ``1 / keep[m]`` and the dropped ones 0 in one ``where`` (no float mask
     and no second product), and the models with ``keep = 1`` hash nothing: their scales are 1
     (their masks would be all ones, as ``u < 1`` for every ``u`` in (0, 1)).  The hash runs in
-    chunks of at most ``max_elements`` words (default 2^18: 1 MB, in the CPU's L2 cache), into
+    chunks of at most ``max_elements`` words (default :func:`chunk_elements`), into
     scratch tensors kept between steps.  Huang et al. 2019 (arXiv:1912.09132), Eq. 1: each unit
     is kept with probability ρ and the kept ones are scaled by 1/ρ.
     """
@@ -276,13 +288,11 @@ def _keep_bits(k: torch.Tensor, shapes: list[tuple[int, ...]], max_elements: int
     with the layers' scrambled counters.  ``bits`` lives in a scratch tensor that the next chunk
     overwrites: use it before asking for the next."""
     m = k.shape[0]
+    if max_elements is None:
+        max_elements = chunk_elements(k.device)
     sizes = [math.prod(s) for s in shapes]
-    i = 0
-    while i < len(shapes):
-        j, total = i, 0
-        while j < len(shapes) and (total == 0 or (total + sizes[j]) * m <= max_elements):
-            total += sizes[j]
-            j += 1
+    for i, j in chunk_spans(sizes, m, max_elements):
+        total = sum(sizes[i:j])
         mixed = _mixed_counters(tuple(sizes[i:j]), i, k.device)
         bits, tmp = _scratch(m * total, k.device)
         bits = bits.view(m, total)
@@ -290,7 +300,20 @@ def _keep_bits(k: torch.Tensor, shapes: list[tuple[int, ...]], max_elements: int
         fmix32_(bits, tmp.view(m, total))
         bits.bitwise_right_shift_(8).bitwise_and_(0xFFFFFF)
         yield i, sizes[i:j], bits
+
+
+def chunk_spans(sizes: list[int], models: int, max_elements: int) -> list[tuple[int, int]]:
+    """The layers ``[i, j)`` hashed together: consecutive layers while ``models`` x their
+    elements stay within ``max_elements`` (a layer larger than that alone)."""
+    spans, i = [], 0
+    while i < len(sizes):
+        j, total = i, 0
+        while j < len(sizes) and (total == 0 or (total + sizes[j]) * models <= max_elements):
+            total += sizes[j]
+            j += 1
+        spans.append((i, j))
         i = j
+    return spans
 
 
 _LOCAL = threading.local()
