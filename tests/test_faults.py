@@ -420,3 +420,75 @@ def test_an_error_in_a_run_block_job_is_written_to_the_jobs_log(tmp_path):
         run_job([str(tmp_path / "c.log")], fail)
     text = (tmp_path / "c.log").read_text()
     assert "job failed: ValueError: bad shard table x.parquet" in text and "Traceback" in text
+
+
+def _files(workdir) -> dict:
+    return {str(p.relative_to(workdir)): p.stat().st_mtime_ns
+            for p in (workdir / "results").rglob("*") if p.is_file()}
+
+
+def test_a_shard_too_big_for_the_machine_is_refused_before_any_job_and_loses_nothing(workdir):
+    """A block whose shard cannot fit in this machine's memory (width 10^5, depth 60: about
+    5 TB of parameters and gradients) stops the run before any job starts: the message names
+    the study file, the block and the shard; nothing computed before is deleted or rewritten;
+    no lock is left, so the next run needs no --unlock."""
+    st = tiny_study()
+    cfg = write_config(workdir, st, shard_size=4)
+    target = "results/trainable_depth/metrics.parquet"
+    run_snakemake(workdir, cfg, target)
+    before = _files(workdir)
+    healthy = st["scales"]["quick"]["blocks"][0]
+    big = {"label": "huge", "fixed": dict(healthy["fixed"], width=100_000),
+           "grid": {"keep_rate": [1.0], "depth": [60], "sigma_w2": [1.0]}}
+    st["scales"]["quick"]["blocks"] = [healthy, big]
+    cfg = write_config(workdir, st, shard_size=4)
+    p = run_snakemake(workdir, cfg, target, check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0
+    assert "trainable_depth.yaml: block 'huge', shard" in out, out[-3000:]
+    assert "no job was started" in out and "--resources mem_mb" in out
+    assert not re.search(r"^\s*(local)?rule \w+:", p.stdout + p.stderr, re.M), out[-3000:]
+    assert _files(workdir) == before                    # nothing deleted, rewritten or added
+    locks = workdir / ".snakemake" / "locks"
+    assert not locks.exists() or not any(locks.iterdir())
+    # the oversized block removed again: the next run is up to date, no --unlock needed
+    st["scales"]["quick"]["blocks"] = [healthy]
+    cfg = write_config(workdir, st, shard_size=4)
+    p = run_snakemake(workdir, cfg, target)
+    assert "Nothing to be done" in p.stdout + p.stderr
+    assert _files(workdir) == before
+
+
+def _most_at_once(log: str, rules=("init_shard", "train_shard")) -> int:
+    """The most jobs of ``rules`` running at once, from Snakemake's log: a job starts at its
+    ``rule NAME:`` block (whose ``jobid: N`` follows) and ends at ``Finished jobid: N``."""
+    running, most, pending = set(), 0, None
+    for line in log.splitlines():
+        m = re.match(r"^\s*(?:local)?rule (\w+):", line)
+        if m:
+            pending = m.group(1)
+            continue
+        m = re.match(r"^\s*jobid: (\d+)", line)
+        if m and pending is not None:
+            if pending in rules:
+                running.add(m.group(1))
+                most = max(most, len(running))
+            pending = None
+            continue
+        m = re.search(r"Finished jobid: (\d+)", line)
+        if m:
+            running.discard(m.group(1))
+    return most
+
+
+def test_a_memory_limit_runs_shard_jobs_one_at_a_time(tmp_path):
+    """``--resources mem_mb=N`` is the memory the run may use: every shard job asks for at
+    least its floor (at least 1 MB), so with 1 MB the shard jobs run one at a time; without a
+    limit two run at once on two cores."""
+    most = {}
+    for name, extra in (("free", ()), ("limited", ("--resources", "mem_mb=1"))):
+        wd = tmp_path / name
+        cfg = write_config(wd, tiny_study(), shard_size=2)
+        p = run_snakemake(wd, cfg, "results/trainable_depth/metrics.parquet", *extra)
+        most[name] = _most_at_once(p.stdout + p.stderr)
+    assert most == {"free": 2, "limited": 1}
