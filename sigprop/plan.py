@@ -532,8 +532,9 @@ def table(p: dict, gpu: str = "A100-80GB") -> str:
         out.append(f"| {name} | {t['scale']} | {t['runs']} | {t['shards']} | "
                    f"{t['flops_total'] / 1e15:.3g} | {_fmt_s(t['cpu_h_total'] * 3600)} | " +
                    " | ".join(f"{t[f'{g}_h_total']:.3g}" for g in p["gpus"]) + " |")
-    out += ["", efficiency_line(p, gpu) + f" CPU rates measured on {p['cpu_threads']} "
-            "threads: " +
-            ", ".join(f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in p["cpu_rates"].items()) + "."]
+    cpu = (f" CPU rates measured on {p['cpu_threads']} threads: " +
+           ", ".join(f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in p["cpu_rates"].items()) + "."
+           if p["cpu_rates"] else " CPU not calibrated (--no-calibrate): no CPU times.")
+    out += ["", efficiency_line(p, gpu) + cpu]
     out += [f"Note: {n}." for n in p["notes"]]
     return "\n".join(out) + "\n"
