@@ -4,8 +4,8 @@ Builds the study as the workflow does (:func:`sigprop.plan.load`, so ``--config 
 works), draws the shard's initial weights, trains ``--warmup`` untimed steps and then
 ``--steps`` steps under ``torch.profiler``, and prints the step time, the host page faults per
 step (the profiler's own allocations included: the trainable_depth shard s6bc70e1f5326 showed
-~5,000 and, on 2026-11-25 23:31, 11,134 a step profiled with freed memory kept; ``sigprop
-bench``, unprofiled, counts 0 in every case) and the operators that took most of the self time, as
+5,000 to 11,000 a step profiled with freed memory kept; ``sigprop bench``, unprofiled, counts 0
+in every case) and the operators that took most of the self time, as
 JSON.  Without ``--shard`` it takes the shard with the most FLOPs by :func:`sigprop.plan.shard_costs` (the count ``sigprop plan``
 prints: training steps and evaluations, from the operators' shapes).  The data set is
 the prepared file the workflow writes (``results/data/<name>.npz``, ``snakemake

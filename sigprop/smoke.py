@@ -24,9 +24,8 @@ from .runs import RunSpec
 
 MODELS = 2   # runs kept per block (the first of its grid)
 # optimizer steps per run, at most.  Not 1: jacobian_moments reads steps == 1 as "measured at
-# initialization" and steps > 1 as a kernel-regime run, so a cap of 1 turned its kernel runs
-# into initialization runs and its kernel figure failed (tried 2026-11-25: the smoke run 18 min
-# 33 s instead of ~22 min, but not the same coverage)
+# initialization" and steps > 1 as a kernel-regime run, so a cap of 1 would turn its kernel runs
+# into initialization runs and leave its kernel figure without data
 STEPS = 2
 PRUNE_BATCH = 1   # scoring examples per class of a pruned run, at most (see capped)
 

@@ -23,7 +23,7 @@ Two torch.func implementations of ``G[m] = J_m(x1) J_m(x2)^T`` (``[M, B1, B2]`` 
 (``functional_call`` is not needed: a family's ``apply`` is already a function of the
 parameter list, so ``f(hidden, x)`` closes over ``W^s, W^f`` and is transformed directly.)
 
-Timing (measured 2026-11-21 on this project's CPU machine, 1 torch thread, 2 shared cores
+Timing (this project's CPU machine, 1 torch thread, 2 shared cores
 under a load of ~4, float64, Fig. 2 probes ``B1 = 1``, ``B2 = 20`` angles, best of 3, per
 model; ``python -m sigprop.measure.ntk`` re-measures):
 

@@ -434,7 +434,7 @@ class ShardTrainer:
 
     def _lr(self) -> torch.Tensor:
         """:meth:`lr` at the current step, rebuilt only when a milestone is passed or a model
-        stops (it was a Python loop over the models at every step)."""
+        stops, not at every step."""
         key = (self._lr_epoch(self.step), self._all_active, self._n_active_changes)
         if key != self._lr_key:
             self._lr_key, self._lr_cache = key, self.lr(self.step)

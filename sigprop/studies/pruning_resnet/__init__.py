@@ -15,8 +15,8 @@ Outputs
 * Figs. 2 and 4 (``figures``): per-layer kept fraction of SNIP on ResNet32 vs SBP-SR on Stable
   ResNet32, from the prune stage's layer reports.
 
-Claims (tolerances in the study config, fixed before any result was seen; the tests were given
-standard errors over seeds on 2026-11-23; each difference is decided at ``z`` SE):
+Claims (tolerances in the study config, fixed before any result was seen; the tests use standard
+errors over seeds, and each difference is decided at ``z`` SE):
 1. ``sbp_sr_vs_snip``: at the highest sparsity of each (data set, activation, net), SBP-SR's mean
    final accuracy > SNIP's − ``acc_margin`` by ``z`` SE (non-inferiority; Table 1, Table 9,
    Sec. 4.2).

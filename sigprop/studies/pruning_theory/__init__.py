@@ -21,7 +21,7 @@ by their run's pruner on a class-balanced batch (as the prune stage does,
   layer's magnitude scores (:func:`.measure.alpha_scale`; magnitude ranks are
   invariant to a common scale, so this is exactly magnitude pruning of that
   network); ``s_cr_gamma_layer`` is the layer that empties first (Prop. 4 assumes
-  it is ``l0``).  Until 2026-11-23 ``l0`` was the first N x N hidden layer.
+  it is ``l0``).
 
 Theory: ``chi_1`` (003's ``chi = f'(1)``), Thm. 1's bound with the natural log
 (the theorem) and with log10 (the 27% quoted after it), Prop. 4's bound as printed
