@@ -36,7 +36,7 @@ from .train.shard import Data, ShardTrainer, initial_state, set_precision_policy
 FP32_PEAK_TFLOPS = {"H100": 66.9, "H200": 66.9, "A100": 19.5, "V100": 15.7}
 
 
-def _sync(device: torch.device) -> None:
+def sync_device(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -59,15 +59,15 @@ def matmul_peak(device: torch.device, n: int = 2048, repeats: int = 5) -> float:
     torch.mm(a, b)
     best = float("inf")
     for _ in range(repeats):
-        _sync(device)
+        sync_device(device)
         t0 = time.perf_counter()
         torch.mm(a, b)
-        _sync(device)
+        sync_device(device)
         best = min(best, time.perf_counter() - t0)
     return 2.0 * n ** 3 / best
 
 
-def _data(n: int, in_shape: tuple[int, ...], classes: int, device: torch.device) -> Data:
+def gaussian_data(n: int, in_shape: tuple[int, ...], classes: int, device: torch.device) -> Data:
     g = torch.Generator().manual_seed(0)
     x = torch.randn((n,) + tuple(in_shape), generator=g)
     y = torch.randint(0, classes, (n,), generator=g)
@@ -186,11 +186,11 @@ def _minimal_step(d_in, width, depth, n_out, models, x, y, lr, activation, devic
 def _time(steps_fn, steps: int, device) -> float:
     for _ in range(2):   # warm-up, untimed
         steps_fn()
-    _sync(device)
+    sync_device(device)
     t0 = time.perf_counter()
     for _ in range(steps):
         steps_fn()
-    _sync(device)
+    sync_device(device)
     return time.perf_counter() - t0
 
 
@@ -220,7 +220,7 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
                          eval_every=steps, lr=1e-3, sigma_w2=1.0 + 0.01 * i, activation=activation,
                          dataset="bench") for i in range(models))
     shard = Shard("bench", runs)
-    data = _data(max(batch * 4, 256), in_shape, classes, dev)
+    data = gaussian_data(max(batch * 4, 256), in_shape, classes, dev)
     params, buffers = initial_state(shard, in_shape, classes, dev, torch.float32)
     ways = {"shard": _shard_step(shard, data, params, buffers, dev)}
     loop, model0, x, y = _loop_steps(arch, runs, in_shape, classes, params, buffers, data,
@@ -317,11 +317,11 @@ def run(cases: list[dict] | None = None, device: str = "auto", repeats: int = 3)
     results = [bench_case(device=device, repeats=repeats, peak=peak, **c)
                for c in (cases or default_cases(device))]
     return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "commit": _commit(), "matmul_peak_gflops": peak / 1e9, "results": results,
+            "commit": git_commit(), "matmul_peak_gflops": peak / 1e9, "results": results,
             "families": sorted(families.FAMILIES)}
 
 
-def _commit() -> str:
+def git_commit() -> str:
     """The checkout's commit (``git rev-parse --short HEAD``); where the tree travels without
     its ``.git`` (a copy sent to a GPU node), ``SIGPROP_COMMIT`` names it; else "unknown"."""
     import os
@@ -458,7 +458,7 @@ def sweep_bench(batches=(8, 16, 32, 64, 128, 256, 512), models_per_batch: int = 
     dev = devices.acquire(device)
     set_precision_policy("float32")
     c = int(micro or min(batches))
-    data = _data(n, (64,), 10, dev)
+    data = gaussian_data(n, (64,), 10, dev)
 
     def runs(mb: int, steps_of) -> list[RunSpec]:
         return [RunSpec(arch="fc", dataset="bench", width=width, depth=depth, activation="relu",
@@ -473,10 +473,10 @@ def sweep_bench(batches=(8, 16, 32, 64, 128, 256, 512), models_per_batch: int = 
         for _ in range(max(1, repeats)):
             tr = ShardTrainer(shard, data, [p.clone() for p in params], dev,
                               buffers=[b.clone() for b in buffers])
-            _sync(dev)
+            sync_device(dev)
             t0 = time.perf_counter()
             tr.run(progress_every=1e9)
-            _sync(dev)
+            sync_device(dev)
             times.append(time.perf_counter() - t0)
         return times
 
@@ -485,7 +485,7 @@ def sweep_bench(batches=(8, 16, 32, 64, 128, 256, 512), models_per_batch: int = 
         out[f"{name}_spread"] = (max(times) - min(times)) / min(times)
 
     micro_steps = int(round(epochs * (n // c)))
-    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": _commit(),
+    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": git_commit(),
            "batches": list(batches), "models": len(batches) * models_per_batch,
            "repeats": repeats,
            "width": width, "depth": depth, "epochs": epochs, "n_train": n, "micro_batch": c}

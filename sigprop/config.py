@@ -341,10 +341,10 @@ def expand_blocks(study_cfg: dict, scale: str, filename: str = "<study>",
 
 
 def _coerce_field(name: str, value):
-    from .runs import FIELD_TYPES, _coerce
+    from .runs import FIELD_TYPES, coerce_value
     if name not in FIELD_TYPES:
         raise ValueError(f"unknown run field '{name}'")
-    return _coerce(name, FIELD_TYPES[name], value)
+    return coerce_value(name, FIELD_TYPES[name], value)
 
 
 def _field(name: str, value, filename: str, key: str):

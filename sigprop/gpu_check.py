@@ -347,7 +347,7 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
         if n is None:
             others.append(i)
             continue
-        work = len(sh.runs) * max(r.steps for r in sh.runs) * P._shard_batch(sh) * n
+        work = len(sh.runs) * max(r.steps for r in sh.runs) * P.shard_batch(sh) * n
         best_in_block.setdefault(st.labels[r0.run_id], []).append((work, i))
     pick = set(others)
     for rows in best_in_block.values():
@@ -373,7 +373,7 @@ def projection(flops: float, seconds: float, gpu: str | None, precision: str = "
     out = {"flops": flops, "seconds": seconds, "gflops": rate / 1e9, "gpu_key": gpu,
            "efficiency_assumed": eff}
     if gpu is not None:
-        peak = P._peak(gpus[gpu], precision)
+        peak = P.dense_peak(gpus[gpu], precision)
         out["peak_tflops"] = peak / 1e12
         out["projected_s"] = flops / (peak * eff)
         out["measured_over_projected"] = seconds / out["projected_s"]
@@ -420,19 +420,19 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
     if models is None and capacity is not None:
         models = max(1, int(memory_fraction * capacity // per_model))
     m = min(models or len(shard.runs), len(shard.runs))
-    b = batch or P._shard_batch(shard)
+    b = batch or P.shard_batch(shard)
     runs = tuple(dataclasses.replace(r, batch_size=b if batch else r.batch_size,
                                      micro_batch=0 if batch else r.micro_batch,
                                      steps=10 ** 6, eval_every=10 ** 6)
                  for r in shard.runs[:m])
     cut = Shard(shard.study, runs)
-    shape = (runs[0].shape_key(), in_shape, n_out, P._shard_batch(cut))
+    shape = (runs[0].shape_key(), in_shape, n_out, P.shard_batch(cut))
     if shape not in cache:
-        cache[shape] = P.shape_cost(runs[0], in_shape, n_out, P._shard_batch(cut))
+        cache[shape] = P.shape_cost(runs[0], in_shape, n_out, P.shard_batch(cut))
     cost = cache[shape]
     flops = m * cost.step_flops * steps
     dtype = set_precision_policy(r0.precision)
-    data = bench._data(max(4 * P._shard_batch(cut), 256), in_shape, max(n_out, 2), dev)
+    data = bench.gaussian_data(max(4 * P.shard_batch(cut), 256), in_shape, max(n_out, 2), dev)
     params, buffers = initial_state(cut, in_shape, n_out, dev, dtype)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
@@ -442,11 +442,11 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
         tr = ShardTrainer(cut, data, params, dev, buffers=buffers)
         for _ in range(warmup):
             tr.train_step()
-        bench._sync(dev)
+        bench.sync_device(dev)
         t0 = time.perf_counter()
         for _ in range(steps):
             tr.train_step()
-        bench._sync(dev)
+        bench.sync_device(dev)
         times.append(time.perf_counter() - t0)
     del tr
     name = gpu_name or (torch.cuda.get_device_name(dev) if dev.type == "cuda" else None)
@@ -454,7 +454,7 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
     out = {"study": study, "scale": "paper", "shard": shard.shard_id,
            "block": st.labels[r0.run_id], "arch": r0.arch, "width": r0.width, "depth": r0.depth,
            "dataset": r0.dataset, "in_shape": list(in_shape), "precision": r0.precision,
-           "models": m, "models_in_shard": len(shard.runs), "batch": P._shard_batch(cut),
+           "models": m, "models_in_shard": len(shard.runs), "batch": P.shard_batch(cut),
            "steps": steps, "warmup": warmup, "repeats": len(times), "times_s": times,
            "device": str(dev), "device_name": name,
            "step_flops_per_model": cost.step_flops,
@@ -465,7 +465,7 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
                          "fits": None if capacity is None else full["peak_bytes"] <= capacity,
                          "device_memory_gb": None if capacity is None else capacity / 2 ** 30,
                          "extrapolated_s": full["flops"] / (flops / min(times)),
-                         "projected_s": {g: full["flops"] / (P._peak(spec, r0.precision) * eff)
+                         "projected_s": {g: full["flops"] / (P.dense_peak(spec, r0.precision) * eff)
                                          for g, spec in P.GPUS.items()}}
     if dev.type == "cuda":
         out["max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(dev) / 2 ** 30
@@ -536,7 +536,7 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
     set_precision_policy("float32")
     cuda = dev.type == "cuda"
     out = {"command": "sigprop gpu-check", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "commit": bench._commit(), "machine": bench.machine(), "device": str(dev),
+           "commit": bench.git_commit(), "machine": bench.machine(), "device": str(dev),
            "device_name": torch.cuda.get_device_name(dev) if cuda else None,
            "gpu_key": gpu_key(torch.cuda.get_device_name(dev)) if cuda else None,
            "torch": torch.__version__, "cuda": torch.version.cuda,

@@ -221,7 +221,7 @@ def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeC
                      sum(p.numel() for p in params), saved[0])
 
 
-def _shard_batch(shard) -> int:
+def shard_batch(shard) -> int:
     return max(r.micro_batch or r.batch_size for r in shard.runs)
 
 
@@ -253,7 +253,7 @@ def shard_costs(study, options: dict, cache: dict) -> list[dict]:
     for shard in study.shards:
         r0 = shard.runs[0]
         in_shape, n_out, n_train, n_test = dataset_dims(r0.dataset, options)
-        batch = _shard_batch(shard)
+        batch = shard_batch(shard)
         key = (r0.shape_key(), in_shape, n_out, batch)
         if key not in cache:
             cache[key] = shape_cost(r0, in_shape, n_out, batch)
@@ -300,7 +300,7 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
     until one step is at most :data:`CALIBRATION_FLOPS`, timed after a warm-up step."""
     import torch
 
-    from .bench import _data
+    from .bench import gaussian_data
     from .runs import Shard
     from .train.shard import ShardTrainer, initial_state, load_state, save_state
     rates = {}
@@ -313,7 +313,7 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
         runs = tuple(dataclasses.replace(run, seed=i, batch_size=batch, micro_batch=0,
                                          steps=10 ** 6, eval_every=10 ** 6) for i in range(m))
         shard = Shard("plan", runs)
-        data = _data(max(4 * batch, 64), in_shape, max(n_out, 2), dev)
+        data = gaussian_data(max(4 * batch, 64), in_shape, max(n_out, 2), dev)
         t0 = time.perf_counter()
         params, buffers = initial_state(shard, in_shape, n_out, dev, torch.float32)
         t_init = time.perf_counter() - t0
@@ -383,7 +383,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
             in_shape, n_out, _, _ = dataset_dims(r0.dataset, options)
             cur = fam_shapes.get(r0.arch)
             if cur is None or r["flops"] > cur[0]:     # the family's costliest shard
-                fam_shapes[r0.arch] = (r["flops"], (r0, in_shape, n_out, _shard_batch(shard),
+                fam_shapes[r0.arch] = (r["flops"], (r0, in_shape, n_out, shard_batch(shard),
                                                     r["step_flops"], len(shard.runs)))
     threads = torch.get_num_threads()
     rates = calibrate({k: v[1] for k, v in fam_shapes.items()}) if calibrate_cpu else {}
@@ -395,7 +395,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                                                                "precision", "flops", "peak_bytes",
                                                                "proxy")},
                            "cpu_s": cpu,
-                           **{f"{g}_s": r["flops"] / (_peak(spec, r["precision"])
+                           **{f"{g}_s": r["flops"] / (dense_peak(spec, r["precision"])
                                                       * eff(g, name, r["arch"]))
                               for g, spec in gpus.items()}})
         by_block: dict = {}
@@ -411,7 +411,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                    "cpu_s_per_shard_max": max(cpu_s), "cpu_h_total": sum(cpu_s) / 3600,
                    "flops_proxy": any(r["proxy"] for r in rs)}
             for g, spec in gpus.items():
-                peak = [_peak(spec, r["precision"]) for r in rs]
+                peak = [dense_peak(spec, r["precision"]) for r in rs]
                 secs = [r["flops"] / (p * eff(g, name, r["arch"])) for r, p in zip(rs, peak)]
                 row[f"{g}_s_per_shard_max"] = max(secs)
                 row[f"{g}_h_total"] = sum(secs) / 3600
@@ -443,7 +443,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                       "peak memory excludes the framework's own workspace"]}
 
 
-def _peak(spec: dict, precision: str) -> float:
+def dense_peak(spec: dict, precision: str) -> float:
     """A GPU's dense peak in FLOP/s for a run's precision (bf16 and float32 runs at float32's)."""
     return spec["tf32" if precision == "tf32" else
                 ("float64" if precision == "float64" else "float32")] * 1e12

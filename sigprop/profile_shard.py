@@ -22,7 +22,7 @@ import torch
 
 from .data.prepare import load as load_dataset
 from .train import devices, host_memory
-from .workflow_steps import _dims
+from .workflow_steps import data_dims
 from .train import shard as engine
 
 
@@ -61,7 +61,7 @@ def profile(study: str, shard_id: str | None = None, config: list[str] | None = 
     dtype = engine.set_precision_policy(r0.precision)
     ds = load_dataset(str(data_path))
     data = engine.to_data(ds, dev, dtype)
-    in_shape, n_out = _dims(ds)
+    in_shape, n_out = data_dims(ds)
     params, buffers = engine.initial_state(shard, in_shape, n_out, dev, dtype)
     tr = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
                              eval_splits=st.eval_splits)

@@ -108,7 +108,7 @@ class RunSpec:
         unknown = sorted(set(d) - set(FIELD_TYPES))
         if unknown:
             raise ValueError(f"unknown run field(s) {unknown}; known: {sorted(FIELD_TYPES)}")
-        return cls(**{k: _coerce(k, FIELD_TYPES[k], v) for k, v in d.items()})
+        return cls(**{k: coerce_value(k, FIELD_TYPES[k], v) for k, v in d.items()})
 
     def non_default(self) -> dict:
         return {name: v for (name, default), v in zip(_DEFAULTS, _values(self)) if v != default}
@@ -227,7 +227,7 @@ def runs_digest(run_ids) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _coerce(name: str, typ: type, value):
+def coerce_value(name: str, typ: type, value):
     if typ is bool and isinstance(value, bool):
         return value
     if typ is float and isinstance(value, (int, float)) and not isinstance(value, bool):

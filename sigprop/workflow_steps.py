@@ -52,7 +52,7 @@ def _setup(device: str, threads: int | None) -> torch.device:
     return dev
 
 
-def _dims(ds) -> tuple[tuple[int, ...], int]:
+def data_dims(ds) -> tuple[tuple[int, ...], int]:
     return tuple(ds.x_train.shape[1:]), engine.n_outputs(ds)
 
 
@@ -63,7 +63,7 @@ def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
     dev = _setup(device, threads)
     shard = Shard.from_json(shard_json)
     ds = load_dataset(data_path)
-    in_shape, n_out = _dims(ds)
+    in_shape, n_out = data_dims(ds)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
     t0 = time.time()
     params, buffers = engine.initial_state(shard, in_shape, n_out, dev, dtype)

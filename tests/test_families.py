@@ -280,7 +280,7 @@ def test_fallback_family_trains_a_shard_initialized_in_another_process():
     """On a cluster the init and train jobs of a shard run in different processes: the
     per-model fallback (``fc_loop``) rebuilds its module from the shapes and trains the same
     rows as when both stages share a process."""
-    from sigprop.bench import _data
+    from sigprop.bench import gaussian_data
     from sigprop.nets import families
     from sigprop.runs import Shard
     from sigprop.train.shard import ShardTrainer, initial_state
@@ -288,7 +288,7 @@ def test_fallback_family_trains_a_shard_initialized_in_another_process():
                      batch_size=8, steps=4, eval_every=2, lr=0.05, dataset="bench")
                  for i in range(2))
     shard, dev = Shard("t", runs), torch.device("cpu")
-    data = _data(32, (6,), 3, dev)
+    data = gaussian_data(32, (6,), 3, dev)
     params, buffers = initial_state(shard, (6,), 3, dev, torch.float32)
     same = ShardTrainer(shard, data, [p.clone() for p in params], dev,
                         buffers=[b.clone() for b in buffers]).run(progress_every=1e9)
