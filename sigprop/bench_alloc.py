@@ -62,7 +62,7 @@ def alloc_bench(sizes: tuple[int, ...] = (16, 100, 300), repeats: int = 10) -> d
     from .bench import machine
     out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
            "cpus": os.cpu_count(), "thp_mode": host_memory.thp_mode(),
-           "glibc": host_memory._glibc() is not None, "repeats": repeats, "cases": []}
+           "glibc": host_memory.glibc() is not None, "repeats": repeats, "cases": []}
     for thp in ("0", "1"):
         env = {**os.environ, host_memory.THP_ENV: thp}
         p = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(list(sizes)),

@@ -43,7 +43,7 @@ def _faults(env_value: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(host_memory._glibc() is None, reason="no glibc: mallopt does not exist")
+@pytest.mark.skipif(host_memory.glibc() is None, reason="no glibc: mallopt does not exist")
 def test_kept_memory_removes_most_page_faults_of_a_repeated_step():
     default, kept = _faults("0"), _faults("1")
     assert default["on"] is False and kept["on"] is True

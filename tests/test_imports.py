@@ -183,3 +183,39 @@ def test_every_module_imports_on_its_own():
                        timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == "", p.stdout
+
+
+def private_uses(path: Path) -> list[str]:
+    """Names private to another module that ``path`` uses: ``from m import _x`` (not a module
+    imported under a private alias, ``from . import activations as _act``), and ``m._x`` where
+    ``m`` names a module imported in ``path``."""
+    tree = ast.parse(path.read_text())
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            for a in node.names:
+                if a.name.startswith("_"):
+                    found.append(f"from {'.' * node.level}{node.module or ''} import {a.name}")
+                else:
+                    modules.add(a.asname or a.name)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__") and isinstance(node.value, ast.Name)
+                and node.value.id in modules and node.value.id not in ("torch", "np", "os", "sys")):
+            found.append(f"{node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    bad = {str(p.relative_to(ROOT.parent)): private_uses(p) for p in sorted(ROOT.rglob("*.py"))}
+    bad = {k: v for k, v in bad.items() if v}
+    assert not bad, bad
+
+
+def test_the_private_name_check_catches_both_forms(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from . import plan as P\nfrom .bench import _data\nP._peak(1)\n"
+                 "from . import activations as _act\n_act.get('tanh')\n")
+    assert private_uses(f) == ["from .bench import _data", "P._peak"]

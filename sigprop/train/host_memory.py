@@ -67,7 +67,7 @@ def keep_freed_memory() -> bool:
     if os.environ.get(ENV, "1") == "0":
         log.info("%s=0: glibc's malloc keeps its defaults", ENV)
     else:
-        libc = _glibc()
+        libc = glibc()
         if libc is None:
             log.info("no glibc mallopt here: host memory settings unchanged")
         else:
@@ -101,7 +101,8 @@ def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def _glibc():
+def glibc():
+    """This process's C library when it is glibc (which has ``mallopt``), else None."""
     name = ctypes.util.find_library("c")
     if not name:
         return None
