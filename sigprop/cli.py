@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -190,6 +191,11 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     params.add_argument("kinds", nargs="*", help="study kinds [default: all]")
     params.add_argument("--markdown", action="store_true",
                         help="Markdown tables, as in config/README.md")
+    params.add_argument("--write", metavar="FILE", nargs="?", const="config/README.md",
+                        default=None,
+                        help="replace the tables between FILE's <!-- params:start --> and "
+                             "<!-- params:end --> markers in place [default FILE: "
+                             "config/README.md]")
     pl = sub.add_parser(
         "plan", help="cost plan: runs, shards, FLOPs, memory, CPU and GPU time per study and block",
         description="Per study and block of the configured run: runs, shards, FLOPs per shard "
@@ -295,6 +301,27 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                     help="sizes fit this config's paper-scale runs (each set holds at least "
                          "its largest batch) [default: config/config.yaml]")
     return parser
+
+
+PARAMS_MARKERS = ("<!-- params:start -->\n", "<!-- params:end -->")
+
+
+def write_params(path: str | Path) -> bool:
+    """Replace what lies between the params markers of ``path`` (config/README.md) by every
+    study's parameter tables (:func:`params_text`, Markdown); True when the file changed.  A
+    file without both markers is a ValueError naming it."""
+    from . import atomic
+    path = Path(path)
+    text = path.read_text()
+    start, end = PARAMS_MARKERS
+    i, j = text.find(start), text.find(end)
+    if i < 0 or j < i:
+        raise ValueError(f"{path}: no {start.strip()} ... {end} block to replace")
+    new = text[:i + len(start)] + params_text(markdown=True) + text[j:]
+    if new == text:
+        return False
+    atomic.write_text(path, new)
+    return True
 
 
 def params_text(kinds: list[str] | None = None, markdown: bool = False) -> str:
@@ -441,6 +468,15 @@ def _dispatch(group: str, args: dict, commands) -> int:
             print(f"sigprop params: unknown study kind(s) {unknown} (known: "
                   f"{', '.join(registry.kinds())})", file=sys.stderr)
             return 2
+        if args["write"]:
+            try:
+                changed = write_params(args["write"])
+            except (OSError, ValueError) as e:
+                print(f"sigprop params --write: {e}", file=sys.stderr)
+                return 2
+            print(f"{args['write']}: {'updated' if changed else 'already up to date'}",
+                  file=sys.stderr)
+            return 0
         sys.stdout.write(params_text(args["kinds"] or None, args["markdown"]))
         return 0
     if group == "plan":

@@ -10,24 +10,25 @@ from __future__ import annotations
 
 import importlib
 
-# how code and docs cite each paper in full (docs/papers.md shows the same; tests/test_docs.py)
-CITATIONS = {
-    "000": "Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132",
-    "001": "Littwin, Wolf (2020), arXiv:2001.10460",
-    "002": "Baldi, Sadowski (2014), doi:10.1016/j.artint.2014.02.004",
-    "003": "Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797",
-    "004": "Chen, Wang, Zhao, Papailiopoulos, Koutris (2018), arXiv:1806.03791",
+# One entry per paper: how code and docs cite it in full (docs/papers.md shows the same;
+# tests/test_docs.py) and the title the report and summaries show.  Adding a paper is adding
+# its entry here (docs/adding-a-study.md, "A study of a new paper").
+PAPERS = {
+    "000": {"citation": "Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132",
+            "title": "Huang et al., Mean field theory for deep dropout networks"},
+    "001": {"citation": "Littwin, Wolf (2020), arXiv:2001.10460",
+            "title": "Littwin & Wolf, Residual tangent kernels"},
+    "002": {"citation": "Baldi, Sadowski (2014), doi:10.1016/j.artint.2014.02.004",
+            "title": "Baldi & Sadowski, The dropout learning algorithm"},
+    "003": {"citation": "Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797",
+            "title": "Hayou et al., Robust pruning at initialization"},
+    "004": {"citation": "Chen, Wang, Zhao, Papailiopoulos, Koutris (2018), arXiv:1806.03791",
+            "title": "Chen et al., The effect of network width on large-batch training"},
 }
+CITATIONS = {k: v["citation"] for k, v in PAPERS.items()}
 # the identifier a module's docstring must name when it cites the paper by its prefix
 IDENTIFIERS = {k: v.rsplit(", ", 1)[1] for k, v in CITATIONS.items()}
-
-TITLES = {
-    "000": "000 Huang et al., Mean field theory for deep dropout networks",
-    "001": "001 Littwin & Wolf, Residual tangent kernels",
-    "002": "002 Baldi & Sadowski, The dropout learning algorithm",
-    "003": "003 Hayou et al., Robust pruning at initialization",
-    "004": "004 Chen et al., The effect of network width on large-batch training",
-}
+TITLES = {k: f"{k} {v['title']}" for k, v in PAPERS.items()}
 
 # paper -> {table name: "module:function"}; the function maps the paper's merged
 # claims to named DataFrames; the first is the table's CSV, all go to its Markdown.

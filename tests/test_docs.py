@@ -41,7 +41,7 @@ def test_config_readme_parameter_tables_match_the_code():
     m = re.search(r"<!-- params:start -->\n(.*)<!-- params:end -->", CONFIG_README, re.S)
     assert m, "config/README.md lost its params markers"
     assert m.group(1) == params_text(markdown=True), \
-        "config/README.md is stale: regenerate its study parameters with `sigprop params --markdown`"
+        "config/README.md is stale: regenerate its study parameters with `sigprop params --write`"
 
 
 def test_papers_doc_lists_each_citation():
@@ -74,3 +74,17 @@ def test_a_module_that_cites_a_paper_names_it_in_its_docstring(path):
     missing = [c for c in cited if papers.IDENTIFIERS[c] not in doc]
     assert not missing, (f"{path.relative_to(REPO)} cites paper(s) {missing} but its module "
                          f"docstring does not name them ({[papers.CITATIONS[c] for c in missing]})")
+
+
+def test_params_write_replaces_the_block_in_place(tmp_path, capsys):
+    from sigprop.cli import main, params_text
+    f = tmp_path / "README.md"
+    f.write_text("head\n<!-- params:start -->\nold tables\n<!-- params:end -->\ntail\n")
+    assert main(["params", "--write", str(f)]) == 0
+    assert f.read_text() == ("head\n<!-- params:start -->\n" + params_text(markdown=True)
+                             + "<!-- params:end -->\ntail\n")
+    assert main(["params", "--write", str(f)]) == 0
+    assert "already up to date" in capsys.readouterr().err
+    f.write_text("no markers\n")
+    assert main(["params", "--write", str(f)]) == 2
+    assert f"{f}: no <!-- params:start -->" in capsys.readouterr().err
