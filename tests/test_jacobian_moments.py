@@ -22,7 +22,9 @@ from sigprop.studies.jacobian_moments import SPEC
 from sigprop.studies.jacobian_moments import figures as study_figures
 from sigprop.studies.jacobian_moments.analysis import panels, ratio_stats, theory_on
 from sigprop.studies.jacobian_moments.claims import claims_table
-from sigprop.studies.jacobian_moments.measure import load_dataset, measure
+from sigprop.data.prepare import load as load_dataset
+from sigprop.data.prepare import prepare
+from sigprop.studies.jacobian_moments.measure import measure
 from sigprop.studies.jacobian_moments.theory import fig5_alpha, theory_table
 from sigprop.train.shard import initial_state
 
@@ -263,8 +265,8 @@ def test_empirical_ntk_equals_explicit_jacobian_products():
     np.testing.assert_allclose(theta.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-14)
 
 
-def test_kernel_training_moves_the_kernel_and_a_model_trains_the_same_alone():
-    ds = load_dataset("digits")
+def test_kernel_training_moves_the_kernel_and_a_model_trains_the_same_alone(tmp_path):
+    ds = load_dataset(prepare("digits", tmp_path / "digits.npz"))
     xtr = torch.as_tensor(ds.x_train[:200], dtype=torch.float64)
     ytr = torch.as_tensor(ds.y_train[:200])
     xpr = torch.as_tensor(ds.x_test[:4], dtype=torch.float64)
@@ -302,8 +304,9 @@ def _params():
                    "flat_slope_tolerance": 0.25, "n_boot_joint": 400}}, "quick")
 
 
-def test_study_measure_theory_claims_and_figures():
+def test_study_measure_theory_claims_and_figures(tmp_path):
     prm = _params()
+    digits = prepare("digits", tmp_path / "digits.npz")
     frames = []
     specs = [_runs("resnet_fc", L, 8, range(6)) for L in (2, 3)]
     for L in (2, 3):
@@ -318,7 +321,7 @@ def test_study_measure_theory_claims_and_figures():
     for runs in _kernel_specs(depth=2, width=6, steps=4, seeds=range(3)):
         shard = Shard("jm", runs)
         params, buffers = initial_state(shard, (64,), 10, torch.device("cpu"), torch.float64)
-        frames.append(measure(shard, params, buffers, prm.for_job("measure"))
+        frames.append(measure(shard, params, buffers, prm.for_job("measure"), data_path=digits)
                       .assign(block="Kernel in training"))
     runs = pd.concat(frames, ignore_index=True)   # labelled as the merge labels them
     assert {"study", "shard_id", "run_id", "step", "metric", "value", "layer", "probe", "arch",
@@ -504,3 +507,19 @@ def test_shipped_regime_and_axes(scale):
     assert claim_regime("fig5_resnet_decreases", regime, dep).startswith("depth: ")
     kr = claim_regime("kernel_resnet_scaled_below_vanilla[L=4, n=128]", regime, dep)
     assert "steps: " in kr and "data: " in kr
+
+
+def test_the_kernel_measurement_reads_the_prepared_file_it_is_given(tmp_path):
+    """The data set comes from the job's prepared file (so its data options reach it), and a
+    job without one is refused, not silently rebuilt with default options."""
+    prm = _params()
+    runs = _kernel_specs(depth=2, width=6, steps=4, seeds=range(2))[0]
+    shard = Shard("jm", runs)
+    params, buffers = initial_state(shard, (64,), 10, torch.device("cpu"), torch.float64)
+    with pytest.raises(ValueError, match="no data_path was given"):
+        measure(shard, params, buffers, prm.for_job("measure"))
+    base = prepare("digits", tmp_path / "a.npz")
+    other = prepare("digits", tmp_path / "b.npz", options={"test_fraction": 0.5})
+    a = measure(shard, params, buffers, prm.for_job("measure"), data_path=base)
+    b = measure(shard, params, buffers, prm.for_job("measure"), data_path=other)
+    assert not a["value"].equals(b["value"])

@@ -18,7 +18,7 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
     output's paths through W^{k,h}, 001 Eq. 36).  Runs with ``steps > 1`` (kernel
     regime, beyond the paper): :func:`measure_kernel`."""
     if shard.runs[0].steps > 1:
-        return measure_kernel(shard, params, p, device)
+        return measure_kernel(shard, params, p, device, data_path)
     from ...measure.jacobians import jacobian_moments  # torch: imported only in the job
     runs = shard.runs
     arch = runs[0].arch
@@ -45,28 +45,22 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
     return tables.run_rows(shard, long, device, order=("layer", "probe"))
 
 
-def load_dataset(name: str):
-    """The workflow's prepared data set, rebuilt in a temporary folder (embedded sets only:
-    the generators are deterministic, so this is the same array the init stage read)."""
-    import tempfile
-    from pathlib import Path
-
-    from ...data.prepare import load, prepare
-    with tempfile.TemporaryDirectory() as tmp:
-        return load(prepare(name, Path(tmp) / f"{name}.npz"))
-
-
-def measure_kernel(shard, params, p, device: str = "cpu") -> pd.DataFrame:
+def measure_kernel(shard, params, p, device: str = "cpu", data_path=None) -> pd.DataFrame:
     """Beyond 001: relative change of the empirical NTK on ``measure.kernel_probes`` test inputs
-    over ``steps`` SGD steps (batch ``batch_size``, normalized step ``lr``) on the run's data set
+    over ``steps`` SGD steps (batch ``batch_size``, normalized step ``lr``) on the run's data set,
+    the prepared file ``data_path`` the workflow gives the job
     (:func:`sigprop.measure.jacobians.train_kernel_change`).  Rows per run (layer 0, probe 0):
     ``ntk_rel_change``, ``ntk_diag_0``, ``lr``, ``loss_init``, ``loss_final``, ``diverged``."""
     import torch
 
+    from ...data.prepare import load
     from ...measure.jacobians import train_kernel_change
     runs = shard.runs
     r0 = runs[0]
-    ds = load_dataset(r0.dataset)
+    if data_path is None:
+        raise ValueError(f"shard {shard.shard_id}: the kernel-regime measurement trains on the "
+                         "shard's prepared data set, and no data_path was given")
+    ds = load(data_path)
     dev = params[0].device
     dtype = params[0].dtype
     xtr = torch.as_tensor(ds.x_train, device=dev).reshape(len(ds.x_train), -1).to(dtype)
