@@ -55,10 +55,15 @@ def shard_dataset(wildcards):
     return f"results/data/{shard.runs[0].dataset}.npz"
 
 
+MASKS = "results/{study}/masks/{shard}.pt"
+"""The prune stage's mask file of a shard (rules/prune.smk's output; its train and measure jobs'
+input, passed to their steps)."""
+
+
 def shard_masks(wildcards):
-    """The prune stage's mask file of a shard with pruned runs (rules/prune.smk), else none."""
+    """The prune stage's mask file of a shard with pruned runs (:data:`MASKS`), else none."""
     shard = study_of(wildcards).shard(wildcards.shard)
-    return {"masks": shard.masks_path} if shard.pruned else {}
+    return {"masks": MASKS.format(study=wildcards.study, shard=wildcards.shard)} if shard.pruned else {}
 
 
 def train_inputs(wildcards):

@@ -26,4 +26,5 @@ rule measure_shard:
         from sigprop import workflow_steps as steps
 
         run_job(log, steps.measure_shard, params.kind, params.shard, input.init, output[0],
-                params.p, device=params.device, threads=threads, data_path=input.data)
+                params.p, device=params.device, threads=threads, data_path=input.data,
+                masks_path=input.get("masks"))

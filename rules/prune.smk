@@ -23,7 +23,7 @@ rule prune_shard:
         init="results/{study}/init/{shard}.pt",
         data=shard_dataset,
     output:
-        masks="results/{study}/masks/{shard}.pt",
+        masks=MASKS,
         report="results/{study}/masks/{shard}_layers.parquet",
     params:
         shard=shard_json,

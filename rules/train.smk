@@ -28,7 +28,8 @@ rule train_shard:
         run_job(log, steps.train_shard, params.shard, input.init, input.data, output[0],
                 checkpoint=params.checkpoint, checkpoint_every=config["checkpoint_every"],
                 device=params.device, threads=threads,
-                eval_splits=tuple(params.eval_splits.split(",")))
+                eval_splits=tuple(params.eval_splits.split(",")),
+                masks_path=input.get("masks"))
 
 
 rule merge_metrics:

@@ -158,12 +158,6 @@ class Shard:
         return any(r.pruner for r in self.runs)
 
     @property
-    def masks_path(self) -> str:
-        """The prune stage's mask file, relative to the workflow's working directory
-        (``rules/prune.smk``); only pruned shards have one."""
-        return f"results/{self.study}/masks/{self.shard_id}.pt"
-
-    @property
     def shard_id(self) -> str:
         try:
             return self.__dict__["_shard_id"]

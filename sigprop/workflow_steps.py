@@ -108,6 +108,15 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
              sum(bool(r.pruner) for r in shard.runs), len(shard.runs), time.time() - t0)
 
 
+def _check_masks(shard, masks_path) -> None:
+    """A shard with pruned runs needs the prune stage's masks file, one without must get none."""
+    if shard.pruned and not masks_path:
+        raise ValueError(f"shard {shard.shard_id} has pruned runs but no masks file was given "
+                         "(the prune stage's output, results/<study>/masks/<shard>.pt)")
+    if masks_path and not shard.pruned:
+        raise ValueError(f"shard {shard.shard_id} has no pruned run but got masks {masks_path}")
+
+
 @_gated
 def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
                 checkpoint: str | None = None, checkpoint_every: int = 0,
@@ -119,11 +128,9 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
     ``eval_splits``: what each evaluation scores (the study's
     :attr:`~sigprop.contract.StudySpec.eval_splits`).
 
-    A shard with pruned runs reads the prune stage's masks (``masks_path``, by default
-    :attr:`~sigprop.runs.Shard.masks_path` under the working directory, the file the rule
-    declares as an input, so the prune job runs first; ``scripts/train_shard.py`` need not
-    pass it, and Snakemake reruns every job whose output is older than its script): its models
-    start from :func:`start_params` and keep their masked weights at zero."""
+    A shard with pruned runs reads the prune stage's masks (``masks_path``, the file the rule
+    declares as an input, so the prune job runs first): its models start from
+    :func:`start_params` and keep their masked weights at zero."""
     dev = _setup(device, threads)
     shard = Shard.from_json(shard_json)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
@@ -134,12 +141,11 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
                          "task 'measure' for regression (e.g. diversity_linear)")
     data = engine.to_data(ds, dev, dtype)
     params, buffers = engine.load_state(Path(init_path), shard)
+    _check_masks(shard, masks_path)
     masks = None
     if shard.pruned:
-        masks = engine.load_masks(Path(masks_path or shard.masks_path), shard)
+        masks = engine.load_masks(Path(masks_path), shard)
         params = start_params(shard, params, masks)
-    elif masks_path:
-        raise ValueError(f"shard {shard.shard_id} has no pruned run but got masks {masks_path}")
     t0 = time.time()
     trainer = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
                                   checkpoint=Path(checkpoint) if checkpoint else None,
@@ -157,19 +163,20 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
 @_gated
 def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_json: str,
                   device: str = "auto", threads: int | None = None,
-                  data_path: str | None = None) -> None:
+                  data_path: str | None = None, masks_path: str | None = None) -> None:
     """Run a measurement study's ``measure`` (``sigprop/studies/<kind>/measure.py``) on a
     shard's initialized models.
 
     ``params_json`` is the study's ``measure:`` section as the rule passes it
     (:meth:`sigprop.config.Study.job_params`); ``data_path`` the shard's prepared data set
     (``results/data/<name>.npz``) for studies whose measurement reads data (e.g. 002's trained
-    networks); a shard with pruned runs also gets the prune stage's masks
-    (:attr:`~sigprop.runs.Shard.masks_path`, an input of the rule)."""
+    networks); a shard with pruned runs also gets the prune stage's masks (``masks_path``, an
+    input of the rule)."""
     from . import analysis_steps, registry
     p = analysis_steps.job_params(kind, params_json)
     dev = _setup(device, threads)
     shard = Shard.from_json(shard_json)
+    _check_masks(shard, masks_path)
     engine.set_precision_policy(shard.runs[0].precision)
     params, buffers = engine.load_state(Path(init_path), shard)
     params = [p_.to(dev) for p_ in params]
@@ -178,7 +185,7 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_j
     df = registry.measure_function(kind)(
         shard, params, buffers, p, device=dev.type,
         data_path=None if data_path is None else str(data_path),
-        masks_path=shard.masks_path if shard.pruned else None)
+        masks_path=None if masks_path is None else str(masks_path))
     tables.write_atomic(df, out, tables.shard_stamp(shard))
     log.info("shard %s: %d models measured in %.1fs; %d rows", shard.shard_id, len(shard.runs),
              time.time() - t0, len(df))

@@ -351,7 +351,7 @@ def test_workflow_prunes_once_trains_masked_and_reruns_only_edited_shards(workdi
     masks_dir = res / "masks"
     assert sorted(p.name for p in masks_dir.glob("*.pt")) == sorted(
         f"{by_depth[d].shard_id}.pt" for d in (2, 3))  # the dense shard has none
-    assert all((workdir / by_depth[d].masks_path).is_file() for d in (2, 3))
+    assert all((masks_dir / f"{by_depth[d].shard_id}.pt").is_file() for d in (2, 3))
 
     # the per-layer report agrees with the mask file; 0.5 of 656 weights is exactly 328
     for d in (2, 3):
@@ -420,3 +420,19 @@ def test_workflow_prunes_once_trains_masked_and_reruns_only_edited_shards(workdi
                 assert after[name] == before[name], name
     merged = pd.read_parquet(res / "metrics.parquet")
     assert sorted(merged.sparsity.unique()) == [0.0, 0.5, 0.7]
+
+
+def test_a_pruned_shard_without_its_masks_file_is_refused(tmp_path):
+    """The masks file comes from the rule (its input): a pruned shard given none, or a dense one
+    given one, is refused before anything is read."""
+    from sigprop.runs import RunSpec, Shard
+    from sigprop.workflow_steps import _check_masks
+    pruned = Shard("s", (RunSpec(arch="fc", width=8, depth=2, pruner="magnitude", sparsity=0.5),))
+    dense = Shard("s", (RunSpec(arch="fc", width=8, depth=2),))
+    assert pruned.pruned and not dense.pruned
+    with pytest.raises(ValueError, match="has pruned runs but no masks file was given"):
+        _check_masks(pruned, None)
+    with pytest.raises(ValueError, match="has no pruned run but got masks m.pt"):
+        _check_masks(dense, "m.pt")
+    _check_masks(pruned, "m.pt")
+    _check_masks(dense, None)
