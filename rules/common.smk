@@ -223,3 +223,12 @@ def all_outputs():
         for table in TABLES.get(paper, {}):
             out += [f"results/papers/{paper}/{table}.md", f"results/papers/{paper}/{table}.csv"]
     return out
+
+
+def code_of(step):
+    """A param holding the digest of the code that makes the step's output for the job's study
+    (sigprop.registry.step_code): an edit of that code reruns the job, nothing else does."""
+    def digest(wildcards):
+        kind = study_of(wildcards).kind if hasattr(wildcards, "study") else None
+        return studies.step_code(step, kind)
+    return digest

@@ -42,6 +42,7 @@ rule prepare_dataset:
     output:
         "results/data/{dataset}.npz",
     params:
+        code=code_of("prepare"),
         options=lambda w: config["data"]["options"].get(w.dataset, {}),
         raw_dir=lambda w: f"results/raw/{w.dataset}",
         sha256_overrides=config["data"]["sha256_overrides"],

@@ -17,6 +17,7 @@ rule figure:
         ),
         pdf="results/{study}/figures/{figure}.pdf",
     params:
+        code=code_of("figure"),
         kind=lambda w: study_of(w).kind,
         p=job_params("figure"),
         expect=lambda w: study_of(w).expect(),
@@ -45,6 +46,7 @@ rule claims:
             labels={"study": "{study}", "table": "claims"},
         ),
     params:
+        code=code_of("claims"),
         kind=lambda w: study_of(w).kind,
         p=job_params("claims"),
         expect=lambda w: study_of(w).expect(),
@@ -75,6 +77,7 @@ rule scales:
             labels={"study": "{study}", "table": "quick vs paper scale"},
         ),
     params:
+        code=code_of("scales"),
         scale=lambda w: study_of(w).scale,
         regime=lambda w: study_regime_json(w),
     log:
@@ -100,6 +103,7 @@ rule study_table:
         ),
         csv="results/{study}/tables/{table}.csv",
     params:
+        code=code_of("table"),
         kind=lambda w: study_of(w).kind,
         p=job_params("table"),
         expect=lambda w: study_of(w).expect(),

@@ -12,6 +12,7 @@ rule init_shard:
     output:
         temp("results/{study}/init/{shard}.pt"),
     params:
+        code=code_of("init"),
         shard=shard_json,
         device=config["device"],
     threads: config["threads_per_job"]

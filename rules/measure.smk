@@ -9,6 +9,7 @@ rule measure_shard:
     output:
         "results/{study}/measurements/{shard}.parquet",
     params:
+        code=code_of("measure"),
         shard=shard_json,
         kind=lambda w: study_of(w).kind,
         p=job_params("measure"),

@@ -19,6 +19,7 @@ rule paper_claims:
         ),
         summary="results/papers/{paper}/summary.md",
     params:
+        code=code_of("paper"),
         studies=paper_studies,
         info=paper_summary_info,
         coverage=paper_coverage,
@@ -52,6 +53,7 @@ rule paper_front:
         pdf="results/papers/{paper}/verdicts.pdf",
         front="results/papers/{paper}/front.html",
     params:
+        code=code_of("paper"),
         studies=paper_studies,
         info=paper_summary_info,
         coverage=paper_coverage,
@@ -78,6 +80,7 @@ rule paper_table:
         ),
         csv="results/papers/{paper}/{table}.csv",
     params:
+        code=code_of("paper"),
         studies=paper_studies,
         coverage=paper_coverage,
     log:

@@ -26,6 +26,7 @@ rule prune_shard:
         masks=MASKS,
         report="results/{study}/masks/{shard}_layers.parquet",
     params:
+        code=code_of("prune"),
         shard=shard_json,
         device=config["device"],
     threads: config["threads_per_job"]

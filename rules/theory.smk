@@ -5,6 +5,7 @@ rule theory:
     output:
         "results/{study}/theory.parquet",
     params:
+        code=code_of("theory"),
         kind=lambda w: study_of(w).kind,
         p=job_params("theory"),
         settings=run_settings,

@@ -9,6 +9,7 @@ rule train_shard:
     output:
         "results/{study}/runs/{shard}.parquet",
     params:
+        code=code_of("train"),
         shard=shard_json,
         device=config["device"],
         checkpoint="results/{study}/checkpoints/{shard}.pt",
@@ -38,6 +39,7 @@ rule merge_metrics:
     output:
         "results/{study}/metrics.parquet",
     params:
+        code=code_of("merge"),
         manifest=lambda w: study_of(w).manifest(),
     log:
         "results/logs/{study}/merge_metrics.log",

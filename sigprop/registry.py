@@ -103,3 +103,35 @@ def resolve(kind: str, study_cfg: dict, scale: str, where: str = "") -> Params:
 def takes_layers(fn) -> bool:
     """Whether a figure or claims function takes the prune stage's per-layer reports."""
     return "layers" in inspect.signature(fn).parameters
+
+
+# the package modules each workflow step runs, beside the study's own part ({kind} below);
+# the step's glue module (workflow_steps / analysis_steps) is part of its code too
+STEP_CODE = {
+    "prepare": ("sigprop.data.prepare",),
+    "init": ("sigprop.workflow_steps", "sigprop.train.shard"),
+    "prune": ("sigprop.workflow_steps", "sigprop.prune.stage"),
+    "train": ("sigprop.workflow_steps", "sigprop.train.shard", "sigprop.prune.stage"),
+    "measure": ("sigprop.workflow_steps", "sigprop.studies.{kind}.measure"),
+    "merge": ("sigprop.analysis_steps", "sigprop.tables"),
+    "theory": ("sigprop.analysis_steps", "sigprop.studies.{kind}.theory"),
+    "figure": ("sigprop.analysis_steps", "sigprop.studies.{kind}.figures"),
+    "claims": ("sigprop.analysis_steps", "sigprop.studies.{kind}.claims",
+               "sigprop.studies.{kind}.analysis"),
+    "table": ("sigprop.analysis_steps", "sigprop.studies.{kind}.tables"),
+    "scales": ("sigprop.analysis_steps",),
+    "paper": ("sigprop.analysis_steps", "sigprop.papers"),
+}
+
+
+@functools.cache
+def step_code(step: str, kind: str | None = None) -> str:
+    """A digest of the code that determines a step's output for study ``kind``: the modules of
+    :data:`STEP_CODE` and everything of the package they import (:func:`sigprop.jobs.code_digest`).
+    The rules pass it as a param, so editing a study's ``claims.py`` reruns its claims and what
+    reads them, editing the trainer reruns the training shards, and nothing else reruns.  Read
+    once per process: an edit takes effect at the next ``snakemake`` call."""
+    from .jobs import code_digest
+    if step not in STEP_CODE:
+        raise KeyError(f"unknown step {step!r} (known: {', '.join(STEP_CODE)})")
+    return code_digest(*(m.format(kind=kind) for m in STEP_CODE[step]))
