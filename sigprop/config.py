@@ -781,3 +781,30 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
     shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb))
     return Study(name, path, {**study_cfg, "scale": scale}, scale, tuple(runs), tuple(shards),
                  labels, params, smoke=bool(smoke))
+
+
+def load_run(config: dict, sources: ConfigSources, validate) -> dict:
+    """Check the run's config in place as the workflow does before building any job, then
+    build its studies: ``{name: Study}``.  The one loader of the Snakefile and ``sigprop plan``.
+
+    In order: the size bound (before validation, which would expand YAML aliases), the schema
+    (``validate(obj, schema_file_name, where)``, which fills the schema's defaults and raises a
+    :class:`ConfigError` naming ``where``: the Snakefile passes Snakemake's ``validate``, the plan
+    ``jsonschema``), finite numbers, the data options (typed, in range, coerced), the scale
+    overrides, then each study file against the study schema and :func:`build_study`."""
+    check_size(config, sources.files)
+    validate(config, "config.schema.yaml", sources)
+    check_finite(config, sources)
+    config["data"]["options"] = check_data_options(config["data"]["options"], sources)
+    check_scale_overrides(config, sources)
+    studies = {}
+    for name in config["studies"]:
+        path = Path(config["studies_dir"]) / f"{name}.yaml"   # relative to the working directory
+        cfg = load_yaml(path)
+        validate(cfg, "study.schema.yaml", str(path))
+        scale = (config.get("scale_overrides") or {}).get(name, config["scale"])
+        studies[name] = build_study(name, path, cfg, scale, config["shard_size"],
+                                    config["memory_budget_mb"],
+                                    data_options=config["data"]["options"],
+                                    max_runs=config["max_runs"], smoke=bool(config.get("smoke")))
+    return studies

@@ -120,8 +120,7 @@ def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
     errors name ``--config`` or the file the key came from."""
     import jsonschema
 
-    from .config import (ConfigError, ConfigSources, build_study, check_data_options,
-                         check_finite, check_scale_overrides, check_size, explain, load_yaml)
+    from .config import ConfigError, ConfigSources, explain, load_run, load_yaml
     config = load_yaml(config_path)
     cli = {}
     for item in overrides or []:
@@ -129,33 +128,17 @@ def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
             raise ConfigError(f"--config {item!r}: expected key=value")
         key, value = item.split("=", 1)
         config[key] = cli[key] = yaml.safe_load(value)
-    sources = ConfigSources([config_path], cli)
-    check_size(config, sources.files)
     schemas = Path(__file__).resolve().parent.parent / "workflow/schemas"
-    schema = load_yaml(schemas / "config.schema.yaml")
-    try:
-        jsonschema.validate(config, schema)
-    except jsonschema.ValidationError as e:
-        raise ConfigError(explain(e, sources)) from None
-    check_finite(config, sources)
-    _defaults(config, schema)
-    config["data"]["options"] = check_data_options(config["data"]["options"], sources)
-    check_scale_overrides(config, sources)
-    study_schema = load_yaml(schemas / "study.schema.yaml")
-    studies = {}
-    for name in config["studies"]:
-        path = Path(config["studies_dir"]) / f"{name}.yaml"   # relative to the working directory
-        scale = (config.get("scale_overrides") or {}).get(name, config["scale"])
-        cfg = load_yaml(path)
+
+    def validate(obj, schema_file, where):
+        schema = load_yaml(schemas / schema_file)
         try:
-            jsonschema.validate(cfg, study_schema)
+            jsonschema.validate(obj, schema)
         except jsonschema.ValidationError as e:
-            raise ConfigError(explain(e, str(path))) from None
-        studies[name] = build_study(name, path, cfg, scale, config["shard_size"],
-                                    config["memory_budget_mb"],
-                                    data_options=config["data"]["options"],
-                                    max_runs=config["max_runs"],
-                                    smoke=bool(config.get("smoke")))
+            raise ConfigError(explain(e, where)) from None
+        _defaults(obj, schema)
+
+    studies = load_run(config, ConfigSources([config_path], cli), validate)
     return config, studies
 
 

@@ -4,6 +4,7 @@ a shard's memory and time follow from them, and the plan covers every shard of t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import tiny_study, write_config
@@ -128,3 +129,17 @@ def test_the_plan_uses_measured_efficiencies_where_it_has_them(tmp_path):
     assert forced["shards"][0]["H100-SXM-80GB_s"] == pytest.approx(
         forced["shards"][0]["flops"] / (peak_h * 0.5))
     assert "--efficiency" in P.efficiency_line(forced, "H100-SXM-80GB")
+
+
+def test_the_plan_and_the_snakefile_share_one_config_loader(tmp_path, monkeypatch):
+    """Both build the run with sigprop.config.load_run: every check the DAG makes, the plan
+    makes (a schema default of a study file is filled for both, a bad value refused by both)."""
+    from sigprop import config as C
+    calls = []
+    real = C.load_run
+    monkeypatch.setattr(C, "load_run", lambda *a, **k: calls.append(a) or real(*a, **k))
+    cfg = write_config(tmp_path, tiny_study(), shard_size=3)
+    _, studies = P.load(cfg)
+    assert len(calls) == 1 and "trainable_depth" in studies
+    snakefile = (Path(__file__).resolve().parents[1] / "workflow" / "Snakefile").read_text()
+    assert "STUDIES = load_run(config, _SOURCES, _validate)" in snakefile
