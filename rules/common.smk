@@ -55,6 +55,9 @@ def shard_dataset(wildcards):
     return f"results/data/{shard.runs[0].dataset}.npz"
 
 
+GPU_LOCKS = "results/.gpu_locks"
+"""Where local jobs with `device: auto` on a machine of several GPUs claim a free one (lock
+files; sigprop.train.devices.acquire)."""
 MASKS = "results/{study}/masks/{shard}.pt"
 """The prune stage's mask file of a shard (rules/prune.smk's output; its train and measure jobs'
 input, passed to their steps)."""

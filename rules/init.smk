@@ -27,4 +27,4 @@ rule init_shard:
         from sigprop import workflow_steps as steps
 
         run_job(log, steps.init_shard, params.shard, input.data, output[0], device=params.device,
-                threads=threads)
+                threads=threads, gpu_locks=GPU_LOCKS)

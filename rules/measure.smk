@@ -28,4 +28,4 @@ rule measure_shard:
 
         run_job(log, steps.measure_shard, params.kind, params.shard, input.init, output[0],
                 params.p, device=params.device, threads=threads, data_path=input.data,
-                masks_path=input.get("masks"))
+                masks_path=input.get("masks"), gpu_locks=GPU_LOCKS)

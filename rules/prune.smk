@@ -42,4 +42,4 @@ rule prune_shard:
         from sigprop import workflow_steps as steps
 
         run_job(log, steps.prune_shard, params.shard, input.init, input.data, output.masks,
-                output.report, device=params.device, threads=threads)
+                output.report, device=params.device, threads=threads, gpu_locks=GPU_LOCKS)

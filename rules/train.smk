@@ -30,7 +30,7 @@ rule train_shard:
                 checkpoint=params.checkpoint, checkpoint_every=config["checkpoint_every"],
                 device=params.device, threads=threads,
                 eval_splits=tuple(params.eval_splits.split(",")),
-                masks_path=input.get("masks"))
+                masks_path=input.get("masks"), gpu_locks=GPU_LOCKS)
 
 
 rule merge_metrics:

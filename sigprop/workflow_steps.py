@@ -21,9 +21,6 @@ from .train import shard as engine
 log = logging.getLogger("sigprop.steps")
 
 
-GPU_LOCK_DIR = "results/.gpu_locks"
-
-
 def _gated(fn):
     """Run ``fn`` (a step taking ``shard_json``) inside the process's precision gate for the
     shard's precision (:func:`sigprop.jobs.precision_gate`): jobs in threads of one process
@@ -43,10 +40,12 @@ def _gated(fn):
     return wrapper
 
 
-def _setup(device: str, threads: int | None) -> torch.device:
+def _setup(device: str, threads: int | None, gpu_locks: str | None = None) -> torch.device:
+    """Threads, the job's device (``device: auto`` on a machine of several GPUs claims a free
+    one through lock files in ``gpu_locks``, the folder the rules name), kept freed memory."""
     if threads and torch.get_num_threads() != int(threads):
         torch.set_num_threads(int(threads))   # process-wide: set only when it changes
-    dev = devices.acquire(device, lock_dir=GPU_LOCK_DIR)
+    dev = devices.acquire(device, lock_dir=gpu_locks)
     host_memory.keep_freed_memory()      # no page faults on memory freed by the last step
     log.info("device %s, torch %s, %d threads", dev, torch.__version__, torch.get_num_threads())
     return dev
@@ -58,9 +57,9 @@ def data_dims(ds) -> tuple[tuple[int, ...], int]:
 
 @_gated
 def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
-               threads: int | None = None) -> None:
+               threads: int | None = None, gpu_locks: str | None = None) -> None:
     """Draw every model's initial parameters (on the GPU when there is one) and save them."""
-    dev = _setup(device, threads)
+    dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     ds = load_dataset(data_path)
     in_shape, n_out = data_dims(ds)
@@ -76,7 +75,8 @@ def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
 
 @_gated
 def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
-                out_report: str, device: str = "auto", threads: int | None = None) -> None:
+                out_report: str, device: str = "auto", threads: int | None = None,
+                gpu_locks: str | None = None) -> None:
     """The prune stage: masks of a shard's pruned models from their initial weights (003 Sec. 2),
     saved with :func:`sigprop.train.shard.save_masks`, and the per-layer report as Parquet.
 
@@ -86,7 +86,7 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
     training uses exactly these masks whatever device it runs on.  When a run asks for the
     rescaling trick it is computed here once, so an architecture the trick does not cover
     fails in this stage rather than in training."""
-    dev = _setup(device, threads)
+    dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     if not shard.pruned:
         raise ValueError(f"shard {shard.shard_id} has no pruned run; it needs no prune job")
@@ -122,7 +122,8 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
                 checkpoint: str | None = None, checkpoint_every: int = 0,
                 device: str = "auto", threads: int | None = None,
                 masks_path: str | None = None,
-                eval_splits: tuple[str, ...] = ("train", "test")) -> None:
+                eval_splits: tuple[str, ...] = ("train", "test"),
+                gpu_locks: str | None = None) -> None:
     """Train a shard and write its long-format run table; remove the checkpoint after.
 
     ``eval_splits``: what each evaluation scores (the study's
@@ -131,7 +132,7 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
     A shard with pruned runs reads the prune stage's masks (``masks_path``, the file the rule
     declares as an input, so the prune job runs first): its models start from
     :func:`start_params` and keep their masked weights at zero."""
-    dev = _setup(device, threads)
+    dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
     ds = load_dataset(data_path)
@@ -163,7 +164,8 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
 @_gated
 def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_json: str,
                   device: str = "auto", threads: int | None = None,
-                  data_path: str | None = None, masks_path: str | None = None) -> None:
+                  data_path: str | None = None, masks_path: str | None = None,
+                  gpu_locks: str | None = None) -> None:
     """Run a measurement study's ``measure`` (``sigprop/studies/<kind>/measure.py``) on a
     shard's initialized models.
 
@@ -174,7 +176,7 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_j
     input of the rule)."""
     from . import analysis_steps, registry
     p = analysis_steps.job_params(kind, params_json)
-    dev = _setup(device, threads)
+    dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     _check_masks(shard, masks_path)
     engine.set_precision_policy(shard.runs[0].precision)
