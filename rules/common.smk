@@ -206,6 +206,8 @@ def study_subcategory(wildcards):
 
 
 EVIDENCE = "docs/evidence/paper-scale"   # committed paper-scale claims (sigprop.evidence)
+EVIDENCE_CLAIMS = "docs/evidence/paper-scale/{study}/claims.parquet"
+EVIDENCE_PROVENANCE = "docs/evidence/paper-scale/{study}/provenance.json"
 
 
 def all_outputs():
@@ -235,3 +237,21 @@ def code_of(step):
         kind = study_of(wildcards).kind if hasattr(wildcards, "study") else None
         return studies.step_code(step, kind)
     return digest
+
+
+# -- data sets (rules/data.smk): a raw file's URL and pinned checksum
+
+def raw_files(wildcards):
+    spec = registry.get(wildcards.dataset)
+    return [f"results/raw/{spec.name}/{f.filename}" for f in spec.files]
+
+
+def raw_sha256(wildcards):
+    spec = registry.get(wildcards.dataset)
+    remote = {f.filename: f for f in spec.files}[wildcards.filename]
+    return registry.pinned_sha256(remote, config["data"]["sha256_overrides"], spec.name)
+
+
+def raw_url(wildcards):
+    spec = registry.get(wildcards.dataset)
+    return {f.filename: f.url for f in spec.files}[wildcards.filename]

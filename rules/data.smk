@@ -2,22 +2,6 @@
 # and parsed from their raw format.  Facts (URL, sha256) live in sigprop.data.registry.
 
 
-def raw_files(wildcards):
-    spec = registry.get(wildcards.dataset)
-    return [f"results/raw/{spec.name}/{f.filename}" for f in spec.files]
-
-
-def raw_sha256(wildcards):
-    spec = registry.get(wildcards.dataset)
-    remote = {f.filename: f for f in spec.files}[wildcards.filename]
-    return registry.pinned_sha256(remote, config["data"]["sha256_overrides"], spec.name)
-
-
-def raw_url(wildcards):
-    spec = registry.get(wildcards.dataset)
-    return {f.filename: f.url for f in spec.files}[wildcards.filename]
-
-
 rule fetch_raw:
     output:
         ensure("results/raw/{dataset}/{filename}", sha256=raw_sha256),

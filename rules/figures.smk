@@ -66,8 +66,8 @@ rule claims:
 rule scales:
     input:
         run="results/{study}/claims.parquet",
-        paper=EVIDENCE + "/{study}/claims.parquet",
-        provenance=EVIDENCE + "/{study}/provenance.json",
+        paper=EVIDENCE_CLAIMS,
+        provenance=EVIDENCE_PROVENANCE,
     output:
         report(
             "results/{study}/scales.html",

@@ -783,6 +783,21 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
                  labels, params, smoke=bool(smoke))
 
 
+def snakemake_validator(schemas: str | Path):
+    """The ``validate`` of :func:`load_run` for the Snakefile: Snakemake's schema check of a
+    schema file in ``schemas`` (it fills the schema's defaults), a :class:`ConfigError` naming
+    the file or ``--config`` the offending key came from."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    def check(obj, schema_file: str, where) -> None:
+        try:
+            validate(obj, str(Path(schemas) / schema_file))
+        except WorkflowError as e:
+            raise ConfigError(explain(e, where)) from None
+    return check
+
+
 def load_run(config: dict, sources: ConfigSources, validate) -> dict:
     """Check the run's config in place as the workflow does before building any job, then
     build its studies: ``{name: Study}``.  The one loader of the Snakefile and ``sigprop plan``.

@@ -142,4 +142,4 @@ def test_the_plan_and_the_snakefile_share_one_config_loader(tmp_path, monkeypatc
     _, studies = P.load(cfg)
     assert len(calls) == 1 and "trainable_depth" in studies
     snakefile = (Path(__file__).resolve().parents[1] / "workflow" / "Snakefile").read_text()
-    assert "STUDIES = load_run(config, _SOURCES, _validate)" in snakefile
+    assert "STUDIES = load_run(config, _SOURCES, snakemake_validator(" in snakefile
