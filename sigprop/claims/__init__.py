@@ -15,7 +15,8 @@ is evidence only when the test could have found one of that size, so such a clai
 when ``detectable <= margin`` (:func:`row` makes it ``inconclusive`` otherwise, and
 :func:`check_table` refuses a table that breaks the rule).
 
-Statistical helpers here state their power: :func:`z_within` and :func:`z_above` (the deviation
+Statistical helpers here state their power: :func:`z_within`, :func:`z_equivalent` and
+:func:`z_above` (the deviation
 that ``k`` standard errors can resolve), :func:`rank_claim` (Kendall's tau with its attainable
 levels and its chance of passing under no association, ties included: :func:`tau_null_law`) and
 :func:`max_abs_z_bootstrap` (one joint test over points that share initializations).
@@ -155,6 +156,21 @@ def z_within(deviation: float, se: float, k: float, floor: float = 0.0) -> tuple
         return "inconclusive", f"|deviation| <= max({k:g} SE, {floor:g}); no SE", np.nan
     verdict = "pass" if abs(deviation) <= bound else "fail"
     return verdict, f"|deviation| <= max({k:g} SE, {floor:g})", float(bound)
+
+
+def z_equivalent(deviation: float, se: float, margin: float, k: float) -> tuple[str, str, float]:
+    """An "equal within +-margin" claim as an interval test: ``|deviation| + k SE <= margin``
+    passes (the interval lies inside the margin), ``|deviation| - k SE > margin`` fails (it lies
+    outside), an interval across the boundary is ``inconclusive``; so a noisy measurement never
+    passes.  At a true deviation equal to the margin the chance of a pass is at most
+    ``Phi(-k)`` (tests/test_claims_fits.py simulates it).  The smallest deviation it resolves is
+    ``k SE`` (the ``detectable`` of the row, which must not exceed ``margin`` for a pass)."""
+    if not (np.isfinite(deviation) and np.isfinite(se)) or se < 0 or not margin > 0:
+        return "inconclusive", f"|deviation| + {k:g} SE <= {margin:g}; no SE", np.nan
+    d, half = abs(deviation), k * se
+    verdict = "pass" if d + half <= margin else ("fail" if d - half > margin else "inconclusive")
+    return verdict, (f"|deviation| + {k:g} SE <= {margin:g} (fail when |deviation| - {k:g} SE "
+                     f"> {margin:g})"), float(half)
 
 
 def z_above(effect: float, se: float, k: float) -> tuple[str, str, float]:

@@ -36,26 +36,3 @@ def theory_curve(theory: pd.DataFrame, s: dict, quantity: str, layers: np.ndarra
     t = select(theory[theory.quantity == quantity], {k: s[k] for k in SETTING}).set_index("x").value
     k = (int(s["depth"]) - np.asarray(layers)).astype(float)
     return t.reindex(k).to_numpy(float)
-
-
-def decay_rate(v: np.ndarray, layers: np.ndarray, use: np.ndarray, n_boot: int = 200,
-               seed: int = 0) -> tuple[float, float]:
-    """Per-layer decay factor ``r`` (``mean g^l ∝ r^(L-l)``) by a least-squares line through
-    ``log mean`` over the layers ``use``; SE by bootstrap over the instantiations."""
-    x = layers[use].astype(float)
-
-    def rate(rows):
-        m = rows[:, use].mean(0)
-        if np.any(m <= 0):
-            return np.nan
-        return float(np.exp(-np.polyfit(x, np.log(m), 1)[0]))
-
-    r = rate(v)
-    rng = np.random.default_rng(seed)
-    boot = [rate(v[rng.integers(0, len(v), len(v))]) for _ in range(n_boot)] if len(v) > 1 else []
-    se = float(np.nanstd(boot, ddof=1)) if len(boot) > 1 else np.nan
-    return r, se
-
-
-def fit_window(layers: np.ndarray, depth: int, min_from_output: int, min_layer: int = 1) -> np.ndarray:
-    return (depth - layers >= min_from_output) & (layers >= min_layer)

@@ -30,10 +30,9 @@ import numpy as np
 import pandas as pd
 
 from ...claims import frame, max_abs_z_bootstrap, row, sanity, z_within
+from ...claims.fits import decay_rate, fit_window
 from ...measure.gradient_runs import matrix
 from .analysis import (
-    decay_rate,
-    fit_window,
     profile,
     settings_of,
     theory_curve,
