@@ -1,4 +1,5 @@
-"""One-layer length and correlation maps measured on finite random networks (000 Fig. 1).
+"""Length and correlation maps measured on finite random networks (000 Fig. 1): of one layer
+(:func:`one_layer_maps`) and of every hidden layer (:func:`layer_correlations`).
 
 For each probe, a pair of pre-activation vectors ``h_a, h_b`` of the input
 dimension ``d`` with *exactly* mean square ``q`` and correlation ``c`` is fed
@@ -60,3 +61,35 @@ def one_layer_maps(params: list[torch.Tensor], runs, probes_q, probes_c) -> pd.D
         "q_out": (0.5 * (qa + qb)).double().cpu().numpy().ravel(),
         "c_out": c_out.double().cpu().numpy().ravel()})
 
+
+
+def layer_correlations(params: list[torch.Tensor], runs, q0: float, c0: float,
+                       dropout: bool = True) -> pd.DataFrame:
+    """The length and correlation of a pair of inputs at every hidden layer of every model
+    (000 Eqs. 2-4 iterated, as ``sigprop.theory.meanfield.trajectory`` predicts them).
+
+    Each model gets its own pair of first-layer inputs, ``phi`` of pre-activations with mean
+    square ``q0`` and correlation ``c0`` exactly (:func:`probe_inputs`, seeded by the run key),
+    and its own dropout masks (independent for a and b) when ``dropout``.  Returns one row per
+    (model, layer ``l`` = 1..L) with ``q_a, q_b, q`` (their mean) and ``c``: the measured
+    ``mean_i z^l_a,i z^l_b,i / sqrt(q_a q_b)`` (the logits are left out)."""
+    w0 = params[0]
+    m, _, d = w0.shape
+    act = runs[0].activation
+    h = torch.stack([probe_inputs([q0], [c0], d, r.key, w0.dtype) for r in runs]).to(w0.device)
+    x = activations.get(act)(h)
+    keys = torch.tensor([r.key for r in runs], device=w0.device, dtype=torch.int64)
+    keep = (torch.tensor([r.keep_rate for r in runs], device=w0.device, dtype=w0.dtype)
+            if dropout else None)
+    with torch.no_grad():
+        zs = fc.preactivations(params, x, act, keep, keys if dropout else None, step=0)[:-1]
+    frames = []
+    for layer, z in enumerate(zs, start=1):
+        za, zb = z[:, 0], z[:, 1]
+        qa, qb = za.pow(2).mean(-1), zb.pow(2).mean(-1)
+        c = (za * zb).mean(-1) / (qa * qb).sqrt()
+        frames.append(pd.DataFrame({
+            "model": np.arange(m), "layer": layer,
+            "q_a": qa.double().cpu().numpy(), "q_b": qb.double().cpu().numpy(),
+            "q": (0.5 * (qa + qb)).double().cpu().numpy(), "c": c.double().cpu().numpy()}))
+    return pd.concat(frames, ignore_index=True)
