@@ -64,3 +64,50 @@ def test_copied_template_runs_end_to_end_under_a_new_name(tmp_path):
     log = (work / "results/logs/length_probe/claims.log").read_text()
     assert "length_follows_q_map" in log
     assert (work / "results/papers/000/claims.parquet").exists()
+
+
+def test_a_study_of_a_new_paper_runs_by_the_docs_alone(tmp_path):
+    """docs/adding-a-study.md, "A study of a new paper": one entry in sigprop/papers.py, the
+    study file's paper id, the claims' source under that id; the paper's claims, front page and
+    summary appear under results/papers/005/ with its title."""
+    repo = tmp_path / "repo"
+    _copy_repo(repo)
+    shutil.copytree(repo / "sigprop/studies/template", repo / "sigprop/studies/schoenholz_probe")
+    init = repo / "sigprop/studies/schoenholz_probe/__init__.py"
+    init.write_text(init.read_text().replace('SOURCE = "000 Eq. 2 (keep rate 1)"',
+                                             'SOURCE = "005 Eq. 3 (the length map)"'))
+    papers = repo / "sigprop/papers.py"
+    text = papers.read_text()
+    entry = ('    "005": {"citation": "Schoenholz, Gilmer, Ganguli, Sohl-Dickstein (2017), '
+             'arXiv:1611.01232",\n            "title": "Schoenholz et al., Deep information '
+             'propagation"},\n}\nCITATIONS =')
+    assert text.count("}\nCITATIONS =") == 1
+    papers.write_text(text.replace("}\nCITATIONS =", entry))
+    study = yaml.safe_load((repo / "config/studies/template.yaml").read_text())
+    study.update(name="schoenholz_probe", kind="schoenholz_probe", title="Depth scales",
+                 paper="005")
+    block = study["scales"]["quick"]["blocks"][0]
+    block["fixed"]["width"], block["fixed"]["depth"] = 64, 4
+    block["grid"] = {"sigma_w2": [1.5, 3.0], "seed": list(range(6))}
+    (repo / "config/studies/schoenholz_probe.yaml").write_text(yaml.safe_dump(study,
+                                                                              sort_keys=False))
+    work = tmp_path / "work"
+    work.mkdir()
+    cfg = work / "config.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "studies": ["schoenholz_probe"], "studies_dir": str(repo / "config/studies"),
+        "device": "cpu", "checkpoint_every": 0, "data": {"options": {"gaussian": {"d": 32}}}}))
+    env = dict(os.environ, PYTHONPATH=str(repo), PYTHONUNBUFFERED="1")
+    p = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile",
+                        str(repo / "workflow/Snakefile"), "--directory", str(work),
+                        "--configfile", str(cfg), "--cores", "2"],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=work)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    paper = work / "results/papers/005"
+    claims = pd.read_parquet(paper / "claims.parquet")
+    assert set(claims.study) == {"schoenholz_probe"}
+    assert all(s.startswith("005 ") for s in claims.source)
+    summary = (paper / "summary.md").read_text()
+    assert summary.startswith("**005 Schoenholz et al., Deep information propagation**")
+    assert "arXiv:1611.01232" in summary
+    assert (paper / "front.html").stat().st_size > 0
