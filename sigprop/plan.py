@@ -464,6 +464,7 @@ def resources(p: dict, target: str = "A100-80GB", safety_time: float = SAFETY_TI
         out.setdefault(r["study"], {})[r["shard"]] = row
     return {"target": target, "safety_time": safety_time, "safety_mem": safety_mem,
             "host_base_mb": HOST_BASE_MB, "efficiency": p["efficiency"],
+            "efficiency_measured": (p.get("efficiency_measured") or {}).get(target),
             "config": p["config"], "overrides": p["overrides"], "shards": out}
 
 
