@@ -206,8 +206,8 @@ def study_subcategory(wildcards):
 
 
 EVIDENCE = "docs/evidence/paper-scale"   # committed paper-scale claims (sigprop.evidence)
-EVIDENCE_CLAIMS = "docs/evidence/paper-scale/{study}/claims.parquet"
-EVIDENCE_PROVENANCE = "docs/evidence/paper-scale/{study}/provenance.json"
+EVIDENCE_CLAIMS = f"{EVIDENCE}/{{study}}/claims.parquet"
+EVIDENCE_PROVENANCE = f"{EVIDENCE}/{{study}}/provenance.json"
 
 
 def all_outputs():

@@ -25,31 +25,41 @@ def _copy_repo(dst):
         shutil.copytree(REPO / d, dst / d, ignore=shutil.ignore_patterns("__pycache__"))
 
 
-def test_copied_template_runs_end_to_end_under_a_new_name(tmp_path):
-    repo = tmp_path / "repo"
-    _copy_repo(repo)
-    # 1. copy the package and the study file under a new name
-    shutil.copytree(repo / "sigprop/studies/template", repo / "sigprop/studies/length_probe")
+def _copy_template(repo, kind: str, **study_keys):
+    """The template package and study file copied under ``kind`` (a small grid), as the docs
+    say; ``study_keys`` set further keys of the study file."""
+    shutil.copytree(repo / "sigprop/studies/template", repo / f"sigprop/studies/{kind}")
     study = yaml.safe_load((repo / "config/studies/template.yaml").read_text())
-    study.update(name="length_probe", kind="length_probe", title="A new study")
+    study.update(name=kind, kind=kind, **study_keys)
     block = study["scales"]["quick"]["blocks"][0]
     block["fixed"]["width"], block["fixed"]["depth"] = 64, 4
     block["grid"] = {"sigma_w2": [1.5, 3.0], "seed": list(range(6))}
-    (repo / "config/studies/length_probe.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
-    # 2. list it in the config
+    (repo / f"config/studies/{kind}.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
+
+
+def _run(repo, tmp_path, kind: str):
+    """``snakemake`` of a config listing only ``kind``, with the copy first on the path."""
     work = tmp_path / "work"
     work.mkdir()
     cfg = work / "config.yaml"
     cfg.write_text(yaml.safe_dump({
-        "studies": ["length_probe"], "studies_dir": str(repo / "config/studies"),
+        "studies": [kind], "studies_dir": str(repo / "config/studies"),
         "device": "cpu", "checkpoint_every": 0, "data": {"options": {"gaussian": {"d": 32}}}}))
-    # 3. run it
     env = dict(os.environ, PYTHONPATH=str(repo), PYTHONUNBUFFERED="1")
     p = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile",
                         str(repo / "workflow/Snakefile"), "--directory", str(work),
                         "--configfile", str(cfg), "--cores", "2"],
                        capture_output=True, text=True, env=env, timeout=600, cwd=work)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return work
+
+
+def test_copied_template_runs_end_to_end_under_a_new_name(tmp_path):
+    repo = tmp_path / "repo"
+    _copy_repo(repo)
+    # 1. copy the package and the study file under a new name; 2. list it; 3. run it
+    _copy_template(repo, "length_probe", title="A new study")
+    work = _run(repo, tmp_path, "length_probe")
     res = work / "results/length_probe"
     assert (res / "figures/template.png").stat().st_size > 10_000
     assert (res / "figures/template.pdf").stat().st_size > 0
@@ -72,7 +82,7 @@ def test_a_study_of_a_new_paper_runs_by_the_docs_alone(tmp_path):
     summary appear under results/papers/005/ with its title."""
     repo = tmp_path / "repo"
     _copy_repo(repo)
-    shutil.copytree(repo / "sigprop/studies/template", repo / "sigprop/studies/schoenholz_probe")
+    _copy_template(repo, "schoenholz_probe", title="Depth scales", paper="005")
     init = repo / "sigprop/studies/schoenholz_probe/__init__.py"
     init.write_text(init.read_text().replace('SOURCE = "000 Eq. 2 (keep rate 1)"',
                                              'SOURCE = "005 Eq. 3 (the length map)"'))
@@ -83,26 +93,7 @@ def test_a_study_of_a_new_paper_runs_by_the_docs_alone(tmp_path):
              'propagation"},\n}\nCITATIONS =')
     assert text.count("}\nCITATIONS =") == 1
     papers.write_text(text.replace("}\nCITATIONS =", entry))
-    study = yaml.safe_load((repo / "config/studies/template.yaml").read_text())
-    study.update(name="schoenholz_probe", kind="schoenholz_probe", title="Depth scales",
-                 paper="005")
-    block = study["scales"]["quick"]["blocks"][0]
-    block["fixed"]["width"], block["fixed"]["depth"] = 64, 4
-    block["grid"] = {"sigma_w2": [1.5, 3.0], "seed": list(range(6))}
-    (repo / "config/studies/schoenholz_probe.yaml").write_text(yaml.safe_dump(study,
-                                                                              sort_keys=False))
-    work = tmp_path / "work"
-    work.mkdir()
-    cfg = work / "config.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "studies": ["schoenholz_probe"], "studies_dir": str(repo / "config/studies"),
-        "device": "cpu", "checkpoint_every": 0, "data": {"options": {"gaussian": {"d": 32}}}}))
-    env = dict(os.environ, PYTHONPATH=str(repo), PYTHONUNBUFFERED="1")
-    p = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile",
-                        str(repo / "workflow/Snakefile"), "--directory", str(work),
-                        "--configfile", str(cfg), "--cores", "2"],
-                       capture_output=True, text=True, env=env, timeout=600, cwd=work)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    work = _run(repo, tmp_path, "schoenholz_probe")
     paper = work / "results/papers/005"
     claims = pd.read_parquet(paper / "claims.parquet")
     assert set(claims.study) == {"schoenholz_probe"}
