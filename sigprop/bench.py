@@ -33,22 +33,18 @@ from .train import devices, host_memory
 from .train.shard import Data, ShardTrainer, initial_state, set_precision_policy
 
 # dense float32 peaks (TFLOP/s, no TF32) of GPUs we may meet; None when unknown
-FP32_PEAK_TFLOPS = {"H100": 66.9, "H200": 66.9, "A100": 19.5, "V100": 15.7}
-
-
 def sync_device(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
 def _peak(device: torch.device) -> float | None:
+    """The vendor's dense float32 peak of a GPU of :data:`sigprop.plan.GPUS`, else None."""
     if device.type != "cuda":
         return None
-    name = torch.cuda.get_device_name(device)
-    for k, v in FP32_PEAK_TFLOPS.items():
-        if k in name:
-            return v * 1e12
-    return None
+    from .sizing import GPUS, dense_peak, gpu_of
+    key = gpu_of(torch.cuda.get_device_name(device))
+    return None if key is None else dense_peak(GPUS[key], "float32")
 
 
 def matmul_peak(device: torch.device, n: int = 2048, repeats: int = 5) -> float:

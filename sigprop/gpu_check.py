@@ -278,18 +278,9 @@ def compare_family(arch: str, device_a: str | torch.device = "cpu",
 # -- a paper-scale shard, timed -----------------------------------------------------------------
 
 def gpu_key(name: str | None) -> str | None:
-    """The :data:`sigprop.plan.GPUS` key of a CUDA device name (``torch.cuda.get_device_name``)
-    whose model (V100, A100, H100, the part of the key before the first ``-``) it names; None
-    when none does.  Variants share their model's key (an H100 PCIe's float32 peak is below
-    the SXM's; the JSON keeps the full name)."""
-    from .plan import GPUS
-    if not name:
-        return None
-    up = name.upper()
-    for key in GPUS:
-        if key.split("-")[0].upper() in up:
-            return key
-    return None
+    """The :data:`sigprop.plan.GPUS` key of a CUDA device name (:func:`sigprop.sizing.gpu_of`)."""
+    from .sizing import gpu_of
+    return gpu_of(name)
 
 
 TRAINING_STUDIES = ("trainable_depth", "training_speed", "pruning_eoc", "width_batch",

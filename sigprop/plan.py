@@ -48,14 +48,8 @@ from pathlib import Path
 
 import yaml
 
-from .sizing import HOST_BASE_MB
+from .sizing import GPUS, HOST_BASE_MB, dense_peak, gpu_of  # noqa: F401 (re-exported)
 
-# dense (not sparsity-doubled) vendor peaks, TFLOP/s, and memory, GB
-GPUS = {
-    "V100-32GB": {"float32": 15.7, "tf32": 15.7, "float64": 7.8, "mem_gb": 32},
-    "A100-80GB": {"float32": 19.5, "tf32": 156.0, "float64": 9.7, "mem_gb": 80},
-    "H100-SXM-80GB": {"float32": 67.0, "tf32": 495.0, "float64": 34.0, "mem_gb": 80},
-}
 DEFAULT_EFFICIENCY = 0.3
 """Fraction of a GPU's dense peak a shard is assumed to reach where none was measured: stacked
 small matmuls and grouped convolutions rarely reach more (``sigprop gpu-check`` measures it)."""
@@ -424,12 +418,6 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                       "efficiency measured on that GPU for the study or family where "
                       "config/gpu_efficiency.yaml has one",
                       "peak memory excludes the framework's own workspace"]}
-
-
-def dense_peak(spec: dict, precision: str) -> float:
-    """A GPU's dense peak in FLOP/s for a run's precision (bf16 and float32 runs at float32's)."""
-    return spec["tf32" if precision == "tf32" else
-                ("float64" if precision == "float64" else "float32")] * 1e12
 
 
 SAFETY_TIME = 3.0

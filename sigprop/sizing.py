@@ -1,4 +1,5 @@
-"""Memory of models and shards, torch-free: used while Snakemake builds the DAG.
+"""Memory of models and shards, and the GPUs' vendor figures, torch-free: used while Snakemake
+builds the DAG, by the plan and by the benches.
 
 ``shard_size: 0`` in the config means "choose from memory": each shape group of
 runs gets the most models whose training state fits in half of
@@ -147,3 +148,32 @@ def too_big(floors: list[tuple[str, str, str, int, float]], limit_mb: float, sou
                  "not depend on it), give the run more memory with --resources mem_mb=N if the "
                  "machine has it, or run it on a cluster (docs/cluster.md).")
     return "\n".join(lines)
+
+
+# -- GPUs: vendor figures for projections and benches
+
+# dense (not sparsity-doubled) vendor peaks, TFLOP/s, and memory, GB
+GPUS = {
+    "V100-32GB": {"float32": 15.7, "tf32": 15.7, "float64": 7.8, "mem_gb": 32},
+    "A100-80GB": {"float32": 19.5, "tf32": 156.0, "float64": 9.7, "mem_gb": 80},
+    "H100-SXM-80GB": {"float32": 67.0, "tf32": 495.0, "float64": 34.0, "mem_gb": 80},
+}
+
+
+def gpu_of(name: str | None) -> str | None:
+    """The :data:`GPUS` key of a CUDA device name (``torch.cuda.get_device_name``) whose model
+    (V100, A100, H100, the part of the key before the first ``-``) it names; None when none
+    does.  Variants share their model's key (an H100 PCIe's float32 peak is below the SXM's)."""
+    if not name:
+        return None
+    up = name.upper()
+    for key in GPUS:
+        if key.split("-")[0].upper() in up:
+            return key
+    return None
+
+
+def dense_peak(spec: dict, precision: str) -> float:
+    """A GPU's dense peak in FLOP/s for a run's precision (bf16 and float32 runs at float32's)."""
+    return spec["tf32" if precision == "tf32" else
+                ("float64" if precision == "float64" else "float32")] * 1e12
