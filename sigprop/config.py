@@ -748,12 +748,14 @@ def shard_request(plan: dict, study: str, shard: str, stage: str, name: str, att
 
 def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size,
                 memory_budget_mb: float = 8000, data_options: dict | None = None,
-                max_runs: int | None = DEFAULT_MAX_RUNS, smoke: bool = False) -> Study:
+                max_runs: int | None = DEFAULT_MAX_RUNS, smoke: bool = False,
+                computed=()) -> Study:
     """A study's runs, shards, block labels and typed parameters, checked (:func:`check_kind`,
     :func:`check_finite`, :func:`expand_blocks`, :func:`check_runs`,
     :func:`sigprop.registry.resolve`; ``data_options`` is the config's ``data.options``,
     ``max_runs`` its limit on the runs of one study); ``smoke``: reduced for the smoke run
-    (:func:`sigprop.smoke.smoke_pairs`)."""
+    (:func:`sigprop.smoke.smoke_pairs`); ``computed``: the study's shards already computed,
+    kept when the grid grows (:func:`sigprop.runs.make_shards`)."""
     path = str(path)
     if study_cfg.get("name") != name:
         raise ConfigError(f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file "
@@ -778,7 +780,7 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
         except ParamError as e:
             raise ConfigError(f"{path}: {e}") from None
     size = study_cfg["scales"][scale].get("shard_size", shard_size)
-    shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb))
+    shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb), computed)
     return Study(name, path, {**study_cfg, "scale": scale}, scale, tuple(runs), tuple(shards),
                  labels, params, smoke=bool(smoke))
 
@@ -798,7 +800,8 @@ def snakemake_validator(schemas: str | Path):
     return check
 
 
-def load_run(config: dict, sources: ConfigSources, validate) -> dict:
+def load_run(config: dict, sources: ConfigSources, validate, results: str | Path | None = None
+             ) -> dict:
     """Check the run's config in place as the workflow does before building any job, then
     build its studies: ``{name: Study}``.  The one loader of the Snakefile and ``sigprop plan``.
 
@@ -806,7 +809,10 @@ def load_run(config: dict, sources: ConfigSources, validate) -> dict:
     (``validate(obj, schema_file_name, where)``, which fills the schema's defaults and raises a
     :class:`ConfigError` naming ``where``: the Snakefile passes Snakemake's ``validate``, the plan
     ``jsonschema``), finite numbers, the data options (typed, in range, coerced), the scale
-    overrides, then each study file against the study schema and :func:`build_study`."""
+    overrides, then each study file against the study schema and :func:`build_study`.
+    ``results``: the results folder whose computed shards each study keeps
+    (:func:`sigprop.tables.computed_shards`); none, the grid's own sharding."""
+    from .tables import computed_shards
     check_size(config, sources.files)
     validate(config, "config.schema.yaml", sources)
     check_finite(config, sources)
@@ -821,5 +827,6 @@ def load_run(config: dict, sources: ConfigSources, validate) -> dict:
         studies[name] = build_study(name, path, cfg, scale, config["shard_size"],
                                     config["memory_budget_mb"],
                                     data_options=config["data"]["options"],
-                                    max_runs=config["max_runs"], smoke=bool(config.get("smoke")))
+                                    max_runs=config["max_runs"], smoke=bool(config.get("smoke")),
+                                    computed=computed_shards(results, name) if results else ())
     return studies

@@ -107,11 +107,13 @@ class ShapeCost:
     act_bytes: int
 
 
-def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None):
+def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None,
+         results: str | Path | None = "results"):
     """The config with ``key=value`` overrides (YAML values, as ``snakemake --config``) and its
     studies, checked and built as the Snakefile builds them (size bound, schema, finite numbers,
-    data options, scale overrides, each study file's schema): ``(config, {name: Study})``;
-    errors name ``--config`` or the file the key came from."""
+    data options, scale overrides, each study file's schema, the shards already computed under
+    ``results``): ``(config, {name: Study})``; errors name ``--config`` or the file the key came
+    from."""
     import jsonschema
 
     from .config import ConfigError, ConfigSources, explain, load_run, load_yaml
@@ -132,7 +134,7 @@ def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
             raise ConfigError(explain(e, where)) from None
         _defaults(obj, schema)
 
-    studies = load_run(config, ConfigSources([config_path], cli), validate)
+    studies = load_run(config, ConfigSources([config_path], cli), validate, results)
     return config, studies
 
 

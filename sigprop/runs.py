@@ -8,7 +8,8 @@ value: add a field instead.
 A :class:`Shard` is a list of runs that share tensor shapes (architecture,
 widths, depth, batch size, data set, step budget) and so train together as one
 batched model.  Its id hashes its member run ids in order, so editing one grid
-value changes the ids of the shards that contain it and of no other.
+value changes the ids of the shards that contain it and of no other, and shards
+already computed are kept when a grid grows (:func:`make_shards`).
 
 Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 """
@@ -162,7 +163,7 @@ class Shard:
         try:
             return self.__dict__["_shard_id"]
         except KeyError:
-            sid = "s" + _digest({"study": self.study, "runs": [r.run_id for r in self.runs]})[:12]
+            sid = shard_id_of(self.study, [r.run_id for r in self.runs])
             object.__setattr__(self, "_shard_id", sid)
             return sid
 
@@ -180,30 +181,54 @@ class Shard:
         return shard
 
 
-def make_shards(study: str, runs: list[RunSpec], shard_size) -> list[Shard]:
+def shard_id_of(study: str, run_ids) -> str:
+    """The id of the shard of ``study`` whose members have these run ids, in this order."""
+    return "s" + _digest({"study": study, "runs": list(run_ids)})[:12]
+
+
+def make_shards(study: str, runs: list[RunSpec], shard_size, computed=()) -> list[Shard]:
     """Group runs by shape, keep the grid's order, cut each group into chunks.
 
     ``shard_size`` is an int, or a function of a group's first run returning one
-    (memory-based sizing, :mod:`sigprop.sizing`).  Chunking follows the order in
-    which the grid lists its values, so changing one value in place changes only
-    the chunks that hold the affected runs.  Duplicate runs (same id) are
-    dropped with their first occurrence kept.
+    (memory-based sizing, :mod:`sigprop.sizing`).  ``computed`` lists shards already computed,
+    each as its member run ids in order (:func:`sigprop.tables.computed_shards`): one whose runs
+    are all still in a group, and no more than its size, is kept as it is, so a longer grid
+    list (more seeds, a new depth or sigma_w^2) adds shards of the new runs and leaves the
+    computed ones alone.  The rest of a group is chunked in the order the grid lists its
+    values, so without computed shards changing one value in place changes only the chunks
+    that hold the affected runs.  Duplicate runs (same id) are dropped with their first
+    occurrence kept.  Shards come out in the grid order of their first run.
     """
     size_of = shard_size if callable(shard_size) else (lambda run: shard_size)
     groups: dict[tuple, list[RunSpec]] = {}
-    seen = set()
+    seen: dict[str, None] = {}
     for r in runs:
         if r.run_id in seen:
             continue
-        seen.add(r.run_id)
+        seen[r.run_id] = None
         groups.setdefault(r.shape_key(), []).append(r)
+    position = {rid: i for i, rid in enumerate(seen)}
+    group_of = {r.run_id: key for key, members in groups.items() for r in members}
+    candidates: dict[tuple, list[tuple]] = {}
+    for ids in sorted({tuple(c) for c in computed if c}, key=lambda c: (-len(c), c)):
+        if ids[0] in group_of:
+            candidates.setdefault(group_of[ids[0]], []).append(ids)
     shards = []
-    for members in groups.values():
+    for key, members in groups.items():
         size = int(size_of(members[0]))
         if size < 1:
             raise ValueError(f"shard_size must be >= 1, got {size}")
-        for i in range(0, len(members), size):
-            shards.append(Shard(study, tuple(members[i:i + size])))
+        by_id = {r.run_id: r for r in members}
+        taken: set[str] = set()
+        group = []
+        for ids in candidates.get(key, ()):
+            if (len(ids) <= size and len(set(ids)) == len(ids)
+                    and all(i in by_id and i not in taken for i in ids)):
+                group.append(Shard(study, tuple(by_id[i] for i in ids)))
+                taken.update(ids)
+        rest = [r for r in members if r.run_id not in taken]
+        group += [Shard(study, tuple(rest[i:i + size])) for i in range(0, len(rest), size)]
+        shards += sorted(group, key=lambda s: min(position[r.run_id] for r in s.runs))
     return shards
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import atomic
-from .runs import runs_digest
+from .runs import runs_digest, shard_id_of
 
 RUN_KEY = ["run_id", "step", "metric"]
 RUN_COLUMNS = ["study", "shard_id", "run_id", "step", "metric", "value"]
@@ -226,9 +226,37 @@ def check_study_column(df: pd.DataFrame, path: str | Path, study: str, rule: str
 
 
 def shard_stamp(shard) -> dict:
-    """What a shard table is stamped with: its study, shard id and the digest of its runs."""
+    """What a shard table is stamped with: its study, shard id, the digest of its runs and
+    their ids in order (which :func:`computed_shards` reads back)."""
     return {"kind": "shard", "study": shard.study, "shard": shard.shard_id,
-            "runs": runs_digest(r.run_id for r in shard.runs)}
+            "runs": runs_digest(r.run_id for r in shard.runs),
+            "members": [r.run_id for r in shard.runs]}
+
+
+SHARD_FOLDERS = ("runs", "measurements")
+"""Where a study's shard tables lie under ``results/{study}/``: trained, or measured at
+initialization (rules/train.smk, rules/measure.smk)."""
+
+
+def computed_shards(results: str | Path, study: str) -> list[tuple[str, ...]]:
+    """The shards of ``study`` already computed under ``results``: the member run ids, in
+    order, of each shard table whose stamp names them and hashes to its file name
+    (:func:`sigprop.runs.make_shards` keeps these when a grid grows).  A table without such a
+    stamp, or one that cannot be read, is left out: its runs are sharded afresh."""
+    out = []
+    for folder in SHARD_FOLDERS:
+        for path in sorted((Path(results) / study / folder).glob("s*.parquet")):
+            try:
+                stamp = stamp_of(path) or {}
+            except Exception:
+                continue
+            ids = stamp.get("members")
+            if (stamp.get("kind") != "shard" or stamp.get("study") != study
+                    or not isinstance(ids, list) or not ids):
+                continue
+            if shard_id_of(study, ids) == path.stem == stamp.get("shard"):
+                out.append(tuple(ids))
+    return out
 
 
 def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.DataFrame:
