@@ -61,6 +61,41 @@ def test_html_puts_sanity_checks_in_their_own_section_and_tallies_claims_only():
     assert "1 claims: 1 supported" in html and "1 sanity checks, not counted" in html
 
 
+def test_power_controls_are_apart_from_claims_and_state_their_power():
+    """A control row names its test and detectable effect like a claim, is never tallied, and
+    an underpowered control reads as such, not as a failing sanity check."""
+    ctl = C.control("s", "k", "the test rejects a wrong value", "000", 0.2, "< 0.5", 0.0,
+                    "inconclusive", test="fraction below 0.5 by 2 SE", detectable=0.3)
+    df = C.frame([_row("a"), ctl, C.control("s", "k2", "x", "000", 0.0, "< 0.5", 0.0, "pass",
+                                            test="fraction below 0.5 by 2 SE", detectable=0.1)])
+    C.check_table(df, "study s")
+    t = C.tally(df)
+    assert (t["claims"], t["control"], t["control_pass"], t["control_underpowered"],
+            t["sanity"], t["sanity_failing"]) == (1, 2, 1, 1, 0, 0)
+    html = to_html(df)
+    assert "1 claims: 1 supported" in html and "2 power controls, not counted (1 pass, 1 " \
+        "underpowered, 0 fail)" in html and "Power controls (" in html
+    with pytest.raises(ValueError, match="no detectable effect"):
+        C.check_table(C.frame([{**ctl, "verdict": "pass", "detectable": np.nan}]), "study s")
+
+
+@pytest.mark.parametrize("offset, n, want", [(4.0, 200, "pass"), (0.0, 200, "fail"),
+                                             (2.0, 12, "inconclusive")])
+def test_the_fraction_control_against_simulation(offset, n, want):
+    """below_fraction on simulated z scores of a wrong model: far from the truth (offset 4 SE)
+    the fraction within 2 SE is small and the control passes; with no offset (the 'wrong' model
+    is right: no power) about 95 % lie within and it fails; at the threshold (offset 2 SE: half within) with few
+    units it cannot tell.  Each case holds in at least 95 % of 400 simulated designs."""
+    rng = np.random.default_rng(7)
+    got = []
+    for _ in range(400):
+        z = rng.standard_normal(n) + offset
+        verdict, detectable = C.below_fraction(np.mean(np.abs(z) <= 2), n, 0.5, 2.0)
+        assert detectable == pytest.approx(2 * np.sqrt(0.25 / n))
+        got.append(verdict)
+    assert np.mean(np.array(got) == want) >= 0.95, (offset, n, {v: got.count(v) for v in set(got)})
+
+
 def test_z_helpers_state_their_power():
     assert C.z_within(0.25, 0.1, 3) == ("pass", "|deviation| <= max(3 SE, 0)", pytest.approx(0.3))
     assert C.z_within(0.35, 0.1, 3)[0] == "fail"

@@ -221,11 +221,14 @@ def test_study_rows_theory_and_claims(tiny):
         assert v[cid] == "pass", claims.set_index("claim_id").loc[cid].detail
     assert v["eq85_second_order"] == "fail"
     assert claims.set_index("claim_id").measured["eq85_second_order"] > 2
-    # theorems, our own curves' maximisers, nested bounds and controls are sanity rows
+    # theorems, our own curves' maximisers and nested bounds are sanity rows; the test's power
+    # against the unscaled network is a control that states its resolution
     sanity_ids = {"nwgm_side_eqs81_82", "bound2_argmax", "bound3_argmax", "bound2_fig81",
                   "bound3_fig82", "linear_mean_eq24", "linear_var_eq25", "linear_cov_eq25",
-                  "linear_unscaled_rejected", "no_bias_at_half[U(0,1)]"}
+                  "no_bias_at_half[U(0,1)]"}
     assert set(kind[kind == "sanity"].index) == sanity_ids | {"no_bias_at_half[N(0.5,0.1)]"} & ids
+    assert kind["linear_unscaled_rejected"] == "control"
+    assert np.isfinite(claims.set_index("claim_id").detectable["linear_unscaled_rejected"])
     assert kind["eq85_second_order"] == kind["bound1_eq87"] == kind["bias_small[U(0,0.5)]"] == "claim"
     c = claims[claims.kind == "claim"]
     assert (c.test.str.len() > 0).all()

@@ -2,12 +2,15 @@
 ``sigprop.tables.CLAIM_COLUMNS`` with a measured value, what the paper expects, a tolerance, a
 verdict (pass / fail / inconclusive), the test used and the smallest effect it could detect.
 
-Four kinds of row (:data:`KINDS`): a ``claim`` tests a paper's statement against measurement
+Five kinds of row (:data:`KINDS`): a ``claim`` tests a paper's statement against measurement
 and could come out either way; a ``beyond`` row tests a statement the paper does not make (its
-``source`` says "beyond the paper"); a ``sanity`` row is an identity, a theorem or a control
-that must hold if the apparatus is right; a ``summary`` pools measurements that claim rows
-already test (e.g. all panels at once, as a paper's plot does).  Only claims are counted in a
-paper's tally (:func:`tally`): one measurement, one counted row.
+``source`` says "beyond the paper"); a ``sanity`` row is an identity or a theorem that must hold
+if the apparatus is right; a ``control`` checks that a test has power, e.g. that the test which
+accepts the paper's value rejects a wrong one, and like a claim states its test and the effect
+it can detect, so an underpowered control reads ``inconclusive`` ("could not resolve"), not as a
+broken apparatus; a ``summary`` pools measurements that claim rows already test (e.g. all panels
+at once, as a paper's plot does).  Only claims are counted in a paper's tally (:func:`tally`):
+one measurement, one counted row.
 
 An equivalence claim ("equals", "matches", "within") states a ``margin``: the largest deviation
 the paper's statement tolerates, in the units of ``detectable``.  Failing to find a deviation
@@ -36,7 +39,9 @@ import pandas as pd
 
 from ..tables import CLAIM_COLUMNS
 
-KINDS = ("claim", "beyond", "sanity", "summary")
+KINDS = ("claim", "beyond", "sanity", "control", "summary")
+STATED = ("claim", "beyond", "control")
+"""The kinds whose rows must name their test and, when decided, the effect it could detect."""
 BEYOND = "beyond the paper"
 """How the ``source`` of a ``beyond`` row starts: the statement is ours, not the paper's."""
 VERDICTS = ("pass", "fail", "inconclusive", "smoke")
@@ -76,9 +81,20 @@ def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, 
 
 def sanity(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
            values: dict | None = None, *, test: str = "", detectable: float = float("nan")) -> dict:
-    """A sanity row (identity, theorem or control): reported, never tallied."""
+    """A sanity row (identity or theorem): reported, never tallied."""
     return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
                values, kind="sanity", test=test or "sanity check", detectable=detectable)
+
+
+def control(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
+            values: dict | None = None, *, test: str, detectable: float) -> dict:
+    """A control row: evidence that a claim's test has power (it rejects what it must reject).
+    Like a claim it names its ``test`` and, when decided, the ``detectable`` effect
+    (:func:`check_table`); ``inconclusive`` means the control could not resolve its effect at
+    the configured seeds (an underpowered control), ``fail`` that the test lacks the power the
+    claim relies on.  Reported apart, never tallied."""
+    return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
+               values, kind="control", test=test, detectable=detectable)
 
 
 def values(claim: pd.Series) -> dict:
@@ -122,8 +138,8 @@ def claims_only(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def tally(df: pd.DataFrame) -> dict:
-    """Verdict counts over the claim rows only (beyond-the-paper, sanity and summary rows never
-    count), with how many of them are exploratory and how many fails lie outside the paper's
+    """Verdict counts over the claim rows only (beyond-the-paper, sanity, control and summary
+    rows never count; controls are counted apart by verdict), with how many of them are exploratory and how many fails lie outside the paper's
     regime (``regime`` not empty: "not reproduced at that scale", not a refutation)."""
     c = claims_only(df)
     out = {v: int((c.verdict == v).sum()) for v in ("pass", "fail", "inconclusive")}
@@ -138,6 +154,11 @@ def tally(df: pd.DataFrame) -> dict:
     s = df[df["kind"] == "sanity"]
     out["sanity"] = len(s)
     out["sanity_failing"] = int((s.verdict != "pass").sum())
+    k = df[df["kind"] == "control"]
+    out["control"] = len(k)
+    out["control_pass"] = int((k.verdict == "pass").sum())
+    out["control_underpowered"] = int((k.verdict == "inconclusive").sum())
+    out["control_failing"] = int((k.verdict == "fail").sum())
     out["summary"] = int((df["kind"] == "summary").sum())
     b = df[df["kind"] == "beyond"]
     out["beyond"] = len(b)
@@ -146,6 +167,20 @@ def tally(df: pd.DataFrame) -> dict:
 
 
 # -- tests that state their power -----------------------------------------------------------
+
+def below_fraction(fraction: float, n: int, threshold: float, k: float) -> tuple[str, float]:
+    """A control on a fraction of ``n`` units (e.g. the fraction of units a test fails to
+    reject): ``pass`` when it lies below ``threshold`` by more than ``k`` binomial SE at the
+    threshold, ``fail`` when it lies at or above by more, else ``inconclusive`` (too few units
+    to tell).  Returns ``(verdict, detectable)``, the detectable distance being those ``k``
+    SE."""
+    if not n or not np.isfinite(fraction):
+        return "inconclusive", float("nan")
+    res = float(k * np.sqrt(threshold * (1 - threshold) / n))
+    if fraction + res < threshold:
+        return "pass", res
+    return ("fail" if fraction - res >= threshold else "inconclusive"), res
+
 
 def z_within(deviation: float, se: float, k: float, floor: float = 0.0) -> tuple[str, str, float]:
     """An "equals" claim: ``|deviation| <= max(k SE, floor)``.  Returns ``(verdict, test,
@@ -418,7 +453,7 @@ def check_table(df: pd.DataFrame, where: str, paper: str | None = None) -> None:
     if len(dup):
         raise ValueError(f"{where}: claim id {dup.iloc[0].claim_id} appears twice (one "
                          "measurement, one row)")
-    c = df[df["kind"].isin(["claim", "beyond"])]
+    c = df[df["kind"].isin(STATED)]
     no_test = c[c["test"].fillna("").str.strip() == ""]
     if len(no_test):
         raise ValueError(f"{where}: claim {no_test.iloc[0].claim_id} does not name its test "

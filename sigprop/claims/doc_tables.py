@@ -77,12 +77,16 @@ def block(paper: str, scale: str, df: pd.DataFrame, source: str,
             regimes.append(f"- `{study}` at {sc} scale: {text}")
     if regimes:
         lines += ["What differs from the paper's setup, by study and scale:", "", *regimes, ""]
-    rest = df[df.kind.isin(["sanity", "summary"])]
+    rest = df[df.kind.isin(["sanity", "control", "summary"])]
     if len(rest):
-        bad = int((rest.verdict.isin(["fail", "inconclusive"]) & (rest.kind == "sanity")).sum())
-        lines.append(f"Not counted and not listed here: {int((rest.kind == 'sanity').sum())} "
-                     f"sanity checks ({bad} not passing) and {int((rest.kind == 'summary').sum())} "
-                     "pooled summaries at this scale; each study's claims table lists them.")
+        san, ctl = rest[rest.kind == "sanity"], rest[rest.kind == "control"]
+        bad = int(san.verdict.isin(["fail", "inconclusive"]).sum())
+        controls = (f", {len(ctl)} power controls ({int((ctl.verdict == 'inconclusive').sum())} "
+                    f"underpowered, {int((ctl.verdict == 'fail').sum())} failing)"
+                    if len(ctl) else "")
+        lines.append(f"Not counted and not listed here: {len(san)} sanity checks ({bad} not "
+                     f"passing){controls} and {int((rest.kind == 'summary').sum())} pooled "
+                     "summaries at this scale; each study's claims table lists them.")
     lines.append(_marker(paper, scale, True))
     return "\n".join(lines)
 

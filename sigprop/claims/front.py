@@ -54,7 +54,7 @@ backquotes; the matrices need to start at the top, their width and plain code.""
 def _style(reading: str) -> tuple[str, str]:
     if reading.startswith("not reproduced"):
         return READING_STYLE["not reproduced"]
-    if reading.startswith(("sanity", "summary", "claim", "beyond")):
+    if reading.startswith(("sanity", "control", "summary", "claim", "beyond")):
         return READING_STYLE["inconclusive"][0], reading
     return READING_STYLE.get(reading, READING_STYLE["inconclusive"])
 
@@ -175,7 +175,7 @@ def tally_figure(m: pd.DataFrame, title: str, run_label: str):
             ax.text(0.5, i, "no verdicts", va="center", fontsize=8, color="#555555")
     ax.set_yticks(range(len(counts)), [labels[s] for s in counts.scale], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("claims (beyond-the-paper rows, sanity checks and summaries not counted)",
+    ax.set_xlabel("claims (beyond-the-paper rows, controls, sanity checks and summaries not counted)",
                   fontsize=8)
     ax.tick_params(axis="x", labelsize=8)
     ax.set_title(title, fontsize=9)

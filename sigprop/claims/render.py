@@ -62,6 +62,9 @@ def tally_line(df: pd.DataFrame) -> str:
     if t.get("beyond"):
         parts.append(f"{t['beyond']} beyond the paper, not counted ({t['beyond_pass']} pass)")
     parts.append(f"{t['sanity']} sanity checks, not counted ({t['sanity_failing']} not passing)")
+    if t.get("control"):
+        parts.append(f"{t['control']} power controls, not counted ({t['control_pass']} pass, "
+                     f"{t['control_underpowered']} underpowered, {t['control_failing']} fail)")
     if t.get("summary"):
         parts.append(f"{t['summary']} pooled summaries, not counted (their measurements are "
                      "claims above)")
@@ -69,13 +72,13 @@ def tally_line(df: pd.DataFrame) -> str:
 
 
 def to_html(df: pd.DataFrame, title: str = "Claims", table: str = "") -> str:
-    """Claims first, with the tally; beyond-the-paper rows, pooled summaries and sanity checks
-    (identities, theorems, controls) in their own sections, never tallied.  ``table``: the
+    """Claims first, with the tally; beyond-the-paper rows, pooled summaries, power controls and
+    sanity checks (identities, theorems) in their own sections, never tallied.  ``table``: the
     content digest of the claims table the page renders, named in the page so that a reader
     can check the two belong together."""
     kinds = df["kind"] if "kind" in df.columns else pd.Series("claim", index=df.index)
     claims, checks = df[kinds == "claim"], df[kinds == "sanity"]
-    pooled, ours = df[kinds == "summary"], df[kinds == "beyond"]
+    pooled, ours, controls = df[kinds == "summary"], df[kinds == "beyond"], df[kinds == "control"]
     sections = [f"<p>{html.escape(tally_line(df))}</p>",
                 "<h3>Claims (tested against measurement)</h3>", _rows_html(claims)]
     if len(ours):
@@ -84,8 +87,11 @@ def to_html(df: pd.DataFrame, title: str = "Claims", table: str = "") -> str:
     if len(pooled):
         sections += ["<h3>Pooled summaries (over measurements the claims above test; not "
                      "counted)</h3>", _rows_html(pooled)]
+    if len(controls):
+        sections += ["<h3>Power controls (the tests above reject what they must; inconclusive: "
+                     "underpowered at these seeds; not counted)</h3>", _rows_html(controls)]
     if len(checks):
-        sections += ["<h3>Sanity checks (identities, theorems, controls; not counted)</h3>",
+        sections += ["<h3>Sanity checks (identities, theorems; not counted)</h3>",
                      _rows_html(checks)]
     meta = f'<meta name="sigprop-table" content="{html.escape(table)}">' if table else ""
     return (f"<!doctype html><html><head><meta charset='utf-8'>{meta}"

@@ -103,7 +103,8 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
            "", f"{escape(citation)}. A fail reads \"contradicts the paper\" only where the design "
            "is the paper's along every axis the claim depends on; elsewhere it is \"not "
            "reproduced at that scale\", with the difference named (the study file's regime). "
-           "Rows beyond the paper, pooled summaries and sanity checks are never counted.", ""]
+           "Rows beyond the paper, pooled summaries, power controls and sanity checks are never "
+           "counted.", ""]
     t = tally(claims)
     if t["exploratory"]:
         out += [f"{t['exploratory']} of this run's claim verdicts are exploratory (obtained "
@@ -131,6 +132,12 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
         out += [f"**Pooled summaries, not counted ({len(pooled_rows)})**", ""]
         out += [f"- {_lit(r.study)} {_lit(r.claim_id)}: {r.verdict} — {escape(r.claim)}, measured "
                 f"{_num(r.measured)}" for r in pooled_rows.itertuples()] + [""]
+    k = claims[claims["kind"] == "control"]
+    if len(k):
+        out += [f"**Power controls, not counted ({len(k)}; inconclusive: underpowered at these "
+                "seeds)**", ""]
+        out += [f"- {_lit(r.study)} {_lit(r.claim_id)}: {r.verdict} — {escape(r.claim)}"
+                for r in k.itertuples()] + [""]
     s = claims[claims["kind"] == "sanity"]
     if len(s):
         out += [f"**Sanity checks, not counted ({len(s)})**", ""]
