@@ -233,7 +233,7 @@ def test_measurement_rows_are_complete_and_deterministic(tiny_runs):
     u = study.unit_table(r, 40)
     assert len(u) == 3 * 3 * 10                     # inputs x layers x units
     assert set(dl.UNIT_METRICS) <= set(u.columns)
-    inp, unit = dl.probe_decode(u.probe)
+    inp, unit = np.divmod(np.asarray(u.probe, np.int64), dl.PROBE_STRIDE)
     assert set(inp) == {0, 1, 2} and set(unit) == set(range(10))
     assert np.all(u.V <= u.E * (1 - u.E) + 1e-12)    # Var(O) <= E(1-E) for O in [0, 1]
     for kind, n in (("u", 3 * 3 * 20), ("c", 3 * 2 * 20)):

@@ -165,14 +165,6 @@ def test_outlier_gap_counts_a_censored_outlier_as_a_lower_bound():
     assert g["out_reached"] == 0 and g["out_points"] == 2
 
 
-def test_ratio_verdict():
-    assert speed.ratio_verdict(0.3, 0.5) == "pass"
-    assert speed.ratio_verdict(0.7, 0.5) == "inconclusive"
-    assert speed.ratio_verdict(1.2, 0.5) == "fail"
-    assert speed.ratio_verdict(np.inf, 0.5) == "fail"
-    assert speed.ratio_verdict(np.nan, 0.5) == "inconclusive"
-
-
 # ------------------------------------------------------------------ claims
 
 def _control(trains: bool, seeds=SEEDS) -> pd.DataFrame:

@@ -62,11 +62,6 @@ def probe_code(inp, idx):
     return np.asarray(inp, np.int64) * PROBE_STRIDE + np.asarray(idx, np.int64)
 
 
-def probe_decode(probe):
-    p = np.asarray(probe, np.int64)
-    return p // PROBE_STRIDE, p % PROBE_STRIDE
-
-
 def unit_interval(x_train: np.ndarray, x_test: np.ndarray, per_feature: bool = True
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Inputs mapped affinely to [0, 1] by their training min and max, per feature (constant

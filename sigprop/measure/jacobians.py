@@ -207,13 +207,6 @@ def jacobian_moments(arch: str, runs, params: list[torch.Tensor], chunk: int = 3
 # ------------------------------------------------------------------ statistics
 
 
-def paired_difference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean of ``a - b`` over runs (axis 0) and its SE, for two quantities of the same runs."""
-    dlt = np.asarray(a, float) - np.asarray(b, float)
-    n = dlt.shape[0]
-    return dlt.mean(0), dlt.std(0, ddof=1) / np.sqrt(n)
-
-
 def normalized_variance(v: np.ndarray, axis: int = 0) -> np.ndarray:
     """``Var / E^2`` over ``axis`` (unbiased variance)."""
     v = np.asarray(v, float)

@@ -189,14 +189,3 @@ def outlier_gap(c: pd.DataFrame, outlier: int) -> dict:
             "D_in": float(np.mean(gaps_in)) if gaps_in else float("nan"),
             "n_out": len(gaps_out), "n_in": len(gaps_in),
             "out_reached": int(np.isfinite(yo).sum()), "out_points": int((~np.isnan(yo)).sum())}
-
-
-def ratio_verdict(ratio: float, pass_at: float, fail_at: float = 1.0) -> str:
-    """'pass' when ratio ≤ pass_at, 'fail' when ratio ≥ fail_at, else (or NaN) 'inconclusive'."""
-    if np.isnan(ratio):
-        return "inconclusive"
-    if ratio <= pass_at:
-        return "pass"
-    if ratio >= fail_at:
-        return "fail"
-    return "inconclusive"

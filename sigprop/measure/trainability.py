@@ -84,11 +84,3 @@ def boundary_error(cells: pd.DataFrame, predicted_depth) -> float:
     pred = np.asarray(predicted_depth(cells.keep_rate.to_numpy(), cells.sigma_w2.to_numpy()))
     predicted = cells.depth.to_numpy() <= pred
     return float(np.mean(predicted != cells.trainable.to_numpy()))
-
-
-def measured_boundary(cells: pd.DataFrame) -> pd.DataFrame:
-    """Deepest trainable depth per (panel, σ_w²) column; NaN when none is trainable."""
-    t = cells[cells.trainable]
-    deep = t.groupby(PANEL + ["sigma_w2"]).depth.max()
-    cols = cells.groupby(PANEL + ["sigma_w2"]).size().index
-    return deep.reindex(cols).rename("max_trainable_depth").reset_index()

@@ -154,16 +154,3 @@ def seed_section_stats(layers: pd.DataFrame, net: str = "resnet32",
                     "spread": spread, "last_section_kept": last})
     return pd.DataFrame(out, columns=["activation", "sparsity", "variant", "run_id", "spread",
                                       "last_section_kept"])
-
-
-def section_spread(prof: pd.DataFrame) -> pd.DataFrame:
-    """Per (activation, sparsity, variant): mean over sections of the within-section std of the
-    per-layer mean kept fraction, and the mean kept fraction of the last section (Fig. 2)."""
-    out = []
-    for (act, sp, var), d in prof.groupby(["activation", "sparsity", "variant"]):
-        body = d[d.section >= 0]
-        spread = body.groupby("section").kept.std(ddof=0).mean()
-        last = body[body.section == body.section.max()].kept.mean()
-        out.append({"activation": act, "sparsity": sp, "variant": var, "spread": spread,
-                    "last_section_kept": last, "n_seeds": int(d.n.min())})
-    return pd.DataFrame(out)
