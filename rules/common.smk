@@ -2,7 +2,7 @@
 
 from sigprop import registry as studies
 from sigprop.data import registry
-from sigprop.jobs import run_job  # run: blocks call one package function through it
+from sigprop.steps.jobs import run_job  # run: blocks call one package function through it
 
 
 wildcard_constraints:
@@ -18,8 +18,8 @@ def study_of(wildcards):
 
 
 def shard_floor(study, shard):
-    """The least memory (MB) of a shard's jobs: parameters, gradients, data (sigprop.plan)."""
-    from sigprop.plan import shard_floor_mb
+    """The least memory (MB) of a shard's jobs: parameters, gradients, data (sigprop.tools.plan)."""
+    from sigprop.tools.plan import shard_floor_mb
 
     key = (study, shard)
     if key not in _FLOORS:
@@ -170,7 +170,7 @@ def paper_claim_expects(wildcards):
 
 def study_regime_json(wildcards):
     """The study's paper-scale regime and the axes its claims depend on, as JSON: how its
-    committed paper-scale verdicts read (sigprop.evidence.read_claims)."""
+    committed paper-scale verdicts read (sigprop.steps.evidence.read_claims)."""
     import json
 
     info = study_of(wildcards).summary_info()
@@ -179,7 +179,7 @@ def study_regime_json(wildcards):
 
 def paper_evidence(name):
     """The committed paper-scale ``name`` (claims.parquet or provenance.json) of the paper's
-    studies that have verdicts under docs/evidence/paper-scale (sigprop.evidence)."""
+    studies that have verdicts under docs/evidence/paper-scale (sigprop.steps.evidence)."""
 
     def files(wildcards):
         return [f"{EVIDENCE}/{n}/{name}" for n in paper_studies(wildcards)
@@ -205,7 +205,7 @@ def study_subcategory(wildcards):
     return STUDIES[wildcards.study].cfg.get("title", wildcards.study)
 
 
-EVIDENCE = "docs/evidence/paper-scale"   # committed paper-scale claims (sigprop.evidence)
+EVIDENCE = "docs/evidence/paper-scale"   # committed paper-scale claims (sigprop.steps.evidence)
 EVIDENCE_CLAIMS = f"{EVIDENCE}/{{study}}/claims.parquet"
 EVIDENCE_PROVENANCE = f"{EVIDENCE}/{{study}}/provenance.json"
 

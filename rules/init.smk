@@ -24,7 +24,7 @@ rule init_shard:
     benchmark:
         "results/benchmarks/{study}/init/{shard}.tsv"
     run:
-        from sigprop import workflow_steps as steps
+        from sigprop.steps import shards as steps
 
         run_job(log, steps.init_shard, params.shard, input.data, output[0], device=params.device,
                 threads=threads, gpu_locks=GPU_LOCKS)

@@ -1,6 +1,7 @@
 # Measurements at initialization: a study whose task is "measure" runs its measure()
 # (sigprop/studies/<kind>/measure.py) on each shard's freshly initialized models instead of
-# training them.  It receives only the study's measure: parameters.
+# training them.  It receives only the study's measure: parameters; the execution-only ones
+# (batch sizes, sigprop.params.param(execution=True)) come outside params: no rerun when they change.
 
 
 rule measure_shard:
@@ -23,9 +24,12 @@ rule measure_shard:
         "results/logs/{study}/measure/{shard}.log",
     benchmark:
         "results/benchmarks/{study}/measure/{shard}.tsv"
+    # a run: block, not script:, so that a local job is a thread of the Snakemake process
+    # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
     run:
-        from sigprop import workflow_steps as steps
+        from sigprop.steps import shards as steps
 
         run_job(log, steps.measure_shard, params.kind, params.shard, input.init, output[0],
                 params.p, device=params.device, threads=threads, data_path=input.data,
-                masks_path=input.get("masks"), gpu_locks=GPU_LOCKS)
+                masks_path=input.get("masks"), gpu_locks=GPU_LOCKS,
+                execution_json=study_of(wildcards).execution_json("measure"))

@@ -26,8 +26,10 @@ rule paper_claims:
         expects=paper_claim_expects,
     log:
         "results/logs/papers/{paper}/claims.log",
+    # a run: block, not script:, so that a local job is a thread of the Snakemake process
+    # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
     run:
-        from sigprop import analysis_steps as light
+        from sigprop.steps import analysis as light
 
         run_job(log, light.paper_claims, wildcards.paper, list(input.claims),
                 list(params.studies), output.table, output.html, output.summary, params.info,
@@ -59,8 +61,10 @@ rule paper_front:
         coverage=paper_coverage,
     log:
         "results/logs/papers/{paper}/front.log",
+    # a run: block, not script:, so that a local job is a thread of the Snakemake process
+    # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
     run:
-        from sigprop import analysis_steps as light
+        from sigprop.steps import analysis as light
 
         run_job(log, light.paper_front, wildcards.paper, input.claims, list(params.studies),
                 params.info, list(input.evidence), list(input.provenance), output.png,
@@ -86,7 +90,7 @@ rule paper_table:
     log:
         "results/logs/papers/{paper}/{table}.log",
     run:
-        from sigprop import analysis_steps as light
+        from sigprop.steps import analysis as light
 
         run_job(log, light.paper_table, wildcards.paper, wildcards.table, input[0],
                 list(params.studies), output.md, output.csv, params.coverage)

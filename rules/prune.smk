@@ -39,7 +39,7 @@ rule prune_shard:
     benchmark:
         "results/benchmarks/{study}/prune/{shard}.tsv"
     run:
-        from sigprop import workflow_steps as steps
+        from sigprop.steps import shards as steps
 
         run_job(log, steps.prune_shard, params.shard, input.init, input.data, output.masks,
                 output.report, device=params.device, threads=threads, gpu_locks=GPU_LOCKS)

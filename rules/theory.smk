@@ -14,7 +14,7 @@ rule theory:
     benchmark:
         "results/benchmarks/{study}/theory.tsv"
     run:
-        from sigprop import analysis_steps as light
+        from sigprop.steps import analysis as light
 
         run_job(log, light.theory, params.kind, wildcards.study, params.p, params.settings,
                 output[0])

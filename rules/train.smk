@@ -23,8 +23,10 @@ rule train_shard:
         "results/logs/{study}/train/{shard}.log",
     benchmark:
         "results/benchmarks/{study}/train/{shard}.tsv"
+    # a run: block, not script:, so that a local job is a thread of the Snakemake process
+    # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
     run:
-        from sigprop import workflow_steps as steps
+        from sigprop.steps import shards as steps
 
         run_job(log, steps.train_shard, params.shard, input.init, input.data, output[0],
                 checkpoint=params.checkpoint, checkpoint_every=config["checkpoint_every"],
@@ -44,6 +46,6 @@ rule merge_metrics:
     log:
         "results/logs/{study}/merge_metrics.log",
     run:
-        from sigprop import analysis_steps as light
+        from sigprop.steps import analysis as light
 
         run_job(log, light.merge, list(input), params.manifest, output[0])

@@ -1,6 +1,6 @@
 """Fetch one raw dataset file (checksummed, atomic). Called by rule fetch_raw."""
 from sigprop.data.fetch import fetch
-from sigprop.logs import script_log
+from sigprop.steps.logs import script_log
 
 log = script_log(snakemake)  # noqa: F821 (injected by Snakemake)
 p = snakemake.params  # noqa: F821

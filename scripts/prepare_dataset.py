@@ -1,6 +1,6 @@
 """Parse and normalize one dataset into results/data/{dataset}.npz. Rule prepare_dataset."""
 from sigprop.data.prepare import prepare
-from sigprop.logs import script_log
+from sigprop.steps.logs import script_log
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log = script_log(sm)

@@ -1,9 +1,13 @@
 """sigprop: signal propagation at initialization, regenerated and checked.
 
-Subpackages: ``data`` (dataset registry and parsers), ``nets`` (stacked models),
-``train`` (the shard trainer), ``theory`` (mean field and kernels), ``measure``
-(statistics of networks), ``figures`` (one function per figure), ``claims``
-(paper claims as checks).  See ``docs/`` and the README.
+The root holds the shared vocabulary: the study contract and typed parameters (``contract``,
+``params``), runs and shards (``runs``), tables (``tables``), atomic writes, memory sizing, the
+papers and the study registry.  Packages by subject: ``data`` (dataset registry and parsers),
+``nets`` (stacked models), ``train`` (the shard trainer), ``prune`` (pruners), ``theory`` (mean
+field and kernels), ``measure`` (statistics of networks), ``figures`` and ``claims`` (shared
+helpers), ``studies`` (one package per study).  Above them: ``config`` (the run's config and
+study files), ``steps`` (what the rules' jobs run), ``tools`` (the command-line tools) and
+``cli``.  See ``docs/`` and the README.
 """
 
 __version__ = "0.1.0"

@@ -4,8 +4,8 @@ Each theory module declares its commands in a module-level ``CLI_COMMANDS``
 list (name, help, params, fn); this file only turns them into argparse
 sub-commands, so a new theory function becomes a command where it is defined.
 Parameters marked ``list`` take comma-separated values (``--rho 1,0.99,0.98``).
-``sigprop bench`` and ``sigprop bench-dag`` (:mod:`sigprop.bench`) and ``sigprop bench-alloc``
-(:mod:`sigprop.bench_alloc`) print benchmarks as JSON;
+``sigprop bench`` and ``sigprop bench-dag`` (:mod:`sigprop.tools.bench`) and ``sigprop bench-alloc``
+(:mod:`sigprop.tools.bench_alloc`) print benchmarks as JSON;
 ``sigprop params`` lists the studies' typed parameters; ``sigprop compare`` compares two results
 folders' claims and tables value by value.
 
@@ -16,6 +16,7 @@ arXiv:1806.03791.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import math
@@ -29,6 +30,7 @@ THEORY_MODULES = ("meanfield", "gradients", "kernels", "finite_width", "ensemble
                   "diversity")
 
 
+@functools.cache
 def theory_commands() -> dict[str, dict]:
     """All commands of the theory modules, by name (a clash is a programming error)."""
     out: dict[str, dict] = {}
@@ -164,7 +166,7 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
         description="Time y = x * 2 on float32 tensors of each size in the main thread and in a "
                     "worker thread (where Snakemake runs a local run's jobs), with PyTorch's "
                     "huge pages for large tensors off and on, and print the fastest call, its "
-                    "spread and the page faults per call as JSON (sigprop.bench_alloc).")
+                    "spread and the page faults per call as JSON (sigprop.tools.bench_alloc).")
     alloc.add_argument("--sizes", type=lambda s: tuple(int(t) for t in s.split(",")),
                        default=(16, 100, 300), help="tensor sizes in MB [default: 16,100,300]")
     alloc.add_argument("--repeats", type=int, default=10,
@@ -174,7 +176,7 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                             "batch size vs padding (JSON)",
         description="Train the same batch-size sweep (004 Sec. 5) for the same epochs as one "
                     "micro-batched shard, as one shard per batch size, and as one padded shard, "
-                    "and print the wall times as JSON (sigprop.bench.sweep_bench).")
+                    "and print the wall times as JSON (sigprop.tools.bench.sweep_bench).")
     sweep.add_argument("--batches", type=lambda s: tuple(int(t) for t in s.split(",")),
                        default=(8, 16, 32, 64, 128, 256, 512), help="[default: 8,16,...,512]")
     sweep.add_argument("--models-per-batch", dest="models_per_batch", type=int, default=10)
@@ -206,7 +208,7 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                     help="overrides as for snakemake --config, e.g. scale=paper")
     pl.add_argument("--configfile", default="config/config.yaml")
     pl.add_argument("--efficiency", type=float, default=None,
-                    help="fraction of a GPU's dense peak assumed [default: sigprop.plan."
+                    help="fraction of a GPU's dense peak assumed [default: sigprop.tools.plan."
                          "DEFAULT_EFFICIENCY]")
     pl.add_argument("--gpu", default="A100-80GB", help="the GPU shown in the table's per-block "
                                                        "columns [default: A100-80GB]")
@@ -216,7 +218,7 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                     help="write per-shard scheduler requests (runtime, mem_mb, gpu_mem_mb) for "
                          "the config's resources_plan")
     pl.add_argument("--target", default="A100-80GB",
-                    help="what --resources plans for: a GPU of sigprop.plan.GPUS or cpu "
+                    help="what --resources plans for: a GPU of sigprop.tools.plan.GPUS or cpu "
                          "[default: A100-80GB]")
     gpu = sub.add_parser(
         "gpu-check", help="the first hour on a GPU: bench, every family on CUDA against the CPU, "
@@ -226,7 +228,7 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                     "accuracies and parameters with stated tolerances (float32, TF32 off), and "
                     "time the costliest paper-scale shard of each training study against sigprop "
                     "plan's projection; write one "
-                    "JSON (sigprop.gpu_check).  Exits 1 without a CUDA device, 3 when a "
+                    "JSON (sigprop.tools.gpu_check).  Exits 1 without a CUDA device, 3 when a "
                     "comparison fails.")
     gpu.add_argument("--out", default="gpu_check.json", help="JSON file [default: gpu_check.json]")
     gpu.add_argument("--device", default="cuda", help="cuda or cuda:N [default: cuda]")
@@ -354,7 +356,7 @@ def params_text(kinds: list[str] | None = None, markdown: bool = False) -> str:
 
 
 def _bench(args: dict) -> int:
-    from . import bench
+    from sigprop.tools import bench
     cases = bench.default_cases(args["device"])
     if args["arch"] != "fc":
         cases = [dict(bench.CONV_CASE, arch=args["arch"])]
@@ -379,12 +381,12 @@ def _bench(args: dict) -> int:
 def _evidence(args: dict) -> int:
     from pathlib import Path
 
-    from . import evidence as E
+    from sigprop.steps import evidence as E
     out = Path(args["out"]) if args["out"] else E.EVIDENCE_DIR
     act = args["action"]
     try:
         if act == "fits":
-            from . import plan as P
+            from sigprop.tools import plan as P
             studies = E.paper_studies(args["configfile"])
             result = P.plan(args["configfile"], ["scale=paper", "smoke=false",
                                                  "scale_overrides={}"], P.DEFAULT_EFFICIENCY, True)
@@ -426,12 +428,12 @@ traceback instead."""
 
 
 def main(argv: list[str] | None = None) -> int:
-    commands = theory_commands()
-    parser = build_parser(commands)
+    """Parse ``argv`` and run the subcommand it names (:data:`SUBCOMMANDS`)."""
+    parser = build_parser(theory_commands())
     args = vars(parser.parse_args(argv))
     group = args.pop("group")
     try:
-        return _dispatch(group, args, commands)
+        return SUBCOMMANDS[group](args)
     except EXPECTED_ERRORS as e:
         if os.environ.get("SIGPROP_TRACEBACK"):
             raise
@@ -442,160 +444,176 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _dispatch(group: str, args: dict, commands) -> int:
-    if group == "bench":
-        return _bench(args)
-    if group == "profile-shard":
-        from . import profile_shard
-        json.dump(_jsonable(profile_shard.profile(
-            args["study"], args["shard"], args["config"], args["configfile"], args["steps"],
-            args["warmup"], args["threads"], args["device"], args["top"])), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    if group == "bench-dag":
-        from . import bench
-        if args["runs"] < 1:
-            raise ValueError(f"--runs {args['runs']}: expected a positive number of runs")
-        json.dump(_jsonable(bench.dag_bench(args["runs"], args["shard_size"], args["workdir"],
-                                            args["dry_run"], args["snakefile"])),
-                  sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    if group == "params":
-        from . import registry
-        unknown = [k for k in args["kinds"] if k not in registry.kinds()]
-        if unknown:
-            print(f"sigprop params: unknown study kind(s) {unknown} (known: "
-                  f"{', '.join(registry.kinds())})", file=sys.stderr)
-            return 2
-        if args["write"]:
-            try:
-                changed = write_params(args["write"])
-            except (OSError, ValueError) as e:
-                print(f"sigprop params --write: {e}", file=sys.stderr)
-                return 2
-            print(f"{args['write']}: {'updated' if changed else 'already up to date'}",
-                  file=sys.stderr)
-            return 0
-        sys.stdout.write(params_text(args["kinds"] or None, args["markdown"]))
-        return 0
-    if group == "plan":
-        from . import plan as P
-        eff = args["efficiency"]
-        if eff is not None and not 0 < eff <= 1:
-            print(f"sigprop plan: --efficiency {eff}: expected a fraction in (0, 1]", file=sys.stderr)
-            return 2
-        if args["gpu"] not in P.GPUS:
-            print(f"sigprop plan: --gpu {args['gpu']}: known GPUs {sorted(P.GPUS)}", file=sys.stderr)
-            return 2
-        if args["target"] != "cpu" and args["target"] not in P.GPUS:
-            print(f"sigprop plan: --target {args['target']}: cpu or one of {sorted(P.GPUS)}",
-                  file=sys.stderr)
-            return 2
-        if args["resources"] and args["target"] == "cpu" and args["no_calibrate"]:
-            print("sigprop plan: --target cpu needs the CPU calibration (drop --no-calibrate)",
-                  file=sys.stderr)
-            return 2
+def _profile_shard(args: dict) -> int:
+    from sigprop.tools import profile_shard
+    json.dump(_jsonable(profile_shard.profile(
+        args["study"], args["shard"], args["config"], args["configfile"], args["steps"],
+        args["warmup"], args["threads"], args["device"], args["top"])), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _bench_dag(args: dict) -> int:
+    from sigprop.tools import bench
+    if args["runs"] < 1:
+        raise ValueError(f"--runs {args['runs']}: expected a positive number of runs")
+    json.dump(_jsonable(bench.dag_bench(args["runs"], args["shard_size"], args["workdir"],
+                                        args["dry_run"], args["snakefile"])),
+              sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _params(args: dict) -> int:
+    from . import registry
+    unknown = [k for k in args["kinds"] if k not in registry.kinds()]
+    if unknown:
+        print(f"sigprop params: unknown study kind(s) {unknown} (known: "
+              f"{', '.join(registry.kinds())})", file=sys.stderr)
+        return 2
+    if args["write"]:
         try:
-            measured = {} if eff is not None else P.measured_efficiencies()
+            changed = write_params(args["write"])
+        except (OSError, ValueError) as e:
+            print(f"sigprop params --write: {e}", file=sys.stderr)
+            return 2
+        print(f"{args['write']}: {'updated' if changed else 'already up to date'}",
+              file=sys.stderr)
+        return 0
+    sys.stdout.write(params_text(args["kinds"] or None, args["markdown"]))
+    return 0
+
+
+def _plan(args: dict) -> int:
+    from sigprop.tools import plan as P
+    eff = args["efficiency"]
+    if eff is not None and not 0 < eff <= 1:
+        print(f"sigprop plan: --efficiency {eff}: expected a fraction in (0, 1]", file=sys.stderr)
+        return 2
+    if args["gpu"] not in P.GPUS:
+        print(f"sigprop plan: --gpu {args['gpu']}: known GPUs {sorted(P.GPUS)}", file=sys.stderr)
+        return 2
+    if args["target"] != "cpu" and args["target"] not in P.GPUS:
+        print(f"sigprop plan: --target {args['target']}: cpu or one of {sorted(P.GPUS)}",
+              file=sys.stderr)
+        return 2
+    if args["resources"] and args["target"] == "cpu" and args["no_calibrate"]:
+        print("sigprop plan: --target cpu needs the CPU calibration (drop --no-calibrate)",
+              file=sys.stderr)
+        return 2
+    try:
+        measured = {} if eff is not None else P.measured_efficiencies()
+    except ValueError as e:
+        print(f"sigprop plan: {e}", file=sys.stderr)
+        return 2
+    result = P.plan(args["configfile"], args["config"], eff, not args["no_calibrate"],
+                    measured=measured)
+    if args["json"]:
+        from . import atomic
+        atomic.write_text(args["json"], json.dumps(_jsonable(result), indent=2) + "\n")
+    if args["resources"]:
+        from . import atomic
+        try:
+            res = P.resources(result, args["target"])
         except ValueError as e:
             print(f"sigprop plan: {e}", file=sys.stderr)
             return 2
-        result = P.plan(args["configfile"], args["config"], eff, not args["no_calibrate"],
-                        measured=measured)
-        if args["json"]:
-            from . import atomic
-            atomic.write_text(args["json"], json.dumps(_jsonable(result), indent=2) + "\n")
-        if args["resources"]:
-            from . import atomic
-            try:
-                res = P.resources(result, args["target"])
-            except ValueError as e:
-                print(f"sigprop plan: {e}", file=sys.stderr)
-                return 2
-            atomic.write_text(args["resources"], json.dumps(res, indent=2) + "\n")
-            print(f"wrote {args['resources']}: requests of "
-                  f"{sum(len(v) for v in res['shards'].values())} shards on {args['target']}",
-                  file=sys.stderr)
-        sys.stdout.write(P.table(result, args["gpu"]))
-        return 0
-    if group == "gpu-check":
-        # gpu_check imports torch for the CUDA check; the rest loads once a GPU is there
-        from . import gpu_check
-        return gpu_check.main(args)
-    if group == "claims-doc":
-        from pathlib import Path
+        atomic.write_text(args["resources"], json.dumps(res, indent=2) + "\n")
+        print(f"wrote {args['resources']}: requests of "
+              f"{sum(len(v) for v in res['shards'].values())} shards on {args['target']}",
+              file=sys.stderr)
+    sys.stdout.write(P.table(result, args["gpu"]))
+    return 0
 
-        from .claims.doc_tables import render
-        path = Path(args["file"])
-        old = path.read_text()
-        info = {}
-        if Path(args["configfile"]).exists():
-            from . import plan as P
-            _, studies = P.load(args["configfile"], [f"scale={args['scale']}"])
-            info = {n: st.summary_info() for n, st in studies.items()}
-        new, found = render(old, args["results"], args["scale"], args["evidence"], info)
-        if not found:
-            print(f"sigprop claims-doc: {path} has no <!-- claims:NNN:{args['scale']}:start --> "
-                  "block", file=sys.stderr)
-            return 2
-        if args["check"]:
-            if new != old:
-                print(f"{path}: the verdict tables of papers {found} differ from "
-                      f"{args['results']}: rerun `sigprop claims-doc {path}`", file=sys.stderr)
-                return 1
-            return 0
-        from . import atomic
-        atomic.write_text(str(path), new)
-        print(f"{path}: papers {', '.join(found)} ({args['scale']}) from {args['results']}")
+
+def _gpu_check(args: dict) -> int:
+    # gpu_check imports torch for the CUDA check; the rest loads once a GPU is there
+    from sigprop.tools import gpu_check
+    return gpu_check.main(args)
+
+
+def _claims_doc(args: dict) -> int:
+    from pathlib import Path
+
+    from .claims.doc_tables import render
+    path = Path(args["file"])
+    old = path.read_text()
+    info = {}
+    if Path(args["configfile"]).exists():
+        from sigprop.tools import plan as P
+        _, studies = P.load(args["configfile"], [f"scale={args['scale']}"])
+        info = {n: st.summary_info() for n, st in studies.items()}
+    new, found = render(old, args["results"], args["scale"], args["evidence"], info)
+    if not found:
+        print(f"sigprop claims-doc: {path} has no <!-- claims:NNN:{args['scale']}:start --> "
+              "block", file=sys.stderr)
+        return 2
+    if args["check"]:
+        if new != old:
+            print(f"{path}: the verdict tables of papers {found} differ from "
+                  f"{args['results']}: rerun `sigprop claims-doc {path}`", file=sys.stderr)
+            return 1
         return 0
-    if group == "evidence":
-        return _evidence(args)
-    if group == "stand-ins":
-        from .data.stand_ins import write_stand_ins
-        from . import plan as P
-        from .data.stand_ins import sizes_for
-        names = args["datasets"].split(",") if args["datasets"] else None
-        try:
-            from .data import registry
-            for name in names or []:    # a wrong name fails before the studies are built
-                registry.get(name)
-            _, studies = P.load(args["configfile"], ["scale=paper", "smoke=true",
-                                                     "scale_overrides={}"])
-            runs = [r for s in studies.values() for r in s.runs]
-            frag = write_stand_ins(args["out"], names, sizes_for(runs, names))
-        except (KeyError, ValueError) as e:
-            print(f"sigprop stand-ins: {e}", file=sys.stderr)
-            return 2
-        for name, n in frag["data"]["sizes"].items():
-            print(f"{name}: {n['n_train']} train, {n['n_test']} test")
-        print(f"wrote {args['out']}/stand-ins.yaml")
-        return 0
-    if group == "compare":
-        from .compare import CompareError, summary
-        try:
-            text, n = summary(args["before"], args["after"], args["rtol"])
-        except CompareError as e:
-            print(f"sigprop compare: {e}", file=sys.stderr)
-            return 2
-        print(text)
-        return 1 if n else 0
-    if group == "bench-alloc":
-        from .bench_alloc import alloc_bench
-        try:
-            res = alloc_bench(args["sizes"], args["repeats"])
-        except (ValueError, RuntimeError) as e:
-            print(e, file=sys.stderr)
-            return 2
-        json.dump(_jsonable(res), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    if group == "bench-sweep":
-        from . import bench
-        json.dump(_jsonable(bench.sweep_bench(**args)), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    cmd = commands[args.pop("command")]
+    from . import atomic
+    atomic.write_text(str(path), new)
+    print(f"{path}: papers {', '.join(found)} ({args['scale']}) from {args['results']}")
+    return 0
+
+
+def _stand_ins(args: dict) -> int:
+    from .data.stand_ins import write_stand_ins
+    from sigprop.tools import plan as P
+    from .data.stand_ins import sizes_for
+    names = args["datasets"].split(",") if args["datasets"] else None
+    try:
+        from .data import registry
+        for name in names or []:    # a wrong name fails before the studies are built
+            registry.get(name)
+        _, studies = P.load(args["configfile"], ["scale=paper", "smoke=true",
+                                                 "scale_overrides={}"])
+        runs = [r for s in studies.values() for r in s.runs]
+        frag = write_stand_ins(args["out"], names, sizes_for(runs, names))
+    except (KeyError, ValueError) as e:
+        print(f"sigprop stand-ins: {e}", file=sys.stderr)
+        return 2
+    for name, n in frag["data"]["sizes"].items():
+        print(f"{name}: {n['n_train']} train, {n['n_test']} test")
+    print(f"wrote {args['out']}/stand-ins.yaml")
+    return 0
+
+
+def _compare(args: dict) -> int:
+    from sigprop.tools.compare import CompareError, summary
+    try:
+        text, n = summary(args["before"], args["after"], args["rtol"])
+    except CompareError as e:
+        print(f"sigprop compare: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    return 1 if n else 0
+
+
+def _bench_alloc(args: dict) -> int:
+    from sigprop.tools.bench_alloc import alloc_bench
+    try:
+        res = alloc_bench(args["sizes"], args["repeats"])
+    except (ValueError, RuntimeError) as e:
+        print(e, file=sys.stderr)
+        return 2
+    json.dump(_jsonable(res), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _bench_sweep(args: dict) -> int:
+    from sigprop.tools import bench
+    json.dump(_jsonable(bench.sweep_bench(**args)), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _theory(args: dict) -> int:
+    cmd = theory_commands()[args.pop("command")]
     try:
         result = cmd["fn"](**args)
     except (ValueError, TypeError) as e:
@@ -605,6 +623,24 @@ def _dispatch(group: str, args: dict, commands) -> int:
               sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0
+
+
+SUBCOMMANDS = {
+    "bench": _bench,
+    "profile-shard": _profile_shard,
+    "bench-dag": _bench_dag,
+    "params": _params,
+    "plan": _plan,
+    "gpu-check": _gpu_check,
+    "claims-doc": _claims_doc,
+    "evidence": _evidence,
+    "stand-ins": _stand_ins,
+    "compare": _compare,
+    "bench-alloc": _bench_alloc,
+    "bench-sweep": _bench_sweep,
+    "theory": _theory,
+}
+"""Each subcommand's function: it takes the parsed arguments and returns the exit code."""
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ JOB_SECTIONS = {
     "measure": ("measure",),
     "theory": ("measure", "theory"),
     "figure": ("measure", "theory", "analysis"),
-    "table": ("measure", "theory", "analysis"),
+    "table": ("measure", "analysis"),
     "claims": ("measure", "theory", "analysis", "claims"),
     "all": SECTIONS,  # tests and direct calls
 }

@@ -34,15 +34,20 @@ class ParamError(ValueError):
 
 def param(default: Any = dataclasses.MISSING, *, ge: float | None = None,
           gt: float | None = None, le: float | None = None, lt: float | None = None,
-          choices: tuple | None = None, min_len: int | None = None, doc: str = ""):
+          choices: tuple | None = None, min_len: int | None = None, doc: str = "",
+          execution: bool = False):
     """A dataclass field with a default, a range and a one-line description.
+
+    ``execution``: the value only sets how the work is carried out (a batch or chunk size), not
+    what it computes: the job gets it outside its cache key (:func:`execution_values`), so
+    changing it reruns nothing.
 
     A dataclass default (a nested parameter block, given as its class) is built by its class,
     so that every instance gets its own; a dict default is copied per instance; a list default
     becomes a tuple (lists parse to tuples).
     """
     meta = {"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices, "min_len": min_len,
-            "doc": doc}
+            "doc": doc, "execution": execution}
     if dataclasses.is_dataclass(default) and isinstance(default, type):
         return dataclasses.field(default_factory=default, metadata=meta)
     if isinstance(default, dict):
@@ -99,6 +104,25 @@ def to_dict(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: to_dict(v) for k, v in obj.items()}
     return obj
+
+
+def execution_values(block) -> dict:
+    """The execution-only fields of a parameter block (``param(..., execution=True)``, top level
+    of the block) and their values."""
+    if not dataclasses.is_dataclass(block):
+        return {}
+    return {f.name: getattr(block, f.name) for f in dataclasses.fields(block)
+            if f.metadata.get("execution")}
+
+
+def without_execution(block):
+    """``block`` with its execution-only fields at their defaults: what a cache key hashes."""
+    if not dataclasses.is_dataclass(block):
+        return block
+    fields = {f.name: f for f in dataclasses.fields(block)}
+    return dataclasses.replace(block, **{
+        name: (fields[name].default if fields[name].default is not dataclasses.MISSING
+               else fields[name].default_factory()) for name in execution_values(block)})
 
 
 def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:

@@ -6,7 +6,7 @@ while Snakemake builds the DAG; a study's code modules (``measure``, ``theory``,
 ``claims``, ``tables``) are imported only by the jobs that call them (:func:`part`).
 
 Dependencies point one way: shared layers <- study packages <- this registry <- the workflow
-(``sigprop.config``, ``sigprop.workflow_steps``, ``scripts/``); ``tests/test_imports.py``
+(``sigprop.config``, ``sigprop.steps.shards``, ``scripts/``); ``tests/test_imports.py``
 checks it.
 """
 
@@ -16,6 +16,7 @@ import functools
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 from types import ModuleType
 
 from . import params as P
@@ -106,32 +107,100 @@ def takes_layers(fn) -> bool:
 
 
 # the package modules each workflow step runs, beside the study's own part ({kind} below);
-# the step's glue module (workflow_steps / analysis_steps) is part of its code too
+# the step's glue module (sigprop.steps.shards / sigprop.steps.analysis) is part of its code too
 STEP_CODE = {
     "prepare": ("sigprop.data.prepare",),
-    "init": ("sigprop.workflow_steps", "sigprop.train.shard"),
-    "prune": ("sigprop.workflow_steps", "sigprop.prune.stage"),
-    "train": ("sigprop.workflow_steps", "sigprop.train.shard", "sigprop.prune.stage"),
-    "measure": ("sigprop.workflow_steps", "sigprop.studies.{kind}.measure"),
-    "merge": ("sigprop.analysis_steps", "sigprop.tables"),
-    "theory": ("sigprop.analysis_steps", "sigprop.studies.{kind}.theory"),
-    "figure": ("sigprop.analysis_steps", "sigprop.studies.{kind}.figures"),
-    "claims": ("sigprop.analysis_steps", "sigprop.studies.{kind}.claims",
+    "init": ("sigprop.steps.shards", "sigprop.train.shard"),
+    "prune": ("sigprop.steps.shards", "sigprop.prune.stage"),
+    "train": ("sigprop.steps.shards", "sigprop.train.shard", "sigprop.prune.stage"),
+    "measure": ("sigprop.steps.shards", "sigprop.studies.{kind}.measure"),
+    "merge": ("sigprop.steps.analysis", "sigprop.tables"),
+    "theory": ("sigprop.steps.analysis", "sigprop.studies.{kind}.theory"),
+    "figure": ("sigprop.steps.analysis", "sigprop.studies.{kind}.figures"),
+    "claims": ("sigprop.steps.analysis", "sigprop.studies.{kind}.claims",
                "sigprop.studies.{kind}.analysis"),
-    "table": ("sigprop.analysis_steps", "sigprop.studies.{kind}.tables"),
-    "scales": ("sigprop.analysis_steps",),
-    "paper": ("sigprop.analysis_steps", "sigprop.papers"),
+    "table": ("sigprop.steps.analysis", "sigprop.studies.{kind}.tables"),
+    "scales": ("sigprop.steps.analysis",),
+    "paper": ("sigprop.steps.analysis", "sigprop.papers"),
 }
 
 
 @functools.cache
 def step_code(step: str, kind: str | None = None) -> str:
     """A digest of the code that determines a step's output for study ``kind``: the modules of
-    :data:`STEP_CODE` and everything of the package they import (:func:`sigprop.jobs.code_digest`).
+    :data:`STEP_CODE` and everything of the package they import (:func:`code_digest`).
     The rules pass it as a param, so editing a study's ``claims.py`` reruns its claims and what
     reads them, editing the trainer reruns the training shards, and nothing else reruns.  Read
     once per process: an edit takes effect at the next ``snakemake`` call."""
-    from .jobs import code_digest
     if step not in STEP_CODE:
         raise KeyError(f"unknown step {step!r} (known: {', '.join(STEP_CODE)})")
     return code_digest(*(m.format(kind=kind) for m in STEP_CODE[step]))
+
+
+# -- the code a job's output depends on ----------------------------------------------------------
+
+_ROOT = Path(__file__).resolve().parent          # the sigprop package
+
+
+def _module_file(name: str) -> Path | None:
+    """The source file of module ``name`` of this package (``sigprop.x.y``), None if none."""
+    parts = name.split(".")
+    if parts[0] != _ROOT.name:
+        return None
+    base = _ROOT.joinpath(*parts[1:])
+    for f in (base / "__init__.py", base.with_suffix(".py")):
+        if f.is_file():
+            return f
+    return None
+
+
+@functools.cache
+def _imports(name: str) -> tuple[str, ...]:
+    """The package's modules that module ``name`` imports (at the top or inside functions), and
+    its parent packages (importing a module runs their ``__init__``)."""
+    import ast
+    f = _module_file(name)
+    if f is None:
+        return ()
+    package = name if f.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    parts = name.split(".")
+    for i in range(1, len(parts)):
+        found.add(".".join(parts[:i]))
+    for node in ast.walk(ast.parse(f.read_text(), str(f))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.add(mod)
+            found.update(f"{mod}.{a.name}" for a in node.names)   # submodules named in the list
+    return tuple(sorted(m for m in found if m != name and _module_file(m) is not None))
+
+
+def module_closure(*names: str) -> tuple[str, ...]:
+    """``names`` and every module of the package they import, transitively (read from the
+    sources, so imports inside functions count; modules loaded by name at run time, as the
+    registry loads a study's parts, do not)."""
+    seen, todo = set(), [n for n in names if _module_file(n) is not None]
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(_imports(n))
+    return tuple(sorted(seen))
+
+
+def code_digest(*names: str) -> str:
+    """A digest of the source of ``names`` and everything of the package they import
+    (:func:`module_closure`): a job whose code changed has another digest, so a rule that
+    passes it as a param reruns (Snakemake's rerun trigger on params)."""
+    import hashlib
+    h = hashlib.sha256()
+    for n in module_closure(*names):
+        h.update(n.encode() + b"\0" + _module_file(n).read_bytes() + b"\0")
+    return h.hexdigest()[:16]

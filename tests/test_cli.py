@@ -72,7 +72,7 @@ def test_bench_command_prints_both_timings():
 def test_bench_flops_are_counted_from_shapes_as_torch_counts_them():
     import torch
 
-    from sigprop.bench import _step_flops, fc_step_flops
+    from sigprop.tools.bench import _step_flops, fc_step_flops
     layers, d = [], 20
     for _ in range(3):
         layers += [torch.nn.Linear(d, 12), torch.nn.Tanh()]
@@ -94,7 +94,7 @@ def test_bench_sweep_command_times_the_three_layouts():
 
 
 def test_profile_shard_names_where_a_training_step_goes(tmp_path):
-    from sigprop import profile_shard
+    from sigprop.tools import profile_shard
     from sigprop.data.prepare import prepare
     prepare("digits", tmp_path / "data" / "digits.npz")
     out = profile_shard.profile(
@@ -103,7 +103,7 @@ def test_profile_shard_names_where_a_training_step_goes(tmp_path):
         configfile=str(REPO / "config/config.yaml"), steps=2, warmup=1, results=tmp_path)
     assert out["study"] == "trainable_depth" and out["models"] > 1 and out["depth"] == 64
     # without --shard: the shard with the most FLOPs by `sigprop plan`'s count
-    from sigprop import plan
+    from sigprop.tools import plan
     cfg, studies = plan.load(REPO / "config/config.yaml",
                              ["studies=[trainable_depth]", f"studies_dir={REPO / 'config/studies'}"])
     flops = {r["shard"]: r["flops"] for r in

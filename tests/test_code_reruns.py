@@ -16,7 +16,8 @@ import sys
 import pytest
 from conftest import REPO, tiny_study, write_config
 
-from sigprop import jobs, registry
+from sigprop import registry
+
 
 pytestmark = pytest.mark.slow
 
@@ -78,11 +79,11 @@ def test_a_code_edit_reruns_exactly_the_jobs_that_code_feeds(tmp_path):
 def test_step_code_follows_imports_and_only_them(tmp_path, monkeypatch):
     """The digest covers a step's modules and what they import; another study's code or an
     unrelated module leaves it alone."""
-    claims = set(jobs.module_closure("sigprop.studies.trainable_depth.claims"))
+    claims = set(registry.module_closure("sigprop.studies.trainable_depth.claims"))
     assert {"sigprop.studies.trainable_depth", "sigprop.studies.trainable_depth.claims",
             "sigprop.claims"} <= claims
     assert not any(m.startswith("sigprop.studies.meanfield_maps") for m in claims)
-    assert "sigprop.train.shard" in jobs.module_closure("sigprop.workflow_steps")
+    assert "sigprop.train.shard" in registry.module_closure("sigprop.steps.shards")
     a = registry.step_code("claims", "trainable_depth")
     assert a != registry.step_code("claims", "meanfield_maps")
     assert a == registry.step_code("claims", "trainable_depth")

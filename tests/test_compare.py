@@ -7,7 +7,7 @@ import pandas as pd
 
 from sigprop.claims import frame, row
 from sigprop.cli import main
-from sigprop.compare import compare
+from sigprop.tools.compare import compare
 
 
 def _claims(root, measured=0.5, verdict="pass", extra=False):

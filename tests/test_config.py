@@ -202,3 +202,24 @@ def test_resources_plan_values_are_checked_naming_the_file_and_key(tmp_path):
     p.write_text(json.dumps({"shards": {"s": {"sabcdefabcdef": {"mem_mb": 4000,
                                                                 "runtime": 30}}}}))
     assert load_resources(p) == {"s": {"sabcdefabcdef": {"mem_mb": 4000, "runtime": 30}}}
+
+
+def test_execution_only_parameters_stay_out_of_the_cache_key():
+    """jacobian_moments' chunk sizes set how many networks are batched, not what is measured:
+    the measure job's params (its cache key) hold them at their defaults, and the rule passes
+    the configured values apart, so changing them reruns no job."""
+    import json
+
+    from sigprop.config import load_yaml
+    cfg = load_yaml("config/studies/jacobian_moments.yaml")
+    a = build_study("jacobian_moments", "config/studies/jacobian_moments.yaml", cfg, "quick", 8)
+    cfg["measure"] = {**cfg.get("measure", {}), "chunk": 7, "chunk_mb": 123}
+    b = build_study("jacobian_moments", "config/studies/jacobian_moments.yaml", cfg, "quick", 8)
+    shard = a.shards[0].shard_id
+    assert a.job_params("measure", shard) == b.job_params("measure", shard)
+    assert json.loads(b.execution_json("measure")) == {"measure": {"chunk": 7, "chunk_mb": 123}}
+    assert a.execution_json("measure") != b.execution_json("measure")
+    cfg["measure"]["kernel_probes"] = 3                  # what is measured: in the key
+    c = build_study("jacobian_moments", "config/studies/jacobian_moments.yaml", cfg, "quick", 8)
+    assert c.job_params("measure", shard) != b.job_params("measure", shard)
+    assert a.job_params("claims") == b.job_params("claims")     # nor any later job

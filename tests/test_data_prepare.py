@@ -303,7 +303,7 @@ def test_net_outputs_are_classes_or_the_regression_targets_dimension(tmp_path):
     """init sizes the readout by n_outputs: classes for classification, the target's dimension
     for regression (not 1 + the largest target value)."""
     from sigprop.train.shard import n_outputs
-    from sigprop.workflow_steps import train_shard
+    from sigprop.steps.shards import train_shard
     got = {}
     for name, opts in (("digits", {}), ("gaussian", {"n": 16, "d": 8}),
                        ("synthetic_regression", {"n_train": 32, "n_test": 8, "d_out": 3})):

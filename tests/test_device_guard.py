@@ -512,8 +512,8 @@ def test_cpu_simulations_under_the_guard():
 
 def test_workflow_steps_init_prune_train_under_the_guard(tmp_path):
     """``init_shard``, ``prune_shard`` and ``train_shard`` (with a checkpoint) of
-    :mod:`sigprop.workflow_steps` on a prepared data set, device ``cpu``, under the guard."""
-    from sigprop import workflow_steps
+    :mod:`sigprop.steps.shards` on a prepared data set, device ``cpu``, under the guard."""
+    from sigprop.steps import shards as workflow_steps
     from sigprop.data.prepare import prepare
     data_path = prepare("digits", tmp_path / "digits.npz")
     base = dict(arch="fc", dataset="digits", width=8, depth=2, activation="relu", batch_size=16,

@@ -1,4 +1,4 @@
-"""Paper-scale evidence (sigprop.evidence): the committed tables still belong to the paper-scale
+"""Paper-scale evidence (sigprop.steps.evidence): the committed tables still belong to the paper-scale
 config, the checks can fail, and the quick-vs-paper table flags changed verdicts."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from sigprop import evidence as E
+from sigprop.steps import evidence as E
 from sigprop.claims import row, sanity
 
 COMMITTED = REPO / "docs/evidence/paper-scale"
@@ -130,7 +130,8 @@ def test_docs_show_every_committed_claim_with_its_paper_scale_reading(in_repo):
 
 
 def test_report_page_puts_this_run_beside_the_committed_paper_scale(tmp_path):
-    from sigprop import analysis_steps, tables
+    from sigprop import tables
+    from sigprop.steps import analysis as analysis_steps
     q = _claims("s", {"a": ("pass", 1.0), "b": ("fail", 2.0)})
     p = _claims("s", {"a": ("pass", 1.25), "b": ("pass", 0.5)})
     tables.write_atomic(q, tmp_path / "q.parquet")

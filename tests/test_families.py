@@ -280,7 +280,7 @@ def test_fallback_family_trains_a_shard_initialized_in_another_process():
     """On a cluster the init and train jobs of a shard run in different processes: the
     per-model fallback (``fc_loop``) rebuilds its module from the shapes and trains the same
     rows as when both stages share a process."""
-    from sigprop.bench import gaussian_data
+    from sigprop.tools.bench import gaussian_data
     from sigprop.nets import families
     from sigprop.runs import Shard
     from sigprop.train.shard import ShardTrainer, initial_state

@@ -4,7 +4,7 @@ run killed and resumed, corrupt data files caught before anything trains on them
 Faults are real or injected from outside the package:
 
 - a first attempt that fails: a ``sitecustomize`` module on ``PYTHONPATH`` (written by the
-  test, so no hook in the package) wraps ``sigprop.jobs.run_job`` (every rule's ``run:`` block
+  test, so no hook in the package) wraps ``sigprop.steps.jobs.run_job`` (every rule's ``run:`` block
   calls it) so that the first ``train_shard`` job of one chosen shard raises; it also counts
   every ``train_shard`` start per shard;
 - a job that always fails: the shard's checkpoint path is a directory, so saving the first
@@ -33,7 +33,9 @@ import pytest
 import torch
 from conftest import REPO, run_snakemake, snakemake_cmd, tiny_study, write_config
 
-from sigprop import bench, registry, tables
+from sigprop import registry, tables
+
+from sigprop.tools import bench
 from sigprop.config import build_study
 from sigprop.data.prepare import load as load_dataset
 from sigprop.train import shard as engine
@@ -48,7 +50,7 @@ _shards = [s for s in os.environ.get("FAULT_SHARDS", "").split(",") if s]
 if _shards:
     # jobs run in threads of the Snakemake process (rules' run: blocks): wrap the function
     # every block calls, before the Snakefile imports it (no hook in the package)
-    import sigprop.jobs as _jobs
+    import sigprop.steps.jobs as _jobs
     _run_job = _jobs.run_job
 
     def run_job(log, fn, *args, **kwargs):
@@ -288,11 +290,11 @@ def test_corrupt_raw_file_in_results_is_rejected_by_prepare_then_refetched(workd
 
 
 def test_an_uncaught_error_in_a_job_script_is_written_to_the_rules_log(tmp_path):
-    """sigprop.logs.script_log: the rule's log says why the job failed, with the traceback."""
+    """sigprop.steps.logs.script_log: the rule's log says why the job failed, with the traceback."""
     import subprocess
     import sys
     log = tmp_path / "job.log"
-    code = ("import types; from sigprop.logs import script_log\n"
+    code = ("import types; from sigprop.steps.logs import script_log\n"
             f"script_log(types.SimpleNamespace(log=[{str(log)!r}]))\n"
             "raise ValueError('bad shard table x.parquet')\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -396,12 +398,12 @@ def test_a_file_that_vanishes_mid_run_is_explained_not_blamed_on_latency(workdir
 
 
 def test_an_error_in_a_run_block_job_is_written_to_the_jobs_log(tmp_path):
-    """sigprop.jobs.run_job: a job running in a thread of Snakemake logs to its own file only,
+    """sigprop.steps.jobs.run_job: a job running in a thread of Snakemake logs to its own file only,
     and an error there is written with its traceback before it is raised."""
     import logging
     import threading
 
-    from sigprop.jobs import run_job
+    from sigprop.steps.jobs import run_job
     a, b = tmp_path / "a.log", tmp_path / "b.log"
 
     def work(name):

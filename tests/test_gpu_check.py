@@ -1,7 +1,7 @@
-"""``sigprop gpu-check`` (:mod:`sigprop.gpu_check`) without a GPU: the CPU-against-device
+"""``sigprop gpu-check`` (:mod:`sigprop.tools.gpu_check`) without a GPU: the CPU-against-device
 comparison with the CPU on both sides (every family agrees exactly; a perturbed side fails),
 the tolerance arithmetic, the timed paper-scale shard and its projection against
-:mod:`sigprop.plan`, the JSON writer, and the command's no-GPU path (exit 1, one clear line).
+:mod:`sigprop.tools.plan`, the JSON writer, and the command's no-GPU path (exit 1, one clear line).
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import types
 import pytest
 import torch
 
-from sigprop import bench, cli
-from sigprop import gpu_check as G
-from sigprop import plan as P
+from sigprop import cli
+
+from sigprop.tools import bench
+from sigprop.tools import gpu_check as G
+from sigprop.tools import plan as P
 from sigprop.nets import families
 
 

@@ -1,4 +1,4 @@
-"""The memory floor of a shard (sigprop.sizing, sigprop.plan.shard_floor_mb) and what the shard
+"""The memory floor of a shard (sigprop.sizing, sigprop.tools.plan.shard_floor_mb) and what the shard
 jobs ask for with it (sigprop.config.shard_request): parameter counts against the families'
 own parameters, the refusal message, and requests on a scheduler and in a local run. The
 workflow's refusal before any job starts is tested in tests/test_faults.py."""
@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import tiny_study, write_config
 
-from sigprop import plan as P
+from sigprop.tools import plan as P
 from sigprop import sizing
 from sigprop.config import DEFAULT_SHARD_RESOURCES, shard_request
 from sigprop.nets import families

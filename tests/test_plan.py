@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import tiny_study, write_config
 
-from sigprop import plan as P
-from sigprop.bench import fc_step_flops
+from sigprop.tools import plan as P
+from sigprop.tools.bench import fc_step_flops
 from sigprop.runs import RunSpec
 
 

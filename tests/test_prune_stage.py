@@ -426,7 +426,7 @@ def test_a_pruned_shard_without_its_masks_file_is_refused(tmp_path):
     """The masks file comes from the rule (its input): a pruned shard given none, or a dense one
     given one, is refused before anything is read."""
     from sigprop.runs import RunSpec, Shard
-    from sigprop.workflow_steps import _check_masks
+    from sigprop.steps.shards import _check_masks
     pruned = Shard("s", (RunSpec(arch="fc", width=8, depth=2, pruner="magnitude", sparsity=0.5),))
     dense = Shard("s", (RunSpec(arch="fc", width=8, depth=2),))
     assert pruned.pruned and not dense.pruned

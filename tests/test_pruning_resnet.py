@@ -12,7 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sigprop import analysis_steps, tables
+from sigprop import tables
+
+from sigprop.steps import analysis as analysis_steps
 from sigprop import registry as study_registry
 from sigprop.config import build_study, load_yaml
 from sigprop.data import embedded, registry

@@ -17,7 +17,7 @@ import sys
 import pytest
 from conftest import snakemake_cmd, tiny_study, write_config
 
-from sigprop import bench
+from sigprop.tools import bench
 from sigprop.config import build_study
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The smoke run (sigprop.smoke): the reduction of a study, its verdicts, and the whole
+"""The smoke run (sigprop.config.smoke): the reduction of a study, its verdicts, and the whole
 paper-scale smoke run on stand-in raw files (slow: the real workflow, every study)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import REPO, run_snakemake
 
-from sigprop import smoke
+from sigprop.config import smoke
 from sigprop.claims import check_table, row, sanity, tally
 from sigprop.config import build_study, load_yaml
 from sigprop.runs import RunSpec
@@ -66,7 +66,7 @@ def test_paper_scale_smoke_run_of_every_study(tmp_path):
     """Every study at paper scale, 2 runs per block and 2 steps, on stand-in raw files written
     in the real formats and pinned by checksum: data, init, prune, train or measure, merge,
     theory, figures, claims (all 'smoke'), paper tables and the report."""
-    from sigprop import plan
+    from sigprop.tools import plan
     from sigprop.data.stand_ins import sizes_for, write_stand_ins
     t0 = time.time()
     shutil.copytree(REPO / "config", tmp_path / "config")      # the studies and paper numbers

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from sigprop import atomic, tables
-from sigprop.logs import explain_failure
+from sigprop.steps.logs import explain_failure
 from sigprop.runs import RunSpec, Shard, runs_digest
 from sigprop.train import shard as engine
 
@@ -268,7 +268,7 @@ def test_a_claims_table_of_another_scale_or_grid_or_none_is_refused(tmp_path):
 
 
 def test_a_claims_page_of_another_study_is_refused(tmp_path):
-    from sigprop.analysis_steps import check_claims_pages
+    from sigprop.steps.analysis import check_claims_pages
     from sigprop.claims.render import to_html
     a = _claims_table(tmp_path / "a" / "claims.parquet", study="s")
     b = _claims_table(tmp_path / "b" / "claims.parquet", study="s", rows=2)

@@ -1,7 +1,7 @@
 """Stand-in raw files for the downloaded data sets, written in their real formats.
 
 No machine that builds this project can download MNIST, CIFAR, EMNIST, Gisette or Tiny
-ImageNet, yet the paper scale reads them.  The smoke run (:mod:`sigprop.smoke`) therefore reads
+ImageNet, yet the paper scale reads them.  The smoke run (:mod:`sigprop.config.smoke`) therefore reads
 stand-ins: small files of random pixels, features and labels in exactly the layouts the real
 ones have (gzipped IDX, the CIFAR binary tar.gz, NIST's ``gzip.zip``, Gisette's four text files,
 Tiny ImageNet's zip of JPEG folders), with every class present and the real input shapes, so that

@@ -1,7 +1,7 @@
 """The prune stage's shard-level steps (Hayou, Ton, Doucet, Teh 2021, "Robust pruning at
 initialization", arXiv:2002.08797): the masks of a shard's pruned models, their rescaled
 starting weights and the per-layer report.  Used by ``rules/prune.smk`` (through
-:mod:`sigprop.workflow_steps`), the shard trainer and the pruning studies."""
+:mod:`sigprop.steps.shards`), the shard trainer and the pruning studies."""
 
 from __future__ import annotations
 

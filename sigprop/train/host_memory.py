@@ -19,7 +19,7 @@ Only glibc has ``mallopt``; elsewhere (macOS, musl) this does nothing and says s
 ``SIGPROP_KEEP_FREED_MEMORY=0`` turns it off.
 
 That is not enough in a worker thread, and a local run's jobs are worker threads of the one
-Snakemake process (the default profile's ``force-use-threads``, :mod:`sigprop.jobs`): glibc
+Snakemake process (the default profile's ``force-use-threads``, :mod:`sigprop.steps.jobs`): glibc
 gives each thread its own arena, whose heaps
 are at most 64 MB, so a tensor larger than that is ``mmap``-ed when made and unmapped when freed
 whatever the thresholds say, and the next step faults on every 4 KB page of it again

@@ -42,7 +42,7 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
     """Train and measure every run of the shard (:func:`sigprop.measure.dropout_learning.measure_run`).
 
     Reads the shard's prepared data set from ``data_path`` (the measure rule's ``data``
-    input, passed by :func:`sigprop.workflow_steps.measure_shard`)."""
+    input, passed by :func:`sigprop.steps.shards.measure_shard`)."""
     import torch
 
     from ...measure.dropout_learning import measure_run

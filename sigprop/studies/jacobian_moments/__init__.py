@@ -51,9 +51,11 @@ SOURCE = "001 §5.1, Thms. 4-6, Figs. 4-5, Eq. 152"
 
 @dataclass(frozen=True)
 class Measure:
-    chunk: int = param(32, ge=1, doc="networks per batched Jacobian computation (Figs. 4-5)")
-    chunk_mb: int = param(2000, ge=1, doc="fewer networks per batch where their float64 "
-                                          "weights and gradients would exceed this many MB")
+    chunk: int = param(32, ge=1, execution=True,
+                       doc="networks per batched Jacobian computation (Figs. 4-5)")
+    chunk_mb: int = param(2000, ge=1, execution=True,
+                          doc="fewer networks per batch where their float64 weights and "
+                              "gradients would exceed this many MB")
     kernel_probes: int = param(8, ge=1, doc="kernel regime: the NTK on the first this many "
                                             "test inputs of the data set")
 

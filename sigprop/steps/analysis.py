@@ -1,6 +1,6 @@
 """The light workflow steps (theory, figures, claims, study tables, merge) as plain functions:
 Parquet in, Parquet / figures / HTML out, no torch.  ``scripts/`` only unpack Snakemake's
-arguments and call these; the heavy steps are in :mod:`sigprop.workflow_steps`."""
+arguments and call these; the heavy steps are in :mod:`sigprop.steps.shards`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 import logging
 from pathlib import Path
 
-from . import atomic, registry, tables
-from .contract import Params
+from sigprop import atomic, registry, tables
+from sigprop.contract import Params
 
 log = logging.getLogger("sigprop.steps")
 
@@ -65,7 +65,7 @@ def merge(paths: list[str], manifest_json: str, out: str):
     """All shard tables of a study as one table, each run labelled with its block."""
     manifest = json.loads(manifest_json)
     df = tables.merge_runs(list(paths), manifest)
-    from .runs import runs_digest
+    from sigprop.runs import runs_digest
     tables.write_atomic(df, out, {"kind": "metrics", "study": manifest["study"],
                                   "runs": runs_digest(df.run_id.unique())})
     log.info("%d rows from %d shards, %d runs", len(df), len(paths), df.run_id.nunique())
@@ -84,8 +84,8 @@ def theory(kind: str, study: str, params_json: str, settings: list[dict], out: s
 def figure(kind: str, name: str, params_json: str, expect_json: str, runs: str, theory: str,
            layers: list[str], png: str, pdf: str) -> None:
     """One of the study's figures, from its run and theory tables."""
-    from .figures import save, use_agg
-    from .jobs import FIGURE_LOCK
+    from sigprop.figures import save, use_agg
+    from sigprop.steps.jobs import FIGURE_LOCK
     use_agg()
     p = job_params(kind, params_json)
     fn = registry.figure_function(kind, name)
@@ -102,9 +102,9 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     scale and regime (:func:`sigprop.claims.reading.apply`)."""
     import json
 
-    from . import claims as C
-    from .claims import reading
-    from .claims.render import to_html
+    from sigprop import claims as C
+    from sigprop.claims import reading
+    from sigprop.claims.render import to_html
     p = job_params(kind, params_json)
     fn = registry.claims_function(kind)
     r, t = read_inputs(study, expect_json, runs, theory, p.digest())
@@ -115,7 +115,7 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     df = C.mark_exploratory(df, design.get("changes") or [])
     df = reading.apply(df, design.get("scale", ""), design.get("regime"), design.get("depends_on"))
     if design.get("smoke"):
-        from .smoke import smoke_verdicts
+        from sigprop.config.smoke import smoke_verdicts
         df = smoke_verdicts(df)
     tables.write_atomic(df, out, {"kind": "claims", "study": study,
                                   "scale": design.get("scale", ""),
@@ -137,7 +137,7 @@ def scales(study: str, scale: str, run_claims: str, paper_claims: str, provenanc
     import html
     import json
 
-    from .claims.matrix import changed, verdict_matrix
+    from sigprop.claims.matrix import changed, verdict_matrix
     info = json.loads(regime_json)
     committed, prov = committed_claims([paper_claims], [provenance], {study: info})
     prov = prov[study]
@@ -170,7 +170,7 @@ def scales(study: str, scale: str, run_claims: str, paper_claims: str, provenanc
 def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: str,
                 parquet: str, md: str, csv: str):
     """One of the study's own tables (``SPEC.tables``) as Parquet, Markdown and CSV."""
-    from .claims.render import write_table
+    from sigprop.claims.render import write_table
     p = job_params(kind, params_json)
     r = read_inputs(p.study, expect_json, runs)
     df, title = registry.table_function(kind)(name, r, p)
@@ -183,14 +183,14 @@ def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: 
 def committed_claims(paths: list[str], provenance: list[str], info: dict | None = None) -> tuple:
     """The committed paper-scale claims of a paper's studies (``docs/evidence/paper-scale``),
     stacked, and their provenance by study: each table checked to be its folder's study, its
-    claim ids those its provenance lists (:func:`sigprop.evidence.check` checks the run ids),
+    claim ids those its provenance lists (:func:`sigprop.steps.evidence.check` checks the run ids),
     every row read at paper scale against the study file's paper-scale regime (``info``: per
     study, ``paper_regime`` and ``depends_on``; :func:`sigprop.claims.committed.read_claims`)."""
     import json
 
     import pandas as pd
 
-    from .claims.committed import read_claims
+    from sigprop.claims.committed import read_claims
     frames, prov = [], {}
     for cp, pp in zip(paths, provenance):
         study = Path(cp).parent.name
@@ -234,10 +234,10 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
     studies that have them beside this run's."""
     import json
 
-    from . import papers
-    from .claims import tally
-    from .claims.render import to_html
-    from .claims.summary import referee_summary
+    from sigprop import papers
+    from sigprop.claims import tally
+    from sigprop.claims.render import to_html
+    from sigprop.claims.summary import referee_summary
     df = tables.concat_claims(list(paths), list(studies), json.loads(expects_json) or None)
     if pages:
         check_claims_pages(list(paths), list(pages))
@@ -266,12 +266,12 @@ def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str
     import io
     import json
 
-    from . import papers
-    from .claims.front import front_block, tally_figure
-    from .claims.matrix import verdict_matrix
-    from .claims.summary import headline
-    from .figures import save, use_agg
-    from .jobs import FIGURE_LOCK
+    from sigprop import papers
+    from sigprop.claims.front import front_block, tally_figure
+    from sigprop.claims.matrix import verdict_matrix
+    from sigprop.claims.summary import headline
+    from sigprop.figures import save, use_agg
+    from sigprop.steps.jobs import FIGURE_LOCK
     use_agg()
     claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
     got = sorted(map(str, set(claims.study)))
@@ -309,8 +309,8 @@ def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md
                 coverage_json: str = "{}"):
     """One of a paper's tables (:data:`sigprop.papers.TABLES`) from the paper's claims, which
     must be those of the paper's configured studies."""
-    from . import papers
-    from .claims.render import write_table
+    from sigprop import papers
+    from sigprop.claims.render import write_table
     claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
     got = sorted(map(str, set(claims.study)))
     if got != sorted(studies):

@@ -48,12 +48,12 @@ from pathlib import Path
 
 import yaml
 
-from .sizing import GPUS, HOST_BASE_MB, dense_peak, gpu_of  # noqa: F401 (re-exported)
+from sigprop.sizing import GPUS, HOST_BASE_MB, dense_peak, gpu_of  # noqa: F401 (re-exported)
 
 DEFAULT_EFFICIENCY = 0.3
 """Fraction of a GPU's dense peak a shard is assumed to reach where none was measured: stacked
 small matmuls and grouped convolutions rarely reach more (``sigprop gpu-check`` measures it)."""
-EFFICIENCY_FILE = Path(__file__).resolve().parents[1] / "config" / "gpu_efficiency.yaml"
+EFFICIENCY_FILE = Path(__file__).resolve().parents[2] / "config" / "gpu_efficiency.yaml"
 """Efficiencies measured by ``sigprop gpu-check`` (per GPU of :data:`GPUS`: per study and per
 family, with the device, date and commit), written by ``sigprop gpu-check --record``."""
 
@@ -70,7 +70,7 @@ def measured_efficiencies(path: str | Path = EFFICIENCY_FILE) -> dict:
         raise ValueError(f"{path}: expected a mapping of GPUs, got {type(data).__name__}")
     for gpu, entry in data.items():
         if gpu not in GPUS:
-            raise ValueError(f"{path}: {gpu!r} is no GPU of sigprop.plan.GPUS ({sorted(GPUS)})")
+            raise ValueError(f"{path}: {gpu!r} is no GPU of sigprop.tools.plan.GPUS ({sorted(GPUS)})")
         if not isinstance(entry, dict):
             raise ValueError(f"{path}: {gpu}: expected a mapping, got {type(entry).__name__}")
         for part in ("by_study", "by_family"):
@@ -116,7 +116,7 @@ def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
     from."""
     import jsonschema
 
-    from .config import ConfigError, ConfigSources, explain, load_run, load_yaml
+    from sigprop.config import ConfigError, ConfigSources, explain, load_run, load_yaml
     config = load_yaml(config_path)
     cli = {}
     for item in overrides or []:
@@ -124,7 +124,7 @@ def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
             raise ConfigError(f"--config {item!r}: expected key=value")
         key, value = item.split("=", 1)
         config[key] = cli[key] = yaml.safe_load(value)
-    schemas = Path(__file__).resolve().parent.parent / "workflow/schemas"
+    schemas = Path(__file__).resolve().parents[2] / "workflow/schemas"
 
     def validate(obj, schema_file, where):
         schema = load_yaml(schemas / schema_file)
@@ -151,8 +151,8 @@ def _defaults(obj: dict, schema: dict) -> None:
 
 def dataset_dims(name: str, options: dict) -> tuple[tuple[int, ...], int, int, int]:
     """``(input shape, outputs, n_train, n_test)`` of a data set, known without building it."""
-    from .data import registry
-    from .data.sizes import train_size
+    from sigprop.data import registry
+    from sigprop.data.sizes import train_size
     spec = registry.get(name)
     opts = (options or {}).get(name, {})
     shape = tuple(spec.input_shape)
@@ -169,7 +169,7 @@ def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeC
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from .nets import families
+    from sigprop.nets import families
     # dropout adds no FLOPs the counter sees; the init's distribution no shapes (and QR is slow)
     run = dataclasses.replace(run, keep_rate=1.0, init="gaussian")
     fam = families.get(run.arch)
@@ -213,8 +213,8 @@ def _prune_bytes(shard, c: ShapeCost, batch: int, n_classes: int, bytes_per: int
     (:func:`sigprop.prune.stage.prune_groups`, scored together) times their parameters and
     the forward activations of the class-balanced scoring batch, ``prune_batch`` examples per
     class, all at once (BatchNorm in training mode needs the whole batch)."""
-    from .prune import DATA_PRUNERS
-    from .prune.stage import prune_groups
+    from sigprop.prune import DATA_PRUNERS
+    from sigprop.prune.stage import prune_groups
     best = 0
     for idx in prune_groups(shard).values():
         run = shard.runs[idx[0]]
@@ -262,7 +262,7 @@ def shard_floor_mb(study, shard, options: dict) -> float | None:
     without building it (:func:`dataset_dims`; :func:`sigprop.sizing.shard_floor_bytes`); None
     for families whose shapes are not known
     without building them. Torch-free: the workflow asks it of every shard job."""
-    from .sizing import shard_floor_bytes
+    from sigprop.sizing import shard_floor_bytes
     r0 = shard.runs[0]
     in_shape, n_out, n_train, n_test = dataset_dims(r0.dataset, options)
     floor = shard_floor_bytes(shard.runs, in_shape, n_out, n_train + n_test)
@@ -279,9 +279,9 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
     until one step is at most :data:`CALIBRATION_FLOPS`, timed after a warm-up step."""
     import torch
 
-    from .bench import gaussian_data
-    from .runs import Shard
-    from .train.shard import ShardTrainer, initial_state, load_state, save_state
+    from sigprop.tools.bench import gaussian_data
+    from sigprop.runs import Shard
+    from sigprop.train.shard import ShardTrainer, initial_state, load_state, save_state
     rates = {}
     dev = torch.device("cpu")
     for fam, (run, in_shape, n_out, batch, step_flops, models) in families_shapes.items():

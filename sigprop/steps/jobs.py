@@ -16,7 +16,6 @@ process as before.  What that asks of a step:
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import threading
 import time
@@ -102,72 +101,3 @@ class _PrecisionGate:
 
 
 precision_gate = _PrecisionGate()
-
-
-# -- the code a job's output depends on ----------------------------------------------------------
-
-_ROOT = Path(__file__).resolve().parent          # the sigprop package
-
-
-def _module_file(name: str) -> Path | None:
-    """The source file of module ``name`` of this package (``sigprop.x.y``), None if none."""
-    parts = name.split(".")
-    if parts[0] != _ROOT.name:
-        return None
-    base = _ROOT.joinpath(*parts[1:])
-    for f in (base / "__init__.py", base.with_suffix(".py")):
-        if f.is_file():
-            return f
-    return None
-
-
-@functools.cache
-def _imports(name: str) -> tuple[str, ...]:
-    """The package's modules that module ``name`` imports (at the top or inside functions), and
-    its parent packages (importing a module runs their ``__init__``)."""
-    import ast
-    f = _module_file(name)
-    if f is None:
-        return ()
-    package = name if f.name == "__init__.py" else name.rsplit(".", 1)[0]
-    found = set()
-    parts = name.split(".")
-    for i in range(1, len(parts)):
-        found.add(".".join(parts[:i]))
-    for node in ast.walk(ast.parse(f.read_text(), str(f))):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            found.add(mod)
-            found.update(f"{mod}.{a.name}" for a in node.names)   # submodules named in the list
-    return tuple(sorted(m for m in found if m != name and _module_file(m) is not None))
-
-
-def module_closure(*names: str) -> tuple[str, ...]:
-    """``names`` and every module of the package they import, transitively (read from the
-    sources, so imports inside functions count; modules loaded by name at run time, as the
-    registry loads a study's parts, do not)."""
-    seen, todo = set(), [n for n in names if _module_file(n) is not None]
-    while todo:
-        n = todo.pop()
-        if n not in seen:
-            seen.add(n)
-            todo.extend(_imports(n))
-    return tuple(sorted(seen))
-
-
-def code_digest(*names: str) -> str:
-    """A digest of the source of ``names`` and everything of the package they import
-    (:func:`module_closure`): a job whose code changed has another digest, so a rule that
-    passes it as a param reruns (Snakemake's rerun trigger on params)."""
-    import hashlib
-    h = hashlib.sha256()
-    for n in module_closure(*names):
-        h.update(n.encode() + b"\0" + _module_file(n).read_bytes() + b"\0")
-    return h.hexdigest()[:16]

@@ -2,7 +2,7 @@
 ``sigprop bench-alloc [--sizes 16,100,300] [--repeats 10]``.
 
 A local run's jobs are worker threads of the Snakemake process (the default profile's
-``force-use-threads``, :mod:`sigprop.jobs`).  glibc gives each thread its own arena,
+``force-use-threads``, :mod:`sigprop.steps.jobs`).  glibc gives each thread its own arena,
 whose heaps are at most 64 MB, so a tensor larger than that is ``mmap``-ed when it is made and
 unmapped when it is freed, and the next step faults on every page again, whatever
 :func:`sigprop.train.host_memory.keep_freed_memory` asked for (that setting reaches the main
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from .train import host_memory
+from sigprop.train import host_memory
 
 _SCRIPT = r"""
 import json, statistics, sys, threading, time
@@ -59,7 +59,7 @@ def alloc_bench(sizes: tuple[int, ...] = (16, 100, 300), repeats: int = 10) -> d
     if not sizes or min(sizes) <= 0 or repeats < 1:
         raise ValueError(f"bench-alloc: sizes must be positive MB and repeats >= 1, got "
                          f"{sizes}, {repeats}")
-    from .bench import machine
+    from sigprop.tools.bench import machine
     out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
            "cpus": os.cpu_count(), "thp_mode": host_memory.thp_mode(),
            "glibc": host_memory.glibc() is not None, "repeats": repeats, "cases": []}

@@ -20,7 +20,7 @@ import dataclasses
 
 import pandas as pd
 
-from .runs import RunSpec
+from sigprop.runs import RunSpec
 
 MODELS = 2   # runs kept per block (the first of its grid)
 # optimizer steps per run, at most.  Not 1: jacobian_moments reads steps == 1 as "measured at
@@ -53,7 +53,7 @@ def capped(run: RunSpec) -> RunSpec:
     SNIP / SBP-SR / GraSP score one class-balanced batch with BatchNorm in training mode
     (003's code: 10 per class), 2000 Tiny ImageNet images through ResNet32 at once, about
     75 GB of activations per model by the plan's count (CIFAR-100: 15 GB); the first smoke run
-    was killed for memory there.  :func:`sigprop.plan.shard_costs` counts that batch in a
+    was killed for memory there.  :func:`sigprop.tools.plan.shard_costs` counts that batch in a
     pruned shard's peak, so the plan shows it; fitting it needs activation checkpointing in
     the scorer (not done)."""
     per_step = run.batch_size // run.micro_batch if run.micro_batch else 1

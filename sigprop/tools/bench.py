@@ -27,10 +27,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .nets import families, reference
-from .runs import RunSpec, Shard
-from .train import devices, host_memory
-from .train.shard import Data, ShardTrainer, initial_state, set_precision_policy
+from sigprop.nets import families, reference
+from sigprop.runs import RunSpec, Shard
+from sigprop.train import devices, host_memory
+from sigprop.train.shard import Data, ShardTrainer, initial_state, set_precision_policy
 
 # dense float32 peaks (TFLOP/s, no TF32) of GPUs we may meet; None when unknown
 def sync_device(device: torch.device) -> None:
@@ -39,10 +39,10 @@ def sync_device(device: torch.device) -> None:
 
 
 def _peak(device: torch.device) -> float | None:
-    """The vendor's dense float32 peak of a GPU of :data:`sigprop.plan.GPUS`, else None."""
+    """The vendor's dense float32 peak of a GPU of :data:`sigprop.tools.plan.GPUS`, else None."""
     if device.type != "cuda":
         return None
-    from .sizing import GPUS, dense_peak, gpu_of
+    from sigprop.sizing import GPUS, dense_peak, gpu_of
     key = gpu_of(torch.cuda.get_device_name(device))
     return None if key is None else dense_peak(GPUS[key], "float32")
 
@@ -155,7 +155,7 @@ def _func_steps(models, x, y, lr):
 def _minimal_step(d_in, width, depth, n_out, models, x, y, lr, activation, device):
     """A minimal hand-written stacked MLP: weights ``[M, in, out]``, ``baddbmm`` per layer, one
     foreach SGD update; no per-model rates, no divergence handling, no schedules."""
-    from .nets import activations
+    from sigprop.nets import activations
     phi = activations.get(activation)
     dims = [d_in] + [width] * depth + [n_out]
     g = torch.Generator().manual_seed(1)
@@ -334,7 +334,7 @@ def git_commit() -> str:
 
 # -- scale: a big grid's DAG ---------------------------------------------------------------
 
-SNAKEFILE = Path(__file__).resolve().parents[1] / "workflow" / "Snakefile"
+SNAKEFILE = Path(__file__).resolve().parents[2] / "workflow" / "Snakefile"
 
 
 def grid_study(n_runs: int, steps: int = 300) -> dict:
@@ -401,7 +401,7 @@ def dag_bench(n_runs: int = 10_000, shard_size: int = 64, workdir: str | Path | 
     import yaml
     from snakemake.utils import validate
 
-    from .config import build_study
+    from sigprop.config import build_study
 
     snakefile = Path(snakefile) if snakefile else SNAKEFILE
     with tempfile.TemporaryDirectory(prefix="sigprop_dag_") as tmp:

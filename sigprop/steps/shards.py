@@ -5,30 +5,32 @@ Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import time
 from pathlib import Path
 
 import torch
 
-from . import tables
-from .data.prepare import load as load_dataset
-from .prune.stage import mask_report, shard_masks, start_params
-from .runs import Shard
-from .train import devices, host_memory
-from .train import shard as engine
+from sigprop import tables
+from sigprop.data.prepare import load as load_dataset
+from sigprop.prune.stage import mask_report, shard_masks, start_params
+from sigprop.runs import Shard
+from sigprop.train import devices, host_memory
+from sigprop.train import shard as engine
 
 log = logging.getLogger("sigprop.steps")
 
 
 def _gated(fn):
     """Run ``fn`` (a step taking ``shard_json``) inside the process's precision gate for the
-    shard's precision (:func:`sigprop.jobs.precision_gate`): jobs in threads of one process
+    shard's precision (:func:`sigprop.steps.jobs.precision_gate`): jobs in threads of one process
     share the TF32 flags, so a TF32 job never overlaps one that needs IEEE float32."""
     import functools
     import inspect
 
-    from .jobs import precision_gate
+    from sigprop.steps.jobs import precision_gate
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
@@ -96,7 +98,7 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
     params = [p.to(dev, dtype) for p in params]
     buffers = [b.to(dev) for b in buffers]
     t0 = time.time()
-    from . import prune
+    from sigprop import prune
     masks = shard_masks(shard, params, buffers, data.x_train, data.y_train)
     start_params(shard, params, masks)  # fails here if the rescaling trick does not apply
     report = mask_report(shard, [None if m is None else m.cpu() for m in masks],
@@ -165,17 +167,21 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
 def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_json: str,
                   device: str = "auto", threads: int | None = None,
                   data_path: str | None = None, masks_path: str | None = None,
-                  gpu_locks: str | None = None) -> None:
+                  gpu_locks: str | None = None, execution_json: str = "{}") -> None:
     """Run a measurement study's ``measure`` (``sigprop/studies/<kind>/measure.py``) on a
-    shard's initialized models.
+    shard's initialized models.  ``execution_json``: the execution-only parameters
+    (:meth:`sigprop.config.Study.execution_json`), which the rule passes outside its cache key.
 
     ``params_json`` is the study's ``measure:`` section as the rule passes it
     (:meth:`sigprop.config.Study.job_params`); ``data_path`` the shard's prepared data set
     (``results/data/<name>.npz``) for studies whose measurement reads data (e.g. 002's trained
     networks); a shard with pruned runs also gets the prune stage's masks (``masks_path``, an
     input of the rule)."""
-    from . import analysis_steps, registry
-    p = analysis_steps.job_params(kind, params_json)
+    from sigprop import registry
+    from sigprop.steps import analysis
+    p = analysis.job_params(kind, params_json)
+    p = dataclasses.replace(p, **{section: dataclasses.replace(getattr(p, section), **values)
+                                  for section, values in json.loads(execution_json).items()})
     dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     _check_masks(shard, masks_path)

@@ -1,12 +1,12 @@
 """Where a training shard's step goes: ``sigprop profile-shard STUDY [--shard ID]``.
 
-Builds the study as the workflow does (:func:`sigprop.plan.load`, so ``--config scale=paper``
+Builds the study as the workflow does (:func:`sigprop.tools.plan.load`, so ``--config scale=paper``
 works), draws the shard's initial weights, trains ``--warmup`` untimed steps and then
 ``--steps`` steps under ``torch.profiler``, and prints the step time, the host page faults per
 step (the profiler's own allocations included: the trainable_depth shard s6bc70e1f5326 showed
 5,000 to 11,000 a step profiled with freed memory kept; ``sigprop bench``, unprofiled, counts 0
 in every case) and the operators that took most of the self time, as
-JSON.  Without ``--shard`` it takes the shard with the most FLOPs by :func:`sigprop.plan.shard_costs` (the count ``sigprop plan``
+JSON.  Without ``--shard`` it takes the shard with the most FLOPs by :func:`sigprop.tools.plan.shard_costs` (the count ``sigprop plan``
 prints: training steps and evaluations, from the operators' shapes).  The data set is
 the prepared file the workflow writes (``results/data/<name>.npz``, ``snakemake
 results/data/<name>.npz`` makes it).  It is a measuring tool, not a test: numbers in
@@ -20,15 +20,15 @@ from pathlib import Path
 
 import torch
 
-from .data.prepare import load as load_dataset
-from .train import devices, host_memory
-from .workflow_steps import data_dims
-from .train import shard as engine
+from sigprop.data.prepare import load as load_dataset
+from sigprop.train import devices, host_memory
+from sigprop.steps.shards import data_dims
+from sigprop.train import shard as engine
 
 
 def _costliest(config: dict, study) -> str:
-    """The id of ``study``'s shard with the most FLOPs (:func:`sigprop.plan.shard_costs`)."""
-    from .plan import shard_costs
+    """The id of ``study``'s shard with the most FLOPs (:func:`sigprop.tools.plan.shard_costs`)."""
+    from sigprop.tools.plan import shard_costs
     rows = shard_costs(study, config["data"]["options"], {})
     return max(rows, key=lambda r: r["flops"])["shard"]
 
@@ -38,7 +38,7 @@ def profile(study: str, shard_id: str | None = None, config: list[str] | None = 
             threads: int = 1, device: str = "cpu", top: int = 12,
             results: str | Path = "results") -> dict:
     """Profile ``steps`` training steps of one shard of ``study``; see the module docstring."""
-    from .plan import load
+    from sigprop.tools.plan import load
     cfg, studies = load(configfile, config)
     if study not in studies:
         raise SystemExit(f"profile-shard: no study '{study}' in {configfile} "

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import tables
-from .claims.committed import OLD_COLUMNS, declared_regime, read_claims
+from sigprop import tables
+from sigprop.claims.committed import OLD_COLUMNS, declared_regime, read_claims
 
 EVIDENCE_DIR = Path("docs/evidence/paper-scale")
 LIMIT_S = 3600.0          # what fits in 60 minutes on a 2-core CPU
@@ -47,8 +47,8 @@ def runs_digest(run_ids) -> str:
 
 def paper_studies(config_path: str | Path = "config/config.yaml", names=None) -> dict:
     """The studies of the config at paper scale (smoke off), by name."""
-    from . import plan
-    from .config import load_yaml
+    from sigprop.tools import plan
+    from sigprop.config import load_yaml
     over = ["scale=paper", "smoke=false", "scale_overrides={}"]
     if names is not None:
         known = load_yaml(config_path)["studies"]
@@ -59,7 +59,7 @@ def paper_studies(config_path: str | Path = "config/config.yaml", names=None) ->
 
 def needs_download(study) -> list[str]:
     """The downloaded data sets a study's runs read."""
-    from .data import registry
+    from sigprop.data import registry
     return sorted({r.dataset for r in study.runs
                    if registry.get(r.dataset).source == "download"})
 
@@ -162,8 +162,8 @@ def write_view(dest: str | Path, study_cfg: dict | None = None) -> Path:
     """``claims.md``, the readable view of a committed ``claims.parquet`` beside its
     ``provenance.json``: how each row reads at paper scale (:func:`read_claims`), its source,
     test, detectable effect and margin."""
-    from .claims.reading import readings
-    from .claims.render import tally_line, to_markdown
+    from sigprop.claims.reading import readings
+    from sigprop.claims.render import tally_line, to_markdown
     dest = Path(dest)
     prov = json.loads((dest / "provenance.json").read_text())
     claims = read_claims(dest / "claims.parquet", *declared_regime(study_cfg))
@@ -213,7 +213,7 @@ def write_views(evidence: str | Path = EVIDENCE_DIR,
                 config_path: str | Path = "config/config.yaml") -> list[Path]:
     """:func:`write_view` for every committed study, against its study file today (the
     committed ``claims.parquet`` and ``provenance.json`` are left as they are)."""
-    from .config import load_yaml
+    from sigprop.config import load_yaml
     evidence = Path(evidence)
     cfg = load_yaml(config_path)
     studies_dir = Path(cfg.get("studies_dir", "config/studies"))

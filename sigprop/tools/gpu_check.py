@@ -3,7 +3,7 @@ paper-scale run is trusted to it, and writes one JSON for docs/performance.md.
 
 It runs, on the device:
 
-1. ``sigprop bench`` (:func:`sigprop.bench.run`: the default fully connected cases, 2 repeats);
+1. ``sigprop bench`` (:func:`sigprop.tools.bench.run`: the default fully connected cases, 2 repeats);
 2. :func:`compare_family` for every family of :data:`sigprop.nets.families.FAMILIES`: one tiny
    shard (2 models, :data:`FAMILY_CASES`) initialized once on the CPU, trained for a few steps
    on the CPU and on the device from those same weights, with the run table's losses and
@@ -12,7 +12,7 @@ It runs, on the device:
 3. :func:`timed_shard`: a short shard of a paper-scale shape (the first shard of
    ``trainable_depth`` at ``scale=paper``: 62 fc tanh nets, width 300, depth 10, MNIST-shaped
    inputs, batch 128) timed for a few training steps, against the projection
-   :mod:`sigprop.plan` makes for that GPU (FLOPs / (dense peak x efficiency)).
+   :mod:`sigprop.tools.plan` makes for that GPU (FLOPs / (dense peak x efficiency)).
 
 Precision: every comparison trains in float32 with TF32 off (``set_precision_policy
 ("float32")`` clears ``torch.backends.cuda.matmul.allow_tf32`` and
@@ -65,7 +65,7 @@ import torch
 CPU = torch.device("cpu")
 N_OUT = 3                        # classes of the tiny comparison data
 N_TRAIN, N_TEST = 32, 16         # examples of the tiny comparison data
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NO_CUDA = ("sigprop gpu-check: no CUDA device (torch.cuda.is_available() is False; torch {torch}, "
            "{build}); it needs one: run it on a GPU node, e.g. srun --gpus=1 sigprop gpu-check")
 
@@ -122,7 +122,7 @@ ACCURACIES = {"train_acc": N_TRAIN, "test_acc": N_TEST}    # metric -> examples 
 def family_shard(arch: str, tol: Tolerance | None = None, models: int = 2):
     """The tiny shard of ``arch`` (:data:`FAMILY_CASES`): ``(shard, in_shape, tolerance)``;
     ``models`` runs with their own sigma_w2 and seed, evaluated at every step."""
-    from .runs import RunSpec, Shard
+    from sigprop.runs import RunSpec, Shard
     kw, in_shape, cls = FAMILY_CASES[arch]
     tol = tol or TOLERANCES[cls]
     runs = tuple(RunSpec(arch=arch, dataset="gpu_check", batch_size=8, steps=tol.steps,
@@ -134,7 +134,7 @@ def family_shard(arch: str, tol: Tolerance | None = None, models: int = 2):
 def tiny_data(in_shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0):
     """:data:`N_TRAIN` + :data:`N_TEST` Gaussian inputs on the CPU, labels cycling over
     :data:`N_OUT` classes (every class in every batch's reach)."""
-    from .train.shard import Data
+    from sigprop.train.shard import Data
     g = torch.Generator(device=CPU).manual_seed(seed)
     n = N_TRAIN + N_TEST
     x = torch.randn((n,) + tuple(in_shape), generator=g, dtype=torch.float64, device=CPU)
@@ -145,7 +145,7 @@ def tiny_data(in_shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0):
 def _train(shard, data, params, buffers, device: torch.device):
     """Train copies of ``params`` / ``buffers`` on ``device``: ``(run table, final parameters
     and buffers on the CPU in float64, seconds)``."""
-    from .train.shard import ShardTrainer
+    from sigprop.train.shard import ShardTrainer
     t0 = time.perf_counter()
     tr = ShardTrainer(shard, data, [p.clone() for p in params], device,
                       buffers=[b.clone() for b in buffers])
@@ -246,7 +246,7 @@ def compare_family(arch: str, device_a: str | torch.device = "cpu",
     compare the run tables' losses and accuracies and the final parameters and buffers with
     the family's tolerance (:data:`TOLERANCES`, or ``tolerance``).  ``passed`` is true when
     every comparison is within tolerance; ``failures`` names the others."""
-    from .train.shard import initial_state, set_precision_policy
+    from sigprop.train.shard import initial_state, set_precision_policy
     shard, in_shape, tol = family_shard(arch, tolerance, models)
     dtype = set_precision_policy(tol.precision)
     params, buffers = initial_state(shard, in_shape, N_OUT, CPU, dtype)
@@ -278,8 +278,8 @@ def compare_family(arch: str, device_a: str | torch.device = "cpu",
 # -- a paper-scale shard, timed -----------------------------------------------------------------
 
 def gpu_key(name: str | None) -> str | None:
-    """The :data:`sigprop.plan.GPUS` key of a CUDA device name (:func:`sigprop.sizing.gpu_of`)."""
-    from .sizing import gpu_of
+    """The :data:`sigprop.tools.plan.GPUS` key of a CUDA device name (:func:`sigprop.sizing.gpu_of`)."""
+    from sigprop.sizing import gpu_of
     return gpu_of(name)
 
 
@@ -289,7 +289,7 @@ TRAINING_STUDIES = ("trainable_depth", "training_speed", "pruning_eoc", "width_b
 
 
 def _paper(config: str | Path | None, study: str):
-    from . import plan as P
+    from sigprop.tools import plan as P
     if config is None:
         config = REPO / "config" / "config.yaml"
         overrides = [f"studies_dir={REPO / 'config' / 'studies'}"]
@@ -318,7 +318,7 @@ def paper_shard(config: str | Path | None = None, study: str = "trainable_depth"
 
 def costliest_shard(study: str, config: str | Path | None = None, candidates: int = 3) -> dict:
     """The shard of ``study`` at ``scale=paper`` with the most FLOPs in the plan
-    (:func:`sigprop.plan.shard_costs`).  Counting every shard's FLOPs on the meta device takes
+    (:func:`sigprop.tools.plan.shard_costs`).  Counting every shard's FLOPs on the meta device takes
     minutes for a grid of many shapes, so shards are first ranked by a count of their work
     that needs no tracing (models x steps x batch x parameters, :func:`sigprop.sizing.param_count`,
     for the families whose parameters are known without building them), and only the
@@ -326,8 +326,8 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
     Returns ``{"shard", "block", "flops", "costed"}``."""
     import types
 
-    from . import plan as P
-    from .sizing import param_count
+    from sigprop.tools import plan as P
+    from sigprop.sizing import param_count
     st, options = _paper(config, study)
     best_in_block: dict = {}
     others = []
@@ -355,9 +355,9 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
 def projection(flops: float, seconds: float, gpu: str | None, precision: str = "float32",
                efficiency: float | None = None, gpus: dict | None = None) -> dict:
     """Measured against projected: the GFLOP/s achieved and, for a GPU of
-    :data:`sigprop.plan.GPUS`, the plan's projected seconds (FLOPs / (dense peak x
+    :data:`sigprop.tools.plan.GPUS`, the plan's projected seconds (FLOPs / (dense peak x
     efficiency)), measured / projected, and the implied efficiency (achieved / dense peak)."""
-    from . import plan as P
+    from sigprop.tools import plan as P
     gpus = gpus or P.GPUS
     eff = P.DEFAULT_EFFICIENCY if efficiency is None else efficiency
     rate = flops / seconds
@@ -386,17 +386,17 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
     ``models`` defaults to all the shard's runs, or on a CUDA device to as many as fit in
     ``memory_fraction`` of its memory by the plan's peak (a paper-scale shard can need more than
     one GPU has: ``fits`` says whether the whole shard does).  The FLOPs are the plan's
-    (:func:`sigprop.plan.shape_cost`, one model's step, times models and steps).
+    (:func:`sigprop.tools.plan.shape_cost`, one model's step, times models and steps).
     ``full_shard`` gives the plan's FLOPs of the whole shard (all steps and evaluations), its
     projection and the time the measured rate extrapolates to.  ``matmul_n``: also measure a
-    float32 ``n x n`` matmul's FLOP/s on the device (:func:`sigprop.bench.matmul_peak`) and the
+    float32 ``n x n`` matmul's FLOP/s on the device (:func:`sigprop.tools.bench.matmul_peak`) and the
     shard's fraction of it; None skips it."""
     import types
 
-    from . import bench
-    from . import plan as P
-    from .runs import Shard
-    from .train.shard import ShardTrainer, initial_state, set_precision_policy
+    from sigprop.tools import bench
+    from sigprop.tools import plan as P
+    from sigprop.runs import Shard
+    from sigprop.train.shard import ShardTrainer, initial_state, set_precision_policy
     dev = torch.device(device)
     shard, st, options = paper_shard(config, study, shard)
     r0 = shard.runs[0]
@@ -498,7 +498,7 @@ def jsonable(x):
 
 def write_json(result: dict, path: str | Path) -> Path:
     """``result`` as strict JSON (:func:`jsonable`), written atomically."""
-    from . import atomic
+    from sigprop import atomic
     return atomic.write_text(path, json.dumps(jsonable(result), indent=2, allow_nan=False) + "\n")
 
 
@@ -516,9 +516,9 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
     the others still run.  ``passed``: every family within tolerance and no part failed.
     Written to ``out_json`` (:func:`write_json`) when given, after every part, so that a run
     cut short keeps what it measured.  ``log``: a callable given one line per finished part."""
-    from . import bench
-    from .nets import families
-    from .train.shard import set_precision_policy
+    from sigprop.tools import bench
+    from sigprop.nets import families
+    from sigprop.train.shard import set_precision_policy
     log = log or (lambda line: None)
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
@@ -579,7 +579,7 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
 
 
 def measured_efficiency(result: dict) -> dict:
-    """The efficiencies :func:`run_all` measured, as :mod:`sigprop.plan` reads them
+    """The efficiencies :func:`run_all` measured, as :mod:`sigprop.tools.plan` reads them
     (config/gpu_efficiency.yaml): per study, the timed shard's achieved FLOP/s over the GPU's
     dense peak for its precision; per family, that of the family's costliest timed shard (the
     one that dominates its cost).  Empty when the device is no GPU of the plan."""
@@ -635,7 +635,7 @@ def no_cuda_message() -> str:
 
 RECORD_HEADER = """\
 # GPU efficiencies measured by `sigprop gpu-check`, written by `sigprop gpu-check --record JSON`:
-# per GPU of sigprop.plan.GPUS, the fraction of its dense peak that the costliest paper-scale
+# per GPU of sigprop.tools.plan.GPUS, the fraction of its dense peak that the costliest paper-scale
 # shard of each training study reached in timed training steps (by_study), and per family that
 # of the family's costliest timed shard (by_family).  `sigprop plan` projects a shard with its
 # study's value, else its family's, else the assumed 0.3.
@@ -645,20 +645,20 @@ RECORD_HEADER = """\
 def record(json_path: str | Path, yaml_path: str | Path | None = None,
            source: str | None = None) -> dict:
     """Write the efficiencies of a gpu-check JSON (:func:`measured_efficiency`) into
-    ``yaml_path`` (:data:`sigprop.plan.EFFICIENCY_FILE`) under its GPU's key, with the device,
+    ``yaml_path`` (:data:`sigprop.tools.plan.EFFICIENCY_FILE`) under its GPU's key, with the device,
     date, commit, torch and CUDA versions and ``source`` (the JSON's path as given): the entry
     written.  A JSON of a device that is no GPU of the plan, or with no timed shard, is a
     ValueError naming the file."""
     import yaml
 
-    from . import atomic
-    from . import plan as P
+    from sigprop import atomic
+    from sigprop.tools import plan as P
     yaml_path = Path(yaml_path or P.EFFICIENCY_FILE)
     result = json.loads(Path(json_path).read_text())
     gpu = result.get("gpu_key")
     if gpu not in P.GPUS:
         raise ValueError(f"{json_path}: device {result.get('device_name')!r} is no GPU of "
-                         f"sigprop.plan.GPUS ({sorted(P.GPUS)}): nothing to record")
+                         f"sigprop.tools.plan.GPUS ({sorted(P.GPUS)}): nothing to record")
     eff = measured_efficiency(result)
     if not eff["by_study"]:
         raise ValueError(f"{json_path}: no timed shard with a projection: nothing to record")
