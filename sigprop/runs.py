@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, fields
 
 # Fields that must be equal for runs to be stacked into one shard.
 SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "branch_depth", "head_depth", "head_width",
-                "activation", "optimizer", "steps", "eval_every", "precision", "micro_batch")
+                "activation", "optimizer", "steps", "eval_every", "precision", "micro_batch",
+                "eval_max")
 # Families without BatchNorm stack models of different batch sizes: batches are
 # padded to the largest and padded samples get zero weight in the loss.  With
 # BatchNorm, padding would change the batch statistics, so batch_size is a shape.
@@ -100,6 +101,8 @@ class RunSpec:
     prune_batch: int = 10
     prune_rounds: int = 100
     micro_batch: int = 0
+    eval_max: int = 0      # examples of each split an evaluation scores, at most (0: no cap)
+    prune_max: int = 0     # examples of the class-balanced scoring batch, at most (0: all)
     # not a run field: the run id, computed on first use (a slot, so a grid of 10^6 runs
     # holds ~0.4 KB per run; see docs/faults.md)
     _id: str = field(default="", init=False, repr=False, compare=False, hash=False)

@@ -436,3 +436,26 @@ def test_a_pruned_shard_without_its_masks_file_is_refused(tmp_path):
         _check_masks(dense, "m.pt")
     _check_masks(pruned, "m.pt")
     _check_masks(dense, None)
+
+
+def test_prune_max_scores_the_first_examples_of_the_class_balanced_batch():
+    """prune_max (the smoke run's cap) keeps the first examples of the class-balanced scoring
+    batch: the masks equal SNIP's on exactly those examples, and differ from the whole batch's."""
+    from sigprop import prune
+    from sigprop.nets import families
+    from sigprop.prune.stage import shard_masks
+    torch.set_num_threads(1)
+    run = RunSpec(dataset="digits", width=16, depth=3, pruner="snip", sparsity=0.5, prune_max=6)
+    x, y = _digits_like()
+    shard = Shard("t", (run,))
+    params, buffers = initial_state(shard, (64,), 10, CPU, torch.float32)
+    got = shard_masks(shard, params, buffers, x, y)
+    xb, yb = prune.class_balanced_batch(x, y, run.prune_batch, run.prune_data_key)
+    fam = families.get("fc")
+    want = prune.compute_masks("snip", fam, [run], params, buffers, xb[:6].unsqueeze(0),
+                               yb[:6].unsqueeze(0), 0.5, keys=torch.tensor([run.key]))
+    full = prune.compute_masks("snip", fam, [run], params, buffers, xb.unsqueeze(0),
+                               yb.unsqueeze(0), 0.5, keys=torch.tensor([run.key]))
+    assert all((a is None) == (b is None) for a, b in zip(got, want))
+    assert all(a is None or torch.equal(a, b) for a, b in zip(got, want))
+    assert any(a is not None and not torch.equal(a, b) for a, b in zip(got, full))

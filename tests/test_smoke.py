@@ -18,6 +18,10 @@ from sigprop.runs import RunSpec
 from sigprop.train import host_memory
 
 
+SMOKE_MEM_MB = 6500
+"""The memory the smoke run's jobs may ask for at once (their declared floors, rules/common.smk)."""
+
+
 def _pairs():
     a = [(RunSpec(depth=d, seed=s, steps=300, eval_every=100), "(a)") for d in (2, 3) for s in (0, 1)]
     b = [(RunSpec(depth=4, batch_size=64, micro_batch=8, steps=1000, eval_every=500), "(b)"),
@@ -31,10 +35,40 @@ def test_smoke_keeps_the_first_runs_of_every_block_with_few_steps():
     (r1, _), (r2, _), (r3, _), (r4, _) = out
     assert (r1.depth, r1.seed, r2.depth, r2.seed) == (2, 0, 2, 1)     # grid order kept
     assert (r1.steps, r1.eval_every) == (smoke.STEPS, smoke.STEPS)
-    # a micro-batched run takes batch_size / micro_batch micro-steps per optimizer step
-    assert (r3.steps, r3.eval_every) == (smoke.STEPS * 8, smoke.STEPS * 8)
-    assert r4 == _pairs()[5][0]            # already cheaper than the cap: the same run
+    assert (r1.batch_size, r1.eval_max) == (smoke.BATCH, smoke.EVAL)
+    # a micro-batched run keeps micro-steps: batch_size / micro_batch of them per optimizer step
+    assert (r3.batch_size, r3.micro_batch) == (smoke.BATCH, smoke.BATCH // 2)
+    assert (r3.steps, r3.eval_every) == (smoke.STEPS * 2, smoke.STEPS * 2)
+    assert r4.steps == 1 and r4.depth == 4
     assert r1.run_id != _pairs()[0][0].run_id
+    # runs that differ only in what the caps remove are one run: the next distinct one is kept
+    sweep = [(RunSpec(batch_size=b, seed=0), "(c)") for b in (16, 32, 64)] + \
+        [(RunSpec(batch_size=16, seed=1), "(c)")]
+    kept = [r for r, _ in smoke.smoke_pairs(sweep)]
+    assert [(r.batch_size, r.seed) for r in kept] == [(smoke.BATCH, 0), (smoke.BATCH, 1)]
+
+
+def test_the_capped_evaluation_scores_at_most_eval_max_examples():
+    """eval_max caps each split an evaluation scores (the smoke run's EVAL): on 20 examples per
+    split it scores what it scores on the first 5 alone."""
+    import torch
+
+    from sigprop.runs import Shard
+    from sigprop.train.shard import Data, ShardTrainer, initial_state
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(40, 6, generator=g), torch.randint(0, 3, (40,), generator=g)
+    run = RunSpec(depth=2, width=8, batch_size=4, steps=1, eval_every=1, eval_max=5)
+    scores = []
+    for data in (Data(x[:20], y[:20], x[20:], y[20:], 3), Data(x[:5], y[:5], x[20:25], y[20:25], 3)):
+        shard = Shard("t", (run,))
+        params, buffers = initial_state(shard, (6,), 3, torch.device("cpu"), torch.float32)
+        tr = ShardTrainer(shard, data, params, torch.device("cpu"), buffers=buffers)
+        tr.evaluate()
+        scores.append(pd.DataFrame(tr.rows, columns=["model", "step", "metric", "value"]))
+    a, b = (s.set_index("metric").value for s in scores)
+    assert set(a.index) >= {"train_loss", "test_loss", "train_acc", "test_acc"}
+    for m in ("train_loss", "test_loss", "train_acc", "test_acc"):
+        assert float(a[m]) == float(b[m])
 
 
 def test_smoke_study_is_built_from_the_paper_scale_file():
@@ -43,9 +77,11 @@ def test_smoke_study_is_built_from_the_paper_scale_file():
     small = build_study("trainable_depth", path, load_yaml(path), "paper", 64, smoke=True)
     assert set(small.labels.values()) == set(full.labels.values())      # every block
     assert len(small.runs) == smoke.MODELS * len(set(full.labels.values()))
-    shapes = {(r.arch, r.dataset, r.width, r.depth, r.batch_size) for r in small.runs}
-    assert shapes <= {(r.arch, r.dataset, r.width, r.depth, r.batch_size) for r in full.runs}
+    shapes = {(r.arch, r.dataset, r.width, r.depth, r.precision) for r in small.runs}
+    assert shapes <= {(r.arch, r.dataset, r.width, r.depth, r.precision) for r in full.runs}
     assert max(r.steps for r in small.runs) <= smoke.STEPS
+    assert max(r.batch_size for r in small.runs) <= smoke.BATCH
+    assert {r.eval_max for r in small.runs} == {smoke.EVAL}
     assert '"smoke": true' in small.design() and '"smoke"' not in full.design()
 
 
@@ -81,10 +117,13 @@ def test_paper_scale_smoke_run_of_every_study(tmp_path):
     cfg["data"].update(fragment["data"])
     path = tmp_path / "smoke.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    # PyTorch's huge pages, as README's smoke command and docs/performance.md advise for
-    # paper-scale shapes on a CPU: Snakemake's worker threads re-fault every tensor over 64 MB
-    # at every step without them (this run: 23 min 13 s without, 18 min 58 s with, 2026-11-25/26)
-    run_snakemake(tmp_path, path, timeout=1800, env={host_memory.THP_ENV: "1"})
+    # With batches and evaluations capped, no tensor is large: the jobs give freed memory back
+    # (glibc's defaults), so the run's memory is what its jobs hold at once, not what each
+    # worker thread's arena once held.  The widest models stay (000 at width 1000, depth 200,
+    # float64: a 2-model shard asks for 6088 MB); Snakemake's memory resource runs such jobs one
+    # at a time, which keeps the test command under 8 GB
+    run_snakemake(tmp_path, path, "--resources", f"mem_mb={SMOKE_MEM_MB}", timeout=1800,
+                  env={host_memory.ENV: "0"})
     res = tmp_path / "results"
     for name in cfg["studies"]:
         claims = pd.read_parquet(res / name / "claims.parquet")

@@ -17,7 +17,8 @@ from ..runs import Shard
 log = logging.getLogger("sigprop.prune")
 
 
-PRUNE_GROUP = ("pruner", "sparsity", "prune_scope", "prune_rounds", "prune_batch", "dataset", "seed")
+PRUNE_GROUP = ("pruner", "sparsity", "prune_scope", "prune_rounds", "prune_batch", "prune_max",
+               "dataset", "seed")
 
 
 def prune_groups(shard: Shard) -> dict[tuple, list[int]]:
@@ -39,7 +40,8 @@ def shard_masks(shard: Shard, params: list[torch.Tensor], buffers: list[torch.Te
     Each group of :func:`prune_groups` is one :func:`sigprop.prune.compute_masks` call on its
     models' slices of the parameters and a class-balanced scoring batch of ``prune_batch``
     examples per class (003 Sec. 2.1; the authors' ``GraSP_fetch_data``) drawn with the runs'
-    :attr:`~sigprop.runs.RunSpec.prune_data_key`; data-agnostic pruners (random, magnitude,
+    :attr:`~sigprop.runs.RunSpec.prune_data_key` (its first ``prune_max`` examples when that is
+    set: the smoke run's cap); data-agnostic pruners (random, magnitude,
     SynFlow) get the same batch and ignore its values.  A run's mask is therefore a function
     of its initial weights, its pruning fields and the training data, whatever shard it is in.
     """
@@ -52,6 +54,8 @@ def shard_masks(shard: Shard, params: list[torch.Tensor], buffers: list[torch.Te
         run = shard.runs[idx[0]]
         ix = torch.tensor(idx, device=params[0].device)
         x, y = prune.class_balanced_batch(x_train, y_train, run.prune_batch, run.prune_data_key)
+        if run.prune_max:                 # grouped by class: the first classes' examples
+            x, y = x[:run.prune_max], y[:run.prune_max]
         x = x.unsqueeze(0).expand(len(idx), *x.shape)  # the group's models share the batch
         y = y.unsqueeze(0).expand(len(idx), *y.shape)
         keys = torch.tensor([shard.runs[i].key for i in idx], device=params[0].device,

@@ -452,10 +452,11 @@ class ShardTrainer:
     @torch.no_grad()
     def evaluate(self) -> None:
         d = self.data
-        n_tr = min(EVAL_TRAIN_MAX, d.x_train.shape[0])
+        cap = self.shard.runs[0].eval_max or None       # a shape field: one value per shard
+        n_tr = min(EVAL_TRAIN_MAX, d.x_train.shape[0], cap or EVAL_TRAIN_MAX)
         scores = {}
         for split, x, y in (("train", d.x_train[:n_tr], d.y_train[:n_tr]),
-                            ("test", d.x_test, d.y_test)):
+                            ("test", d.x_test[:cap], d.y_test[:cap])):
             if x.shape[0] == 0 or split not in self.eval_splits:
                 continue
             loss_sum = torch.zeros(self.M, dtype=torch.float64, device=self.device)
