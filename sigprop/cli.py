@@ -213,6 +213,9 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     pl.add_argument("--gpu", default="A100-80GB", help="the GPU shown in the table's per-block "
                                                        "columns [default: A100-80GB]")
     pl.add_argument("--no-calibrate", action="store_true", help="skip the CPU timing")
+    pl.add_argument("--recalibrate", action="store_true",
+                    help="time the CPU again instead of reusing the rates stored in "
+                         "results/plan/cpu_rates.json for this machine and torch version")
     pl.add_argument("--json", metavar="FILE", help="also write the whole plan as JSON")
     pl.add_argument("--resources", metavar="FILE",
                     help="write per-shard scheduler requests (runtime, mem_mb, gpu_mem_mb) for "
@@ -507,7 +510,7 @@ def _plan(args: dict) -> int:
         print(f"sigprop plan: {e}", file=sys.stderr)
         return 2
     result = P.plan(args["configfile"], args["config"], eff, not args["no_calibrate"],
-                    measured=measured)
+                    measured=measured, recalibrate=args["recalibrate"])
     if args["json"]:
         from . import atomic
         atomic.write_text(args["json"], json.dumps(_jsonable(result), indent=2) + "\n")

@@ -107,7 +107,7 @@ def test_profile_shard_names_where_a_training_step_goes(tmp_path):
     cfg, studies = plan.load(REPO / "config/config.yaml",
                              ["studies=[trainable_depth]", f"studies_dir={REPO / 'config/studies'}"])
     flops = {r["shard"]: r["flops"] for r in
-             plan.shard_costs(studies["trainable_depth"], cfg["data"]["options"], {})}
+             plan.shard_costs(studies["trainable_depth"], cfg["data"]["options"])}
     assert len(flops) > 1 and flops[out["shard"]] == max(flops.values())
     assert out["step_ms_profiled"] > 0 and out["page_faults_per_step"] >= 0
     ops = {o["op"]: o for o in out["ops"]}

@@ -157,7 +157,7 @@ def test_timed_shard_on_the_cpu_against_the_plan():
     assert out["gpu_key"] is None and "projected_s" not in out       # the CPU is no plan GPU
     one = types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task,
                                 eval_splits=st.eval_splits)
-    full = P.shard_costs(one, options, {})[0]       # the plan's costs of that one shard
+    full = P.shard_costs(one, options)[0]       # the plan's costs of that one shard
     assert out["full_shard"]["flops"] == pytest.approx(full["flops"])
     for g, spec in P.GPUS.items():
         assert out["full_shard"]["projected_s"][g] == pytest.approx(
@@ -236,7 +236,7 @@ def test_costliest_shard_is_the_plans_costliest():
     import types
     st, options = G._paper(None, "dropout_training")
     rows = P.shard_costs(types.SimpleNamespace(shards=st.shards, labels=st.labels, task=st.task,
-                                               eval_splits=st.eval_splits), options, {})
+                                               eval_splits=st.eval_splits), options)
     most = max(r["flops"] for r in rows)
     got = G.costliest_shard("dropout_training", candidates=1)
     assert got["flops"] == pytest.approx(most)

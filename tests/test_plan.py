@@ -33,7 +33,7 @@ def test_meta_flop_count_equals_the_analytic_count(width, depth, batch):
 
 def test_plan_covers_every_shard_and_projects_gpu_time(tmp_path):
     cfg = write_config(tmp_path, tiny_study(), shard_size=3)
-    p = P.plan(cfg, calibrate_cpu=True, efficiency=0.5)
+    p = P.plan(cfg, calibrate_cpu=True, efficiency=0.5, rates_file=tmp_path / "rates.json")
     (block,) = p["blocks"]
     _, studies = P.load(cfg)
     assert block["runs"] == 8 == len(studies["trainable_depth"].runs)
@@ -45,7 +45,7 @@ def test_plan_covers_every_shard_and_projects_gpu_time(tmp_path):
     # a shard's CPU time is its FLOPs at the rate plus its init stage, per parameter and byte
     rate = p["cpu_rates"]["fc"]
     assert rate["init_s_per_param"] > 0 and rate["io_s_per_byte"] > 0
-    rows = {r["shard"]: r for r in P.shard_costs(studies["trainable_depth"], {}, {})}
+    rows = {r["shard"]: r for r in P.shard_costs(studies["trainable_depth"], {})}
     for s in p["shards"]:
         r = rows[s["shard"]]
         assert r["param_bytes"] == 4 * r["params"] > 0       # float32 runs
@@ -143,3 +143,46 @@ def test_the_plan_and_the_snakefile_share_one_config_loader(tmp_path, monkeypatc
     assert len(calls) == 1 and "trainable_depth" in studies
     snakefile = (Path(__file__).resolve().parents[1] / "workflow" / "Snakefile").read_text()
     assert "STUDIES = load_run(config, _SOURCES, snakemake_validator(" in snakefile
+
+
+def test_cpu_rates_are_stored_per_machine_and_reused(tmp_path, monkeypatch):
+    """The calibration runs once per machine, torch version and shape: a second plan reuses the
+    stored rates (and says when they were measured), another machine or --recalibrate measures
+    again."""
+    calls = []
+    real = P.calibrate
+    monkeypatch.setattr(P, "calibrate", lambda shapes, *a, **k: calls.append(set(shapes))
+                        or real(shapes, seconds=0.05))
+    cfg = write_config(tmp_path, tiny_study(), shard_size=3)
+    rates = tmp_path / "plan" / "cpu_rates.json"
+    first = P.plan(cfg, efficiency=0.5, rates_file=rates)
+    assert calls == [{"fc"}] and rates.exists()
+    second = P.plan(cfg, efficiency=0.5, rates_file=rates)
+    assert len(calls) == 1 and second["cpu_rates"] == first["cpu_rates"]
+    assert second["cpu_rates_source"]["reused"] == ["fc"]
+    assert "reused for fc" in P.table(second) and "measured 20" in P.table(second)
+    P.plan(cfg, efficiency=0.5, rates_file=rates, recalibrate=True)
+    assert len(calls) == 2
+    data = json.loads(rates.read_text())
+    data["machine"]["cpu"] = "another processor"
+    rates.write_text(json.dumps(data))
+    P.plan(cfg, efficiency=0.5, rates_file=rates)
+    assert len(calls) == 3 and json.loads(rates.read_text())["machine"] == P.machine()
+    # a grid with another costliest shape is calibrated for that shape
+    P.plan(write_config(tmp_path / "wide", tiny_study(fixed={"width": 64}), shard_size=3),
+           efficiency=0.5, rates_file=rates)
+    assert len(calls) == 4
+
+
+@pytest.mark.parametrize("run, in_shape, n_out", [
+    (RunSpec(arch="fc", width=40, depth=4), (20,), 10),
+    (RunSpec(arch="resnet18", width=8, dataset="cifar10"), (3, 32, 32), 10),
+    (RunSpec(arch="densenet_fc", width=16, depth=3), (20,), 10),
+])
+def test_costs_extrapolated_in_the_batch_equal_direct_traces(run, in_shape, n_out):
+    """A shape met at three or more batches is traced at batches 2 and 3 and extrapolated: the
+    FLOPs and saved bytes equal those traced at each batch."""
+    costs = P.StepCosts({(P.step_shape(run), in_shape, n_out): {8, 32, 100}})
+    for batch in (8, 32, 100):
+        assert costs.get(run, in_shape, n_out, batch) == P.shape_cost(run, in_shape, n_out, batch)
+    assert len(costs.cache) == 5                    # batches 2 and 3 traced, three derived

@@ -9,6 +9,7 @@ arXiv:1806.03791.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -164,6 +165,14 @@ def run_labels(pairs: list[tuple[RunSpec, str]], filename: str = "<study>",
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _chi1_line(chi1: float, sigma_b2: float, keep_rate: float, activation: str) -> float:
+    """σ_w² on the line χ1 = ``chi1`` (:func:`sigprop.theory.meanfield.sigma_w2_for_chi1`), solved
+    once per distinct setting: a grid repeats each one for every seed and depth."""
+    from sigprop.theory import meanfield
+    return float(meanfield.sigma_w2_for_chi1(chi1, sigma_b2, keep_rate, activation))
+
+
 def derive(run: dict, derived: dict) -> dict:
     """Run fields computed from the others (a block's ``derived:`` mapping).
 
@@ -189,10 +198,9 @@ def derive(run: dict, derived: dict) -> dict:
     for field, spec in derived.items():
         (how, v), = spec.items()
         if field == "sigma_w2" and how == "chi1":
-            from sigprop.theory import meanfield
-            x = meanfield.sigma_w2_for_chi1(float(v), run.get("sigma_b2", defaults.sigma_b2),
-                                            run.get("keep_rate", defaults.keep_rate),
-                                            run.get("activation", defaults.activation))
+            x = _chi1_line(float(v), float(run.get("sigma_b2", defaults.sigma_b2)),
+                           float(run.get("keep_rate", defaults.keep_rate)),
+                           str(run.get("activation", defaults.activation)))
             if not np.isfinite(x):
                 raise ValueError(f"derived sigma_w2: no sigma_w2 gives chi1 = {v} for {run}")
         elif field == "lr" and how == "per_depth":

@@ -130,7 +130,10 @@ def _unit(bits: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def uniform(keys: torch.Tensor, stream: int, counters: torch.Tensor,
             dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Uniform numbers in (0, 1), shape ``[M, *counters.shape]``."""
+    """Uniform numbers in (0, 1), shape ``[M, *counters.shape]`` (on the ``meta`` device, which
+    holds shapes and no values, an empty tensor of that shape: nothing to hash)."""
+    if keys.device.type == "meta":
+        return torch.empty((keys.shape[0],) + tuple(counters.shape), dtype=dtype, device=keys.device)
     return _unit(hash_bits(keys, stream, counters), dtype)
 
 
@@ -141,6 +144,8 @@ def normal(keys: torch.Tensor, stream: int, shape: tuple[int, ...], offset: int 
     ``offset`` shifts the counter range so that several tensors drawn from the
     same stream (e.g. the weights of different layers) do not overlap.
     """
+    if keys.device.type == "meta":       # shapes only (sigprop plan's FLOP count)
+        return torch.empty((keys.shape[0],) + tuple(shape), dtype=dtype, device=keys.device)
     n = math.prod(shape)
     fast = _normal_uniforms(keys, stream, n, offset)
     if fast is not None:

@@ -346,7 +346,7 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
     pick = sorted(pick)
     sub = types.SimpleNamespace(shards=[st.shards[i] for i in pick], labels=st.labels,
                                 task=st.task, eval_splits=st.eval_splits)
-    rows = P.shard_costs(sub, options, {})
+    rows = P.shard_costs(sub, options)
     k = max(range(len(rows)), key=lambda j: rows[j]["flops"])
     return {"shard": rows[k]["shard"], "block": rows[k]["block"], "flops": rows[k]["flops"],
             "costed": len(rows), "shards": len(st.shards)}
@@ -401,7 +401,7 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
     shard, st, options = paper_shard(config, study, shard)
     r0 = shard.runs[0]
     in_shape, n_out, _, _ = P.dataset_dims(r0.dataset, options)
-    cache: dict = {}
+    cache = P.StepCosts()
     full = P.shard_costs(types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task,
                                                eval_splits=st.eval_splits), options, cache)[0]
     per_model = full["peak_bytes"] / len(shard.runs)
@@ -417,10 +417,7 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
                                      steps=10 ** 6, eval_every=10 ** 6)
                  for r in shard.runs[:m])
     cut = Shard(shard.study, runs)
-    shape = (runs[0].shape_key(), in_shape, n_out, P.shard_batch(cut))
-    if shape not in cache:
-        cache[shape] = P.shape_cost(runs[0], in_shape, n_out, P.shard_batch(cut))
-    cost = cache[shape]
+    cost = cache.get(runs[0], in_shape, n_out, P.shard_batch(cut))
     flops = m * cost.step_flops * steps
     dtype = set_precision_policy(r0.precision)
     data = bench.gaussian_data(max(4 * P.shard_batch(cut), 256), in_shape, max(n_out, 2), dev)

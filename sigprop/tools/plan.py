@@ -21,8 +21,10 @@ How each number is obtained:
   models scored together times the activations of the class-balanced scoring batch
   (Hayou et al. 2021, arXiv:2002.08797, Sec. 2.1: ``prune_batch`` examples per class, in one
   batch because BatchNorm runs in training mode).
-* **CPU time** is calibrated on the spot: a few real training steps of each family's costliest
-  shard (its models and batch cut until a step is at most :data:`CALIBRATION_FLOPS`) give the
+* **CPU time** is calibrated once per machine and torch version, and the rates stored in
+  :data:`CPU_RATES_FILE` (with the machine's description and the date) are reused by later plans
+  of the same shapes (``--recalibrate`` measures again): a few real training steps of each
+  family's costliest shard (its models and batch cut until a step is at most :data:`CALIBRATION_FLOPS`) give the
   CPU's achieved GFLOP/s for that family, and a shard's time is its FLOPs at that rate (small
   shards, dominated by per-step overhead, run slower than that), plus its init stage: drawing
   its parameters (the counter-based generator of :mod:`sigprop.nets.rng`, about 55 ns a
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 import tempfile
 import time
@@ -200,6 +203,65 @@ def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeC
                      sum(p.numel() for p in params), saved[0])
 
 
+STEP_FIELDS = ("arch", "width", "depth", "branch_depth", "head_depth", "head_width",
+               "activation", "precision", "alpha")
+"""The run fields one training step's FLOPs and saved bytes depend on, besides the data's shape
+and the batch (:func:`shape_cost`): shards that differ only in steps, evaluation or optimizer
+share one count."""
+
+
+def step_shape(run) -> tuple:
+    """The key of a run's step cost (:data:`STEP_FIELDS`)."""
+    return tuple(getattr(run, f) for f in STEP_FIELDS)
+
+
+class StepCosts:
+    """:func:`shape_cost` of each step shape and batch, counted once.  Counts are affine in the
+    batch (every tensor is per example or independent of the batch), so a shape met at three or
+    more batches (``batches``: the batches of each ``(step_shape, in_shape, n_out)`` in the run)
+    is traced at batches 2 and 3 and extrapolated exactly; ``tests/test_plan.py`` checks the
+    extrapolation against direct traces."""
+
+    def __init__(self, batches: dict | None = None):
+        self.batches = batches or {}
+        self.cache: dict = {}
+
+    def _trace(self, run, in_shape, n_out, batch) -> ShapeCost:
+        key = (step_shape(run), in_shape, n_out, batch)
+        if key not in self.cache:
+            self.cache[key] = shape_cost(run, in_shape, n_out, batch)
+        return self.cache[key]
+
+    def get(self, run, in_shape: tuple, n_out: int, batch: int) -> ShapeCost:
+        shape = (step_shape(run), in_shape, n_out)
+        key = shape + (batch,)
+        if key in self.cache:
+            return self.cache[key]
+        if len(self.batches.get(shape, ())) < 3 or batch in (2, 3):
+            return self._trace(run, in_shape, n_out, batch)
+        c2, c3 = self._trace(run, in_shape, n_out, 2), self._trace(run, in_shape, n_out, 3)
+        self.cache[key] = affine_in_batch(c2, c3, batch)
+        return self.cache[key]
+
+
+def affine_in_batch(c2: ShapeCost, c3: ShapeCost, batch: int) -> ShapeCost:
+    """The cost at ``batch`` from the costs at batches 2 and 3 (:class:`StepCosts`)."""
+    return ShapeCost(c2.step_flops + (batch - 2) * (c3.step_flops - c2.step_flops),
+                     c2.fwd_flops_per_example, c2.params,
+                     c2.act_bytes + (batch - 2) * (c3.act_bytes - c2.act_bytes))
+
+
+def step_batches(studies: dict, options: dict) -> dict:
+    """The shard batches of each ``(step_shape, in_shape, n_out)`` of the run (:class:`StepCosts`)."""
+    out: dict = {}
+    for study in studies.values():
+        for shard in study.shards:
+            r0 = shard.runs[0]
+            in_shape, n_out, _, _ = dataset_dims(r0.dataset, options)
+            out.setdefault((step_shape(r0), in_shape, n_out), set()).add(shard_batch(shard))
+    return out
+
+
 def shard_batch(shard) -> int:
     return max(r.micro_batch or r.batch_size for r in shard.runs)
 
@@ -221,28 +283,30 @@ def _prune_bytes(shard, c: ShapeCost, batch: int, n_classes: int, bytes_per: int
         if run.pruner not in DATA_PRUNERS:
             continue
         examples = run.prune_batch * max(1, n_classes)
+        examples = min(examples, run.prune_max or examples)
         best = max(best, len(idx) * (2 * bytes_per * c.params
                                      + c.act_bytes * examples // max(1, batch)))
     return best
 
 
-def shard_costs(study, options: dict, cache: dict) -> list[dict]:
-    """One dict per shard: block, models, FLOPs, peak bytes, and whether FLOPs are a proxy."""
+def shard_costs(study, options: dict, cache: StepCosts | None = None) -> list[dict]:
+    """One dict per shard: block, models, FLOPs, peak bytes, and whether FLOPs are a proxy
+    (``cache``: the step costs shared across studies)."""
+    cache = StepCosts() if cache is None else cache
     rows = []
     for shard in study.shards:
         r0 = shard.runs[0]
         in_shape, n_out, n_train, n_test = dataset_dims(r0.dataset, options)
         batch = shard_batch(shard)
-        key = (r0.shape_key(), in_shape, n_out, batch)
-        if key not in cache:
-            cache[key] = shape_cost(r0, in_shape, n_out, batch)
-        c = cache[key]
+        c = cache.get(r0, in_shape, n_out, batch)
         m = len(shard.runs)
         measure = study.task == "measure"
         steps = max(r.steps for r in shard.runs)      # a measure study may train (002)
         evals = 0 if measure else steps // max(1, min(r.eval_every for r in shard.runs)) + 1
         splits = study.eval_splits
-        n_eval = min(EVAL_TRAIN_MAX, n_train) * ("train" in splits) + n_test * ("test" in splits)
+        cap = r0.eval_max or max(EVAL_TRAIN_MAX, n_test)
+        n_eval = (min(EVAL_TRAIN_MAX, n_train, cap) * ("train" in splits)
+                  + min(n_test, cap) * ("test" in splits))
         flops = m * (c.step_flops * steps + c.fwd_flops_per_example * n_eval * evals)
         bytes_per = 8 if r0.precision == "float64" else 4
         mem = m * (bytes_per * c.params * (4 + _slots(r0)) + c.act_bytes)
@@ -271,6 +335,71 @@ def shard_floor_mb(study, shard, options: dict) -> float | None:
 
 CALIBRATION_FLOPS = 2e10
 """Most FLOPs one timed calibration step may take (models and batch are cut to fit)."""
+
+
+CPU_RATES_FILE = Path("results/plan/cpu_rates.json")
+"""Where the CPU calibration is stored, relative to the run's directory: rates per family and
+calibration shape, with the machine they were measured on (:func:`stored_rates`)."""
+
+
+def machine() -> dict:
+    """What a CPU calibration depends on: the processor, its cores, torch's version and threads."""
+    import os
+    import platform
+
+    import torch
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "torch": str(torch.__version__),
+            "threads": torch.get_num_threads()}
+
+
+def calibration_key(family: str, shape: tuple) -> str:
+    """The stored rate's key: the family and what sets its calibration step (run shape, input
+    shape, outputs, batch, models)."""
+    run, in_shape, n_out, batch, _flops, models = shape
+    return json.dumps([family, list(run.shape_key()), list(in_shape), n_out, batch, models])
+
+
+def stored_rates(families_shapes: dict, path: str | Path = CPU_RATES_FILE,
+                 recalibrate: bool = False) -> tuple[dict, dict]:
+    """The CPU rates of ``families_shapes`` (:func:`calibrate`'s argument): those stored in
+    ``path`` for this machine (:func:`machine`) and these shapes, the rest calibrated now and
+    stored; ``recalibrate`` measures every one again.  Returns ``(rates, source)``, the source
+    saying when each rate was measured and whether it came from the file."""
+    import datetime
+    path = Path(path)
+    here = machine()
+    stored = {}
+    if path.exists() and not recalibrate:
+        try:
+            data = json.loads(path.read_text())
+            if data.get("machine") == here:
+                stored = data.get("rates", {})
+        except (OSError, ValueError):
+            stored = {}
+    keys = {fam: calibration_key(fam, shape) for fam, shape in families_shapes.items()}
+    missing = {fam: shape for fam, shape in families_shapes.items() if keys[fam] not in stored}
+    fresh = calibrate(missing) if missing else {}
+    today = datetime.date.today().isoformat()
+    for fam, rate in fresh.items():
+        stored[keys[fam]] = {**rate, "measured": today}
+    if fresh:
+        from sigprop import atomic
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(path, json.dumps({"machine": here, "rates": stored}, indent=1,
+                                           sort_keys=True) + "\n")
+    rates = {fam: stored[keys[fam]] for fam in families_shapes}
+    source = {"file": str(path), "machine": here,
+              "measured": {fam: r["measured"] for fam, r in rates.items()},
+              "reused": sorted(set(families_shapes) - set(fresh))}
+    return rates, source
 
 
 def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
@@ -331,9 +460,11 @@ def cpu_seconds(shard_row: dict, rates: dict) -> float:
 
 def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None,
          efficiency: float | None = None, calibrate_cpu: bool = True,
-         gpus: dict | None = None, measured: dict | None = None) -> dict:
+         gpus: dict | None = None, measured: dict | None = None, recalibrate: bool = False,
+         rates_file: str | Path = CPU_RATES_FILE) -> dict:
     """The plan as a dict: ``blocks`` (one row per study and block), ``studies`` (totals),
-    ``cpu_rates`` (the calibration) and the assumptions.  GPU projections use ``efficiency``
+    ``cpu_rates`` (the calibration, stored in ``rates_file`` and reused: :func:`stored_rates`;
+    ``recalibrate`` measures again) and the assumptions.  GPU projections use ``efficiency``
     for every shard when given, else the efficiency measured on that GPU for the shard's study
     or family (``measured``, default :func:`measured_efficiencies`; :func:`efficiency_for`),
     else :data:`DEFAULT_EFFICIENCY`."""
@@ -352,7 +483,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
 
     config, studies = load(config_path, overrides)
     options = config["data"]["options"]
-    cache, per_study = {}, {}
+    cache, per_study = StepCosts(step_batches(studies, options)), {}
     fam_shapes = {}
     for name, study in studies.items():
         rows = shard_costs(study, options, cache)
@@ -365,7 +496,8 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                 fam_shapes[r0.arch] = (r["flops"], (r0, in_shape, n_out, shard_batch(shard),
                                                     r["step_flops"], len(shard.runs)))
     threads = torch.get_num_threads()
-    rates = calibrate({k: v[1] for k, v in fam_shapes.items()}) if calibrate_cpu else {}
+    rates, rates_source = (stored_rates({k: v[1] for k, v in fam_shapes.items()}, rates_file,
+                                        recalibrate) if calibrate_cpu else ({}, {}))
     blocks, totals, shards = [], {}, []
     for name, (study, rows) in per_study.items():
         for r in rows:
@@ -412,7 +544,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                                                                "torch", "source")}
                                     for g, e in measured.items() if g in gpus},
             "gpus": gpus, "cpu_threads": threads,
-            "cpu_rates": rates, "blocks": blocks, "studies": totals, "shards": shards,
+            "cpu_rates": rates, "cpu_rates_source": rates_source, "blocks": blocks, "studies": totals, "shards": shards,
             "notes": ["FLOPs of measure studies are a proxy (one forward + backward per model)",
                       "CPU times include the init stage (drawing, writing and reading the "
                       "parameters); GPU times do not",
@@ -506,8 +638,14 @@ def table(p: dict, gpu: str = "A100-80GB") -> str:
         out.append(f"| {name} | {t['scale']} | {t['runs']} | {t['shards']} | "
                    f"{t['flops_total'] / 1e15:.3g} | {_fmt_s(t['cpu_h_total'] * 3600)} | " +
                    " | ".join(f"{t[f'{g}_h_total']:.3g}" for g in p["gpus"]) + " |")
+    src = p.get("cpu_rates_source") or {}
+    when = ", ".join(sorted({f"{d}" for d in (src.get("measured") or {}).values()}))
+    how = (f"stored in {src.get('file')}, measured {when} on {src.get('machine', {}).get('cpu')}, "
+           f"torch {src.get('machine', {}).get('torch')}; reused for "
+           f"{', '.join(src.get('reused')) or 'none'} (--recalibrate measures again)" if src else "")
     cpu = (f" CPU rates measured on {p['cpu_threads']} threads: " +
-           ", ".join(f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in p["cpu_rates"].items()) + "."
+           ", ".join(f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in p["cpu_rates"].items()) +
+           (f" ({how})" if how else "") + "."
            if p["cpu_rates"] else " CPU not calibrated (--no-calibrate): no CPU times.")
     out += ["", efficiency_line(p, gpu) + cpu]
     out += [f"Note: {n}." for n in p["notes"]]

@@ -29,7 +29,7 @@ from sigprop.train import shard as engine
 def _costliest(config: dict, study) -> str:
     """The id of ``study``'s shard with the most FLOPs (:func:`sigprop.tools.plan.shard_costs`)."""
     from sigprop.tools.plan import shard_costs
-    rows = shard_costs(study, config["data"]["options"], {})
+    rows = shard_costs(study, config["data"]["options"])
     return max(rows, key=lambda r: r["flops"])["shard"]
 
 
