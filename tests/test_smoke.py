@@ -3,6 +3,7 @@ paper-scale smoke run on stand-in raw files (slow: the real workflow, every stud
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 
@@ -18,7 +19,7 @@ from sigprop.runs import RunSpec
 from sigprop.train import host_memory
 
 
-SMOKE_MEM_MB = 6500
+SMOKE_MEM_MB = 3500
 """The memory the smoke run's jobs may ask for at once (their declared floors, rules/common.smk)."""
 
 
@@ -46,6 +47,14 @@ def test_smoke_keeps_the_first_runs_of_every_block_with_few_steps():
         [(RunSpec(batch_size=16, seed=1), "(c)")]
     kept = [r for r, _ in smoke.smoke_pairs(sweep)]
     assert [(r.batch_size, r.seed) for r in kept] == [(smoke.BATCH, 0), (smoke.BATCH, 1)]
+
+
+def test_a_block_of_very_wide_models_keeps_one_run():
+    wide = RunSpec(arch="fc", dataset="mnist", width=1000, depth=200, precision="float64")
+    assert smoke.models_for(wide) == 1 and smoke.models_for(RunSpec()) == smoke.MODELS
+    pairs = [(dataclasses.replace(wide, seed=k), "(w)") for k in range(3)] + \
+        [(RunSpec(seed=k), "(n)") for k in range(3)]
+    assert [lab for _, lab in smoke.smoke_pairs(pairs)] == ["(w)", "(n)", "(n)"]
 
 
 def test_the_capped_evaluation_scores_at_most_eval_max_examples():
@@ -120,8 +129,8 @@ def test_paper_scale_smoke_run_of_every_study(tmp_path):
     # With batches and evaluations capped, no tensor is large: the jobs give freed memory back
     # (glibc's defaults), so the run's memory is what its jobs hold at once, not what each
     # worker thread's arena once held.  The widest models stay (000 at width 1000, depth 200,
-    # float64: a 2-model shard asks for 6088 MB); Snakemake's memory resource runs such jobs one
-    # at a time, which keeps the test command under 8 GB
+    # float64, one model a shard: about 3 GB asked for); Snakemake's memory resource runs such
+    # jobs one at a time, which keeps the test command under 8 GB
     run_snakemake(tmp_path, path, "--resources", f"mem_mb={SMOKE_MEM_MB}", timeout=1800,
                   env={host_memory.ENV: "0"})
     res = tmp_path / "results"

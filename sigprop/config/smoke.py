@@ -26,6 +26,10 @@ import pandas as pd
 from sigprop.runs import RunSpec
 
 MODELS = 2   # runs kept per block (the first of its grid)
+WIDE_MODEL_BYTES = 2 ** 30
+"""A block whose model's parameters take more than this keeps one run: its shard is the same
+batched code with one model, and the smoke run's memory stays below 8 GB (000's width-1000,
+depth-200 float64 nets are 1.6 GB a model, which their init copies and writes)."""
 # optimizer steps per run, at most.  Not 1: jacobian_moments reads steps == 1 as "measured at
 # initialization" and steps > 1 as a kernel-regime run, so a cap of 1 would turn its kernel runs
 # into initialization runs and leave its kernel figure without data
@@ -39,17 +43,29 @@ EVAL = 8          # examples of each split an evaluation scores, at most
 def smoke_pairs(pairs: list[tuple[RunSpec, str]]) -> list[tuple[RunSpec, str]]:
     """``(run, block label)`` pairs of a study reduced for the smoke run: per label, the first
     :data:`MODELS` distinct runs once :func:`capped` (two runs of a batch-size sweep may become
-    one)."""
+    one), or one for a block of very wide models (:func:`models_for`)."""
     seen: dict[str, set] = {}
     out = []
     for run, label in pairs:
         run = capped(run)
         ids = seen.setdefault(label, set())
-        if len(ids) >= MODELS or run.run_id in ids:
+        if len(ids) >= models_for(run) or run.run_id in ids:
             continue
         ids.add(run.run_id)
         out.append((run, label))
     return out
+
+
+def models_for(run: RunSpec) -> int:
+    """Runs kept of a block whose first kept run is ``run``: :data:`MODELS`, or one where a
+    model's parameters exceed :data:`WIDE_MODEL_BYTES` (counted exactly where the family's
+    shapes are known without building it, :func:`sigprop.sizing.param_count`)."""
+    from sigprop.data import registry
+    from sigprop.sizing import param_count
+    spec = registry.get(run.dataset)
+    n = param_count(run, spec.input_shape, spec.n_classes or 1)
+    bytes_per = 8 if run.precision == "float64" else 4
+    return 1 if n is not None and n * bytes_per > WIDE_MODEL_BYTES else MODELS
 
 
 def capped(run: RunSpec) -> RunSpec:
