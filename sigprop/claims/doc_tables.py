@@ -81,7 +81,8 @@ def block(paper: str, scale: str, df: pd.DataFrame, source: str,
     if len(rest):
         san, ctl = rest[rest.kind == "sanity"], rest[rest.kind == "control"]
         bad = int(san.verdict.isin(["fail", "inconclusive"]).sum())
-        controls = (f", {len(ctl)} power controls ({int((ctl.verdict == 'inconclusive').sum())} "
+        controls = (f", {len(ctl)} power control{'s' if len(ctl) != 1 else ''} "
+                    f"({int((ctl.verdict == 'inconclusive').sum())} "
                     f"underpowered, {int((ctl.verdict == 'fail').sum())} failing)"
                     if len(ctl) else "")
         lines.append(f"Not counted and not listed here: {len(san)} sanity checks ({bad} not "

@@ -63,7 +63,8 @@ def tally_line(df: pd.DataFrame) -> str:
         parts.append(f"{t['beyond']} beyond the paper, not counted ({t['beyond_pass']} pass)")
     parts.append(f"{t['sanity']} sanity checks, not counted ({t['sanity_failing']} not passing)")
     if t.get("control"):
-        parts.append(f"{t['control']} power controls, not counted ({t['control_pass']} pass, "
+        parts.append(f"{t['control']} power control{'s' if t['control'] != 1 else ''}, not counted "
+                     f"({t['control_pass']} pass, "
                      f"{t['control_underpowered']} underpowered, {t['control_failing']} fail)")
     if t.get("summary"):
         parts.append(f"{t['summary']} pooled summaries, not counted (their measurements are "
