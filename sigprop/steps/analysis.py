@@ -257,6 +257,20 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
     return df
 
 
+def read_paper_claims(paper: str, claims_path: str, studies: list[str]):
+    """A paper's merged claims table (:func:`paper_claims`), checked to hold exactly the paper's
+    configured studies and to be stamped for them."""
+    claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
+    got = sorted(map(str, set(claims.study)))
+    if got != sorted(studies):
+        raise tables.TableError(
+            f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
+            f"paper {paper}'s studies {sorted(studies)}: {tables.rebuild_hint(claims_path)}")
+    tables.check_stamp(claims_path, {"kind": "paper_claims", "paper": paper,
+                                     "studies": sorted(studies)})
+    return claims
+
+
 def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str,
                 evidence: list[str], provenance: list[str], png: str, pdf: str, front: str,
                 coverage_json: str = "{}"):
@@ -273,14 +287,7 @@ def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str
     from sigprop.figures import save, use_agg
     from sigprop.steps.jobs import FIGURE_LOCK
     use_agg()
-    claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
-    got = sorted(map(str, set(claims.study)))
-    if got != sorted(studies):
-        raise tables.TableError(
-            f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
-            f"paper {paper}'s studies {sorted(studies)}: {tables.rebuild_hint(claims_path)}")
-    tables.check_stamp(claims_path, {"kind": "paper_claims", "paper": paper,
-                                     "studies": sorted(studies)})
+    claims = read_paper_claims(paper, claims_path, studies)
     info = json.loads(info_json)
     committed, prov = committed_claims(list(evidence), list(provenance), info)
     m = verdict_matrix(claims, committed)
@@ -311,14 +318,7 @@ def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md
     must be those of the paper's configured studies."""
     from sigprop import papers
     from sigprop.claims.render import write_table
-    claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
-    got = sorted(map(str, set(claims.study)))
-    if got != sorted(studies):
-        raise tables.TableError(
-            f"{claims_path}: holds the claims of studies {got}; the workflow expects those of "
-            f"paper {paper}'s studies {sorted(studies)}: {tables.rebuild_hint(claims_path)}")
-    tables.check_stamp(claims_path, {"kind": "paper_claims", "paper": paper,
-                                     "studies": sorted(studies)})
+    claims = read_paper_claims(paper, claims_path, studies)
     parts = papers.table_function(paper, table)(claims)
     note = papers.coverage_note(json.loads(coverage_json))
     write_table(parts, md, csv, title=f"{papers.title(paper)}: {table}"

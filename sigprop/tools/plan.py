@@ -343,21 +343,14 @@ calibration shape, with the machine they were measured on (:func:`stored_rates`)
 
 
 def machine() -> dict:
-    """What a CPU calibration depends on: the processor, its cores, torch's version and threads."""
+    """What a CPU calibration depends on: the processor (:func:`sigprop.tools.bench.machine`),
+    its cores, torch's version and threads."""
     import os
-    import platform
 
-    import torch
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count(), "torch": str(torch.__version__),
-            "threads": torch.get_num_threads()}
+    from sigprop.tools.bench import machine as described
+    m = described()
+    return {"cpu": m.get("cpu_model") or m["cpu"], "cores": os.cpu_count(), "torch": m["torch"],
+            "threads": m["threads"]}
 
 
 def calibration_key(family: str, shape: tuple) -> str:
