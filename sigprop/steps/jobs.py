@@ -1,13 +1,12 @@
 """Running a workflow step from a rule's ``run:`` block.
 
 Locally, the default profile sets ``force-use-threads``: every job's ``run:`` block is a thread
-of the one Snakemake process.  :func:`run_job` then runs the step in a worker process forked
-from a server that imported torch, pandas, matplotlib and the step modules once
-(``multiprocessing``'s forkserver), so no job pays an interpreter's start-up (torch alone takes
-2.3 s to import) and no two jobs share one interpreter lock.  Steps in threads of one process
-wait for each other at every torch call: a width-17 shard of 105 models took 580 times longer
-beside a pure-Python thread than alone (docs/performance.md, "Where jobs run").  On a cluster
-each job is its own Snakemake process and forks one worker the same way.
+of the one Snakemake process, and :func:`run_job` sends the step to a worker process forked from
+a server that imported torch, pandas, matplotlib and the package once
+(:mod:`sigprop.steps.workers`): no job pays an interpreter's start-up (torch alone takes 2.3 s
+to import) and no two jobs share one interpreter lock (steps in threads of one process wait for
+each other at every torch call: docs/performance.md, "Where jobs run").  On a cluster each job
+is its own Snakemake process and forks one worker the same way.
 
 What that asks of a step: its arguments and result are picklable (paths, JSON, dicts; a step
 that is not, such as a closure, runs in the calling thread instead), and its log goes to its own
@@ -23,11 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import os
 import pickle
-import signal
-import sys
 import threading
 import time
 from pathlib import Path
@@ -77,8 +73,8 @@ def job_log(path: str | Path | None):
 
 def run_job(log, fn, *args, **kwargs):
     """Run one step (``fn(*args, **kwargs)``) with its log in the rule's first log file: in a
-    worker process (see the module docstring) unless ``SIGPROP_JOB_PROCESSES=0`` or the step
-    cannot be sent to one, then in the calling thread."""
+    worker process (:mod:`sigprop.steps.workers`) unless ``SIGPROP_JOB_PROCESSES=0`` or the
+    step cannot be sent to one, then in the calling thread."""
     path = log if isinstance(log, (str, Path)) or log is None else (log[0] if len(log) else None)
     path = None if path is None else str(path)
     args, kwargs = _plain(args), _plain(kwargs)
@@ -88,22 +84,26 @@ def run_job(log, fn, *args, **kwargs):
         except Exception:           # a closure or an open handle: run it here
             payload = None
         if payload is not None:
-            return _in_worker(path, payload)
+            from sigprop.steps import workers
+            return workers.run(path, payload)
     return _run_here(path, fn, args, kwargs)
 
 
 def in_processes() -> bool:
     """Whether :func:`run_job` sends steps to worker processes: not with
-    ``SIGPROP_JOB_PROCESSES=0``, nor where the forkserver start method is missing (Windows)."""
-    return (os.environ.get("SIGPROP_JOB_PROCESSES", "1") != "0"
-            and "forkserver" in multiprocessing.get_all_start_methods())
+    ``SIGPROP_JOB_PROCESSES=0``, nor off Linux."""
+    from sigprop.steps import workers
+    return os.environ.get("SIGPROP_JOB_PROCESSES", "1") != "0" and workers.available()
 
 
-def _run_here(path, fn, args, kwargs):
+def _run_here(path, fn, args, kwargs, peak=None):
     with job_log(path) as lg:
         t0 = time.time()
         out = fn(*args, **kwargs)
-        lg.info("done in %.2fs", time.time() - t0)
+        if peak is None:
+            lg.info("done in %.2fs", time.time() - t0)
+        else:
+            lg.info("done in %.2fs, peak RSS %.0f MB", time.time() - t0, peak())
         return out
 
 
@@ -119,83 +119,6 @@ def _plain(x):
     if isinstance(x, dict):
         return {k: _plain(v) for k, v in x.items()}
     return x
-
-
-# imported once by the forkserver, so every worker starts with them ("__main__", the Snakemake
-# script, so that a worker does not run it again)
-PRELOAD = ["__main__", "torch", "pandas", "matplotlib", "sigprop.steps.shards",
-           "sigprop.steps.analysis"]
-_context_lock = threading.Lock()
-_context = None
-
-
-def _worker_context():
-    global _context
-    with _context_lock:
-        if _context is None:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(PRELOAD)
-            _context = ctx
-        return _context
-
-
-def _in_worker(path, payload: bytes):
-    ctx = _worker_context()
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker_main, args=(send, path, payload), daemon=False)
-    proc.start()
-    send.close()
-    try:
-        outcome = receive.recv()
-    except EOFError:                # the worker died without a word: killed
-        outcome = None
-    finally:
-        receive.close()
-    proc.join()
-    if outcome is None:
-        code = proc.exitcode
-        why = (f"killed by signal {-code}" + (" (out of memory?)" if -code == signal.SIGKILL
-                                               else "")) if code and code < 0 else f"exit code {code}"
-        msg = f"the job's worker process ended without a result: {why}"
-        if path:
-            with open(path, "a") as f:
-                f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR sigprop: job failed: {msg}\n")
-        raise RuntimeError(msg)
-    status, value = outcome
-    if status == "ok":
-        return value
-    raise value
-
-
-def _worker_main(conn, path, payload: bytes) -> None:
-    """The worker: die with the forkserver (so an interrupted Snakemake leaves no job
-    running), run the step with its log, send back its result or its exception."""
-    _die_with_parent()
-    try:
-        fn, args, kwargs = pickle.loads(payload)
-        out = _run_here(path, fn, args, kwargs)
-        try:
-            conn.send(("ok", out))
-        except Exception:           # an unpicklable result: the rules use none
-            conn.send(("ok", None))
-    except BaseException as e:     # logged with its traceback by job_log
-        try:
-            conn.send(("error", e))
-        except Exception:
-            conn.send(("error", RuntimeError(f"{type(e).__name__}: {e}")))
-    finally:
-        conn.close()
-        sys.stdout.flush()
-        sys.stderr.flush()
-
-
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        import ctypes
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
 
 
 class _PrecisionGate:

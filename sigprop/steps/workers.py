@@ -1,0 +1,264 @@
+"""Worker processes for the jobs of a local run: a fork server outside Snakemake's process tree.
+
+:func:`sigprop.steps.jobs.run_job` sends each step here.  The first step of a run starts one
+server: a Python process that imports torch, pandas, matplotlib and every module of
+``sigprop`` once (:func:`preload`, about 2 s), then forks one worker per step.  A worker starts
+with all of that imported (a fork takes ~20 ms), runs the step in its main thread, sends back
+the result or the exception and exits, so:
+
+- no two jobs share an interpreter lock (jobs in threads of one process wait for each other at
+  every torch call: docs/performance.md, "Where jobs run");
+- a job's memory goes back to the system when it ends, and its peak is its own (logged as
+  ``peak RSS`` at the end of its log);
+- the server is started through an intermediate process that exits at once, so it and its
+  workers are not in Snakemake's process tree: Snakemake's ``benchmark:`` sampler, which reads
+  the memory map of every process under Snakemake twice a second for each job's first 15
+  seconds, reads only Snakemake's own (its wall time ``s`` is the job's; its memory and CPU
+  columns are Snakemake's process, as they were for jobs in threads).
+
+The server stays in Snakemake's process group, so a signal to the group (Ctrl-C, a scheduler
+stopping or killing the job) reaches every worker; it exits when the Snakemake process that
+started it does (it watches a pipe whose other end only that process holds), and each worker
+dies with the server (Linux's parent-death signal), so an interrupted run leaves no job
+running.  Linux only (``fork`` after
+the imports, ``prctl``); elsewhere steps run in the calling thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import pickle
+import resource
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+STARTUP_TIMEOUT_S = 120.0
+_lock = threading.Lock()
+_server: dict | None = None      # {"socket": path, "alive": write end of the pipe, "pid": ...}
+
+
+def available() -> bool:
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+# -- the client side (threads of the Snakemake process) ------------------------------------------
+
+def run(path: str | None, payload: bytes):
+    """Run the pickled step ``payload`` (``(fn, args, kwargs)``) in a worker with its log at
+    ``path``; return its result or raise its exception."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(_ensure_server())
+        _send(sock, pickle.dumps((path, payload)))
+        reply = _recv(sock)
+    finally:
+        sock.close()
+    if reply is None:
+        raise RuntimeError("the job's worker process ended without a result (killed, e.g. for "
+                           "memory?); its log ends with how it ended")
+    status, value = pickle.loads(reply)
+    if status == "ok":
+        return value
+    raise value
+
+
+def _ensure_server() -> str:
+    global _server
+    with _lock:
+        if _server is not None and Path(_server["socket"]).exists():
+            return _server["socket"]
+        folder = tempfile.mkdtemp(prefix="sigprop-workers-")
+        sock_path = os.path.join(folder, "s")
+        read_end, write_end = os.pipe()      # not inherited by anything else this process runs
+        launch = [sys.executable, "-c", "from sigprop.steps.workers import _launch; _launch()",
+                  sock_path, str(read_end), json.dumps(sys.path)]
+        subprocess.run(launch, pass_fds=(read_end,), check=True, stdin=subprocess.DEVNULL)
+        os.close(read_end)
+        t0 = time.time()
+        while not os.path.exists(sock_path):
+            if time.time() - t0 > STARTUP_TIMEOUT_S:
+                raise RuntimeError(f"the worker server did not start within {STARTUP_TIMEOUT_S:.0f} s "
+                                   f"(socket {sock_path}); set SIGPROP_JOB_PROCESSES=0 to run "
+                                   "steps in Snakemake's threads")
+            time.sleep(0.02)
+        _server = {"socket": sock_path, "alive": write_end}
+        return sock_path
+
+
+def _send(sock: socket.socket, data: bytes) -> None:
+    sock.sendall(struct.pack("!Q", len(data)) + data)
+
+
+def _recv(sock: socket.socket) -> bytes | None:
+    head = _recv_exactly(sock, 8)
+    if head is None:
+        return None
+    return _recv_exactly(sock, struct.unpack("!Q", head)[0])
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        b = sock.recv(min(n - got, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+# -- the server ----------------------------------------------------------------------------------
+
+def _launch() -> None:
+    """The intermediate process: fork the server and exit, so that the server is adopted by
+    the system and is not a descendant of Snakemake."""
+    sock_path, alive_fd, path = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+    if os.fork():
+        os._exit(0)
+    # still in Snakemake's process group: a signal to the group (Ctrl-C, a scheduler's kill)
+    # reaches the workers too
+    sys.path[:] = path
+    _serve(sock_path, alive_fd)
+
+
+def preload() -> None:
+    """Import what the steps use, once, in the server (workers inherit it)."""
+    import importlib
+    import pkgutil
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+    import pandas  # noqa: F401
+    import torch  # noqa: F401
+
+    import sigprop
+    for m in pkgutil.walk_packages(sigprop.__path__, "sigprop."):
+        if m.name.startswith(("sigprop.tools", "sigprop.studies.template")):
+            continue
+        try:
+            importlib.import_module(m.name)
+        except Exception:        # an optional module missing here fails in its job, not here
+            pass
+
+
+def _serve(sock_path: str, alive_fd: int) -> None:
+    for fd in (0, 1, 2):        # no terminal: the steps log to their files
+        try:
+            os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+        except OSError:
+            pass
+    preload()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    tmp = sock_path + ".tmp"
+    listener.bind(tmp)
+    listener.listen(64)
+    os.rename(tmp, sock_path)     # the client waits for this name: the server is ready
+    logs: dict[int, str | None] = {}
+    wake_r, wake_w = os.pipe()      # a worker's end wakes the loop, which reaps it at once
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    try:
+        while True:
+            ready, _, _ = select.select([listener, alive_fd, wake_r], [], [], 5.0)
+            if wake_r in ready:
+                while True:
+                    try:
+                        if not os.read(wake_r, 512):
+                            break
+                    except BlockingIOError:
+                        break
+            _reap(logs)
+            if alive_fd in ready:          # Snakemake has exited: so do we (and the workers)
+                return
+            if listener in ready:
+                conn, _ = listener.accept()
+                request = _recv(conn)
+                if request is None:
+                    conn.close()
+                    continue
+                path, payload = pickle.loads(request)
+                pid = os.fork()
+                if pid == 0:
+                    listener.close()
+                    for fd in (alive_fd, wake_r, wake_w):
+                        os.close(fd)
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    _worker(conn, path, payload)      # never returns
+                conn.close()
+                logs[pid] = path
+    finally:
+        listener.close()
+        try:
+            os.unlink(sock_path)
+            os.rmdir(os.path.dirname(sock_path))
+        except OSError:
+            pass
+
+
+def _reap(logs: dict) -> None:
+    """Collect ended workers; one that did not end normally leaves a line in its job's log."""
+    while logs:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        path = logs.pop(pid, None)
+        if os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status)):
+            why = (f"killed by signal {os.WTERMSIG(status)}"
+                   + (" (out of memory?)" if os.WTERMSIG(status) == signal.SIGKILL else "")
+                   if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}")
+            if path:
+                with open(path, "a") as f:
+                    f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR sigprop: job failed: "
+                            f"its worker process (pid {pid}) was {why}\n")
+
+
+def _worker(conn: socket.socket, path: str | None, payload: bytes) -> None:
+    code = 0
+    try:
+        if sys.platform.startswith("linux"):
+            try:   # die with the server (PR_SET_PDEATHSIG)
+                ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+            except (OSError, AttributeError):
+                pass
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        from sigprop.steps.jobs import _run_here
+        try:
+            fn, args, kwargs = pickle.loads(payload)
+            out = _run_here(path, fn, args, kwargs, peak=_peak_rss_mb)
+            try:
+                reply = pickle.dumps(("ok", out))
+            except Exception:        # an unpicklable result: the rules use none
+                reply = pickle.dumps(("ok", None))
+        except BaseException as e:  # logged with its traceback by job_log
+            try:
+                reply = pickle.dumps(("error", e))
+            except Exception:
+                reply = pickle.dumps(("error", RuntimeError(f"{type(e).__name__}: {e}")))
+        _send(conn, reply)
+        conn.close()
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident size in MB (Linux reports kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

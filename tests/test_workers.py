@@ -1,0 +1,83 @@
+"""sigprop.steps.workers: steps of a local run in forked worker processes, outside Snakemake's
+process tree, with their errors, their end and the server's end handled."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from sigprop.steps import workers
+from sigprop.steps.jobs import run_job
+
+pytestmark = pytest.mark.skipif(not workers.available(), reason="worker processes need Linux")
+
+
+def test_a_step_runs_in_a_worker_outside_the_callers_process_tree(tmp_path, monkeypatch):
+    monkeypatch.delenv("SIGPROP_JOB_PROCESSES", raising=False)
+    log = tmp_path / "a.log"
+    pid = run_job([str(log)], os.getpid)
+    assert pid != os.getpid()
+    assert pid not in {p.pid for p in psutil.Process().children(recursive=True)}
+    text = log.read_text()
+    assert "done in" in text and "peak RSS" in text
+    # the next step forks a new worker from the same server
+    assert run_job([str(log)], os.getppid) == run_job([str(log)], os.getppid)
+    assert run_job([str(log)], os.getpid) != pid
+
+
+def test_an_error_keeps_its_type_and_its_traceback_goes_to_the_log(tmp_path):
+    log = tmp_path / "b.log"
+    with pytest.raises(ValueError, match="invalid literal"):
+        run_job([str(log)], int, "not a number")
+    text = log.read_text()
+    assert "job failed: ValueError" in text and "Traceback" in text
+
+
+def test_a_killed_worker_fails_its_job_and_says_how_in_the_log(tmp_path):
+    log = tmp_path / "c.log"
+    with pytest.raises(RuntimeError, match="ended without a result"):
+        run_job([str(log)], signal.raise_signal, signal.SIGKILL)
+    t0 = time.time()
+    while "killed by signal 9" not in log.read_text() and time.time() - t0 < 10:
+        time.sleep(0.05)
+    assert "killed by signal 9 (out of memory?)" in log.read_text()
+
+
+def test_without_processes_a_step_runs_in_the_calling_thread(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIGPROP_JOB_PROCESSES", "0")
+    assert run_job([str(tmp_path / "d.log")], os.getpid) == os.getpid()
+
+
+def test_a_step_that_cannot_be_pickled_runs_in_the_calling_thread(tmp_path):
+    assert run_job([str(tmp_path / "e.log")], lambda: os.getpid()) == os.getpid()
+
+
+STARTER = """
+import os, sys
+sys.path.insert(0, {root!r})
+from sigprop.steps.jobs import run_job
+print(run_job(None, os.getppid), flush=True)    # the worker's parent: the server
+"""
+
+
+def test_the_server_ends_when_the_process_that_started_it_does(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", STARTER.format(root=root)], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "SIGPROP_JOB_PROCESSES": "1"})
+    server = int(out.stdout.strip())
+    t0 = time.time()
+    while psutil.pid_exists(server) and time.time() - t0 < 15:
+        try:
+            if psutil.Process(server).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.1)
+    alive = psutil.pid_exists(server) and psutil.Process(server).status() != psutil.STATUS_ZOMBIE
+    assert not alive, "the worker server outlived the process that started it"
