@@ -10,7 +10,7 @@ is its own Snakemake process and forks one worker the same way.
 
 What that asks of a step: its arguments and result are picklable (paths, JSON, dicts; a step
 that is not, such as a closure, runs in the calling thread instead), and its log goes to its own
-file: :func:`job_log` takes only the records of the job's thread and writes an uncaught error
+file: :func:`sigprop.steps.workers.job_log` takes only the records of the job's thread and writes an uncaught error
 there with its traceback before re-raising it (Snakemake then reports the job as failed and the
 log says why).  ``SIGPROP_JOB_PROCESSES=0`` runs every step in the calling thread (for a
 debugger); steps in threads share process-wide settings, which stay guarded: torch's thread
@@ -21,54 +21,15 @@ count is set only when it changes, TF32 jobs never overlap jobs that need IEEE f
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import pickle
 import threading
-import time
 from pathlib import Path
 
+from sigprop.steps import workers
+from sigprop.steps.workers import run_logged
+
 FIGURE_LOCK = threading.Lock()
-
-
-class _ThreadFilter(logging.Filter):
-    def __init__(self, ident: int):
-        super().__init__()
-        self.ident = ident
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.thread == self.ident
-
-
-def _root_ready() -> logging.Logger:
-    root = logging.getLogger("sigprop")
-    root.setLevel(logging.INFO)
-    root.propagate = False        # the job logs are the files; Snakemake's output stays its own
-    return root
-
-
-@contextlib.contextmanager
-def job_log(path: str | Path | None):
-    """Records of the ``sigprop`` loggers made in this thread go to ``path`` while the block
-    runs; an exception is logged there with its traceback and re-raised."""
-    root = _root_ready()
-    handler = None
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, mode="w")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        handler.addFilter(_ThreadFilter(threading.get_ident()))
-        root.addHandler(handler)
-    try:
-        yield logging.getLogger("sigprop")
-    except BaseException as e:
-        logging.getLogger("sigprop").error("job failed: %s: %s", type(e).__name__, e,
-                                           exc_info=True)
-        raise
-    finally:
-        if handler is not None:
-            root.removeHandler(handler)
-            handler.close()
 
 
 def run_job(log, fn, *args, **kwargs):
@@ -84,27 +45,14 @@ def run_job(log, fn, *args, **kwargs):
         except Exception:           # a closure or an open handle: run it here
             payload = None
         if payload is not None:
-            from sigprop.steps import workers
             return workers.run(path, payload)
-    return _run_here(path, fn, args, kwargs)
+    return run_logged(path, fn, args, kwargs)
 
 
 def in_processes() -> bool:
     """Whether :func:`run_job` sends steps to worker processes: not with
     ``SIGPROP_JOB_PROCESSES=0``, nor off Linux."""
-    from sigprop.steps import workers
     return os.environ.get("SIGPROP_JOB_PROCESSES", "1") != "0" and workers.available()
-
-
-def _run_here(path, fn, args, kwargs, peak=None):
-    with job_log(path) as lg:
-        t0 = time.time()
-        out = fn(*args, **kwargs)
-        if peak is None:
-            lg.info("done in %.2fs", time.time() - t0)
-        else:
-            lg.info("done in %.2fs, peak RSS %.0f MB", time.time() - t0, peak())
-        return out
 
 
 def _plain(x):

@@ -26,8 +26,10 @@ the imports, ``prctl``); elsewhere steps run in the calling thread.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
+import logging
 import os
 import pickle
 import resource
@@ -49,6 +51,59 @@ _server: dict | None = None      # {"socket": path, "alive": write end of the pi
 
 def available() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+class _ThreadFilter(logging.Filter):
+    def __init__(self, ident: int):
+        super().__init__()
+        self.ident = ident
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread == self.ident
+
+
+def _root_ready() -> logging.Logger:
+    root = logging.getLogger("sigprop")
+    root.setLevel(logging.INFO)
+    root.propagate = False        # the job logs are the files; Snakemake's output stays its own
+    return root
+
+
+@contextlib.contextmanager
+def job_log(path: str | Path | None):
+    """Records of the ``sigprop`` loggers made in this thread go to ``path`` while the block
+    runs; an exception is logged there with its traceback and re-raised."""
+    root = _root_ready()
+    handler = None
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, mode="w")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(_ThreadFilter(threading.get_ident()))
+        root.addHandler(handler)
+    try:
+        yield logging.getLogger("sigprop")
+    except BaseException as e:
+        logging.getLogger("sigprop").error("job failed: %s: %s", type(e).__name__, e,
+                                           exc_info=True)
+        raise
+    finally:
+        if handler is not None:
+            root.removeHandler(handler)
+            handler.close()
+
+
+def run_logged(path, fn, args, kwargs, peak=None):
+    """``fn(*args, **kwargs)`` with its log in ``path`` (:func:`job_log`), ending with how long
+    it took (and ``peak()``, the peak resident size in MB, when given)."""
+    with job_log(path) as lg:
+        t0 = time.time()
+        out = fn(*args, **kwargs)
+        if peak is None:
+            lg.info("done in %.2fs", time.time() - t0)
+        else:
+            lg.info("done in %.2fs, peak RSS %.0f MB", time.time() - t0, peak())
+        return out
 
 
 # -- the client side (threads of the Snakemake process) ------------------------------------------
@@ -238,10 +293,9 @@ def _worker(conn: socket.socket, path: str | None, payload: bytes) -> None:
             except (OSError, AttributeError):
                 pass
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        from sigprop.steps.jobs import _run_here
         try:
             fn, args, kwargs = pickle.loads(payload)
-            out = _run_here(path, fn, args, kwargs, peak=_peak_rss_mb)
+            out = run_logged(path, fn, args, kwargs, peak=_peak_rss_mb)
             try:
                 reply = pickle.dumps(("ok", out))
             except Exception:        # an unpicklable result: the rules use none
