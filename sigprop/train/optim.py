@@ -28,7 +28,6 @@ class StackedOptimizer:
         # fixed for the optimizer's life: decided once, not at every step
         self._decay = weight_decay is not None and bool((weight_decay != 0).any())
         self._momentum = bool((momentum != 0).any())
-        self._rate: tuple | None = None     # (lr, dtype, device, 0-dim tensor of lr)
 
     def _view(self, t: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
         return t.view((-1,) + (1,) * (p.dim() - 1)).to(p.dtype)
@@ -36,49 +35,42 @@ class StackedOptimizer:
     @torch.no_grad()
     def step(self, lr: torch.Tensor, update: torch.Tensor | None = None,
              grads: list[torch.Tensor | None] | None = None,
-             lr_scalar: float | None = None, scale_grads_in_place: bool = False) -> None:
+             lr_scalar: float | None = None) -> None:
         """One step for every model, or only for the models where ``update`` ([M] bool) is
         true: the others keep their parameters and optimizer state exactly (gradient
         accumulation of a micro-batched shard, :class:`sigprop.train.shard.ShardTrainer`).
         ``grads`` (aligned with the parameters; default: their ``.grad``) are the gradients;
         ``lr_scalar``, when every model's rate is that one number, lets plain SGD update all
-        parameters in one foreach call (``p - lr g`` to the same bits); with
-        ``scale_grads_in_place`` plain SGD may overwrite ``grads`` (the caller's, no longer
-        needed) instead of allocating the scaled gradients."""
+        parameters in one foreach call with that number (as ``torch.optim.SGD`` does)."""
         if grads is None:
             grads = [p.grad for p in self.params]
         if update is None or bool(update.all()):
-            self._step(lr, grads, lr_scalar, scale_grads_in_place)
+            self._step(lr, grads, lr_scalar)
             return
         # a zero rate leaves a parameter exactly as it was (its gradient is finite: diverged
         # models' gradients are zeroed by the trainer); only the optimizer state must be restored
         old_s = [None if s is None else s.clone() for s in self.state]
-        self._step(lr * update.to(lr.dtype), grads, None, False)
+        self._step(lr * update.to(lr.dtype), grads, None)
         for i, p in enumerate(self.params):
             if self.state[i] is not None:
                 keep = ~update.view((-1,) + (1,) * (p.dim() - 1))
                 prev = old_s[i] if old_s[i] is not None else torch.zeros_like(self.state[i])
                 self.state[i] = torch.where(keep, prev, self.state[i])
 
-    def _step(self, lr: torch.Tensor, grads: list, lr_scalar: float | None = None,
-              in_place: bool = False) -> None:
+    def _step(self, lr: torch.Tensor, grads: list, lr_scalar: float | None = None) -> None:
         if self.kind == "sgd" and not self._momentum and not self._decay:
-            # plain SGD, the common case: p - lr * g for all parameters in foreach calls
-            # (the same roundings as the per-parameter loop below; checked bit for bit)
+            # plain SGD, the common case: torch.optim.SGD's update p.add_(g, alpha=-lr), which
+            # fuses the multiply-add (one rounding), for all parameters in one foreach call; with
+            # a rate per model, addcmul_(g, lr, value=-1) rounds the same way (checked bit for
+            # bit in tests/test_optim.py)
             ps = [p for p, g in zip(self.params, grads) if g is not None]
             gs = [g for g in grads if g is not None]
             if not ps:
                 return
-            # lr * g, then p - that (not add_(g, alpha=-lr): it fuses the multiply-add and rounds
-            # once); in place when allowed: new tensors' first touch costs more than the
-            # arithmetic at these sizes
-            scale = (self._rate_tensor(lr_scalar, ps[0]) if lr_scalar is not None
-                     else [self._view(lr, p) for p in ps])
-            if in_place:
-                torch._foreach_mul_(gs, scale)
+            if lr_scalar is not None:
+                torch._foreach_add_(ps, gs, alpha=-lr_scalar)
             else:
-                gs = torch._foreach_mul(gs, scale)
-            torch._foreach_sub_(ps, gs)
+                torch._foreach_addcmul_(ps, gs, [self._view(lr, p) for p in ps], value=-1)
             return
         for i, p in enumerate(self.params):
             g = grads[i]
@@ -104,16 +96,6 @@ class StackedOptimizer:
                 sq.mul_(self.alpha).addcmul_(g, g, value=1 - self.alpha)
                 self.state[i] = sq
                 p.sub_(lr_ * g / (sq.sqrt() + self.eps))
-
-    def _rate_tensor(self, lr: float, p: torch.Tensor) -> torch.Tensor:
-        """``lr`` as a 0-dim tensor in ``p``'s dtype (float32 or float64) and device, kept while it
-        holds: ``_foreach_mul_`` by a tensor multiplies to the same bits as by the Python number
-        (which is rounded to the parameters' dtype) without wrapping it anew for every
-        parameter (1 % of a width-32 step)."""
-        key = (lr, p.dtype, p.device)
-        if self._rate is None or self._rate[:3] != key:
-            self._rate = key + (torch.tensor(lr, dtype=p.dtype, device=p.device),)
-        return self._rate[3]
 
     def state_dict(self) -> dict:
         return {"kind": self.kind, "state": [s for s in self.state]}

@@ -421,9 +421,8 @@ class ShardTrainer:
                          torch.where(update.view((-1,) + (1,) * (g.dim() - 1)),
                                      torch.zeros_like(g), g) for g in grads]
             loss = loss * self.accum  # report the micro-batch's mean loss
-        else:   # the gradients are not needed after the step: scaled in place
-            self.opt.step(self._lr(), grads=grads, lr_scalar=self._lr_scalar,
-                          scale_grads_in_place=True)
+        else:
+            self.opt.step(self._lr(), grads=grads, lr_scalar=self._lr_scalar)
         if self.buffers:
             self.buffers = [self._where_active(nb, ob) for nb, ob in zip(buffers, self.buffers)]
         self.family.constrain(self.runs, self.params, self.buffers)
