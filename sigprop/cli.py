@@ -266,12 +266,17 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                     "shard tables, layer reports, study and paper tables, by key) and its text "
                     "outputs (summaries, claims pages, paper tables in Markdown, the front page, "
                     "by content) of two results folders, e.g. before and after a change meant to "
-                    "keep results; print what was compared and each difference; exit 1 when "
-                    "there is one, 2 when a folder is missing or holds no outputs.")
+                    "keep results; print what was compared, each difference and how far each "
+                    "claim's measured value moved in units of its standard error (the claims "
+                    "table's se), with every verdict that changed; exit 1 when there is a "
+                    "difference, 2 when a folder is missing or holds no outputs.")
     cmp.add_argument("before")
     cmp.add_argument("after")
     cmp.add_argument("--rtol", type=float, default=0.0,
                      help="relative tolerance for numbers [default: 0, exact]")
+    cmp.add_argument("--shifts", metavar="CSV",
+                     help="write every claim row's shift (after - before), its SE and the shift "
+                          "in SE units, with both verdicts, to this CSV file")
     ev = sub.add_parser(
         "evidence", help="paper-scale verdicts run on a CPU: what fits, publish, check, views",
         description="fits: the paper-scale blocks that fit --limit-min on this CPU with no "
@@ -588,7 +593,7 @@ def _stand_ins(args: dict) -> int:
 def _compare(args: dict) -> int:
     from sigprop.tools.compare import CompareError, summary
     try:
-        text, n = summary(args["before"], args["after"], args["rtol"])
+        text, n = summary(args["before"], args["after"], args["rtol"], args.get("shifts"))
     except CompareError as e:
         print(f"sigprop compare: {e}", file=sys.stderr)
         return 2

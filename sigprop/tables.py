@@ -29,7 +29,7 @@ RUN_COLUMNS = ["study", "shard_id", "run_id", "step", "metric", "value"]
 THEORY_COLUMNS = ["study", "quantity", "value"]
 CLAIM_COLUMNS = ["study", "claim_id", "claim", "source", "measured", "expected",
                  "tolerance", "verdict", "detail", "values", "kind", "test", "detectable",
-                 "exploratory", "margin", "scale", "regime"]
+                 "exploratory", "margin", "scale", "regime", "se"]
 """Columns of a claims table (:func:`sigprop.claims.row`): ``kind`` is ``claim`` (a paper
 statement tested against measurement, which could come out either way), ``beyond`` (a statement
 the paper does not make; ``source`` starts "beyond the paper"), ``sanity`` (an identity,
@@ -40,7 +40,9 @@ tolerated deviation (a pass needs ``detectable <= margin``; NaN for other tests)
 ``exploratory`` marks a verdict obtained after the study's design was changed (the study file's
 ``design.changes``); ``scale`` is the scale the row was measured at and ``regime`` what differs
 there from the paper's setup along the axes the claim depends on (empty: the paper's regime;
-:mod:`sigprop.claims.reading`)."""
+:mod:`sigprop.claims.reading`); ``se`` is the standard error of ``measured`` where its test has
+one (over seeds, draws or units; NaN for rank tests, counts and identities), the unit in which
+``sigprop compare`` states how far a claim's statistic moved between two runs."""
 
 
 class TableError(ValueError):

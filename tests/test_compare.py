@@ -89,3 +89,40 @@ def test_a_missing_or_empty_folder_is_an_error_not_a_match(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "empty")]) == 2
     assert "holds no outputs" in capsys.readouterr().err
+
+
+def _seeded(root, measured, se, verdict):
+    (root / "s").mkdir(parents=True, exist_ok=True)
+    frame([row("s", "moved", "c", "src", measured, "> 0", 0.0, verdict, "", se=se),
+           row("s", "still", "c", "src", 2.0, "> 0", 0.0, "pass", "", se=0.5),
+           row("s", "rank", "c", "src", 0.6, "> 0", 0.0, "pass", "")]
+          ).to_parquet(root / "s" / "claims.parquet")
+
+
+def test_claim_shifts_are_stated_in_units_of_the_rows_own_se(tmp_path, capsys):
+    from sigprop.tools.compare import claim_shifts
+    _seeded(tmp_path / "a", 1.0, 0.2, "inconclusive")
+    _seeded(tmp_path / "b", 1.5, 0.4, "pass")
+    sh = claim_shifts(tmp_path / "a", tmp_path / "b").set_index("claim_id")
+    # the before run's SE: (1.5 - 1.0) / 0.2
+    assert sh.loc["moved", "shift"] == 0.5 and sh.loc["moved", "shift_se"] == 2.5
+    assert sh.loc["still", "shift_se"] == 0.0 and sh.loc["rank", "shift_se"] == 0.0
+    csv = tmp_path / "shifts.csv"
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--shifts", str(csv)]) == 1
+    out = capsys.readouterr().out
+    assert "claim rows: 3 on both sides, 1 moved, largest |shift| 2.50 SE" in out
+    assert "s moved (claim): 1 -> 1.5 (+2.50 SE); verdict inconclusive -> pass" in out
+    assert "verdicts changed: 1\n  s moved: inconclusive -> pass" in out
+    assert len(pd.read_csv(csv)) == 3
+
+
+def test_a_row_that_moves_without_an_se_says_so(tmp_path, capsys):
+    from sigprop.tools.compare import claim_shifts
+    _seeded(tmp_path / "a", 1.0, float("nan"), "pass")
+    _seeded(tmp_path / "b", 1.1, float("nan"), "pass")
+    sh = claim_shifts(tmp_path / "a", tmp_path / "b").set_index("claim_id")
+    assert np.isnan(sh.loc["moved", "shift_se"]) and np.isclose(sh.loc["moved", "shift"], 0.1)
+    main(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    out = capsys.readouterr().out
+    assert "1 moved without an SE" in out and "(no SE); verdict pass" in out
+    assert "verdicts changed: 0" in out

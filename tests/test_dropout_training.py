@@ -457,3 +457,26 @@ def test_regime_and_figures_cover_every_claim(tiny_seeds):
     assert q.regime["w1mw_bounds_variance[final]"].startswith("data:")
     # the paper scale is the paper's setup on every axis
     assert not cfg["scales"]["paper"].get("regime")
+
+
+def test_rows_carry_the_standard_error_of_their_seed_mean(tiny_seeds, tiny_runs):
+    """Each claim row carries the SE over seeds of its measured mean, the one its test uses
+    (floored for the fractions of (unit, input) pairs), and detectable is seed_z of it (the
+    largest over its conditions; 0 where the seeds agree exactly); eq202_beats_eq85 tests a
+    difference of two other statistics and the sanity rows test an identity: no SE.  One seed:
+    no SE."""
+    c = _tiny_claims(tiny_seeds).set_index("claim_id")
+    none = c[(c.kind == "sanity") | (c.index == "eq202_beats_eq85[final]")]
+    assert len(none) == 5 and none.se.isna().all()
+    cl = c[(c.kind == "claim") & (c.index != "eq202_beats_eq85[final]")]
+    # undecided (a seed without the statistic, e.g. no inactive units): neither SE nor power
+    assert (np.isfinite(cl.se) == np.isfinite(cl.detectable)).all()
+    cl = cl[np.isfinite(cl.se)]
+    assert len(cl) >= 30 and (cl.se >= 0).all() and (cl.se > 0).sum() >= 25, cl.se
+    one = cl.index != "variance_rises_during_learning"          # one condition, or both on measured
+    np.testing.assert_allclose(cl.detectable[one], 3.0 * cl.se[one])
+    assert cl.loc["variance_rises_during_learning", "detectable"] >= 3.0 * cl.loc[
+        "variance_rises_during_learning", "se"]
+    assert all(study_claims.values_of(r.to_dict())["se"] == pytest.approx(r.se)
+               for _, r in cl.iterrows())
+    assert _tiny_claims(tiny_runs).se.isna().all()

@@ -221,3 +221,24 @@ def test_an_activation_003_does_not_train_gives_rows_beyond_the_paper():
     assert (c[c.claim_id.str.endswith("[tanh]")].kind == "claim").all()
     t = tally(c)
     assert (t["claims"], t["beyond"]) == (3, 3)
+
+
+def test_count_rows_carry_the_standard_error_of_the_difference():
+    """The cell-count rows carry the unpaired SE over seeds of the mean count difference that
+    z_above uses (detectable = max(z SE, 1 / seeds)); the ordered-phase row measures a fraction
+    of cells and has none."""
+    def acc(sch, L, s, seed):
+        if sch == "EOC" and s == 0.9 and (L == 32 or (L == 8 and seed == 0)):
+            return 0.1
+        if sch == "ordered" and ((L >= 32 and s >= 0.5) or (L == 8 and s == 0.9 and seed == 1)):
+            return 0.1
+        return 0.9
+    runs = _runs(acc)
+    c = claims_table(runs, _theory(runs), _cfg()).set_index("claim_id")
+    counts = c.loc[["rescaling_enlarges_trainable_region[tanh]",
+                    "eoc_more_trainable_than_ordered[tanh]"]]
+    assert np.isfinite(counts.se).all() and (counts.se > 0).all(), counts[["se"]]
+    np.testing.assert_allclose(counts.detectable, np.maximum(3.0 * counts.se, 1 / 3))
+    from sigprop.claims import values
+    assert all(values(r)["se"] == pytest.approx(r.se) for _, r in counts.iterrows())
+    assert np.isnan(c.loc["ordered_untrainable_region[tanh]", "se"])

@@ -270,3 +270,28 @@ def test_regime_and_figures_cover_every_claim(cfg, cfg_dict):
     assert "steps:" not in q.regime["deeper_layers_kept[relu,s=0.9]"]          # masks at init
     assert "steps:" in q.regime["sbp_sr_vs_snip[cifar10,tanh,resnet32,s=0.98]"]
     assert not cfg_dict["scales"]["paper"].get("regime")
+
+
+def test_difference_rows_carry_the_standard_error_that_decides_them(cfg):
+    """The accuracy and last-section rows carry the unpaired SE over seeds of their difference
+    (detectable = z SE); the spread row measures a ratio and has none."""
+    runs = _runs({("resnet32", "snip", 0.98, s): [0.1, 0.5, 0.5 + 0.01 * s] for s in range(3)}
+                 | {("stable_resnet32", "sbp_sr", 0.98, s): [0.1, 0.6, 0.6 - 0.02 * s] for s in range(3)}
+                 | {("resnet32", "synflow", 0.98, s): [0.1, 0.55, 0.55 + 0.03 * s] for s in range(3)})
+    layers = []
+    for s, last in enumerate((0.0001, 0.0012, 0.0004)):
+        layers += [_layers("resnet32", "snip", {0.98: lambda i: 0.002 if i < 22 else 0.0005}, seeds=(s,)),
+                   _layers("stable_resnet32", "sbp_sr",
+                           {0.98: lambda i, last=last: 0.002 if i < 22 else last}, seeds=(s,))]
+    layers = pd.concat(layers)
+    layers = layers.assign(run_id=[f"r{a}{p}{sp}{s}relu" for a, p, sp, s in
+                                   zip(layers.arch, layers.pruner, layers.sparsity, layers.seed)])
+    c = claims.claims_table(runs, pd.DataFrame(), cfg, layers=layers).set_index("claim_id")
+    ids = ["sbp_sr_vs_snip[cifar10,relu,resnet32,s=0.98]", "sbp_sr_best[cifar10,resnet32,s=0.98]",
+           "deeper_layers_kept[relu,s=0.98]"]
+    d = c.loc[ids]
+    assert np.isfinite(d.se).all() and (d.se > 0).all(), d[["se"]]
+    np.testing.assert_allclose(d.detectable, 3.0 * d.se)
+    from sigprop.claims import values
+    assert all(values(r)["se"] == pytest.approx(r.se) for _, r in d.iterrows())
+    assert np.isnan(c.loc["uniform_within_sections[relu,s=0.98]", "se"])

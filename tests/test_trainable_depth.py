@@ -214,3 +214,24 @@ def test_shipped_quick_config_has_three_seeds_stacked_per_depth():
         cells.setdefault((st.labels[r.run_id], r.depth, r.sigma_w2), set()).add(r.seed)
     assert len(cells) == 240 and all(v == {0, 1, 2} for v in cells.values())
     assert len(st.shards) == 20
+
+
+def test_rows_carry_the_standard_error_that_decides_them(theory):
+    """``se`` is the SE over seeds that :func:`decide` used (at least one cell per seed: the
+    floor 1 / (cells √n) where the seeds agree exactly) and ``detectable`` is max(seed_z SE,
+    error_tolerance) wherever the grid does not censor the comparison; with one seed there is
+    no SE."""
+    from sigprop.claims import values
+    c = claims_table(_runs(theory, "6xi2"), theory, P)
+    assert np.isfinite(c.se).all() and (c.se > 0).all(), c[["claim_id", "se"]]
+    np.testing.assert_allclose(c.detectable, np.maximum(3.0 * c.se, 0.02))
+    for _, r in c.iterrows():
+        assert r.se == pytest.approx(values(r)["se_diff"])
+        assert r.se == pytest.approx(1 / (values(r)["cells"] * np.sqrt(3)))
+    # seeds that disagree: the SE over seeds, above the floor
+    mixed = claims_table(_runs(theory, "", rules=["min_12xi1_12xi2", "min_12xi1_12xi2", "6xi2"]),
+                         theory, P)
+    assert all(r.se == pytest.approx(values(r)["se_diff"]) and
+               r.se > 1 / (values(r)["cells"] * np.sqrt(3)) for _, r in mixed.iterrows())
+    one = claims_table(_runs(theory, "min_12xi1_12xi2", seeds=(0,)), theory, P)
+    assert one.se.isna().all()

@@ -419,3 +419,22 @@ def test_a_keep_rate_with_one_depth_is_reported_inconclusive_not_skipped(theory)
     assert (c.verdict == "inconclusive").all()
     from sigprop.claims import check_table
     check_table(c.reset_index(), "test")
+
+
+def test_rows_carry_the_standard_error_of_their_measured_effect(theory):
+    """``se`` is the SE over seeds of the measured statistic (r for ρ = 1, δ and e for ρ < 1)
+    and ``detectable`` is seed_z of it; with one seed, or a censored excess, there is none."""
+    runs = pd.concat([_runs(), _control(trains=True)], ignore_index=True)
+    c = claims_table(runs, theory, P).set_index("claim_id")
+    assert np.isfinite(c.se).all() and (c.se > 0).all(), c[["se"]]
+    np.testing.assert_allclose(c.detectable, 3.0 * c.se)
+    from sigprop.claims import values
+    assert c.loc["collapse_etaL[rho=1]", "se"] == pytest.approx(values(c.loc["collapse_etaL[rho=1]"])["se"])
+    assert c.loc["collapse_eta[rho=0.98]", "se"] == pytest.approx(
+        values(c.loc["collapse_eta[rho=0.98]"])["se_delta"])
+    one = claims_table(pd.concat([_runs(seeds=(0,)), _control(trains=True, seeds=(0,))],
+                                 ignore_index=True), theory, P)
+    assert one.se.isna().all()
+    censored = claims_table(pd.concat([_runs(), _control_at_bound()], ignore_index=True),
+                            theory, P).set_index("claim_id")
+    assert np.isnan(censored.loc["outlier_departs[rho=0.98]", "se"])

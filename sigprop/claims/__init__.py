@@ -52,7 +52,8 @@ MIN_ORDERED_ITEMS = 4
 
 def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
         values: dict | None = None, *, kind: str = "claim", test: str = "",
-        detectable: float = float("nan"), margin: float = float("nan")) -> dict:
+        detectable: float = float("nan"), margin: float = float("nan"),
+        se: float = float("nan")) -> dict:
     """One row.  ``values``: named numbers behind the verdict (e.g. both fit errors), kept as
     JSON so that paper tables (:mod:`sigprop.papers`) can be built from claims.  ``test``: the
     test in words (statistic, threshold, how many independent units); ``detectable``: the
@@ -60,7 +61,9 @@ def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, 
     (:func:`check_table` requires both on every ``claim`` and ``beyond`` row).  ``margin``:
     for an equivalence claim, the largest deviation it tolerates, in the units of
     ``detectable``; a ``pass`` whose ``detectable`` exceeds it becomes ``inconclusive`` (the
-    test could not have seen a deviation of that size), and the test says so."""
+    test could not have seen a deviation of that size), and the test says so.  ``se``: the
+    standard error of ``measured`` where the test has one (the unit of ``sigprop compare``'s
+    shifts between two runs)."""
     if kind not in KINDS:
         raise ValueError(f"claim {claim_id}: kind must be one of {KINDS}, not {kind!r}")
     margin = float(margin)
@@ -76,25 +79,27 @@ def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, 
                 expected=expected, tolerance=tolerance, verdict=verdict, detail=detail,
                 values=json.dumps({k: float(v) for k, v in (values or {}).items()}, sort_keys=True),
                 kind=kind, test=test, detectable=float(detectable), exploratory=False,
-                margin=margin, scale="", regime="")
+                margin=margin, scale="", regime="", se=float(se))
 
 
 def sanity(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
-           values: dict | None = None, *, test: str = "", detectable: float = float("nan")) -> dict:
+           values: dict | None = None, *, test: str = "", detectable: float = float("nan"),
+           se: float = float("nan")) -> dict:
     """A sanity row (identity or theorem): reported, never tallied."""
     return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="sanity", test=test or "sanity check", detectable=detectable)
+               values, kind="sanity", test=test or "sanity check", detectable=detectable, se=se)
 
 
 def control(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
-            values: dict | None = None, *, test: str, detectable: float) -> dict:
+            values: dict | None = None, *, test: str, detectable: float,
+            se: float = float("nan")) -> dict:
     """A control row: evidence that a claim's test has power (it rejects what it must reject).
     Like a claim it names its ``test`` and, when decided, the ``detectable`` effect
     (:func:`check_table`); ``inconclusive`` means the control could not resolve its effect at
     the configured seeds (an underpowered control), ``fail`` that the test lacks the power the
     claim relies on.  Reported apart, never tallied."""
     return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="control", test=test, detectable=detectable)
+               values, kind="control", test=test, detectable=detectable, se=se)
 
 
 def values(claim: pd.Series) -> dict:
@@ -105,19 +110,19 @@ def values(claim: pd.Series) -> dict:
 
 def beyond(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
            values: dict | None = None, *, test: str = "", detectable: float = float("nan"),
-           margin: float = float("nan")) -> dict:
+           margin: float = float("nan"), se: float = float("nan")) -> dict:
     """A row that tests a statement the paper does not make (``source`` is prefixed with
     :data:`BEYOND`): reported beside the paper's claims, never in its tally."""
     if not str(source).startswith(BEYOND):
         source = f"{BEYOND}: {source}" if source else BEYOND
     return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="beyond", test=test, detectable=detectable, margin=margin)
+               values, kind="beyond", test=test, detectable=detectable, margin=margin, se=se)
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=CLAIM_COLUMNS)
     df["exploratory"] = df["exploratory"].astype(bool)
-    for c in ("detectable", "margin"):
+    for c in ("detectable", "margin", "se"):
         df[c] = df[c].astype(float)
     for c in ("scale", "regime"):
         df[c] = df[c].fillna("").astype(str)
@@ -126,10 +131,10 @@ def frame(rows: list[dict]) -> pd.DataFrame:
 
 def pooled(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
            values: dict | None = None, *, test: str = "",
-           detectable: float = float("nan")) -> dict:
+           detectable: float = float("nan"), se: float = float("nan")) -> dict:
     """A pooled row over measurements that claim rows already test: reported, never tallied."""
     return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="summary", test=test, detectable=detectable)
+               values, kind="summary", test=test, detectable=detectable, se=se)
 
 
 def claims_only(df: pd.DataFrame) -> pd.DataFrame:

@@ -18,14 +18,15 @@ OLD_COLUMNS = tables.CLAIM_COLUMNS[:tables.CLAIM_COLUMNS.index("exploratory") + 
 def read_claims(path: str | Path, regime: dict | None = None,
                 depends_on=None) -> pd.DataFrame:
     """A committed paper-scale claims table, read at paper scale: columns added to the claims
-    table since it was committed get their defaults (``margin`` NaN), and every row's
+    table since it was committed get their defaults (``margin``, ``se``: NaN), and every row's
     ``regime`` is the study file's paper-scale ``regime`` along the axes its claim
     ``depends_on`` (:mod:`sigprop.claims.reading`), so that it reads as the declaration says
     today without a rerun."""
     from . import reading
     df = tables.read(path, OLD_COLUMNS)
-    if "margin" not in df:
-        df["margin"] = float("nan")
+    for c in ("margin", "se"):
+        if c not in df:
+            df[c] = float("nan")
     df = reading.apply(df, "paper", regime, depends_on)
     return df[tables.CLAIM_COLUMNS]
 

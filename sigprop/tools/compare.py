@@ -9,6 +9,12 @@ study and claim id, run tables by run, step, metric and probe / layer, theory ta
 column but the value); numbers exactly unless ``rtol`` is given (NaN equals NaN); text columns
 and text files exactly.  Figures (PNG, PDF) are not compared: they are drawn from the tables
 compared here.
+
+Where a change may move results (new arithmetic in training, say), :func:`claim_shifts` states
+for every claim row how far its measured statistic moved in units of its own standard error (the
+claims table's ``se``, the before run's where it has one) and whether its verdict changed;
+``sigprop compare --shifts FILE`` writes that table as CSV and the report lists every row that
+moved and every verdict that changed.
 """
 
 from __future__ import annotations
@@ -165,9 +171,72 @@ def compare(before: str | Path, after: str | Path, rtol: float = 0.0) -> dict[st
     return out
 
 
-def summary(before: str | Path, after: str | Path, rtol: float = 0.0) -> tuple[str, int]:
-    """A readable report (what was compared, by kind, and every difference) and the number of
-    files that differ; raises :class:`CompareError` for a missing or empty folder."""
+SHIFT_COLUMNS = ["study", "claim_id", "kind", "measured_before", "measured_after", "shift", "se",
+                 "shift_se", "verdict_before", "verdict_after"]
+
+
+def _study_claims(root: Path) -> pd.DataFrame:
+    """Every study's claims rows of a results folder (the papers' merged tables repeat them)."""
+    frames = [pd.read_parquet(p) for p in sorted(root.glob("*/claims.parquet"))
+              if p.parent.name != "papers"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=CLAIM_KEY)
+
+
+def claim_shifts(before: str | Path, after: str | Path) -> pd.DataFrame:
+    """One row per claim row on both sides (:data:`SHIFT_COLUMNS`): the measured value before
+    and after, ``shift`` = after - before, ``se`` the before run's standard error of the
+    measured value (the after run's where the before table has none, e.g. a table written
+    before the column existed), ``shift_se`` = shift / se (0 when the value did not move, NaN
+    when it moved and the row has no SE or a value is not a number), and both verdicts."""
+    a, b = _study_claims(Path(before)), _study_claims(Path(after))
+    if not len(a) or not len(b):
+        return pd.DataFrame(columns=SHIFT_COLUMNS)
+    m = a.merge(b, on=CLAIM_KEY, suffixes=("_before", "_after"))
+    x = pd.to_numeric(m["measured_before"], errors="coerce").to_numpy(float)
+    y = pd.to_numeric(m["measured_after"], errors="coerce").to_numpy(float)
+    se_a = m["se_before"].to_numpy(float) if "se_before" in m else np.full(len(m), np.nan)
+    se_b = m["se_after"].to_numpy(float) if "se_after" in m else np.full(len(m), np.nan)
+    se = np.where(np.isfinite(se_a) & (se_a > 0), se_a, se_b)
+    same = (x == y) | (np.isnan(x) & np.isnan(y))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shift = y - x
+        z = np.where(same, 0.0, np.where(np.isfinite(se) & (se > 0), shift / se, np.nan))
+    return pd.DataFrame({
+        "study": m["study"], "claim_id": m["claim_id"], "kind": m["kind_after"],
+        "measured_before": x, "measured_after": y, "shift": np.where(same, 0.0, shift), "se": se,
+        "shift_se": z, "verdict_before": m["verdict_before"], "verdict_after": m["verdict_after"],
+    })[SHIFT_COLUMNS]
+
+
+def shift_report(shifts: pd.DataFrame) -> list[str]:
+    """Lines for :func:`summary`: how many claim rows moved, the largest shift in SE units, each
+    row that moved and each verdict that changed."""
+    if not len(shifts):
+        return []
+    moved = shifts[shifts["shift"].ne(0) | shifts.verdict_before.ne(shifts.verdict_after)]
+    z = shifts.shift_se.abs()
+    lines = [f"claim rows: {len(shifts)} on both sides, {len(moved)} moved"
+             + (f", largest |shift| {z.max():.2f} SE" if z.notna().any() and len(moved) else "")
+             + f", {int(moved.shift_se.isna().sum())} moved without an SE"]
+    for r in moved.itertuples():
+        zs = f"{r.shift_se:+.2f} SE" if np.isfinite(r.shift_se) else "no SE"
+        v = (f"; verdict {r.verdict_before} -> {r.verdict_after}"
+             if r.verdict_before != r.verdict_after else f"; verdict {r.verdict_after}")
+        lines.append(f"  {r.study} {r.claim_id} ({r.kind}): {r.measured_before:.6g} -> "
+                     f"{r.measured_after:.6g} ({zs}){v}")
+    changed = moved[moved.verdict_before != moved.verdict_after]
+    lines.append(f"verdicts changed: {len(changed)}"
+                 + "".join(f"\n  {r.study} {r.claim_id}: {r.verdict_before} -> {r.verdict_after}"
+                           for r in changed.itertuples()))
+    return lines
+
+
+def summary(before: str | Path, after: str | Path, rtol: float = 0.0,
+            shifts: str | Path | None = None) -> tuple[str, int]:
+    """A readable report (what was compared, by kind, every difference, and the claim rows'
+    shifts in SE units) and the number of files that differ; ``shifts``: also write
+    :func:`claim_shifts` there as CSV.  Raises :class:`CompareError` for a missing or empty
+    folder."""
     diffs = compare(before, after, rtol)
     files = sorted(set(_files(Path(before))) | set(_files(Path(after))))
     counts = [(k, sum(_kind(f) == k for f in files)) for k in KINDS]
@@ -175,4 +244,10 @@ def summary(before: str | Path, after: str | Path, rtol: float = 0.0) -> tuple[s
              + " (figures are drawn from these and not compared)"]
     lines += [f"{f}:\n  " + "\n  ".join(d) for f, d in diffs.items()]
     lines.append(f"{len(diffs)} of {len(files)} files differ")
+    table = claim_shifts(before, after)
+    lines += shift_report(table)
+    if shifts is not None:
+        Path(shifts).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(shifts, index=False)
+        lines.append(f"claim shifts written to {shifts}")
     return "\n".join(lines), len(diffs)

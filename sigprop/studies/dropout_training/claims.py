@@ -488,8 +488,11 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                 verdict = "inconclusive"
         verdicts[cid] = verdict
         vals.update({"se": float(np.atleast_1d(se)[0]) if np.isfinite(np.atleast_1d(se)[0]) else np.nan})
+        # the first condition is the measured mean minus a threshold (or the reverse), so its SE
+        # is that of the measured mean; eq202_beats_eq85's compares two other statistics
+        se_measured = np.nan if base == "eq202_beats_eq85" else vals["se"]
         out.append(row(study, cid, first["claim"], first["source"], measured=mean,
                        expected=first["expected"] + f" (mean of {n} seeds, margin > {k:g} SE)",
                        tolerance=first["tolerance"], verdict=verdict, detail=detail, values=vals,
-                       test=test, detectable=det))
+                       test=test, detectable=det, se=se_measured))
     return frame(out)

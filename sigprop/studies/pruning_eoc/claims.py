@@ -120,7 +120,8 @@ def _count_claim(study, cid, claim, counts, a, b, k, extra="", paper=True, act="
                        f"SE {se:.3g}" + extra),
                test=(f"trainable-cell count per seed (final test acc >= threshold); mean difference "
                      f"{test}, SE over {n} seeds; units: cells (resolution 1/{n})"),
-               detectable=det, values={a: float(ca.mean()), b: float(cb.mean()), "se": se})
+               detectable=det, se=se,
+               values={a: float(ca.mean()), b: float(cb.mean()), "se": se})
 
 
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:

@@ -49,7 +49,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p,
                                 f"SE of the difference {se:.2f} points"),
                         test=(f"non-inferiority: (difference + {margin:g}) {test}; SE unpaired over "
                               f"{n} seeds (< {min_seeds} seeds: inconclusive); units: accuracy points"),
-                        detectable=det,
+                        detectable=det, se=se,
                         values={"sbp_sr": both.loc[s, "SBP-SR"], "snip": both.loc[s, "SNIP"], "se": se}))
     pr = acc[(acc.activation == "relu") & (acc.method != "no pruning")]
     for ds, d in pr.groupby("dataset"):
@@ -79,7 +79,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p,
                         test=(f"non-inferiority against the best other pruner (chosen as the "
                               f"largest mean): (difference + {margin:g}) {test}; SE unpaired over "
                               f"{n} seeds; units: accuracy points"),
-                        detectable=det,
+                        detectable=det, se=se,
                         values={"sbp_sr": ours, "best": float(best.final_mean), "se": se}))
     rows += _layer_claims(study, runs, p, layers)
     return frame(rows)
@@ -148,5 +148,5 @@ def _layer_claims(study, runs, p, layers):
                                 f"{se:.2g}"),
                         test=(f"kept(Stable) - kept(ResNet): {test}; SE unpaired over {n} seeds "
                               f"(< {min_seeds}: inconclusive); units: kept fraction"),
-                        detectable=det, values={"stable": m_st, "resnet": m_rs, "se": se}))
+                        detectable=det, se=se, values={"stable": m_st, "resnet": m_rs, "se": se}))
     return rows

@@ -127,7 +127,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                   f"rules disagree on {attainable:.3g} of the cells (the largest |difference| "
                   f"attainable): when that is <= the margin no difference can pass or fail and "
                   f"nothing is detectable (detectable = inf)"),
-            detectable=detectable,
+            detectable=detectable, se=se_used,
             detail=(f"{'all panels' if panel is None else panel}: misclassified cells (seed "
                     f"mean): min(12ξ1,12ξ2) {m_min:.3f}, 6ξ2 {m_6:.3f} over {cells} cells; "
                     f"difference per seed {per_seed}, mean {mean:+.3f} ± {se_used:.3f} (SE "

@@ -189,7 +189,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                 verdict=verdict,
                 test=(f"seed mean of r = ln(D(ηL)/D(η)) over {n} seeds: pass when mean + {k:g} "
                       f"SE ≤ ln {cr:g}, fail when mean − {k:g} SE ≥ 0 ({UNIT}); {ZERO_SE}"),
-                detectable=resolution(k, se),
+                detectable=resolution(k, se), se=se,
                 detail=(f"{common}; r = {_pm(m, se)} (geometric-mean ratio "
                         f"{_fmt(float(np.exp(m)))})"),
                 values={"ln_ratio": m, "se": se, "n_seeds": n, "D_eta": d_eta[0],
@@ -247,7 +247,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                   f"ln {cr:g} (fail at mean − {k:g} SE ≥ 0), and δ = r(ρ = 1 control, same "
                   f"depths) − r, paired by seed, must exceed {k:g} SE (fail below −{k:g} SE); "
                   f"measured and detectable: δ ({UNIT}); {ZERO_SE}"),
-            detectable=resolution(k, dse),
+            detectable=resolution(k, dse), se=dse,
             detail=(f"{common}{scale}; r(ρ = {rho:g}) = {_pm(m, se)} "
                     f"(geometric-mean ratio {_fmt(float(np.exp(m)))}), r(ρ = 1 control, same "
                     f"depths) = {_pm(m1, se1)}, δ = {_pm(dm, dse)} over {dn} seeds: {why}"),
@@ -385,7 +385,7 @@ def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, 
               "differences of zero spread, nothing is detectable (detectable = inf) and the "
               "row is inconclusive"),
         # inf: no effect of any size is detectable (both sides are the same censoring bound)
-        detectable=np.inf if censored else resolution(k, exc[1]),
+        detectable=np.inf if censored else resolution(k, exc[1]), se=exc[1],
         detail=(f"L = {o} = {o / xi2:.2g} ξ2 against {depths}: D_out = {_pm(*d_out[:2])}, "
                 f"D_in = {_pm(*d_in[:2])}, D_out − D_in = {_pm(*gap[:2])} (seed mean ± SE); "
                 f"L = {o} reached p = {target:g} at {sum(reached)}/{sum(points)} (seed, η) "
