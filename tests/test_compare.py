@@ -126,3 +126,13 @@ def test_a_row_that_moves_without_an_se_says_so(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1 moved without an SE" in out and "(no SE); verdict pass" in out
     assert "verdicts changed: 0" in out
+
+
+def test_a_table_written_before_the_se_column_uses_the_other_runs_se(tmp_path):
+    from sigprop.tools.compare import claim_shifts
+    _seeded(tmp_path / "a", 1.0, 0.2, "pass")
+    _seeded(tmp_path / "b", 1.6, 0.3, "pass")
+    old = pd.read_parquet(tmp_path / "a" / "s" / "claims.parquet").drop(columns=["se"])
+    old.to_parquet(tmp_path / "a" / "s" / "claims.parquet")
+    sh = claim_shifts(tmp_path / "a", tmp_path / "b").set_index("claim_id")
+    assert np.isclose(sh.loc["moved", "shift_se"], 2.0)      # (1.6 - 1.0) / 0.3

@@ -16,7 +16,6 @@ from sigprop.config import smoke
 from sigprop.claims import check_table, row, sanity, tally
 from sigprop.config import build_study, load_yaml
 from sigprop.runs import RunSpec
-from sigprop.train import host_memory
 
 
 SMOKE_MEM_MB = 3500
@@ -126,13 +125,11 @@ def test_paper_scale_smoke_run_of_every_study(tmp_path):
     cfg["data"].update(fragment["data"])
     path = tmp_path / "smoke.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    # With batches and evaluations capped, no tensor is large: the jobs give freed memory back
-    # (glibc's defaults), so the run's memory is what its jobs hold at once, not what each
-    # worker thread's arena once held.  The widest models stay (000 at width 1000, depth 200,
+    # Every job runs in its own worker process (sigprop.steps.workers), so the run's memory is
+    # what its running jobs hold at once.  The widest models stay (000 at width 1000, depth 200,
     # float64, one model a shard: about 3 GB asked for); Snakemake's memory resource runs such
     # jobs one at a time, which keeps the test command under 8 GB
-    run_snakemake(tmp_path, path, "--resources", f"mem_mb={SMOKE_MEM_MB}", timeout=1800,
-                  env={host_memory.ENV: "0"})
+    run_snakemake(tmp_path, path, "--resources", f"mem_mb={SMOKE_MEM_MB}", timeout=1800)
     res = tmp_path / "results"
     for name in cfg["studies"]:
         claims = pd.read_parquet(res / name / "claims.parquet")

@@ -191,11 +191,12 @@ def claim_shifts(before: str | Path, after: str | Path) -> pd.DataFrame:
     a, b = _study_claims(Path(before)), _study_claims(Path(after))
     if not len(a) or not len(b):
         return pd.DataFrame(columns=SHIFT_COLUMNS)
+    cols = CLAIM_KEY + ["kind", "measured", "verdict", "se"]
+    a, b = (d.assign(se=d["se"] if "se" in d else np.nan)[cols] for d in (a, b))
     m = a.merge(b, on=CLAIM_KEY, suffixes=("_before", "_after"))
     x = pd.to_numeric(m["measured_before"], errors="coerce").to_numpy(float)
     y = pd.to_numeric(m["measured_after"], errors="coerce").to_numpy(float)
-    se_a = m["se_before"].to_numpy(float) if "se_before" in m else np.full(len(m), np.nan)
-    se_b = m["se_after"].to_numpy(float) if "se_after" in m else np.full(len(m), np.nan)
+    se_a, se_b = m["se_before"].to_numpy(float), m["se_after"].to_numpy(float)
     se = np.where(np.isfinite(se_a) & (se_a > 0), se_a, se_b)
     same = (x == y) | (np.isnan(x) & np.isnan(y))
     with np.errstate(invalid="ignore", divide="ignore"):
