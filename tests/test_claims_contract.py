@@ -206,10 +206,13 @@ def test_referee_summary_reads_as_restructuredtext_without_warnings():
         "s": {"title": "A study", "scale": "quick", "datasets": ["digits"],
               "description": "Digits instead of MNIST; width 64 *not* 300.", "fixed": "2026-11-21",
               "regime": {"data": "8x8 digits, not MNIST"},
-              "changes": [{"date": "2026-11-22", "what": "seeds 1 -> 3"}]}})
+              "changes": [{"date": "2026-11-22", "what": "seeds 1 -> 3"}],
+              "fragile": [{"date": "2026-11-26", "claims": ["b"], "proposal": "6 seeds"}]}})
     tree = publish_doctree(text, settings_overrides={"report_level": 5, "halt_level": 5})
     assert not list(tree.findall(system_message)), text
     plain = text.replace("\\", "")
+    assert ("not robust (a change of training arithmetic alone flipped the verdict, 2026-11-26): "
+            "``b`` — 6 seeds") in plain, plain
     first = plain.splitlines()[0]
     # the first line names the scale and data of every count, and the paper scale
     assert "quick scale (1 of 1 study; 8×8 digits (scikit-learn)): 3 claims: 1 supported, " \

@@ -93,8 +93,9 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
                     provenance: dict | None = None, partial: str = "") -> str:
     """``studies``: per study name, ``scale``, ``title``, ``datasets`` (list), ``description``
     (the scale's description: what is scaled down or substituted), ``regime`` (the same, by
-    axis), ``fixed`` (the design date) and ``changes`` (the design changes at this scale, each
-    with ``date`` and ``what``).  ``committed``: the committed paper-scale claims of the paper's
+    axis), ``fixed`` (the design date), ``changes`` (the design changes at this scale, each
+    with ``date`` and ``what``) and ``fragile`` (claims whose verdict a change of training
+    arithmetic alone flipped, with ``date``, ``claims`` and ``proposal``).  ``committed``: the committed paper-scale claims of the paper's
     studies that have them, ``provenance``: their ``provenance.json`` by study.  ``partial``:
     what a run narrowed to some of the paper's studies covers (:func:`sigprop.papers.
     coverage_note`), stated first."""
@@ -149,6 +150,11 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
         hist = ("; design changed after verdicts: " + "; ".join(
             f"{escape(ch.get('date', ''))} {escape(ch.get('what', ''))}" for ch in changes)
             if changes else "")
+        fragile = info.get("fragile") or []
+        hist += "".join(
+            f"; not robust (a change of training arithmetic alone flipped the verdict, "
+            f"{escape(f.get('date', ''))}): {', '.join(_lit(c) for c in f.get('claims', []))}"
+            f" — {escape(f.get('proposal', ''))}" for f in fragile)
         regime = info.get("regime") or {}
         differs = ("; differs from the paper in " + "; ".join(
             f"{escape(a)}: {escape(v)}" for a, v in regime.items()) if regime

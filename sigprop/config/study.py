@@ -115,7 +115,8 @@ class Study:
     def summary_info(self) -> dict:
         """What a referee's summary says of the study (:mod:`sigprop.claims.summary`): its
         scale, data, the scale's description of what differs from the paper and its regime by
-        axis, and the design's date and changes."""
+        axis, the design's date and changes, and the claims it marks fragile (a verdict that a
+        change of training arithmetic alone flipped)."""
         from sigprop.claims import design_changes
         from sigprop.claims.reading import pairs
         d = self.cfg.get("design") or {}
@@ -130,7 +131,11 @@ class Study:
                 "depends_on": pairs(self.cfg.get("depends_on")),
                 "fixed": str(d.get("fixed", "")),
                 "changes": [{"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
-                            for c in design_changes(d, self.scale)]}
+                            for c in design_changes(d, self.scale)],
+                "fragile": [{"date": str(f.get("date", "")), "claims": [str(c) for c in f["claims"]],
+                             "proposal": str(f.get("proposal", ""))}
+                            for f in d.get("fragile") or []
+                            if f.get("scale", self.scale) in (self.scale, "both")]}
 
     def manifest(self) -> str:
         """What the merge of the study's shard tables expects, as JSON: per shard, its runs and
