@@ -25,9 +25,7 @@ rule figure:
     log:
         "results/logs/{study}/figures/{figure}.log",
     run:
-        from sigprop.steps import analysis as light
-
-        run_job(log, light.figure, params.kind, wildcards.figure, params.p, params.expect,
+        run_job(log, "sigprop.steps.analysis:figure", params.kind, wildcards.figure, params.p, params.expect,
                 input.runs, input.theory, list(input.layers), output.png, output.pdf)
 
 
@@ -54,9 +52,7 @@ rule claims:
     log:
         "results/logs/{study}/claims.log",
     run:
-        from sigprop.steps import analysis as light
-
-        run_job(log, light.claims, params.kind, wildcards.study, params.p, params.expect,
+        run_job(log, "sigprop.steps.analysis:claims", params.kind, wildcards.study, params.p, params.expect,
                 input.runs, input.theory, list(input.layers), output.table, output.html,
                 params.design)
 
@@ -83,9 +79,7 @@ rule scales:
     log:
         "results/logs/{study}/scales.log",
     run:
-        from sigprop.steps import analysis as light
-
-        run_job(log, light.scales, wildcards.study, params.scale, input.run, input.paper,
+        run_job(log, "sigprop.steps.analysis:scales", wildcards.study, params.scale, input.run, input.paper,
                 input.provenance, output[0], params.regime)
 
 
@@ -110,7 +104,5 @@ rule study_table:
     log:
         "results/logs/{study}/tables/{table}.log",
     run:
-        from sigprop.steps import analysis as light
-
-        run_job(log, light.study_table, params.kind, wildcards.table, params.p, params.expect,
+        run_job(log, "sigprop.steps.analysis:study_table", params.kind, wildcards.table, params.p, params.expect,
                 input.runs, output.parquet, output.md, output.csv)

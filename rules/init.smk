@@ -24,7 +24,5 @@ rule init_shard:
     benchmark:
         "results/benchmarks/{study}/init/{shard}.tsv"
     run:
-        from sigprop.steps import shards as steps
-
-        run_job(log, steps.init_shard, params.shard, input.data, output[0], device=params.device,
+        run_job(log, "sigprop.steps.shards:init_shard", params.shard, input.data, output[0], device=params.device,
                 threads=threads, gpu_locks=GPU_LOCKS)

@@ -27,9 +27,7 @@ rule measure_shard:
     # a run: block, not script:, so that a local job is a thread of the Snakemake process
     # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
     run:
-        from sigprop.steps import shards as steps
-
-        run_job(log, steps.measure_shard, params.kind, params.shard, input.init, output[0],
+        run_job(log, "sigprop.steps.shards:measure_shard", params.kind, params.shard, input.init, output[0],
                 params.p, device=params.device, threads=threads, data_path=input.data,
                 masks_path=input.get("masks"), gpu_locks=GPU_LOCKS,
                 execution_json=study_of(wildcards).execution_json("measure"))

@@ -29,9 +29,7 @@ rule paper_claims:
     # a run: block, not script:, so that a local job is a thread of the Snakemake process
     # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
     run:
-        from sigprop.steps import analysis as light
-
-        run_job(log, light.paper_claims, wildcards.paper, list(input.claims),
+        run_job(log, "sigprop.steps.analysis:paper_claims", wildcards.paper, list(input.claims),
                 list(params.studies), output.table, output.html, output.summary, params.info,
                 list(input.evidence), list(input.provenance), params.coverage,
                 params.expects, list(input.pages))
@@ -64,9 +62,7 @@ rule paper_front:
     # a run: block, not script:, so that a local job is a thread of the Snakemake process
     # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
     run:
-        from sigprop.steps import analysis as light
-
-        run_job(log, light.paper_front, wildcards.paper, input.claims, list(params.studies),
+        run_job(log, "sigprop.steps.analysis:paper_front", wildcards.paper, input.claims, list(params.studies),
                 params.info, list(input.evidence), list(input.provenance), output.png,
                 output.pdf, output.front, params.coverage)
 
@@ -90,7 +86,5 @@ rule paper_table:
     log:
         "results/logs/papers/{paper}/{table}.log",
     run:
-        from sigprop.steps import analysis as light
-
-        run_job(log, light.paper_table, wildcards.paper, wildcards.table, input[0],
+        run_job(log, "sigprop.steps.analysis:paper_table", wildcards.paper, wildcards.table, input[0],
                 list(params.studies), output.md, output.csv, params.coverage)

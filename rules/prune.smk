@@ -39,7 +39,5 @@ rule prune_shard:
     benchmark:
         "results/benchmarks/{study}/prune/{shard}.tsv"
     run:
-        from sigprop.steps import shards as steps
-
-        run_job(log, steps.prune_shard, params.shard, input.init, input.data, output.masks,
+        run_job(log, "sigprop.steps.shards:prune_shard", params.shard, input.init, input.data, output.masks,
                 output.report, device=params.device, threads=threads, gpu_locks=GPU_LOCKS)

@@ -14,7 +14,5 @@ rule theory:
     benchmark:
         "results/benchmarks/{study}/theory.tsv"
     run:
-        from sigprop.steps import analysis as light
-
-        run_job(log, light.theory, params.kind, wildcards.study, params.p, params.settings,
+        run_job(log, "sigprop.steps.analysis:theory", params.kind, wildcards.study, params.p, params.settings,
                 output[0])

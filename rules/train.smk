@@ -26,9 +26,7 @@ rule train_shard:
     # a run: block, not script:, so that a local job is a thread of the Snakemake process
     # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
     run:
-        from sigprop.steps import shards as steps
-
-        run_job(log, steps.train_shard, params.shard, input.init, input.data, output[0],
+        run_job(log, "sigprop.steps.shards:train_shard", params.shard, input.init, input.data, output[0],
                 checkpoint=params.checkpoint, checkpoint_every=config["checkpoint_every"],
                 device=params.device, threads=threads,
                 eval_splits=tuple(params.eval_splits.split(",")),
@@ -46,6 +44,4 @@ rule merge_metrics:
     log:
         "results/logs/{study}/merge_metrics.log",
     run:
-        from sigprop.steps import analysis as light
-
-        run_job(log, light.merge, list(input), params.manifest, output[0])
+        run_job(log, "sigprop.steps.analysis:merge", list(input), params.manifest, output[0])

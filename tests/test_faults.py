@@ -54,7 +54,8 @@ if _shards:
     _run_job = _jobs.run_job
 
     def run_job(log, fn, *args, **kwargs):
-        if getattr(fn, "__name__", "") == "train_shard":
+        _name = fn.rpartition(":")[2] if isinstance(fn, str) else getattr(fn, "__name__", "")
+        if _name == "train_shard":
             _s = next((s for s in _shards if s in str(args[0])), None)
             if _s is not None:
                 with open(os.environ["FAULT_ATTEMPTS"], "a") as _f:

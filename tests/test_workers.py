@@ -81,3 +81,10 @@ def test_the_server_ends_when_the_process_that_started_it_does(tmp_path):
         time.sleep(0.1)
     alive = psutil.pid_exists(server) and psutil.Process(server).status() != psutil.STATUS_ZOMBIE
     assert not alive, "the worker server outlived the process that started it"
+
+
+def test_a_step_named_module_function_runs_in_the_worker(tmp_path):
+    assert run_job([str(tmp_path / "f.log")], "os:getpid") != os.getpid()
+    with pytest.raises(AttributeError):
+        run_job([str(tmp_path / "g.log")], "os:no_such_function")
+    assert "job failed: AttributeError" in (tmp_path / "g.log").read_text()

@@ -33,9 +33,11 @@ FIGURE_LOCK = threading.Lock()
 
 
 def run_job(log, fn, *args, **kwargs):
-    """Run one step (``fn(*args, **kwargs)``) with its log in the rule's first log file: in a
+    """Run one step, ``fn(*args, **kwargs)``, with its log in the rule's first log file: in a
     worker process (:mod:`sigprop.steps.workers`) unless ``SIGPROP_JOB_PROCESSES=0`` or the
-    step cannot be sent to one, then in the calling thread."""
+    step cannot be sent to one, then in the calling thread.  ``fn`` is a function or its name,
+    ``"module:function"`` (the rules name it, so that Snakemake's process never imports torch:
+    only the workers do)."""
     path = log if isinstance(log, (str, Path)) or log is None else (log[0] if len(log) else None)
     path = None if path is None else str(path)
     args, kwargs = _plain(args), _plain(kwargs)

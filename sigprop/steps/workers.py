@@ -93,10 +93,21 @@ def job_log(path: str | Path | None):
             handler.close()
 
 
+def step_function(fn):
+    """``fn`` itself, or the function a name ``"module:function"`` refers to."""
+    if not isinstance(fn, str):
+        return fn
+    import importlib
+    module, _, name = fn.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def run_logged(path, fn, args, kwargs, peak=None):
-    """``fn(*args, **kwargs)`` with its log in ``path`` (:func:`job_log`), ending with how long
-    it took (and ``peak()``, the peak resident size in MB, when given)."""
+    """``fn(*args, **kwargs)`` (``fn`` a function or its name, :func:`step_function`) with its
+    log in ``path`` (:func:`job_log`), ending with how long it took (and ``peak()``, the peak
+    resident size in MB, when given)."""
     with job_log(path) as lg:
+        fn = step_function(fn)
         t0 = time.time()
         out = fn(*args, **kwargs)
         if peak is None:
