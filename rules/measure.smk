@@ -24,8 +24,9 @@ rule measure_shard:
         "results/logs/{study}/measure/{shard}.log",
     benchmark:
         "results/benchmarks/{study}/measure/{shard}.tsv"
-    # a run: block, not script:, so that a local job is a thread of the Snakemake process
-    # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
+    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
+    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
+    # (tests/test_lint.py)
     run:
         run_job(log, "sigprop.steps.shards:measure_shard", params.kind, params.shard, input.init, output[0],
                 params.p, device=params.device, threads=threads, data_path=input.data,

@@ -26,8 +26,9 @@ rule paper_claims:
         expects=paper_claim_expects,
     log:
         "results/logs/papers/{paper}/claims.log",
-    # a run: block, not script:, so that a local job is a thread of the Snakemake process
-    # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
+    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
+    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
+    # (tests/test_lint.py)
     run:
         run_job(log, "sigprop.steps.analysis:paper_claims", wildcards.paper, list(input.claims),
                 list(params.studies), output.table, output.html, output.summary, params.info,
@@ -59,8 +60,9 @@ rule paper_front:
         coverage=paper_coverage,
     log:
         "results/logs/papers/{paper}/front.log",
-    # a run: block, not script:, so that a local job is a thread of the Snakemake process
-    # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
+    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
+    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
+    # (tests/test_lint.py)
     run:
         run_job(log, "sigprop.steps.analysis:paper_front", wildcards.paper, input.claims, list(params.studies),
                 params.info, list(input.evidence), list(input.provenance), output.png,

@@ -23,8 +23,9 @@ rule train_shard:
         "results/logs/{study}/train/{shard}.log",
     benchmark:
         "results/benchmarks/{study}/train/{shard}.tsv"
-    # a run: block, not script:, so that a local job is a thread of the Snakemake process
-    # (sigprop/steps/jobs.py); long only by the files it names (tests/test_lint.py)
+    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
+    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
+    # (tests/test_lint.py)
     run:
         run_job(log, "sigprop.steps.shards:train_shard", params.shard, input.init, input.data, output[0],
                 checkpoint=params.checkpoint, checkpoint_every=config["checkpoint_every"],

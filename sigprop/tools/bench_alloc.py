@@ -1,8 +1,9 @@
 """What a large CPU allocation costs in the main thread and in a worker thread:
 ``sigprop bench-alloc [--sizes 16,100,300] [--repeats 10]``.
 
-A local run's jobs are worker threads of the Snakemake process (the default profile's
-``force-use-threads``, :mod:`sigprop.steps.jobs`).  glibc gives each thread its own arena,
+A step run in a thread of the Snakemake process (``SIGPROP_JOB_PROCESSES=0``; by default each
+job runs in the main thread of its own worker process, :mod:`sigprop.steps.workers`) is in a
+worker thread.  glibc gives each thread its own arena,
 whose heaps are at most 64 MB, so a tensor larger than that is ``mmap``-ed when it is made and
 unmapped when it is freed, and the next step faults on every page again, whatever
 :func:`sigprop.train.host_memory.keep_freed_memory` asked for (that setting reaches the main

@@ -12,15 +12,16 @@ the narrow ones 0-15.
 
 The price is that memory freed by one step stays mapped in the process, ready for the next: the
 process's resident size stays at its high-water mark instead of falling between steps.  A job
-that is its own process (a cluster job) loses nothing by that; the workflow's local runs hold
-all jobs in one process, where the high-water mark is what the largest job needed anyway.
+that is its own process loses nothing by that: a local run's jobs each run in their own worker
+process (:mod:`sigprop.steps.workers`), which ends with the job, and a cluster job is its own
+process too.
 
 Only glibc has ``mallopt``; elsewhere (macOS, musl) this does nothing and says so.  Setting
 ``SIGPROP_KEEP_FREED_MEMORY=0`` turns it off.
 
-That is not enough in a worker thread, and a local run's jobs are worker threads of the one
-Snakemake process (the default profile's ``force-use-threads``, :mod:`sigprop.steps.jobs`): glibc
-gives each thread its own arena, whose heaps
+That is not enough in a thread other than the main one (a step run in Snakemake's threads with
+``SIGPROP_JOB_PROCESSES=0``; a worker process runs its job in its main thread): glibc gives
+each thread its own arena, whose heaps
 are at most 64 MB, so a tensor larger than that is ``mmap``-ed when made and unmapped when freed
 whatever the thresholds say, and the next step faults on every 4 KB page of it again
 (``sigprop bench-alloc``: a 100 MB ``x * 2`` took 25,600 faults and 75 ms a call in a thread,
