@@ -46,6 +46,14 @@ def shard_resource(stage, name):
     return request
 
 
+def light_memory(wildcards, input):
+    """A light job's mem_mb from its inputs' size (sigprop.sizing.light_job_mb), at most the
+    run's memory in a local run, so that Snakemake's memory limit keeps large ones apart."""
+    from sigprop.sizing import light_job_mb
+
+    return light_job_mb(input.size_mb, LOCAL_MEMORY[0] if LOCAL_MEMORY is not None else None)
+
+
 def shard_json(wildcards):
     return study_of(wildcards).shard(wildcards.shard).to_json()
 

@@ -22,6 +22,8 @@ rule figure:
         p=job_params("figure"),
         expect=lambda w: study_of(w).expect(),
         caption=figure_caption,
+    resources:
+        mem_mb=light_memory,
     log:
         "results/logs/{study}/figures/{figure}.log",
     run:
@@ -49,6 +51,8 @@ rule claims:
         p=job_params("claims"),
         expect=lambda w: study_of(w).expect(),
         design=lambda w: study_of(w).design(),
+    resources:
+        mem_mb=light_memory,
     log:
         "results/logs/{study}/claims.log",
     run:
@@ -76,6 +80,8 @@ rule scales:
         code=code_of("scales"),
         scale=lambda w: study_of(w).scale,
         regime=lambda w: study_regime_json(w),
+    resources:
+        mem_mb=light_memory,
     log:
         "results/logs/{study}/scales.log",
     run:
@@ -101,6 +107,8 @@ rule study_table:
         kind=lambda w: study_of(w).kind,
         p=job_params("table"),
         expect=lambda w: study_of(w).expect(),
+    resources:
+        mem_mb=light_memory,
     log:
         "results/logs/{study}/tables/{table}.log",
     run:

@@ -24,6 +24,8 @@ rule paper_claims:
         info=paper_summary_info,
         coverage=paper_coverage,
         expects=paper_claim_expects,
+    resources:
+        mem_mb=light_memory,
     log:
         "results/logs/papers/{paper}/claims.log",
     # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
@@ -58,6 +60,8 @@ rule paper_front:
         studies=paper_studies,
         info=paper_summary_info,
         coverage=paper_coverage,
+    resources:
+        mem_mb=light_memory,
     log:
         "results/logs/papers/{paper}/front.log",
     # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
@@ -85,6 +89,8 @@ rule paper_table:
         code=code_of("paper"),
         studies=paper_studies,
         coverage=paper_coverage,
+    resources:
+        mem_mb=light_memory,
     log:
         "results/logs/papers/{paper}/{table}.log",
     run:

@@ -42,6 +42,8 @@ rule merge_metrics:
     params:
         code=code_of("merge"),
         manifest=lambda w: study_of(w).manifest(),
+    resources:
+        mem_mb=light_memory,
     log:
         "results/logs/{study}/merge_metrics.log",
     run:

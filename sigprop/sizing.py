@@ -22,6 +22,24 @@ HOST_BASE_MB = 2000
 """What a job on a scheduler needs beside its shard: the interpreter, torch and the data loader."""
 
 
+LIGHT_BASE_MB = 300
+LIGHT_MB_PER_INPUT_MB = 175
+"""A light job's memory (merge, theory, figures, claims, tables): ``LIGHT_BASE_MB`` plus
+``LIGHT_MB_PER_INPUT_MB`` per MB of its Parquet inputs (:func:`light_job_mb`).  Run tables
+repeat every run field on every row as Python strings in pandas, so a table takes far more
+memory than its compressed file: the paper-scale smoke run's ``dropout_training`` merge (24 MB of
+Parquet, 3.2 million rows, 48 columns) peaked at 4.2 GB, its claims and figures at 2.8-3.0 GB
+(the jobs' logs, 2026-11-26)."""
+
+
+def light_job_mb(input_mb: float, limit_mb: int | None = None) -> int:
+    """The memory a light job asks for (:data:`LIGHT_BASE_MB`, :data:`LIGHT_MB_PER_INPUT_MB`),
+    at most ``limit_mb`` (the run's memory: a job never asks for more than the run may use, so
+    a large one runs alone instead of never)."""
+    mb = int(LIGHT_BASE_MB + LIGHT_MB_PER_INPUT_MB * max(float(input_mb), 0.0))
+    return min(mb, int(limit_mb)) if limit_mb else mb
+
+
 def fc_model_bytes(d_in: int, width: int, depth: int, d_out: int, batch: int,
                    optimizer_slots: int = 1, bytes_per: int = 4) -> int:
     """Training memory of one fully connected model: parameters, gradients, optimizer

@@ -121,3 +121,23 @@ def test_requests_never_below_the_floor_on_a_scheduler_and_the_floor_itself_loca
     assert shard_request({}, "s", "x", "init", "mem_mb", 3, floor_mb=0.3, local=True) == 3
     assert shard_request({}, "s", "x", "init", "mem_mb", 1, floor_mb=None, local=True) == 1
     assert shard_request(plan, "s", "x", "train", "runtime", 1, floor_mb=big, local=True) == 7
+
+
+def test_light_jobs_ask_for_memory_by_their_inputs_size_never_above_the_runs():
+    assert sizing.light_job_mb(0) == sizing.LIGHT_BASE_MB
+    assert sizing.light_job_mb(10) == sizing.LIGHT_BASE_MB + 10 * sizing.LIGHT_MB_PER_INPUT_MB
+    assert sizing.light_job_mb(100, limit_mb=3500) == 3500   # runs alone rather than never
+
+
+def test_a_run_whose_memory_is_below_a_light_jobs_request_still_runs_it(tmp_path):
+    """With --resources mem_mb below what the merge would ask for by its inputs, the merge asks
+    for the run's memory, runs alone and the run finishes."""
+    from conftest import run_snakemake
+    cfg = write_config(tmp_path, tiny_study(grid={"depth": [2], "keep_rate": [1.0],
+                                                  "sigma_w2": [1.0, 2.0]}))
+    out = run_snakemake(tmp_path, cfg, "results/trainable_depth/claims.parquet",
+                        "--resources", "mem_mb=301")
+    text = out.stdout + out.stderr
+    assert (tmp_path / "results/trainable_depth/claims.parquet").exists()
+    merge = text[text.index("rule merge_metrics:"):]
+    assert "mem_mb=301" in merge[:merge.index("Shell command")]
