@@ -3,6 +3,7 @@ process tree, with their errors, their end and the server's end handled."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,17 +19,26 @@ from sigprop.steps.jobs import run_job
 pytestmark = pytest.mark.skipif(not workers.available(), reason="worker processes need Linux")
 
 
+def _where(tmp_path, name) -> dict:
+    out = tmp_path / f"{name}.json"
+    run_job([str(tmp_path / f"{name}.log")], "sigprop.steps.workers:describe", str(out))
+    return json.loads(out.read_text())
+
+
 def test_a_step_runs_in_a_worker_outside_the_callers_process_tree(tmp_path, monkeypatch):
     monkeypatch.delenv("SIGPROP_JOB_PROCESSES", raising=False)
-    log = tmp_path / "a.log"
-    pid = run_job([str(log)], os.getpid)
-    assert pid != os.getpid()
-    assert pid not in {p.pid for p in psutil.Process().children(recursive=True)}
-    text = log.read_text()
+    first = _where(tmp_path, "a")
+    assert first["pid"] != os.getpid()
+    assert first["pid"] not in {p.pid for p in psutil.Process().children(recursive=True)}
+    text = (tmp_path / "a.log").read_text()
     assert "done in" in text and "peak RSS" in text
     # the next step forks a new worker from the same server
-    assert run_job([str(log)], os.getppid) == run_job([str(log)], os.getppid)
-    assert run_job([str(log)], os.getpid) != pid
+    second = _where(tmp_path, "b")
+    assert second["ppid"] == first["ppid"] and second["pid"] != first["pid"]
+
+
+def test_what_a_step_returns_is_not_sent_back(tmp_path):
+    assert run_job([str(tmp_path / "r.log")], "os:getpid") is None
 
 
 def test_an_error_keeps_its_type_and_its_traceback_goes_to_the_log(tmp_path):
@@ -51,24 +61,28 @@ def test_a_killed_worker_fails_its_job_and_says_how_in_the_log(tmp_path):
 
 def test_without_processes_a_step_runs_in_the_calling_thread(tmp_path, monkeypatch):
     monkeypatch.setenv("SIGPROP_JOB_PROCESSES", "0")
-    assert run_job([str(tmp_path / "d.log")], os.getpid) == os.getpid()
+    assert _where(tmp_path, "d")["pid"] == os.getpid()
 
 
 def test_a_step_that_cannot_be_pickled_runs_in_the_calling_thread(tmp_path):
-    assert run_job([str(tmp_path / "e.log")], lambda: os.getpid()) == os.getpid()
+    seen = []
+    run_job([str(tmp_path / "e.log")], lambda: seen.append(os.getpid()))
+    assert seen == [os.getpid()]
 
 
 STARTER = """
-import os, sys
+import json, os, sys
 sys.path.insert(0, {root!r})
 from sigprop.steps.jobs import run_job
-print(run_job(None, os.getppid), flush=True)    # the worker's parent: the server
+run_job(None, "sigprop.steps.workers:describe", sys.argv[1])
+print(json.load(open(sys.argv[1]))["ppid"], flush=True)    # the worker's parent: the server
 """
 
 
 def test_the_server_ends_when_the_process_that_started_it_does(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", STARTER.format(root=root)], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", STARTER.format(root=root), str(tmp_path / "w.json")],
+                         capture_output=True,
                          text=True, timeout=120, env={**os.environ, "SIGPROP_JOB_PROCESSES": "1"})
     server = int(out.stdout.strip())
     t0 = time.time()
@@ -84,7 +98,6 @@ def test_the_server_ends_when_the_process_that_started_it_does(tmp_path):
 
 
 def test_a_step_named_module_function_runs_in_the_worker(tmp_path):
-    assert run_job([str(tmp_path / "f.log")], "os:getpid") != os.getpid()
     with pytest.raises(AttributeError):
         run_job([str(tmp_path / "g.log")], "os:no_such_function")
     assert "job failed: AttributeError" in (tmp_path / "g.log").read_text()

@@ -32,12 +32,13 @@ from sigprop.steps.workers import run_logged
 FIGURE_LOCK = threading.Lock()
 
 
-def run_job(log, fn, *args, **kwargs):
+def run_job(log, fn, *args, **kwargs) -> None:
     """Run one step, ``fn(*args, **kwargs)``, with its log in the rule's first log file: in a
     worker process (:mod:`sigprop.steps.workers`) unless ``SIGPROP_JOB_PROCESSES=0`` or the
     step cannot be sent to one, then in the calling thread.  ``fn`` is a function or its name,
     ``"module:function"`` (the rules name it, so that Snakemake's process never imports torch:
-    only the workers do)."""
+    only the workers do).  A step's outputs are its files: what it returns is dropped, in a
+    worker and here alike."""
     path = log if isinstance(log, (str, Path)) or log is None else (log[0] if len(log) else None)
     path = None if path is None else str(path)
     args, kwargs = _plain(args), _plain(kwargs)
@@ -47,8 +48,9 @@ def run_job(log, fn, *args, **kwargs):
         except Exception:           # a closure or an open handle: run it here
             payload = None
         if payload is not None:
-            return workers.run(path, payload)
-    return run_logged(path, fn, args, kwargs)
+            workers.run(path, payload)
+            return
+    run_logged(path, fn, args, kwargs)
 
 
 def in_processes() -> bool:

@@ -119,9 +119,9 @@ def run_logged(path, fn, args, kwargs, peak=None):
 
 # -- the client side (threads of the Snakemake process) ------------------------------------------
 
-def run(path: str | None, payload: bytes):
+def run(path: str | None, payload: bytes) -> None:
     """Run the pickled step ``payload`` (``(fn, args, kwargs)``) in a worker with its log at
-    ``path``; return its result or raise its exception."""
+    ``path``; raise its exception if it fails (what it returns is not sent back)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(_ensure_server())
@@ -133,9 +133,8 @@ def run(path: str | None, payload: bytes):
         raise RuntimeError("the job's worker process ended without a result (killed, e.g. for "
                            "memory?); its log ends with how it ended")
     status, value = pickle.loads(reply)
-    if status == "ok":
-        return value
-    raise value
+    if status != "ok":
+        raise value
 
 
 def _ensure_server() -> str:
@@ -306,11 +305,10 @@ def _worker(conn: socket.socket, path: str | None, payload: bytes) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         try:
             fn, args, kwargs = pickle.loads(payload)
-            out = run_logged(path, fn, args, kwargs, peak=_peak_rss_mb)
-            try:
-                reply = pickle.dumps(("ok", out))
-            except Exception:        # an unpicklable result: the rules use none
-                reply = pickle.dumps(("ok", None))
+            # what the step returns stays here: its outputs are its files, and pickling a
+            # result back (a merged run table of gigabytes) cost memory on both sides
+            run_logged(path, fn, args, kwargs, peak=_peak_rss_mb)
+            reply = pickle.dumps(("ok", None))
         except BaseException as e:  # logged with its traceback by job_log
             try:
                 reply = pickle.dumps(("error", e))
@@ -322,6 +320,13 @@ def _worker(conn: socket.socket, path: str | None, payload: bytes) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+def describe(path: str) -> None:
+    """A step that writes where it ran to ``path`` as JSON (process id, parent's, peak RSS in MB):
+    for checking where steps run (tests/test_workers.py)."""
+    Path(path).write_text(json.dumps({"pid": os.getpid(), "ppid": os.getppid(),
+                                      "peak_rss_mb": _peak_rss_mb()}))
 
 
 def _peak_rss_mb() -> float:
