@@ -463,11 +463,14 @@ def test_rows_carry_the_standard_error_of_their_seed_mean(tiny_seeds, tiny_runs)
     """Each claim row carries the SE over seeds of its measured mean, the one its test uses
     (floored for the fractions of (unit, input) pairs), and detectable is seed_z of it (the
     largest over its conditions; 0 where the seeds agree exactly); eq202_beats_eq85 tests a
-    difference of two other statistics and the sanity rows test an identity: no SE.  One seed:
-    no SE."""
+    difference of two other statistics, so its SE is the plain SE over seeds of its measured
+    value; the sanity rows test an identity: no SE.  One seed: no SE."""
     c = _tiny_claims(tiny_seeds).set_index("claim_id")
-    none = c[(c.kind == "sanity") | (c.index == "eq202_beats_eq85[final]")]
-    assert len(none) == 5 and none.se.isna().all()
+    none = c[c.kind == "sanity"]
+    assert len(none) == 4 and none.se.isna().all()
+    eq = c.loc["eq202_beats_eq85[final]"]
+    seeds = [v for k, v in study_claims.values_of(eq.to_dict()).items() if k.startswith("seed")]
+    assert eq.se == pytest.approx(np.std(seeds, ddof=1) / np.sqrt(len(seeds)))
     cl = c[(c.kind == "claim") & (c.index != "eq202_beats_eq85[final]")]
     # undecided (a seed without the statistic, e.g. no inactive units): neither SE nor power
     assert (np.isfinite(cl.se) == np.isfinite(cl.detectable)).all()

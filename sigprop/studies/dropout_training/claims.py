@@ -421,6 +421,20 @@ def _floor_se(r: dict, threshold: float, n_seeds: int) -> float:
     return float(np.sqrt(threshold * (1 - threshold) / (n * n_seeds))) if np.isfinite(n) else 0.0
 
 
+def _measured_se(measured: np.ndarray, first: np.ndarray | None, first_se: float) -> float:
+    """The SE of a row's measured seed mean: the SE its test used for its first condition when
+    that condition is the measured value minus a fixed threshold (or the reverse) in every seed,
+    else the plain SE over seeds of the measured values (a condition on other statistics);
+    NaN with fewer than two seeds or a missing value."""
+    if first is None or len(measured) < 2 or not np.isfinite(measured).all():
+        return float("nan")
+    for sign in (1.0, -1.0):
+        offset = first - sign * measured
+        if np.ptp(offset) <= 1e-12 * max(1.0, float(np.abs(offset).max())):
+            return float(first_se)
+    return float(np.std(measured, ddof=1) / np.sqrt(len(measured)))
+
+
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     """One row per claim: the claim's statistic is computed per trained network (seed), then
     judged on its mean over seeds with SE = SD / sqrt(n_seeds) (``claims.seed_z`` SE margins,
@@ -488,9 +502,8 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                 verdict = "inconclusive"
         verdicts[cid] = verdict
         vals.update({"se": float(np.atleast_1d(se)[0]) if np.isfinite(np.atleast_1d(se)[0]) else np.nan})
-        # the first condition is the measured mean minus a threshold (or the reverse), so its SE
-        # is that of the measured mean; eq202_beats_eq85's compares two other statistics
-        se_measured = np.nan if base == "eq202_beats_eq85" else vals["se"]
+        se_measured = _measured_se(m, e[:, 0] if n >= 2 and np.isfinite(e).all() else None,
+                                   vals["se"])
         out.append(row(study, cid, first["claim"], first["source"], measured=mean,
                        expected=first["expected"] + f" (mean of {n} seeds, margin > {k:g} SE)",
                        tolerance=first["tolerance"], verdict=verdict, detail=detail, values=vals,
