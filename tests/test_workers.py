@@ -101,3 +101,14 @@ def test_a_step_named_module_function_runs_in_the_worker(tmp_path):
     with pytest.raises(AttributeError):
         run_job([str(tmp_path / "g.log")], "os:no_such_function")
     assert "job failed: AttributeError" in (tmp_path / "g.log").read_text()
+
+
+def test_a_killed_server_is_replaced_by_the_next_step(tmp_path):
+    server = _where(tmp_path, "k1")["ppid"]
+    os.kill(server, signal.SIGKILL)
+    t0 = time.time()
+    while psutil.pid_exists(server) and psutil.Process(server).status() != psutil.STATUS_ZOMBIE \
+            and time.time() - t0 < 10:
+        time.sleep(0.05)
+    again = _where(tmp_path, "k2")
+    assert again["ppid"] != server

@@ -46,7 +46,7 @@ from pathlib import Path
 
 STARTUP_TIMEOUT_S = 120.0
 _lock = threading.Lock()
-_server: dict | None = None      # {"socket": path, "alive": write end of the pipe, "pid": ...}
+_server: dict | None = None      # {"socket": path, "alive": write end of the pipe}
 
 
 def available() -> bool:
@@ -122,19 +122,39 @@ def run_logged(path, fn, args, kwargs, peak=None):
 def run(path: str | None, payload: bytes) -> None:
     """Run the pickled step ``payload`` (``(fn, args, kwargs)``) in a worker with its log at
     ``path``; raise its exception if it fails (what it returns is not sent back)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(_ensure_server())
-        _send(sock, pickle.dumps((path, payload)))
-        reply = _recv(sock)
-    finally:
-        sock.close()
+    request = pickle.dumps((path, payload))
+    for attempt in (0, 1):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                sock.connect(_ensure_server())
+            except (ConnectionRefusedError, FileNotFoundError):
+                if attempt:
+                    raise
+                _forget_server()       # it died (killed): start a new one, once
+                continue
+            _send(sock, request)
+            reply = _recv(sock)
+            break
+        finally:
+            sock.close()
     if reply is None:
         raise RuntimeError("the job's worker process ended without a result (killed, e.g. for "
                            "memory?); its log ends with how it ended")
     status, value = pickle.loads(reply)
     if status != "ok":
         raise value
+
+
+def _forget_server() -> None:
+    global _server
+    with _lock:
+        if _server is not None:
+            try:
+                os.close(_server["alive"])
+            except OSError:
+                pass
+            _server = None
 
 
 def _ensure_server() -> str:
@@ -150,7 +170,14 @@ def _ensure_server() -> str:
         subprocess.run(launch, pass_fds=(read_end,), check=True, stdin=subprocess.DEVNULL)
         os.close(read_end)
         t0 = time.time()
+        failed = os.path.join(folder, "failed")
         while not os.path.exists(sock_path):
+            if os.path.exists(failed):
+                os.close(write_end)
+                raise RuntimeError("the worker server failed to start: "
+                                   + Path(failed).read_text().strip().splitlines()[-1]
+                                   + f" (traceback in {failed}); SIGPROP_JOB_PROCESSES=0 runs "
+                                   "steps in Snakemake's threads")
             if time.time() - t0 > STARTUP_TIMEOUT_S:
                 raise RuntimeError(f"the worker server did not start within {STARTUP_TIMEOUT_S:.0f} s "
                                    f"(socket {sock_path}); set SIGPROP_JOB_PROCESSES=0 to run "
@@ -193,7 +220,12 @@ def _launch() -> None:
     # still in Snakemake's process group: a signal to the group (Ctrl-C, a scheduler's kill)
     # reaches the workers too
     sys.path[:] = path
-    _serve(sock_path, alive_fd)
+    try:
+        _serve(sock_path, alive_fd)
+    except BaseException:      # the client waits for the socket: say why it will not come
+        import traceback
+        Path(os.path.dirname(sock_path), "failed").write_text(traceback.format_exc())
+        os._exit(1)
 
 
 def preload() -> None:
