@@ -29,7 +29,7 @@ LIGHT_MB_PER_INPUT_MB = 175
 repeat every run field on every row as Python strings in pandas, so a table takes far more
 memory than its compressed file: the paper-scale smoke run's ``dropout_training`` merge (24 MB of
 Parquet, 3.2 million rows, 48 columns) peaked at 4.2 GB, its claims and figures at 2.8-3.0 GB
-(the jobs' logs, 2026-11-26)."""
+(the jobs' logs; docs/performance.md, "The smoke run and the test lanes")."""
 
 
 def light_job_mb(input_mb: float, limit_mb: int | None = None) -> int:

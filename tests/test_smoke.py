@@ -127,10 +127,11 @@ def test_paper_scale_smoke_run_of_every_study(tmp_path):
     path = tmp_path / "smoke.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     # Every job runs in its own worker process (sigprop.steps.workers), so the run's memory is
-    # what its running jobs hold at once, and the jobs give freed memory back (glibc's defaults:
-    # kept, as training jobs keep it for speed, the widest job's worker peaked at 5.6 GB).  The widest models stay (000 at width 1000, depth 200, float64, one model a shard:
-    # about 3 GB asked for); Snakemake's memory resource runs such jobs one at a time, which
-    # keeps the test command under 8 GB
+    # what its running jobs hold at once; the jobs give freed memory back (glibc's defaults), so
+    # a worker holds no more than its job's live tensors.  The widest models stay (000 at width
+    # 1000, depth 200, float64, one model a shard: about 3 GB asked for); Snakemake's memory
+    # resource runs such jobs, and the light jobs of large tables, one at a time, which keeps
+    # the test command under 8 GB
     run_snakemake(tmp_path, path, "--resources", f"mem_mb={SMOKE_MEM_MB}", timeout=1800,
                   env={host_memory.ENV: "0"})
     res = tmp_path / "results"

@@ -176,9 +176,9 @@ SHIFT_COLUMNS = ["study", "claim_id", "kind", "measured_before", "measured_after
 
 
 def _study_claims(root: Path) -> pd.DataFrame:
-    """Every study's claims rows of a results folder (the papers' merged tables repeat them)."""
-    frames = [pd.read_parquet(p) for p in sorted(root.glob("*/claims.parquet"))
-              if p.parent.name != "papers"]
+    """Every study's claims rows of a results folder (``<study>/claims.parquet``; the papers'
+    merged tables, ``papers/<id>/claims.parquet``, repeat them)."""
+    frames = [pd.read_parquet(p) for p in sorted(root.glob("*/claims.parquet"))]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=CLAIM_KEY)
 
 
