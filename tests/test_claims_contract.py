@@ -390,3 +390,16 @@ def test_pooled_summaries_are_shown_apart_and_never_tallied():
     html = to_html(df)
     assert "Pooled summaries" in html and "<td>a[all]</td>" in html.split("Pooled summaries")[1]
     C.check_table(df, "study s")
+
+
+def test_docs_table_marks_the_claims_a_study_file_calls_fragile():
+    from sigprop.claims.doc_tables import block
+    df = C.frame([_row("a[(g)]", "fail"), _row("b", "fail"), _row("c[x]")])
+    df = reading.apply(df, "quick", {"data": "digits"}, {})
+    info = {"s": {"scale": "quick", "datasets": ["digits"],
+                  "fragile": [{"date": "2026-11-26", "claims": ["a[(g)]", "c*"],
+                               "proposal": "6 seeds"}]}}
+    text = block("000", "quick", df, "x.parquet", info=info)
+    lines = {ln.split("|")[2].strip(): ln for ln in text.splitlines() if ln.startswith("| s |")}
+    assert "(fragile)" in lines["a[(g)]"] and "(fragile)" in lines["c[x]"]
+    assert "(fragile)" not in lines["b"]

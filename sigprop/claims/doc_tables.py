@@ -11,6 +11,7 @@ around the blocks (why a claim fails, what differs from the paper) is written by
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import Path
 
@@ -27,14 +28,22 @@ def _marker(paper: str, scale: str, end: bool = False) -> str:
     return f"<!-- claims:{paper}:{scale}:{'end' if end else 'start'} -->"
 
 
-def _cell(reading: str, regime: str, exploratory: bool) -> str:
+def _cell(reading: str, regime: str, exploratory: bool, fragile: bool = False) -> str:
     if reading == "-":
         return "–"
     text = reading
     if reading.startswith("not reproduced") and regime:
         axes = [a for a in AXES if re.search(rf"(^|; ){a}:", regime)]
         text = f"not reproduced ({', '.join(axes)})"
-    return text + (" (expl.)" if exploratory else "")
+    return text + (" (expl.)" if exploratory else "") + (" (fragile)" if fragile else "")
+
+
+def fragile_rows(study: pd.Series, claim_id: pd.Series, info: dict) -> list[bool]:
+    """Which rows a study file marks ``design.fragile`` at this scale (``info``: per study, its
+    summary info): a claim id named exactly or matched as a shell-style pattern."""
+    marks = {(s, c) for s, i in info.items() for f in i.get("fragile") or [] for c in f["claims"]}
+    return [any(s == st and (cid == c or fnmatch.fnmatchcase(cid, c)) for st, c in marks)
+            for s, cid in zip(study, claim_id.astype(str))]
 
 
 def _num(v) -> str:
@@ -52,7 +61,9 @@ def block(paper: str, scale: str, df: pd.DataFrame, source: str,
     view = pd.DataFrame({
         "study": m.study, "claim id": m.claim_id.astype(str),
         "kind": m.kind, "source": m.source.astype(str),
-        scale: [_cell(r, g, e) for r, g, e in zip(m.run_reading, m.run_regime, m.run_exploratory)],
+        scale: [_cell(r, g, e, f) for r, g, e, f in zip(m.run_reading, m.run_regime,
+                                                         m.run_exploratory,
+                                                         fragile_rows(m.study, m.claim_id, info))],
         "paper (committed)": [_cell(r, g, e) for r, g, e in
                               zip(m.paper_reading, m.paper_regime, m.paper_exploratory)],
         "detectable": [f"{_num(a)} / {_num(b)}" for a, b in zip(m.run_detectable,
@@ -66,7 +77,9 @@ def block(paper: str, scale: str, df: pd.DataFrame, source: str,
              "not reproduced (axes) (a fail where the scale differs from the paper's along those "
              "axes, which the claim depends on); inconclusive; – not run. Detectable: the smallest "
              f"effect the test could see, {scale} / paper; margin: an equivalence claim's "
-             "tolerance (a pass needs detectable ≤ margin).", "", to_markdown(view).rstrip(), ""]
+             "tolerance (a pass needs detectable ≤ margin). (fragile): a verdict that a change "
+             "of training arithmetic alone flipped, so not robust (the study file's "
+             "design.fragile says what would make it so).", "", to_markdown(view).rstrip(), ""]
     regimes = []
     for study, si in info.items():
         scales = [(str(si.get("scale", scale)).split(" ")[0], si.get("regime") or {})]
