@@ -126,6 +126,24 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                             "grouped convolutions against the loop and torch.func on 3x32x32 "
                             "inputs [default: fc]")
     bench.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] [default: auto]")
+    bth = sub.add_parser(
+        "bench-threads", help="a training shard alone, as two threads, as two processes and "
+                              "beside a Python thread (JSON)",
+        description="Train one shard of STUDY (its costliest by default) for --steps steps, one "
+                    "torch thread, alone, as two copies in two threads of one process, as two "
+                    "copies in two processes, and beside a thread running a pure-Python loop; "
+                    "print the fastest of --repeats interleaved timings of each, its spread and "
+                    "its ratio to alone, as JSON: why a local run's jobs run in worker processes "
+                    "(docs/performance.md, 'Where jobs run').")
+    bth.add_argument("study", help="a training study of the config, e.g. width_batch")
+    bth.add_argument("--shard", default=None, help="shard id [default: the costliest]")
+    bth.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE")
+    bth.add_argument("--configfile", default="config/config.yaml")
+    bth.add_argument("--steps", type=int, default=100, help="timed steps [default: 100]")
+    bth.add_argument("--repeats", type=int, default=3, help="[default: 3]")
+    bth.add_argument("--arrangement", action="append", default=None,
+                     help="alone, two_threads, two_processes or beside_python (repeatable) "
+                          "[default: all four]")
     prof = sub.add_parser(
         "profile-shard", help="where a training shard's step goes: torch.profiler's top operators "
                               "(JSON)",
@@ -452,6 +470,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _bench_threads(args: dict) -> int:
+    from sigprop.tools import bench_threads
+    argv = [args["study"], "--configfile", args["configfile"], "--steps", str(args["steps"])]
+    if args["shard"]:
+        argv += ["--shard", args["shard"]]
+    if args["config"]:
+        argv += ["--config", *args["config"]]
+    json.dump(_jsonable(bench_threads.bench(
+        args["study"], args["shard"], args["config"], args["configfile"], args["steps"],
+        args["repeats"], tuple(args["arrangement"] or bench_threads.ARRANGEMENTS), argv)),
+        sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
 def _profile_shard(args: dict) -> int:
     from sigprop.tools import profile_shard
     json.dump(_jsonable(profile_shard.profile(
@@ -636,6 +669,7 @@ def _theory(args: dict) -> int:
 SUBCOMMANDS = {
     "bench": _bench,
     "profile-shard": _profile_shard,
+    "bench-threads": _bench_threads,
     "bench-dag": _bench_dag,
     "params": _params,
     "plan": _plan,

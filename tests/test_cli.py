@@ -122,6 +122,23 @@ def test_profile_shard_names_where_a_training_step_goes(tmp_path):
                               configfile=str(REPO / "config/config.yaml"), results=tmp_path)
 
 
+def test_bench_threads_times_a_shard_in_each_arrangement(tmp_path):
+    from sigprop.data.prepare import prepare
+    from sigprop.tools import bench_threads
+    prepare("digits", tmp_path / "data" / "digits.npz")
+    out = bench_threads.bench(
+        "width_batch", config=["studies=[width_batch]", f"studies_dir={REPO / 'config/studies'}"],
+        configfile=str(REPO / "config/config.yaml"), steps=3, repeats=2,
+        arrangements=("alone", "two_threads", "beside_python"), results=str(tmp_path))
+    assert out["study"] == "width_batch" and out["models"] > 1 and out["steps"] == 3
+    arr = out["arrangements"]
+    assert set(arr) == {"alone", "two_threads", "beside_python"}
+    assert all(a["s"] > 0 and a["spread"] >= 0 for a in arr.values())
+    assert arr["alone"]["of_alone"] == 1.0
+    with pytest.raises(SystemExit, match="unknown arrangement"):
+        bench_threads.one("sideways", None, 1, [])
+
+
 def test_bench_alloc_times_both_threads_with_huge_pages_off_and_on(capsys):
     assert cli.main(["bench-alloc", "--sizes", "8", "--repeats", "2"]) == 0
     res = json.loads(capsys.readouterr().out)

@@ -33,31 +33,30 @@ def _costliest(config: dict, study) -> str:
     return max(rows, key=lambda r: r["flops"])["shard"]
 
 
-def profile(study: str, shard_id: str | None = None, config: list[str] | None = None,
-            configfile: str = "config/config.yaml", steps: int = 10, warmup: int = 3,
-            threads: int = 1, device: str = "cpu", top: int = 12,
-            results: str | Path = "results") -> dict:
-    """Profile ``steps`` training steps of one shard of ``study``; see the module docstring."""
+def shard_trainer(study: str, shard_id: str | None = None, config: list[str] | None = None,
+                  configfile: str = "config/config.yaml", device: str = "cpu",
+                  results: str | Path = "results", tool: str = "profile-shard"):
+    """A :class:`ShardTrainer` of one dense shard of ``study`` (default: its costliest), built
+    as the workflow builds it, with the study and the shard; ``tool`` names the command in
+    errors."""
     from sigprop.tools.plan import load
     cfg, studies = load(configfile, config)
     if study not in studies:
-        raise SystemExit(f"profile-shard: no study '{study}' in {configfile} "
+        raise SystemExit(f"{tool}: no study '{study}' in {configfile} "
                          f"(studies: {', '.join(studies)})")
     st = studies[study]
     if st.task != "train":
-        raise SystemExit(f"profile-shard: study '{study}' does not train (task '{st.task}')")
+        raise SystemExit(f"{tool}: study '{study}' does not train (task '{st.task}')")
     shard = st.shard(shard_id or _costliest(cfg, st))
     r0 = shard.runs[0]
     data_path = Path(results) / "data" / f"{r0.dataset}.npz"
     if not data_path.exists():
-        raise SystemExit(f"profile-shard: {data_path} is missing; make it with "
+        raise SystemExit(f"{tool}: {data_path} is missing; make it with "
                          f"`snakemake {data_path}`")
     if shard.pruned:
-        raise SystemExit(f"profile-shard: shard {shard.shard_id} has pruned runs; profile a "
+        raise SystemExit(f"{tool}: shard {shard.shard_id} has pruned runs; use a "
                          "dense shard (the prune stage's masks are not drawn here)")
-    torch.set_num_threads(threads)
     dev = devices.acquire(device)
-    kept = host_memory.keep_freed_memory()
     dtype = engine.set_precision_policy(r0.precision)
     ds = load_dataset(str(data_path))
     data = engine.to_data(ds, dev, dtype)
@@ -65,6 +64,18 @@ def profile(study: str, shard_id: str | None = None, config: list[str] | None = 
     params, buffers = engine.initial_state(shard, in_shape, n_out, dev, dtype)
     tr = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
                              eval_splits=st.eval_splits)
+    return tr, st, shard
+
+
+def profile(study: str, shard_id: str | None = None, config: list[str] | None = None,
+            configfile: str = "config/config.yaml", steps: int = 10, warmup: int = 3,
+            threads: int = 1, device: str = "cpu", top: int = 12,
+            results: str | Path = "results") -> dict:
+    """Profile ``steps`` training steps of one shard of ``study``; see the module docstring."""
+    torch.set_num_threads(threads)
+    kept = host_memory.keep_freed_memory()
+    tr, st, shard = shard_trainer(study, shard_id, config, configfile, device, results)
+    r0, dev = shard.runs[0], tr.device
     for _ in range(warmup):
         tr.train_step()
     f0, t0 = host_memory.minor_faults(), time.perf_counter()
