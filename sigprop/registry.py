@@ -82,14 +82,18 @@ def table_function(kind: str):
     return part(kind, "tables").build_table
 
 
-def resolve(kind: str, study_cfg: dict, scale: str, where: str = "") -> Params:
+def resolve(kind: str, study_cfg: dict, scale: str, where: str = "", smoke: bool = False) -> Params:
     """A study's parameters at ``scale``: each section of the study file, with the scale's own
-    section (``scales.<scale>.<section>``) merged over it, parsed into the study's types.
+    section (``scales.<scale>.<section>``) merged over it, parsed into the study's types.  In a
+    smoke run (``smoke``) the scale's ``smoke.<section>`` is merged over that in turn: Monte
+    Carlo sizes and probe counts cut so that every code path runs in seconds
+    (:mod:`sigprop.config.smoke`).
 
     Raises :class:`sigprop.params.ParamError` naming the key path (``analysis.z_max``, or
     ``scales.quick.analysis.z_max`` for a key set there) and the value."""
     s = spec(kind)
     scale_cfg = (study_cfg.get("scales") or {}).get(scale) or {}
+    smoke_cfg = (scale_cfg.get("smoke") or {}) if smoke else {}
     out = {}
     for section in SECTIONS:
         base, over = study_cfg.get(section), scale_cfg.get(section)
@@ -97,7 +101,11 @@ def resolve(kind: str, study_cfg: dict, scale: str, where: str = "") -> Params:
         P.parse(s.section_type(section), base, section)
         if over is not None:
             P.parse(s.section_type(section), over, f"scales.{scale}.{section}")
-        out[section] = P.parse(s.section_type(section), P.merge(base, over), section)
+        merged = P.merge(base, over)
+        if smoke_cfg.get(section) is not None:
+            P.parse(s.section_type(section), smoke_cfg[section], f"scales.{scale}.smoke.{section}")
+            merged = P.merge(merged, smoke_cfg[section])
+        out[section] = P.parse(s.section_type(section), merged, section)
     return Params(study=study_cfg.get("name", kind), **out)
 
 

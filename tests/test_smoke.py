@@ -94,6 +94,20 @@ def test_smoke_study_is_built_from_the_paper_scale_file():
     assert '"smoke": true' in small.design() and '"smoke"' not in full.design()
 
 
+def test_a_scales_smoke_sections_apply_to_the_smoke_run_alone():
+    path = REPO / "config/studies/dropout_training.yaml"
+    cfg = load_yaml(path)
+    full = build_study("dropout_training", path, cfg, "paper", 64)
+    small = build_study("dropout_training", path, cfg, "paper", 64, smoke=True)
+    assert full.params.measure.mc_samples == cfg["scales"]["paper"]["measure"]["mc_samples"]
+    assert small.params.measure.mc_samples == cfg["scales"]["paper"]["smoke"]["measure"]["mc_samples"]
+    assert small.params.measure.input_keep == full.params.measure.input_keep   # the rest kept
+    bad = {**cfg, "scales": {**cfg["scales"], "paper": {
+        **cfg["scales"]["paper"], "smoke": {"measure": {"mc_samples": "many"}}}}}
+    with pytest.raises(Exception, match=r"scales\.paper\.smoke\.measure\.mc_samples"):
+        build_study("dropout_training", path, bad, "paper", 64, smoke=True)
+
+
 def test_smoke_verdicts_decide_nothing():
     df = pd.DataFrame([
         row("s", "c1", "a claim", "src", 1.0, 1.0, 0.1, "pass", test="z", detectable=0.1),

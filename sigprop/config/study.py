@@ -197,7 +197,7 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
     check_finite(study_cfg, path)
     check_kind(study_cfg, path)
     try:
-        params = registry.resolve(study_cfg["kind"], study_cfg, scale)
+        params = registry.resolve(study_cfg["kind"], study_cfg, scale, smoke=bool(smoke))
     except ParamError as e:
         raise ConfigError(f"{path}: {e}") from None
     pairs = expand_blocks(study_cfg, scale, path, max_runs)
