@@ -315,6 +315,28 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
     ev.add_argument("--command", default="", help="publish: the command that ran it")
     ev.add_argument("--note", default="", help="publish: e.g. what else ran at the same time")
     ev.add_argument("--limit-min", type=float, default=60.0, help="fits: minutes [default: 60]")
+    ld = sub.add_parser(
+        "ladder", help="budget ladders of the training studies: plan, publish, trend, check",
+        description="plan STUDY: the cost plan's projected CPU time of each rung of the study's "
+                    "ladder (its ladder: section).  publish STUDY RUNG: copy a run of that rung "
+                    "(snakemake --config 'studies=[STUDY]' 'scale_overrides={STUDY: RUNG}') to "
+                    "docs/evidence/ladder/STUDY/RUNG/ with provenance.  trend STUDY: every "
+                    "claim's trend across the committed rungs (trend.parquet, trend.md).  check: "
+                    "the committed rungs still match the config's runs and claim ids.")
+    ld.add_argument("action", choices=["plan", "publish", "trend", "check"])
+    ld.add_argument("study", nargs="?", default=None)
+    ld.add_argument("rung", nargs="?", default=None, help="publish: the rung's scale")
+    ld.add_argument("--configfile", default="config/config.yaml")
+    ld.add_argument("--results", default="results", help="results folder [default: results]")
+    ld.add_argument("--out", default="docs/evidence/ladder",
+                    help="evidence folder [default: docs/evidence/ladder]")
+    ld.add_argument("--wall-seconds", type=float, default=None,
+                    help="publish: the run's measured wall time")
+    ld.add_argument("--plan-seconds", type=float, default=None,
+                    help="publish: the plan's projected wall time of the rung (ladder plan)")
+    ld.add_argument("--command", default="", help="publish: the command that ran it")
+    ld.add_argument("--alongside", default="", help="publish: what else ran at the same time")
+    ld.add_argument("--note", default="", help="publish: anything else a reader needs")
     si = sub.add_parser(
         "stand-ins", help="write stand-in raw files of the downloaded data sets for the smoke run",
         description="Write small random files in the real raw formats (IDX, CIFAR binary, "
@@ -443,6 +465,51 @@ def _evidence(args: dict) -> int:
         return 0
     except (KeyError, ValueError, FileNotFoundError) as e:
         print(f"sigprop evidence {act}: {e}", file=sys.stderr)
+        return 2
+
+
+def _ladder(args: dict) -> int:
+    from pathlib import Path
+
+    from sigprop.steps import ladder as L
+    act, study = args["action"], args["study"]
+    if act != "check" and not study:
+        print(f"sigprop ladder {act}: name the study", file=sys.stderr)
+        return 2
+    try:
+        if act == "plan":
+            from sigprop.tools import plan as P
+            lad = L.ladder_for(args["configfile"], study)
+            print(f"| rung | budget ({lad.budget}) | runs | shards | CPU job time (plan) | "
+                  "wall on 2 job slots |\n|---|---|---|---|---|---|")
+            for r in lad.rungs:
+                res = P.plan(args["configfile"], [
+                    "smoke=false", f"studies=[{study}]",
+                    "scale_overrides={" + f"{study}: {r.scale}" + "}"], P.DEFAULT_EFFICIENCY, True)
+                cpu = sum(b["cpu_h_total"] for b in res["blocks"]) * 3600
+                runs = sum(b["runs"] for b in res["blocks"])
+                shards = sum(b["shards"] for b in res["blocks"])
+                print(f"| {r.scale} | {r.budget:g} | {runs} | {shards} | {cpu / 60:.1f} min | "
+                      f"{cpu / 120:.1f} min or more |")
+            return 0
+        if act == "publish":
+            if not args["rung"]:
+                print("sigprop ladder publish: name the rung", file=sys.stderr)
+                return 2
+            dest = L.publish_rung(study, args["rung"], args["results"], args["out"],
+                                  args["configfile"], args["wall_seconds"], args["plan_seconds"],
+                                  args["command"], args["alongside"], args["note"])
+            print(f"wrote {dest}")
+            return 0
+        if act == "trend":
+            print(f"wrote {L.write_trend(study, args['out'], args['configfile'])}")
+            return 0
+        problems = L.check(Path(args["out"]), args["configfile"])
+        for p in problems:
+            print(p, file=sys.stderr)
+        return 1 if problems else 0
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        print(f"sigprop ladder {act}: {e}", file=sys.stderr)
         return 2
 
 
@@ -676,6 +743,7 @@ SUBCOMMANDS = {
     "gpu-check": _gpu_check,
     "claims-doc": _claims_doc,
     "evidence": _evidence,
+    "ladder": _ladder,
     "stand-ins": _stand_ins,
     "compare": _compare,
     "bench-alloc": _bench_alloc,

@@ -84,24 +84,29 @@ def table_function(kind: str):
 
 def resolve(kind: str, study_cfg: dict, scale: str, where: str = "", smoke: bool = False) -> Params:
     """A study's parameters at ``scale``: each section of the study file, with the scale's own
-    section (``scales.<scale>.<section>``) merged over it, parsed into the study's types.  In a
+    section (``scales.<scale>.<section>``) merged over it, parsed into the study's types (a
+    ladder rung merges the quick scale's sections first, :mod:`sigprop.config.ladder`).  In a
     smoke run (``smoke``) the scale's ``smoke.<section>`` is merged over that in turn: Monte
     Carlo sizes and probe counts cut so that every code path runs in seconds
     (:mod:`sigprop.config.smoke`).
 
     Raises :class:`sigprop.params.ParamError` naming the key path (``analysis.z_max``, or
     ``scales.quick.analysis.z_max`` for a key set there) and the value."""
+    from sigprop.config.ladder import base_scales
     s = spec(kind)
-    scale_cfg = (study_cfg.get("scales") or {}).get(scale) or {}
+    scales = study_cfg.get("scales") or {}
+    scale_cfg = scales.get(scale) or {}
     smoke_cfg = (scale_cfg.get("smoke") or {}) if smoke else {}
     out = {}
     for section in SECTIONS:
-        base, over = study_cfg.get(section), scale_cfg.get(section)
+        merged = study_cfg.get(section)
         # check each part where it is written, so an error names the key the user typed
-        P.parse(s.section_type(section), base, section)
-        if over is not None:
-            P.parse(s.section_type(section), over, f"scales.{scale}.{section}")
-        merged = P.merge(base, over)
+        P.parse(s.section_type(section), merged, section)
+        for name in base_scales(scale):       # a ladder rung: the quick scale's, then its own
+            over = (scales.get(name) or {}).get(section)
+            if over is not None:
+                P.parse(s.section_type(section), over, f"scales.{name}.{section}")
+                merged = P.merge(merged, over)
         if smoke_cfg.get(section) is not None:
             P.parse(s.section_type(section), smoke_cfg[section], f"scales.{scale}.smoke.{section}")
             merged = P.merge(merged, smoke_cfg[section])

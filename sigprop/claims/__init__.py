@@ -503,9 +503,11 @@ def check_table(df: pd.DataFrame, where: str, paper: str | None = None) -> None:
 
 def design_changes(design: dict | None, scale: str) -> list[dict]:
     """The changes of a study's ``design:`` that apply to ``scale`` (a change names its scale,
-    or ``both``; one that names none applies to both)."""
-    return [c for c in (design or {}).get("changes") or []
-            if c.get("scale", scale) in (scale, "both")]
+    or ``both``; one that names none applies to both; a ladder rung is grown from the quick
+    design, so the quick scale's changes apply to it)."""
+    from sigprop.config.ladder import base_scales
+    own = set(base_scales(scale)) | {"both"}
+    return [c for c in (design or {}).get("changes") or [] if c.get("scale", scale) in own]
 
 
 def mark_exploratory(df: pd.DataFrame, changes: list[dict]) -> pd.DataFrame:

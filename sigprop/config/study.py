@@ -19,6 +19,7 @@ from sigprop.runs import RunSpec, Shard, make_shards, runs_digest
 from .data_options import check_data_options
 from .files import ConfigError, ConfigSources, check_finite, check_size, load_yaml, source_of
 from .grid import block_datasets, check_kind, check_runs, expand_blocks, run_labels
+from .ladder import base_scales, ladder_of
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ class Study:
                 "fragile": [{"date": str(f.get("date", "")), "claims": [str(c) for c in f["claims"]],
                              "proposal": str(f.get("proposal", ""))}
                             for f in d.get("fragile") or []
-                            if f.get("scale", self.scale) in (self.scale, "both")]}
+                            if f.get("scale", self.scale) in (*base_scales(self.scale), "both")]}
 
     def manifest(self) -> str:
         """What the merge of the study's shard tables expects, as JSON: per shard, its runs and
@@ -196,6 +197,7 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
                           f"name '{name}'")
     check_finite(study_cfg, path)
     check_kind(study_cfg, path)
+    ladder_of(study_cfg, path)
     try:
         params = registry.resolve(study_cfg["kind"], study_cfg, scale, smoke=bool(smoke))
     except ParamError as e:

@@ -1,0 +1,238 @@
+"""Ladder evidence: each rung of a training study's budget ladder run on a CPU, committed with
+provenance, and the trend of every claim across the rungs.
+
+A rung (:mod:`sigprop.config.ladder`) runs as ``snakemake --config 'studies=[<study>]'
+'scale_overrides={<study>: <rung>}'`` in its own copy of the workflow (the quick rung is the
+default run).  :func:`publish_rung` (``sigprop ladder publish STUDY RUNG``) copies its claims
+table to ``docs/evidence/ladder/<study>/<rung>/`` with ``provenance.json`` (commit, date,
+machine, wall time, summed job time, the cost plan's projection, the command and what else ran,
+the digest of its run ids and its claim ids) and a readable ``claims.md``.  :func:`write_trend`
+(``sigprop ladder trend STUDY``) reads every committed rung as one trend per claim
+(:func:`sigprop.claims.trend.trend_rows`) into ``trend.parquet`` and ``trend.md``.
+:func:`check` (run by the tests) regenerates each committed rung's run ids and the claim ids
+from the config today, so a config or code change that would give other runs is noticed.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from sigprop import tables
+from sigprop.claims.committed import OLD_COLUMNS
+from sigprop.claims.trend import TREND_COLUMNS, trend_rows
+from sigprop.config.ladder import ladder_of
+
+from .evidence import _git, job_seconds, machine, runs_digest
+
+LADDER_DIR = Path("docs/evidence/ladder")
+
+
+def studies_at(config_path: str | Path, names, scale: str) -> dict:
+    """The config's studies ``names`` built at ``scale`` (smoke off), by name."""
+    from sigprop.config import load_yaml
+    from sigprop.tools import plan
+    known = load_yaml(config_path)["studies"]
+    names = [n for n in known if n in set(names)]
+    over = ["smoke=false", "studies=" + json.dumps(names),
+            "scale_overrides=" + json.dumps({n: scale for n in names})]
+    _, studies = plan.load(config_path, over)
+    return studies
+
+
+def study_file(config_path: str | Path, study: str) -> dict:
+    from sigprop.config import load_yaml
+    cfg = load_yaml(config_path)
+    return load_yaml(Path(cfg.get("studies_dir", "config/studies")) / f"{study}.yaml")
+
+
+def ladder_for(config_path: str | Path, study: str):
+    lad = ladder_of(study_file(config_path, study), f"{study}.yaml")
+    if lad is None:
+        raise KeyError(f"study {study!r} declares no ladder (ladder: in its study file)")
+    return lad
+
+
+def publish_rung(study: str, rung: str, results: str | Path = "results",
+                 out: str | Path = LADDER_DIR, config_path: str | Path = "config/config.yaml",
+                 wall_s: float | None = None, plan_s: float | None = None, command: str = "",
+                 alongside: str = "", note: str = "") -> Path:
+    """Copy ``results/<study>/claims.parquet`` of a run of ``study`` at rung ``rung`` to
+    ``out/<study>/<rung>/`` with ``provenance.json`` and ``claims.md``.  Refused unless the
+    results' run ids are exactly the rung's run ids under ``config_path`` today and the claims
+    table is stamped with the rung's scale."""
+    results, out = Path(results), Path(out)
+    lad = ladder_for(config_path, study)
+    if rung not in lad.scales:
+        raise KeyError(f"{study}: {rung!r} is not a rung of its ladder ({', '.join(lad.scales)})")
+    st = studies_at(config_path, [study], rung)[study]
+    claims_path, metrics_path = results / study / "claims.parquet", results / study / "metrics.parquet"
+    for p in (claims_path, metrics_path):
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: run the rung first (snakemake --config "
+                                    f"'studies=[{study}]' 'scale_overrides={{{study}: {rung}}}')")
+    want = {r.run_id for r in st.runs}
+    got = set(pd.read_parquet(metrics_path, columns=["run_id"]).run_id.unique())
+    if got != want:
+        raise ValueError(f"{metrics_path}: {len(got)} run ids, of which {len(got & want)} are "
+                         f"among the {len(want)} runs of {study} at {rung} today: not a run of "
+                         "this rung")
+    stamp = tables.stamp_of(claims_path)
+    if stamp is not None and stamp.get("scale") != rung:
+        raise ValueError(f"{claims_path}: a claims table of scale {stamp.get('scale')!r}, not "
+                         f"of rung {rung!r}")
+    claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
+    dest = out / study / rung
+    dest.mkdir(parents=True, exist_ok=True)
+    import shutil
+    shutil.copyfile(claims_path, dest / "claims.parquet")
+    budget = next(r.budget for r in lad.rungs if r.scale == rung)
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    prov = {"study": study, "scale": rung, "budget": budget, "budget_unit": lad.budget,
+            "ladder_fixed": lad.fixed, "commit": _git("rev-parse", "HEAD"),
+            "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),
+            "machine": machine(), "wall_s": wall_s, "plan_s": plan_s,
+            "job_s": round(job_seconds(results, study), 1), "command": command,
+            "alongside": alongside, "note": note, "runs": len(want),
+            "runs_sha256": runs_digest(want), "datasets": st.datasets,
+            "claim_ids": claims.claim_id.astype(str).tolist()}
+    (dest / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n")
+    write_rung_view(dest)
+    return dest
+
+
+def write_rung_view(dest: str | Path) -> Path:
+    """``claims.md`` of a committed rung: its provenance in a paragraph, then its rows."""
+    from sigprop.claims.render import tally_line, to_markdown
+    dest = Path(dest)
+    prov = json.loads((dest / "provenance.json").read_text())
+    claims = tables.read(dest / "claims.parquet", OLD_COLUMNS)
+    view = claims[["claim_id", "kind", "verdict", "measured", "se", "expected", "test",
+                   "detectable"]]
+    wall = f"{prov['wall_s'] / 60:.1f} min wall" if prov.get("wall_s") else "wall time not given"
+    plan = f" (plan: {prov['plan_s'] / 60:.1f} min)" if prov.get("plan_s") else ""
+    dirty = " (with uncommitted changes)" if prov.get("uncommitted_changes") else ""
+    beside = f"  Alongside: {prov['alongside']}." if prov.get("alongside") else ""
+    note = f"  {prov['note']}" if prov.get("note") else ""
+    (dest / "claims.md").write_text(
+        f"# {prov['study']}: ladder rung {prov['scale']} (budget {prov['budget']:g} "
+        f"{prov['budget_unit']})\n\nRun on {prov['date']} at commit `{prov['commit'][:10]}`"
+        f"{dirty} on {prov['machine']['cpu']} ({prov['machine']['cores']} cores, no GPU): "
+        f"{wall}{plan}, {prov['job_s'] / 60:.1f} min of jobs, {prov['runs']} runs.  Command: "
+        f"`{prov.get('command', '')}`.{beside}{note}\n\n{tally_line(claims)}\n\n"
+        f"{to_markdown(view)}")
+    return dest / "claims.md"
+
+
+def rung_tables(folder: str | Path, lad) -> list[tuple[str, float, pd.DataFrame]]:
+    """``(rung, budget, claims table)`` of every committed rung of a ladder, lowest first."""
+    folder = Path(folder)
+    out = []
+    for r in lad.rungs:
+        p = folder / r.scale / "claims.parquet"
+        if p.exists():
+            out.append((r.scale, r.budget, tables.read(p, OLD_COLUMNS)))
+    return out
+
+
+def write_trend(study: str, out: str | Path = LADDER_DIR,
+                config_path: str | Path = "config/config.yaml") -> Path:
+    """``trend.parquet`` and ``trend.md`` of a study from its committed rungs (all of them
+    must be committed)."""
+    lad = ladder_for(config_path, study)
+    folder = Path(out) / study
+    have = rung_tables(folder, lad)
+    missing = [r.scale for r in lad.rungs if r.scale not in {h[0] for h in have}]
+    if missing:
+        raise FileNotFoundError(f"{folder}: rungs {missing} not committed (sigprop ladder "
+                                "publish)")
+    t = trend_rows(have, lad.paper_budget, lad.toward)
+    stored = t.assign(**{c: t[c].map(json.dumps) for c in
+                         ("rungs", "budgets", "measured", "se", "verdicts")})
+    stored.to_parquet(folder / "trend.parquet", index=False)
+    (folder / "trend.md").write_text(trend_markdown(t, lad))
+    return folder / "trend.parquet"
+
+
+def read_trend(path: str | Path) -> pd.DataFrame:
+    """A committed ``trend.parquet`` with its list columns decoded."""
+    t = pd.read_parquet(path)
+    for c in ("rungs", "budgets", "measured", "se", "verdicts"):
+        t[c] = t[c].map(json.loads)
+    return t[TREND_COLUMNS]
+
+
+def _num(v: float) -> str:
+    return "–" if v != v else f"{v:.3g}"
+
+
+def trend_markdown(t: pd.DataFrame, lad) -> str:
+    """The trend table in words: one line per claim with its statistic rung by rung."""
+    head = (f"# {t.study.iloc[0] if len(t) else ''}: trend along the budget ladder\n\n"
+            f"Rungs {', '.join(f'{r.scale} ({r.budget:g})' for r in lad.rungs)} in {lad.budget}; "
+            f"the paper's setup is {lad.paper_budget:g}.  Rungs declared on {lad.fixed}.  Each "
+            "claim's statistic is fitted on ln(budget), weighted by 1/SE² where every rung has "
+            "an SE (else unweighted, Student t); `toward`/`away`: the slope points toward/away "
+            "from the paper's value by more than the detectable slope; `flat`: it does not, and "
+            "a slope reaching the paper's value by the paper's budget (`needed`) would have been "
+            "detected; else `inconclusive`.  A trend is not a verdict on the paper's statement "
+            "and is never counted in a paper's tally; the top rung's own verdict is shown "
+            "beside it.\n\n")
+    lines = ["| claim | kind | statistic by rung (± SE) | verdicts by rung | expected | slope ± SE "
+             "| detectable | needed | trend |", "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in t.iterrows():
+        vals = "; ".join(f"{_num(m)}" + (f" ± {_num(s)}" if s == s else "")
+                         for m, s in zip(r.measured, r.se))
+        lines.append(f"| `{r.claim_id}` | {r.kind} | {vals} | {' → '.join(r.verdicts)} | "
+                     f"{_num(r.expected)} | {_num(r.slope)} ± {_num(r.slope_se)} | "
+                     f"{_num(r.detectable_slope)} | {_num(r.needed)} | **{r.trend}** |")
+    counts = t.trend.value_counts().to_dict()
+    tail = "\n\n" + ", ".join(f"{counts.get(v, 0)} {v}" for v in
+                              ("toward", "away", "flat", "inconclusive")) + "\n"
+    return head + "\n".join(lines) + tail
+
+
+def check(evidence: str | Path = LADDER_DIR,
+          config_path: str | Path = "config/config.yaml") -> list[str]:
+    """Problems of the committed ladder evidence: a rung whose run ids today differ from the
+    committed digest, a rung the study's ladder no longer declares, claim ids that disagree
+    with provenance, or a trend table that is not the one the committed rungs give."""
+    evidence = Path(evidence)
+    problems = []
+    for d in sorted(p for p in evidence.iterdir() if p.is_dir()) if evidence.exists() else []:
+        try:
+            lad = ladder_for(config_path, d.name)
+        except (KeyError, FileNotFoundError) as e:
+            problems.append(f"{d}: {e}")
+            continue
+        for rd in sorted(p for p in d.iterdir() if p.is_dir()):
+            if rd.name not in lad.scales:
+                problems.append(f"{rd}: {rd.name!r} is not a rung of {d.name}'s ladder")
+                continue
+            prov = json.loads((rd / "provenance.json").read_text())
+            ids = {r.run_id for r in studies_at(config_path, [d.name], rd.name)[d.name].runs}
+            if runs_digest(ids) != prov["runs_sha256"] or len(ids) != prov["runs"]:
+                problems.append(f"{rd}/provenance.json: the runs of {d.name} at {rd.name} today "
+                                f"({len(ids)} runs) are not those the committed verdicts came "
+                                f"from ({prov['runs']} runs): rerun the rung and publish again")
+            budget = next(r.budget for r in lad.rungs if r.scale == rd.name)
+            if prov.get("budget") != budget:
+                problems.append(f"{rd}/provenance.json: budget {prov.get('budget')} but the "
+                                f"ladder declares {budget:g}")
+            claims = tables.read(rd / "claims.parquet", OLD_COLUMNS)
+            if claims.claim_id.astype(str).tolist() != prov["claim_ids"]:
+                problems.append(f"{rd}: claims.parquet's claim ids differ from provenance.json's")
+        tp = d / "trend.parquet"
+        if tp.exists():
+            have = rung_tables(d, lad)
+            if len(have) == len(lad.rungs):
+                want = trend_rows(have, lad.paper_budget, lad.toward)
+                got = read_trend(tp)
+                if (want.claim_id.tolist() != got.claim_id.tolist()
+                        or want.trend.tolist() != got.trend.tolist()):
+                    problems.append(f"{tp}: not the trend its committed rungs give today "
+                                    f"(sigprop ladder trend {d.name})")
+    return problems
