@@ -63,7 +63,8 @@ def test_trend_verdict_rule():
     assert trend_verdict(0.5, 0.1, -1, 0.2, 3.0) == "away"
     assert trend_verdict(0.05, 0.05, +1, 0.2, 3.0) == "flat"            # 0.15 < 0.2 resolved
     assert trend_verdict(0.05, 0.1, +1, 0.2, 3.0) == "inconclusive"     # 0.3 > 0.2: not resolved
-    assert trend_verdict(0.05, 0.05, 0, 0.2, 3.0) == "inconclusive"     # no direction
+    assert trend_verdict(0.05, 0.05, 0, 0.2, 3.0) == "flat"             # on the value, stays
+    assert trend_verdict(-0.5, 0.05, 0, 0.2, 3.0) == "away"             # on the value, leaves
     assert trend_verdict(math.nan, 0.05, 1, 0.2, 3.0) == "inconclusive"
     assert critical(True, 3) == 3.0 and critical(False, 3) > 100      # t with one df
 

@@ -8,7 +8,8 @@ on the natural log of the budget by weighted least squares (weights 1 / SE^2,
 :func:`weighted_slope`) and reads the slope against the direction of the paper's value:
 
 * ``toward``: the slope points toward the paper's value by more than ``z`` of its SEs;
-* ``away``: it points away by more than ``z`` SEs (a finding, reported with its numbers);
+* ``away``: it points away by more than ``z`` SEs (a finding, reported with its numbers), or
+  the lowest rung sits on the paper's value and the slope moves off it by more than ``z`` SEs;
 * ``flat``: the slope is within ``z`` SEs of zero and ``z`` SEs are less than the slope that
   would carry the statistic from the lowest rung to the paper's value by the paper's budget
   (``needed``): a trend of that size would have been seen;
@@ -93,12 +94,15 @@ def critical(weighted: bool, n: int, z: float = Z) -> float:
 def trend_verdict(slope: float, slope_se: float, direction: int, needed: float,
                   crit: float) -> str:
     """``toward``, ``away``, ``flat`` or ``inconclusive`` (the module's rule)."""
-    if not (np.isfinite(slope) and np.isfinite(slope_se)) or direction == 0:
+    if not (np.isfinite(slope) and np.isfinite(slope_se)):
         return "inconclusive"
     resolve = crit * slope_se
-    if slope * direction > resolve:
+    if direction == 0:               # the lowest rung sits on the paper's value
+        if abs(slope) > resolve:
+            return "away"
+    elif slope * direction > resolve:
         return "toward"
-    if slope * direction < -resolve:
+    elif slope * direction < -resolve:
         return "away"
     if np.isfinite(needed) and needed > 0 and resolve < needed:
         return "flat"

@@ -1,0 +1,134 @@
+"""Budget ladders (sigprop.config.ladder, sigprop.steps.ladder): the study file's rungs checked
+when the DAG is built, a rung's parameters built on the quick scale's, and the committed rungs
+kept honest against the config as the paper-scale evidence is."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+from sigprop.claims import design_changes, row
+from sigprop.config import ConfigError, build_study, load_yaml
+from sigprop.config.ladder import base_scales, is_rung, ladder_of
+from sigprop.steps import ladder as L
+
+COMMITTED = REPO / "docs/evidence/ladder"
+CONFIG = REPO / "config/config.yaml"
+TRAINING = ("trainable_depth", "training_speed", "pruning_eoc", "width_batch", "dropout_training")
+
+
+@pytest.fixture
+def in_repo(monkeypatch):
+    monkeypatch.chdir(REPO)          # studies_dir in the config is relative to the repository
+
+
+def _cfg(name="dropout_training"):
+    return load_yaml(REPO / f"config/studies/{name}.yaml")
+
+
+def test_rung_names_and_their_base_scales():
+    assert is_rung("ladder2") and is_rung("ladder13") and not is_rung("quick")
+    assert not is_rung("paper") and not is_rung("ladder")
+    assert base_scales("ladder3") == ("quick", "ladder3") and base_scales("paper") == ("paper",)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda lad: lad["rungs"].pop(), "at least 3"),
+    (lambda lad: lad["rungs"][0].update(scale="ladder2"), r"rungs\[0\]\.scale"),
+    (lambda lad: lad["rungs"][2].update(budget=100), "grow rung by rung"),
+    (lambda lad: lad.update(paper_budget=10), "paper_budget"),
+    (lambda lad: lad["rungs"][2].update(scale="ladder9"), "no scale 'ladder9'"),
+])
+def test_a_bad_ladder_is_refused_naming_its_key(edit, match):
+    cfg = copy.deepcopy(_cfg())
+    edit(cfg["ladder"])
+    with pytest.raises(ConfigError, match=match) as e:
+        build_study("dropout_training", "x.yaml", cfg, "quick", 64)
+    assert "x.yaml: key '" in str(e.value)
+
+
+def test_a_rung_scale_the_ladder_does_not_list_is_refused():
+    cfg = copy.deepcopy(_cfg())
+    cfg["scales"]["ladder7"] = cfg["scales"]["ladder2"]
+    with pytest.raises(ConfigError, match="scales.ladder7"):
+        ladder_of(cfg, "x.yaml")
+
+
+def test_a_rung_runs_the_quick_claims_with_its_own_grid():
+    cfg = _cfg()
+    quick = build_study("dropout_training", "d.yaml", cfg, "quick", 64)
+    rung = build_study("dropout_training", "d.yaml", cfg, "ladder2", 64)
+    # the quick scale's claims section (success_acc 0.85, not the paper's 0.97) carries over
+    assert cfg["scales"]["quick"]["claims"]["success_acc"] != cfg["scales"]["paper"]["claims"]["success_acc"]
+    assert rung.params.claims == quick.params.claims
+    # the rung's own Monte Carlo sizes are merged over the quick scale's
+    assert rung.params.measure.mc_samples == cfg["scales"]["ladder2"]["measure"]["mc_samples"]
+    assert rung.params.measure.n_inputs == quick.params.measure.n_inputs
+    assert {r.width for r in rung.runs} != {r.width for r in quick.runs}
+    assert {r.seed for r in rung.runs} == {r.seed for r in quick.runs}
+    # the quick scale's design changes apply to a rung, the paper scale's do not
+    changes = design_changes(cfg["design"], "ladder2")
+    assert changes == design_changes(cfg["design"], "quick")
+
+
+@pytest.mark.parametrize("name", ["dropout_training", "pruning_eoc", "width_batch", "training_speed"])
+def test_declared_ladders_grow_from_the_quick_design(name):
+    cfg = _cfg(name)
+    lad = ladder_of(cfg, name)
+    assert lad.scales[0] == "quick" and len(lad.rungs) >= 3
+    assert lad.fixed and lad.paper_budget > lad.rungs[-1].budget
+    seeds = [{r.seed for r in build_study(name, "s.yaml", cfg, s, 64).runs} for s in lad.scales]
+    assert all(s == seeds[0] and len(s) >= 3 for s in seeds)       # seeds as at quick scale
+
+
+def _rung_results(tmp_path, study, scale, runs):
+    res = tmp_path / "results"
+    (res / study).mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([row(study, "c", "a claim", "src", 1.0, 1.0, 0.1, "pass", test="z",
+                      detectable=0.1, se=0.005)]).to_parquet(res / study / "claims.parquet")
+    pd.DataFrame({"run_id": [r.run_id for r in runs]}).to_parquet(res / study / "metrics.parquet")
+    return res
+
+
+def test_publish_refuses_results_that_are_not_the_rungs_runs(in_repo, tmp_path):
+    res = _rung_results(tmp_path, "dropout_training", "ladder2", [])
+    with pytest.raises(ValueError, match="not a run of this rung"):
+        L.publish_rung("dropout_training", "ladder2", res, tmp_path / "ev", CONFIG)
+    with pytest.raises(KeyError, match="not a rung"):
+        L.publish_rung("dropout_training", "paper", res, tmp_path / "ev", CONFIG)
+    with pytest.raises(KeyError, match="declares no ladder"):
+        L.publish_rung("meanfield_maps", "quick", res, tmp_path / "ev", CONFIG)
+    assert not (tmp_path / "ev").exists()
+
+
+def test_published_rungs_pass_the_check_until_the_config_moves(in_repo, tmp_path):
+    ev = tmp_path / "ev"
+    study = "dropout_training"
+    lad = L.ladder_for(CONFIG, study)
+    for r in lad.rungs:
+        runs = L.studies_at(CONFIG, [study], r.scale)[study].runs
+        res = _rung_results(tmp_path / r.scale, study, r.scale, runs)
+        L.publish_rung(study, r.scale, res, ev, CONFIG, wall_s=1.0)
+    L.write_trend(study, ev, CONFIG)
+    assert L.check(ev, CONFIG) == []
+    t = L.read_trend(ev / study / "trend.parquet")
+    assert t.rungs.iloc[0] == lad.scales and t.trend.iloc[0] == "flat"   # 1.0 at every rung
+    prov = json.loads((ev / study / "ladder2/provenance.json").read_text())
+    assert prov["scale"] == "ladder2" and prov["budget"] == lad.rungs[1].budget
+    assert prov["machine"]["gpu"] is None
+    # a rung whose runs the config no longer gives, and a trend table that is not its rungs'
+    prov["runs_sha256"] = "0" * 64
+    (ev / study / "ladder2/provenance.json").write_text(json.dumps(prov))
+    stale = pd.read_parquet(ev / study / "trend.parquet").assign(trend="toward")
+    stale.to_parquet(ev / study / "trend.parquet")
+    problems = L.check(ev, CONFIG)
+    assert any("are not those the committed verdicts came from" in p for p in problems)
+    assert any("not the trend its committed rungs give" in p for p in problems)
+    shutil.rmtree(ev / study / "ladder3")
+    with pytest.raises(FileNotFoundError, match="ladder3"):
+        L.write_trend(study, ev, CONFIG)
