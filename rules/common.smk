@@ -196,6 +196,13 @@ def paper_evidence(name):
     return files
 
 
+def paper_ladder(wildcards):
+    """The committed ladder trends (docs/evidence/ladder/<study>/trend.parquet) of the paper's
+    studies that have one (sigprop.steps.ladder)."""
+    return [f"{LADDER}/{n}/trend.parquet" for n in paper_studies(wildcards)
+            if Path(f"{LADDER}/{n}/trend.parquet").exists()]
+
+
 def report_category(wildcards):
     """Report section of a study's outputs: its paper (sigprop.papers.TITLES)."""
     from sigprop.papers import title
@@ -214,6 +221,8 @@ def study_subcategory(wildcards):
 
 
 EVIDENCE = "docs/evidence/paper-scale"   # committed paper-scale claims (sigprop.steps.evidence)
+LADDER = "docs/evidence/ladder"   # committed budget-ladder rungs and trends (sigprop.steps.ladder)
+LADDER_TREND = f"{LADDER}/{{study}}/trend.parquet"
 EVIDENCE_CLAIMS = f"{EVIDENCE}/{{study}}/claims.parquet"
 EVIDENCE_PROVENANCE = f"{EVIDENCE}/{{study}}/provenance.json"
 
@@ -225,6 +234,8 @@ def all_outputs():
     for name in STUDIES:
         if Path(f"{EVIDENCE}/{name}/claims.parquet").exists():
             out.append(f"results/{name}/scales.html")
+        if Path(f"{LADDER}/{name}/trend.parquet").exists():
+            out += [f"results/{name}/ladder.png", f"results/{name}/ladder.pdf"]
         for fig in study_figures(name):
             out += [f"results/{name}/figures/{fig}.png", f"results/{name}/figures/{fig}.pdf"]
         out += [f"results/{name}/claims.parquet", f"results/{name}/claims.html"]

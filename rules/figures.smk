@@ -89,6 +89,31 @@ rule scales:
                 input.provenance, output[0], params.regime)
 
 
+# A study's budget ladder in the report: each claim's statistic against the rung's budget, from
+# the trend committed under docs/evidence/ladder/ (sigprop ladder), for studies that have one.
+rule ladder_figure:
+    input:
+        trend=LADDER_TREND,
+    output:
+        png=report(
+            "results/{study}/ladder.png",
+            caption="../workflow/report/ladder.rst",
+            category=report_category,
+            subcategory=study_subcategory,
+            labels={"study": "{study}", "figure": "budget ladder"},
+        ),
+        pdf="results/{study}/ladder.pdf",
+    params:
+        code=code_of("ladder"),
+    resources:
+        mem_mb=light_memory,
+    log:
+        "results/logs/{study}/ladder.log",
+    run:
+        run_job(log, "sigprop.steps.analysis:ladder_figure", wildcards.study, input.trend,
+                output.png, output.pdf)
+
+
 rule study_table:
     input:
         runs="results/{study}/metrics.parquet",

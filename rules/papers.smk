@@ -8,6 +8,7 @@ rule paper_claims:
         pages=paper_claim_pages,
         evidence=paper_evidence("claims.parquet"),
         provenance=paper_evidence("provenance.json"),
+        trends=paper_ladder,
     output:
         table="results/papers/{paper}/claims.parquet",
         html=report(
@@ -35,7 +36,7 @@ rule paper_claims:
         run_job(log, "sigprop.steps.analysis:paper_claims", wildcards.paper, list(input.claims),
                 list(params.studies), output.table, output.html, output.summary, params.info,
                 list(input.evidence), list(input.provenance), params.coverage,
-                params.expects, list(input.pages))
+                params.expects, list(input.pages), list(input.trends))
 
 
 rule paper_front:

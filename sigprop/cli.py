@@ -274,6 +274,8 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                                                        "[default: quick]")
     cdoc.add_argument("--evidence", default="docs/evidence/paper-scale",
                       help="committed paper-scale verdicts [default: docs/evidence/paper-scale]")
+    cdoc.add_argument("--ladder", default="docs/evidence/ladder",
+                      help="committed ladder rungs and trends [default: docs/evidence/ladder]")
     cdoc.add_argument("--configfile", default="config/config.yaml",
                       help="the config whose study files declare scales and regimes "
                            "[default: config/config.yaml]")
@@ -651,7 +653,8 @@ def _claims_doc(args: dict) -> int:
         from sigprop.tools import plan as P
         _, studies = P.load(args["configfile"], [f"scale={args['scale']}"])
         info = {n: st.summary_info() for n, st in studies.items()}
-    new, found = render(old, args["results"], args["scale"], args["evidence"], info)
+    new, found = render(old, args["results"], args["scale"], args["evidence"], info,
+                        args["ladder"])
     if not found:
         print(f"sigprop claims-doc: {path} has no <!-- claims:NNN:{args['scale']}:start --> "
               "block", file=sys.stderr)

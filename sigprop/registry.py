@@ -134,6 +134,7 @@ STEP_CODE = {
                "sigprop.studies.{kind}.analysis"),
     "table": ("sigprop.steps.analysis", "sigprop.studies.{kind}.tables"),
     "scales": ("sigprop.steps.analysis",),
+    "ladder": ("sigprop.steps.analysis", "sigprop.steps.ladder", "sigprop.figures.ladder"),
     "paper": ("sigprop.steps.analysis", "sigprop.papers"),
 }
 

@@ -132,3 +132,45 @@ def test_published_rungs_pass_the_check_until_the_config_moves(in_repo, tmp_path
     shutil.rmtree(ev / study / "ladder3")
     with pytest.raises(FileNotFoundError, match="ladder3"):
         L.write_trend(study, ev, CONFIG)
+
+
+def _trend_table():
+    from sigprop.claims.trend import trend_rows
+    rungs = [(f"r{i}", b, pd.DataFrame([row("s", "c", "a claim", "src", m, 1.0, 0.1, v,
+                                            test="z", detectable=0.1, se=0.01)]))
+             for i, (b, m, v) in enumerate([(1, 0.2, "fail"), (4, 0.5, "fail"), (16, 0.8, "pass")])]
+    return trend_rows(rungs, 100.0)
+
+
+def test_referee_summary_and_papers_doc_show_the_trend_beside_the_verdicts():
+    from sigprop.claims.doc_tables import block
+    from sigprop.claims.summary import referee_summary
+    claims = pd.DataFrame([row("s", "c", "a claim", "src", 0.2, 1.0, 0.1, "fail", test="z",
+                               detectable=0.1, se=0.01),
+                           row("s", "d", "another", "src", 0.2, 1.0, 0.1, "fail", test="z",
+                               detectable=0.1)])
+    info = {"s": {"scale": "quick", "datasets": ["digits"]}}
+    trends = _trend_table()
+    text = referee_summary("T", "cite", claims, info, trends=trends)
+    line = next(ln for ln in text.splitlines() if "`c`" in ln)
+    assert "ladder ``r0``→``r2``: trend toward" in line and "top rung pass" in line
+    assert "trend" not in next(ln for ln in text.splitlines() if "`d`" in ln)
+    assert "A trend is not a verdict on the paper's statement" in text
+    assert "trend" not in referee_summary("T", "cite", claims, info).split("**Measured on")[0]
+    doc = block("000", "quick", claims, "x", info=info, trends=trends)
+    cells = {ln.split("|")[2].strip(): ln for ln in doc.splitlines() if ln.startswith("| s ")}
+    assert "toward (pass)" in cells["c"] and "toward" not in cells["d"]
+
+
+def test_ladder_figure_draws_one_panel_per_claim_with_the_papers_value():
+    import matplotlib
+    matplotlib.use("Agg")
+    from sigprop.figures.ladder import ladder_figure
+    t = _trend_table()
+    fig = ladder_figure(t, "s")
+    drawn = [ax for ax in fig.axes if ax.has_data()]
+    assert len(drawn) == len(t) == 1
+    ax = drawn[0]
+    assert "toward" in ax.get_title() and ax.get_xscale() == "log"
+    ys = [tuple(line.get_ydata()) for line in ax.get_lines()]
+    assert (1.0, 1.0) in ys                                          # the paper's value

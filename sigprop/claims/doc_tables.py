@@ -1,6 +1,6 @@
-"""The verdict tables of ``docs/papers.md``, generated from a results folder's paper claims and
-the committed paper-scale claims (``sigprop claims-doc``), so that the docs say what the tables
-say.
+"""The verdict tables of ``docs/papers.md``, generated from a results folder's paper claims,
+the committed paper-scale claims and the committed ladder trends (``sigprop claims-doc``), so
+that the docs say what the tables say.
 
 Each paper's table sits between ``<!-- claims:{paper}:{scale}:start -->`` and ``...:end -->``:
 the headline (every count with its scale and data), then every claim and beyond-the-paper row
@@ -52,7 +52,7 @@ def _num(v) -> str:
 
 def block(paper: str, scale: str, df: pd.DataFrame, source: str,
           committed: pd.DataFrame | None = None, provenance: dict | None = None,
-          info: dict | None = None) -> str:
+          info: dict | None = None, trends: pd.DataFrame | None = None) -> str:
     """The Markdown between a paper's markers: the headline, one line per claim and beyond row
     with its reading at both scales, the regimes, and the count of sanity rows and pooled
     summaries (listed in each study's claims table)."""
@@ -66,6 +66,7 @@ def block(paper: str, scale: str, df: pd.DataFrame, source: str,
                                                          fragile_rows(m.study, m.claim_id, info))],
         "paper (committed)": [_cell(r, g, e) for r, g, e in
                               zip(m.paper_reading, m.paper_regime, m.paper_exploratory)],
+        "ladder trend (top rung)": _trend_cells(m, trends),
         "detectable": [f"{_num(a)} / {_num(b)}" for a, b in zip(m.run_detectable,
                                                                   m.paper_detectable)],
         "margin": [_num(a if a == a else b) for a, b in zip(m.run_margin, m.paper_margin)]})
@@ -79,7 +80,11 @@ def block(paper: str, scale: str, df: pd.DataFrame, source: str,
              f"effect the test could see, {scale} / paper; margin: an equivalence claim's "
              "tolerance (a pass needs detectable ≤ margin). (fragile): a verdict that a change "
              "of training arithmetic alone flipped, so not robust (the study file's "
-             "design.fragile says what would make it so).", "", to_markdown(view).rstrip(), ""]
+             "design.fragile says what would make it so). Ladder trend: for a training "
+             "study run on a budget ladder (docs/evidence/ladder/), whether the claim's "
+             "statistic moves toward the paper's value as the budget grows, away from it, stays "
+             "flat, or cannot say (inconclusive), with the top rung's own verdict; never "
+             "counted.", "", to_markdown(view).rstrip(), ""]
     regimes = []
     for study, si in info.items():
         scales = [(str(si.get("scale", scale)).split(" ")[0], si.get("regime") or {})]
@@ -103,6 +108,54 @@ def block(paper: str, scale: str, df: pd.DataFrame, source: str,
                      "summaries at this scale; each study's claims table lists them.")
     lines.append(_marker(paper, scale, True))
     return "\n".join(lines)
+
+
+def _trend_cells(m: pd.DataFrame, trends: pd.DataFrame | None) -> list[str]:
+    of = ({(r.study, str(r.claim_id)): r for r in trends.itertuples()}
+          if trends is not None and len(trends) else {})
+    return [f"{of[k].trend} ({of[k].top_verdict})" if k in of else "–"
+            for k in zip(m.study, m.claim_id.astype(str))]
+
+
+def trends_for(studies, ladder: str | Path) -> pd.DataFrame | None:
+    """The committed ladder trends of ``studies`` that have one, stacked."""
+    from sigprop.steps.ladder import read_trend
+    frames = [read_trend(Path(ladder) / s / "trend.parquet") for s in studies
+              if (Path(ladder) / s / "trend.parquet").exists()]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def ladder_block(ladder: str | Path) -> str:
+    """The Markdown between ``<!-- ladder:runs:start/end -->``: one line per committed rung of
+    every study's budget ladder, from its ``provenance.json``, and its study's trend counts."""
+    import json
+    rows = []
+    for d in sorted(p for p in Path(ladder).iterdir() if p.is_dir()):
+        tp = d / "trend.parquet"
+        counts = ""
+        if tp.exists():
+            vc = pd.read_parquet(tp, columns=["trend"]).trend.value_counts().to_dict()
+            counts = ", ".join(f"{vc.get(v, 0)} {v}" for v in
+                               ("toward", "away", "flat", "inconclusive"))
+        rungs = sorted((json.loads((r / "provenance.json").read_text())
+                        for r in d.iterdir() if (r / "provenance.json").exists()),
+                       key=lambda p: p.get("budget", 0))
+        for i, pr in enumerate(rungs):
+            plan = pr.get("plan_s")
+            rows.append({"study": f"[`{d.name}`](evidence/ladder/{d.name}/trend.md)" if i == 0
+                         else "", "rung": f"[`{pr['scale']}`](evidence/ladder/{d.name}/"
+                                          f"{pr['scale']}/claims.md)",
+                         "budget": f"{pr['budget']:g} {pr.get('budget_unit', '')}",
+                         "runs": pr.get("runs"), "commit": f"`{str(pr.get('commit', ''))[:10]}`",
+                         "date": pr.get("date", ""),
+                         "wall (min)": round(float(pr.get("wall_s") or float("nan")) / 60, 1),
+                         "plan (min)": round(float(plan) / 60, 1) if plan else "–",
+                         "jobs (min)": round(float(pr.get("job_s") or float("nan")) / 60, 1),
+                         "trends": counts if i == 0 else ""})
+    body = to_markdown(pd.DataFrame(rows)) if rows else "No committed ladder rungs.\n"
+    return ("<!-- ladder:runs:start -->\nGenerated by `sigprop claims-doc` from each rung's "
+            "`provenance.json` (its command and what ran alongside are there) and each study's "
+            "`trend.parquet`.\n\n" + body + "<!-- ladder:runs:end -->")
 
 
 def committed_for(studies, evidence: str | Path, info: dict | None = None) -> tuple:
@@ -144,7 +197,7 @@ def runs_block(evidence: str | Path) -> str:
 
 
 def render(text: str, results: str | Path, scale: str, evidence: str | Path | None = None,
-           info: dict | None = None) -> tuple[str, list[str]]:
+           info: dict | None = None, ladder: str | Path | None = None) -> tuple[str, list[str]]:
     """``text`` with every ``claims:{paper}:{scale}`` block replaced from ``results`` and the
     committed paper-scale tables under ``evidence`` (``info``: per study, its
     :meth:`sigprop.config.Study.summary_info`); returns the new text and the papers whose block
@@ -164,8 +217,9 @@ def render(text: str, results: str | Path, scale: str, evidence: str | Path | No
         pinfo = {s: (info or {}).get(s, {"scale": scale, "datasets": []}) for s in studies}
         committed, prov = (committed_for(studies, evidence, pinfo) if evidence is not None
                            else (None, {}))
+        trends = trends_for(studies, ladder) if ladder is not None else None
         return block(paper, scale, df, f"results/papers/{paper}/claims.parquet", committed, prov,
-                     pinfo)
+                     pinfo, trends)
 
     pat = re.compile(rf"<!-- claims:(\d{{3}}):{re.escape(scale)}:start -->.*?"
                      rf"<!-- claims:\1:{re.escape(scale)}:end -->", re.S)
@@ -173,4 +227,7 @@ def render(text: str, results: str | Path, scale: str, evidence: str | Path | No
     if evidence is not None and Path(evidence).is_dir():
         text = re.sub(r"<!-- evidence:runs:start -->.*?<!-- evidence:runs:end -->",
                       lambda m: runs_block(evidence), text, flags=re.S)
+    if ladder is not None and Path(ladder).is_dir():
+        text = re.sub(r"<!-- ladder:runs:start -->.*?<!-- ladder:runs:end -->",
+                      lambda m: ladder_block(ladder), text, flags=re.S)
     return text, found

@@ -88,9 +88,18 @@ def headline(claims: pd.DataFrame, studies: dict, committed: pd.DataFrame | None
     return "; ".join(parts)
 
 
+def _trend_cell(t) -> str:
+    """A claim's trend along its study's budget ladder, in words (:mod:`sigprop.claims.trend`)."""
+    rungs = list(t.rungs)
+    return (f"ladder {_lit(rungs[0])}→{_lit(rungs[-1])}: trend {t.trend} (slope "
+            f"{_num(t.slope)} ± {_num(t.slope_se)} per ln budget, detectable "
+            f"{_num(t.detectable_slope)}, needed {_num(t.needed)}); top rung {t.top_verdict}")
+
+
 def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: dict,
                     committed: pd.DataFrame | None = None,
-                    provenance: dict | None = None, partial: str = "") -> str:
+                    provenance: dict | None = None, partial: str = "",
+                    trends: pd.DataFrame | None = None) -> str:
     """``studies``: per study name, ``scale``, ``title``, ``datasets`` (list), ``description``
     (the scale's description: what is scaled down or substituted), ``regime`` (the same, by
     axis), ``fixed`` (the design date), ``changes`` (the design changes at this scale, each
@@ -98,7 +107,9 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
     arithmetic alone flipped, with ``date``, ``claims`` and ``proposal``).  ``committed``: the committed paper-scale claims of the paper's
     studies that have them, ``provenance``: their ``provenance.json`` by study.  ``partial``:
     what a run narrowed to some of the paper's studies covers (:func:`sigprop.papers.
-    coverage_note`), stated first."""
+    coverage_note`), stated first.  ``trends``: the committed trend tables of the paper's
+    studies that have a budget ladder (:func:`sigprop.steps.ladder.read_trend`), shown after
+    each claim's verdicts and never counted."""
     head = escape(headline(claims, studies, committed, provenance))
     out = [f"**{escape(title)}** — {escape(partial) + '; ' if partial else ''}{head}.",
            "", f"{escape(citation)}. A fail reads \"contradicts the paper\" only where the design "
@@ -106,6 +117,16 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
            "reproduced at that scale\", with the difference named (the study file's regime). "
            "Rows beyond the paper, pooled summaries, power controls and sanity checks are never "
            "counted.", ""]
+    trend_of = ({(r.study, str(r.claim_id)): r for r in trends.itertuples()}
+                if trends is not None and len(trends) else {})
+    if trend_of:
+        out += ["Ladder trends (never counted): where a training study was run on a budget "
+                "ladder from its quick design toward the paper's setup "
+                "(docs/evidence/ladder/), each claim shows whether its statistic moves toward "
+                "the paper's value as the budget grows (slope on ln budget, weighted by the "
+                "rungs' SEs), away from it, stays flat (a slope reaching the paper's value by "
+                "the paper's budget would have been seen), or cannot say; and the top rung's "
+                "own verdict. A trend is not a verdict on the paper's statement.", ""]
     t = tally(claims)
     if t["exploratory"]:
         out += [f"{t['exploratory']} of this run's claim verdicts are exploratory (obtained "
@@ -125,6 +146,8 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
             if r.study in prov or r.paper_verdict != "-":
                 cells.append(_item_cell(r.paper_verdict, r.paper_reading, r.paper_regime,
                                         r.paper_exploratory, "paper"))
+            if (r.study, str(r.claim_id)) in trend_of:
+                cells.append(_trend_cell(trend_of[(r.study, str(r.claim_id))]))
             out.append(f"- {_lit(r.study)} {_lit(r.claim_id)} ({escape(r.source)}): "
                        f"{'; '.join(cells)} — {escape(r.claim)}")
         out.append("")
@@ -164,6 +187,13 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
                  f"{_lit(str(p.get('commit', ''))[:10])} ({p.get('runs', '?')} runs, "
                  f"{float(p.get('wall_s') or 0) / 60:.1f} min wall on "
                  f"{(p.get('machine') or {}).get('cores', '?')} CPU cores)." if p else "")
+        rungs = (trends[trends.study == name] if trend_of else pd.DataFrame())
+        if len(rungs):
+            r0 = rungs.iloc[0]
+            paper += (" Budget ladder: rungs " + ", ".join(
+                f"{_lit(n)} ({b:g})" for n, b in zip(r0.rungs, r0.budgets))
+                + f", the paper's setup {r0.paper_budget:g} (docs/evidence/ladder/"
+                f"{escape(name)}/trend.md).")
         out.append(f"- {_lit(name)} ({escape(info.get('title', ''))}): scale "
                    f"{_lit(info.get('scale', ''))}, data "
                    f"{', '.join(_lit(d) for d in info.get('datasets') or []) or '–'}{differs}; "

@@ -94,6 +94,20 @@ def figure(kind: str, name: str, params_json: str, expect_json: str, runs: str, 
         save(fn(r, t, p, **_layers(fn, layers, p.study)), png, pdf)
 
 
+def ladder_figure(study: str, trend: str, png: str, pdf: str) -> None:
+    """The study's budget-ladder figure from its committed trend table
+    (``docs/evidence/ladder/<study>/trend.parquet``, :mod:`sigprop.figures.ladder`)."""
+    from sigprop.figures import save, use_agg
+    from sigprop.figures.ladder import ladder_figure as draw
+    from sigprop.steps.jobs import FIGURE_LOCK
+    from sigprop.steps.ladder import read_trend
+    use_agg()
+    t = read_trend(trend)
+    tables.check_study_column(t, trend, study, "sigprop ladder trend")
+    with FIGURE_LOCK:
+        save(draw(t, study), png, pdf)
+
+
 def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str, theory: str,
            layers: list[str], out: str, html: str, design_json: str = "{}"):
     """The study's claims table, as Parquet and HTML: checked against the claims contract
@@ -226,12 +240,13 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
                  summary: str | None = None, info_json: str = "{}",
                  evidence: list[str] = (), provenance: list[str] = (),
                  coverage_json: str = "{}", expects_json: str = "{}",
-                 pages: list[str] = ()):
+                 pages: list[str] = (), trends: list[str] = ()):
     """All claims of one paper's studies (each file checked to be its study's, of this run's
     scale and runs: ``expects_json``, per study its claims table's stamp; each study's claims
     page rendered from it: ``pages``), as Parquet and HTML, and the referee's summary
     (:mod:`sigprop.claims.summary`) as Markdown, with the committed paper-scale verdicts of the
-    studies that have them beside this run's."""
+    studies that have them beside this run's, and the committed ladder trends (``trends``:
+    ``docs/evidence/ladder/<study>/trend.parquet``) of those that have a budget ladder."""
     import json
 
     from sigprop import papers
@@ -249,10 +264,16 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
     if summary is not None:
         committed, prov = committed_claims(list(evidence), list(provenance),
                                            json.loads(info_json))
+        trend = None
+        if trends:
+            import pandas as pd
+
+            from sigprop.steps.ladder import read_trend
+            trend = pd.concat([read_trend(t) for t in trends], ignore_index=True)
         atomic.write_text(summary, referee_summary(papers.title(paper),
                                                    papers.CITATIONS.get(paper, ""), df,
                                                    json.loads(info_json), committed, prov,
-                                                   partial=note))
+                                                   partial=note, trends=trend))
     log.info("%d rows from %d studies: %s", len(df), df.study.nunique(), tally(df))
     return df
 

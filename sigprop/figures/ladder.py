@@ -1,0 +1,52 @@
+"""The budget-ladder figure of a study: each claim's statistic against the rung's budget, with
+its SE, the paper's value and the paper's budget drawn, and the claim's trend verdict
+(:mod:`sigprop.claims.trend`) in the panel's title."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+TREND_COLOURS = {"toward": "#1a7f37", "away": "#cf222e", "flat": "#57606a",
+                 "inconclusive": "#9a6700"}
+
+
+def ladder_figure(trend: pd.DataFrame, study: str):
+    """Small multiples, one panel per claim of ``trend`` (a decoded trend table,
+    :func:`sigprop.steps.ladder.read_trend`): measured ± SE at each rung on a log budget axis,
+    the paper's value (dashed), the paper's budget (dotted) and the fitted slope through the
+    rungs' weighted mean."""
+    import matplotlib.pyplot as plt
+    n = max(len(trend), 1)
+    cols = min(4, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+    for ax, (_, r) in zip(axes.flat, trend.iterrows()):
+        b = np.asarray(r.budgets, float)
+        m = np.asarray(r.measured, float)
+        se = np.asarray(r.se, float)
+        colour = TREND_COLOURS.get(r.trend, "k")
+        ax.errorbar(b, m, yerr=np.where(np.isfinite(se), se, 0.0), fmt="o-", color=colour,
+                    ms=4, capsize=2)
+        if np.isfinite(r.expected):
+            ax.axhline(r.expected, ls="--", color="k", lw=0.8, label="paper's value")
+        ax.axvline(r.paper_budget, ls=":", color="k", lw=0.8, label="paper's budget")
+        ok = np.isfinite(m)
+        if np.isfinite(r.slope) and ok.sum() >= 2:
+            x = np.log(b[ok])
+            xx = np.linspace(x.min(), math.log(r.paper_budget), 20)
+            ax.plot(np.exp(xx), m[ok].mean() + r.slope * (xx - x.mean()), color=colour, lw=0.6,
+                    alpha=0.6)
+        ax.set_xscale("log")
+        ax.set_title(f"{r.claim_id}\n{r.trend} (top rung: {r.top_verdict})", fontsize=7,
+                     color=colour)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[len(trend):]:
+        ax.axis("off")
+    if len(trend):
+        axes.flat[0].legend(fontsize=6)
+    fig.suptitle(f"{study}: claim statistics along the budget ladder", fontsize=9)
+    fig.tight_layout()
+    return fig
