@@ -57,6 +57,14 @@ def test_unweighted_slope_se_matches_a_simulation_and_needs_three_points():
     assert not weighted_slope(x[:3], [1, 2, 3], [0.1, math.nan, 0.1])[2]
 
 
+def test_needed_slope_falls_back_on_the_distance_to_the_target():
+    from sigprop.claims.trend import needed_slope
+    assert needed_slope(0.3, 1.0, 0.5, BUDGETS, PAPER) == pytest.approx(0.3 / math.log(16))
+    assert needed_slope(math.nan, 1.0, 0.5, BUDGETS, PAPER) == pytest.approx(
+        0.5 / math.log(PAPER / 300))
+    assert math.isnan(needed_slope(math.nan, math.nan, 0.5, BUDGETS, PAPER))
+
+
 def test_trend_verdict_rule():
     assert trend_verdict(0.5, 0.1, +1, 0.2, 3.0) == "toward"
     assert trend_verdict(-0.5, 0.1, +1, 0.2, 3.0) == "away"
@@ -85,8 +93,8 @@ def test_trend_rows_read_toward_away_flat_and_inconclusive():
                                  "noisy": "inconclusive"}
     assert t.loc["up", "direction"] == 1 and t.loc["up", "weighted"]
     assert t.loc["up", "detectable_slope"] == pytest.approx(3 * t.loc["up", "slope_se"])
-    # needed: from 0.5 to 1.0 over ln(60000 / 300)
-    assert t.loc["still", "needed"] == pytest.approx(0.5 / math.log(PAPER / 300))
+    # needed: the detectable effect (0.1) over the ladder's span of ln budget
+    assert t.loc["still", "needed"] == pytest.approx(0.1 / math.log(4800 / 300))
     assert t.loc["up", "top_verdict"] == "fail" and t.loc["up", "top_rung"] == "r2"
 
 
@@ -94,7 +102,8 @@ def test_a_declared_direction_overrides_the_side_of_expected():
     values = [{"c": 0.4}, {"c": 0.2}, {"c": 0.0}]
     tables = [(f"r{i}", b, _rung(v)) for i, (b, v) in enumerate(zip(BUDGETS, values))]
     assert trend_rows(tables, PAPER).trend.iloc[0] == "away"
-    assert trend_rows(tables, PAPER, toward={"c*": "down"}).trend.iloc[0] == "toward"
+    t = trend_rows(tables, PAPER, targets={"c*": {"side": "down", "value": -1.0}})
+    assert t.trend.iloc[0] == "toward" and t.expected.iloc[0] == -1.0
 
 
 def test_trend_rows_need_increasing_budgets_and_two_rungs():

@@ -10,15 +10,17 @@ on the natural log of the budget by weighted least squares (weights 1 / SE^2,
 * ``toward``: the slope points toward the paper's value by more than ``z`` of its SEs;
 * ``away``: it points away by more than ``z`` SEs (a finding, reported with its numbers), or
   the lowest rung sits on the paper's value and the slope moves off it by more than ``z`` SEs;
-* ``flat``: the slope is within ``z`` SEs of zero and ``z`` SEs are less than the slope that
-  would carry the statistic from the lowest rung to the paper's value by the paper's budget
-  (``needed``): a trend of that size would have been seen;
+* ``flat``: the slope is within ``z`` SEs of zero and ``z`` SEs are less than ``needed``
+  (:func:`needed_slope`: the claim's own detectable effect at the lowest rung spread over the
+  ladder's span of ln budget): a move the claim's test could see would have been seen;
 * ``inconclusive``: neither (too few resolved rungs, no SE, or a slope SE too wide to
   distinguish ``needed`` from zero).
 
-The direction of the paper's value is ``sign(expected - measured)`` at the lowest rung, or what
-the study file declares for the claim (``ladder.toward``: ``up`` or ``down``, for one-sided
-claims whose pass side is not the side of ``expected``).  Trend rows are their own kind of
+The direction of the paper's statement and its value come from the study file's
+``ladder.targets`` (per claim-id pattern: ``side`` ``up`` or ``down``, the side of the pass
+region, and ``value``, the statement's threshold in the statistic's units), declared with the
+rungs; a claim no pattern matches moves toward a numeric ``expected`` of its row, and without
+either it can only read ``flat`` or ``inconclusive``.  Trend rows are their own kind of
 evidence: they say whether the quick design's reading moves with budget, never whether the
 paper's statement holds, and they never enter a paper's claim tally
 (:func:`sigprop.claims.tally` counts ``claim`` rows only).
@@ -109,21 +111,46 @@ def trend_verdict(slope: float, slope_se: float, direction: int, needed: float,
     return "inconclusive"
 
 
-def declared_direction(claim_id: str, toward: dict | None) -> int:
-    """+1 or -1 where the study file's ``ladder.toward`` names the claim (first matching
-    pattern), else 0."""
-    for pattern, way in (toward or {}).items():
+def declared_target(claim_id: str, targets: dict | None) -> tuple[int, float]:
+    """``(direction, value)`` where the study file's ``ladder.targets`` names the claim (first
+    matching pattern): +1 for ``side: up``, -1 for ``down``, and the statement's threshold in
+    the statistic's units; ``(0, nan)`` where none matches."""
+    for pattern, t in (targets or {}).items():
         if fnmatch.fnmatchcase(claim_id, pattern):
-            return {"up": 1, "down": -1}[way]
-    return 0
+            return {"up": 1, "down": -1}[t["side"]], float(t["value"])
+    return 0, math.nan
+
+
+def _number(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def needed_slope(detectable: float, target: float, m0: float, budgets, paper_budget: float
+                 ) -> float:
+    """The slope a trend must be able to resolve for ``flat`` to mean something: the claim's
+    own detectable effect at the lowest rung spread over the ladder's span of ln budget (a
+    statistic that moved by less than that over the rungs did not move, as far as the claim's
+    test can tell); without a finite detectable effect, the slope that would carry the lowest
+    rung's value to the target by the paper's budget."""
+    span = math.log(budgets[-1] / budgets[0]) if len(budgets) > 1 else math.nan
+    if np.isfinite(detectable) and detectable > 0 and np.isfinite(span) and span > 0:
+        return detectable / span
+    to_paper = math.log(paper_budget / budgets[0]) if budgets and paper_budget > budgets[0] \
+        else math.nan
+    if np.isfinite(target) and np.isfinite(m0) and target != m0 and np.isfinite(to_paper):
+        return abs(target - m0) / to_paper
+    return math.nan
 
 
 def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: float,
-               toward: dict | None = None, z: float = Z) -> pd.DataFrame:
+               targets: dict | None = None, z: float = Z) -> pd.DataFrame:
     """Trend table of a study from its rungs' claims tables, lowest rung first: ``tables`` are
-    ``(rung name, budget, claims table)``.  One row per ``claim`` or ``beyond`` row present at
-    every rung (a claim missing from a rung, or measured NaN at one, is fitted on the rungs
-    that have it and needs three)."""
+    ``(rung name, budget, claims table)``; ``targets``: the study file's ``ladder.targets``.
+    One row per ``claim`` or ``beyond`` row of the lowest rung (a claim missing from a rung, or
+    measured NaN at one, is fitted on the rungs that have it and needs three)."""
     if len(tables) < 2:
         raise ValueError("a ladder needs at least two rungs to show a trend")
     budgets = [float(b) for _, b, _ in tables]
@@ -148,16 +175,14 @@ def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: floa
         s = np.array([ses[i] for i in ok])
         slope, slope_se, weighted = weighted_slope(x, y, s) if len(ok) >= 3 else \
             (math.nan, math.nan, False)
-        expected = float(c.expected) if pd.notna(c.expected) else math.nan
-        m0 = ms[0] if ms else math.nan
-        direction = declared_direction(c.claim_id, toward)
+        direction, expected = declared_target(c.claim_id, targets)
+        if direction == 0:
+            expected = _number(c.expected)
+        m0 = next((m for m in ms if np.isfinite(m)), math.nan)
         if direction == 0 and np.isfinite(expected) and np.isfinite(m0) and expected != m0:
             direction = 1 if expected > m0 else -1
-        span = math.log(paper_budget / bs[0]) if bs and paper_budget > bs[0] else math.nan
-        gap = abs(expected - m0) if np.isfinite(expected) and np.isfinite(m0) else math.nan
-        if not gap and np.isfinite(float(c.tolerance)):
-            gap = abs(float(c.tolerance))
-        needed = gap / span if np.isfinite(span) and span > 0 else math.nan
+        needed = needed_slope(float(c.detectable) if pd.notna(c.detectable) else math.nan,
+                              expected, m0, bs, paper_budget)
         crit = critical(weighted, len(ok), z)
         verdict = trend_verdict(slope, slope_se, direction, needed, crit)
         out.append({"study": c.study, "claim_id": c.claim_id, "kind": c.kind, "rungs": names,

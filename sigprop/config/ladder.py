@@ -9,7 +9,8 @@ the study's claims depend on (steps, depth range, width, samples) toward the pap
       fixed: "2026-11-26"          # the rungs were declared on this date, before any of them ran
       budget: "hidden units (width x depth)"      # what a rung's budget counts
       paper_budget: 4800           # the paper's setup in the same units
-      toward: {"collapse_*": down}    # optional: the side of a one-sided claim's pass region
+      targets:                     # per claim: the side of its pass region and its threshold
+        "dropout_learns": {side: up, value: 0.85}
       rungs:
         - {scale: quick, budget: 300}
         - {scale: ladder2, budget: 1200}
@@ -57,7 +58,7 @@ class Ladder:
     budget: str
     paper_budget: float
     rungs: tuple[Rung, ...]
-    toward: dict = field(default_factory=dict)
+    targets: dict = field(default_factory=dict)
 
     @property
     def scales(self) -> list[str]:
@@ -101,4 +102,5 @@ def ladder_of(study_cfg: dict, path: str = "") -> Ladder | None:
     if undeclared:
         raise ConfigError(f"{path}: key 'scales.{undeclared[0]}': a rung scale that "
                           "'ladder.rungs' does not list")
-    return Ladder(str(lad["fixed"]), str(lad["budget"]), paper, rungs, dict(lad.get("toward") or {}))
+    return Ladder(str(lad["fixed"]), str(lad["budget"]), paper, rungs,
+                  dict(lad.get("targets") or {}))

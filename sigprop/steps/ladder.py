@@ -149,7 +149,7 @@ def write_trend(study: str, out: str | Path = LADDER_DIR,
     if missing:
         raise FileNotFoundError(f"{folder}: rungs {missing} not committed (sigprop ladder "
                                 "publish)")
-    t = trend_rows(have, lad.paper_budget, lad.toward)
+    t = trend_rows(have, lad.paper_budget, lad.targets)
     stored = t.assign(**{c: t[c].map(json.dumps) for c in
                          ("rungs", "budgets", "measured", "se", "verdicts")})
     stored.to_parquet(folder / "trend.parquet", index=False)
@@ -229,7 +229,7 @@ def check(evidence: str | Path = LADDER_DIR,
         if tp.exists():
             have = rung_tables(d, lad)
             if len(have) == len(lad.rungs):
-                want = trend_rows(have, lad.paper_budget, lad.toward)
+                want = trend_rows(have, lad.paper_budget, lad.targets)
                 got = read_trend(tp)
                 if (want.claim_id.tolist() != got.claim_id.tolist()
                         or want.trend.tolist() != got.trend.tolist()):
