@@ -103,6 +103,24 @@ def test_a_step_named_module_function_runs_in_the_worker(tmp_path):
     assert "job failed: AttributeError" in (tmp_path / "g.log").read_text()
 
 
+def test_a_server_that_dies_before_reading_the_request_is_replaced(tmp_path, monkeypatch):
+    """A server killed after the client connected but before it accepted the connection resets
+    it (a loaded machine can show this window): the step starts a new server and runs once."""
+    import socket
+    import threading
+    path = tmp_path / "dying.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(4)
+    _, alive = os.pipe()
+    monkeypatch.setattr(workers, "_server", {"socket": str(path), "alive": alive})
+    closer = threading.Timer(0.5, listener.close)     # dies with the connection pending
+    closer.start()
+    out = _where(tmp_path, "reset")
+    closer.join()
+    assert out["pid"] != os.getpid() and workers._server["socket"] != str(path)
+
+
 def test_a_killed_server_is_replaced_by_the_next_step(tmp_path):
     server = _where(tmp_path, "k1")["ppid"]
     os.kill(server, signal.SIGKILL)

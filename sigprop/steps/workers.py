@@ -128,13 +128,17 @@ def run(path: str | None, payload: bytes) -> None:
         try:
             try:
                 sock.connect(_ensure_server())
-            except (ConnectionRefusedError, FileNotFoundError):
+                _send(sock, request)
+                reply = _recv(sock)
+            except (ConnectionRefusedError, FileNotFoundError, ConnectionResetError,
+                    BrokenPipeError):
+                # the server died (killed): start a new one, once.  A reset or broken pipe
+                # means the request was never read (a worker that read it and died ends the
+                # connection with an end of file, below), so nothing has run it
                 if attempt:
                     raise
-                _forget_server()       # it died (killed): start a new one, once
+                _forget_server()
                 continue
-            _send(sock, request)
-            reply = _recv(sock)
             break
         finally:
             sock.close()
