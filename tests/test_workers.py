@@ -113,7 +113,8 @@ def test_a_server_that_dies_before_reading_the_request_is_replaced(tmp_path, mon
     listener.bind(str(path))
     listener.listen(4)
     _, alive = os.pipe()
-    monkeypatch.setattr(workers, "_server", {"socket": str(path), "alive": alive})
+    monkeypatch.setattr(workers, "_server", {"socket": str(path), "alive": alive, "ready": True,
+                                             "t0": time.time()})
     closer = threading.Timer(0.5, listener.close)     # dies with the connection pending
     closer.start()
     out = _where(tmp_path, "reset")

@@ -161,33 +161,58 @@ def _forget_server() -> None:
             _server = None
 
 
+def start_early() -> None:
+    """Start the server now without waiting for it, so that its imports overlap Snakemake's
+    building of the DAG (the Snakefile calls it for a local run that will execute jobs); the
+    first step waits for it to be ready (:func:`_ensure_server`)."""
+    global _server
+    if not available() or os.environ.get("SIGPROP_JOB_PROCESSES", "1") == "0":
+        return
+    with _lock:
+        if _server is None:
+            _server = _launch_server()
+
+
+def _launch_server() -> dict:
+    folder = tempfile.mkdtemp(prefix="sigprop-workers-")
+    sock_path = os.path.join(folder, "s")
+    read_end, write_end = os.pipe()      # not inherited by anything else this process runs
+    launch = [sys.executable, "-c", "from sigprop.steps.workers import _launch; _launch()",
+              sock_path, str(read_end), json.dumps(sys.path)]
+    subprocess.run(launch, pass_fds=(read_end,), check=True, stdin=subprocess.DEVNULL)
+    os.close(read_end)
+    return {"socket": sock_path, "alive": write_end, "ready": False, "t0": time.time()}
+
+
 def _ensure_server() -> str:
     global _server
     with _lock:
-        if _server is not None and Path(_server["socket"]).exists():
-            return _server["socket"]
-        folder = tempfile.mkdtemp(prefix="sigprop-workers-")
-        sock_path = os.path.join(folder, "s")
-        read_end, write_end = os.pipe()      # not inherited by anything else this process runs
-        launch = [sys.executable, "-c", "from sigprop.steps.workers import _launch; _launch()",
-                  sock_path, str(read_end), json.dumps(sys.path)]
-        subprocess.run(launch, pass_fds=(read_end,), check=True, stdin=subprocess.DEVNULL)
-        os.close(read_end)
-        t0 = time.time()
-        failed = os.path.join(folder, "failed")
+        if _server is not None and _server["ready"]:
+            if Path(_server["socket"]).exists():
+                return _server["socket"]
+            try:                           # it went away: start another
+                os.close(_server["alive"])
+            except OSError:
+                pass
+            _server = None
+        if _server is None:
+            _server = _launch_server()
+        sock_path, write_end = _server["socket"], _server["alive"]
+        failed = os.path.join(os.path.dirname(sock_path), "failed")
         while not os.path.exists(sock_path):
             if os.path.exists(failed):
                 os.close(write_end)
+                _server = None
                 raise RuntimeError("the worker server failed to start: "
                                    + Path(failed).read_text().strip().splitlines()[-1]
                                    + f" (traceback in {failed}); SIGPROP_JOB_PROCESSES=0 runs "
                                    "steps in Snakemake's threads")
-            if time.time() - t0 > STARTUP_TIMEOUT_S:
+            if time.time() - _server["t0"] > STARTUP_TIMEOUT_S:
                 raise RuntimeError(f"the worker server did not start within {STARTUP_TIMEOUT_S:.0f} s "
                                    f"(socket {sock_path}); set SIGPROP_JOB_PROCESSES=0 to run "
                                    "steps in Snakemake's threads")
             time.sleep(0.02)
-        _server = {"socket": sock_path, "alive": write_end}
+        _server["ready"] = True
         return sock_path
 
 
