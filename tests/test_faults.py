@@ -319,36 +319,37 @@ def _maps_study():
 def test_shard_and_merged_tables_filed_under_the_wrong_name_stop_their_readers(workdir):
     """A measurement table copied over another shard's stops the merge, naming both shards and
     the command that rebuilds it; a merged table of another grid stops the figure and claims
-    jobs.  After the suggested `snakemake --force <file>` the run completes with the original
+    jobs (the runs ask for the claims table, which reads both).  After the suggested `snakemake --force <file>` the run completes with the original
     claims."""
     cfg = write_config(workdir, _maps_study(), data={"options": {"gaussian": {"d": 16}}})
-    run_snakemake(workdir, cfg)
+    claims = "results/meanfield_maps/claims.parquet"     # what reads the tables (no figures)
+    run_snakemake(workdir, cfg, claims)
     res = workdir / "results/meanfield_maps"
     claims0 = pd.read_parquet(res / "claims.parquet")
     shards = sorted((res / "measurements").glob("*.parquet"))
     a, b = shards[0], shards[1]
     shutil.copy(a, b)                                  # a's rows filed under b's name
-    p = run_snakemake(workdir, cfg, check=False)
+    p = run_snakemake(workdir, cfg, claims, check=False)
     out = p.stdout + p.stderr + (workdir / "results/logs/meanfield_maps/merge_metrics.log").read_text()
     assert p.returncode != 0
     assert f"holds study meanfield_maps, shard {a.stem}" in out and f"expects shard {b.stem}" in out
     hint = f"snakemake --force results/meanfield_maps/measurements/{b.name}"
     assert hint in out.replace(str(workdir) + "/", "")
     run_snakemake(workdir, cfg, "--force", f"results/meanfield_maps/measurements/{b.name}")
-    run_snakemake(workdir, cfg)
+    run_snakemake(workdir, cfg, claims)
     pd.testing.assert_frame_equal(pd.read_parquet(res / "claims.parquet"), claims0)
 
     # a merged table that lost some runs (another grid's): figures and claims refuse it
     m = pd.read_parquet(res / "metrics.parquet")
     m[m.run_id != m.run_id.iloc[0]].to_parquet(res / "metrics.parquet")
-    p = run_snakemake(workdir, cfg, check=False)
+    p = run_snakemake(workdir, cfg, claims, check=False)
     logs = (workdir / "results/logs/meanfield_maps/claims.log").read_text()
     assert p.returncode != 0
     # 4 panels x 3 keep rates x 3 seeds = 36 runs; the damaged table holds 35
     assert "35 runs" in logs and "expects the 36 runs of study meanfield_maps" in logs
     assert "snakemake --force results/meanfield_maps/metrics.parquet" in logs
     run_snakemake(workdir, cfg, "--force", "results/meanfield_maps/metrics.parquet")
-    run_snakemake(workdir, cfg)
+    run_snakemake(workdir, cfg, claims)
     pd.testing.assert_frame_equal(pd.read_parquet(res / "claims.parquet"), claims0)
 
 

@@ -35,20 +35,21 @@ def test_a_longer_list_reruns_only_the_shards_of_new_runs(tmp_path, axis, before
     work = tmp_path / "work"
     small, large = {**grid, axis: before}, {**grid, axis: after}
     cfg = write_config(work, tiny_study(grid=small), shard_size=2)
-    run_snakemake(work, cfg)
+    target = "results/trainable_depth/metrics.parquet"   # the shards and their merge
+    run_snakemake(work, cfg, target)
     old = _shards(work)
     assert len(old) == 2 * -(-per_depth(small) // 2)
 
     cfg = write_config(work, tiny_study(grid=large), shard_size=2)
-    out = run_snakemake(work, cfg, "-n")
+    out = run_snakemake(work, cfg, "-n", target)
     planned = _planned(out.stdout + out.stderr)
     new_runs = per_depth(large) - per_depth(small)
     assert planned["init_shard"] == planned["train_shard"] == 2 * -(-new_runs // 2)
     assert planned["merge_metrics"] == 1
 
-    run_snakemake(work, cfg)
+    run_snakemake(work, cfg, target)
     assert old <= _shards(work)                       # every computed shard kept its id
     metrics = pd.read_parquet(work / "results/trainable_depth/metrics.parquet")
     assert metrics.run_id.nunique() == 2 * per_depth(large)
-    again = run_snakemake(work, cfg, "-n")
+    again = run_snakemake(work, cfg, "-n", target)
     assert _planned(again.stdout + again.stderr) == {}

@@ -83,7 +83,8 @@ def test_default_pipeline_outputs_then_nothing_to_do(workdir):
 def test_changing_one_grid_value_reruns_only_its_shards(workdir):
     study = tiny_study()
     cfg = write_config(workdir, study, shard_size=2)
-    run_snakemake(workdir, cfg)
+    target = "results/trainable_depth/metrics.parquet"   # the shards and their merge
+    run_snakemake(workdir, cfg, target)
     before = {p.name: p.stat().st_mtime_ns for p in (workdir / "results/trainable_depth/runs").glob("*.parquet")}
     old = {s.shard_id for s in _study(workdir, study, 2).shards}
     assert len(old) == 4  # 2 depths x (2 keep rates x 2 sigma_w2) / shard_size 2
@@ -94,7 +95,7 @@ def test_changing_one_grid_value_reruns_only_its_shards(workdir):
     changed = new - old
     assert len(changed) == 2  # one chunk per depth holds the keep_rate 0.8 runs
 
-    p = run_snakemake(workdir, cfg)
+    p = run_snakemake(workdir, cfg, target)
     out = p.stdout + p.stderr
     assert _jobs(out, "train_shard") == 2, out[-3000:]
     assert _jobs(out, "init_shard") == 2
