@@ -32,6 +32,7 @@ and claims, never a shard.  Reading a section a job does not receive raises
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping
 
@@ -203,3 +204,18 @@ class Params:
               for s in SECTIONS}
         return dataclasses.replace(self, job=job, **kw)
 
+
+RUNG_SCALE = re.compile(r"^ladder[0-9]+$")
+"""How a ladder rung's scale is named (:mod:`sigprop.config.ladder`; the lowest rung is
+``quick``)."""
+
+
+def is_rung(scale: str) -> bool:
+    """Whether ``scale`` names a ladder rung above the quick scale."""
+    return bool(RUNG_SCALE.match(scale or ""))
+
+
+def base_scales(scale: str) -> tuple[str, ...]:
+    """The scales whose sections and design changes a study at ``scale`` takes, lowest first:
+    a ladder rung is grown from the quick design."""
+    return ("quick", scale) if is_rung(scale) else (scale,)

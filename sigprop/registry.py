@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import params as P
-from .contract import SECTIONS, Params, StudySpec
+from .contract import SECTIONS, Params, StudySpec, base_scales
 
 PACKAGE = "sigprop.studies"
 
@@ -92,7 +92,6 @@ def resolve(kind: str, study_cfg: dict, scale: str, where: str = "", smoke: bool
 
     Raises :class:`sigprop.params.ParamError` naming the key path (``analysis.z_max``, or
     ``scales.quick.analysis.z_max`` for a key set there) and the value."""
-    from sigprop.config.ladder import base_scales
     s = spec(kind)
     scales = study_cfg.get("scales") or {}
     scale_cfg = scales.get(scale) or {}
@@ -134,7 +133,7 @@ STEP_CODE = {
                "sigprop.studies.{kind}.analysis"),
     "table": ("sigprop.steps.analysis", "sigprop.studies.{kind}.tables"),
     "scales": ("sigprop.steps.analysis",),
-    "ladder": ("sigprop.steps.analysis", "sigprop.steps.ladder", "sigprop.figures.ladder"),
+    "ladder": ("sigprop.steps.analysis", "sigprop.claims.trend", "sigprop.figures.ladder"),
     "paper": ("sigprop.steps.analysis", "sigprop.papers"),
 }
 

@@ -15,6 +15,7 @@ from conftest import REPO
 from sigprop.claims import design_changes, row
 from sigprop.config import ConfigError, build_study, load_yaml
 from sigprop.config.ladder import base_scales, is_rung, ladder_of
+from sigprop.claims.trend import read_trend
 from sigprop.steps import ladder as L
 
 COMMITTED = REPO / "docs/evidence/ladder"
@@ -119,7 +120,7 @@ def test_published_rungs_pass_the_check_until_the_config_moves(in_repo, tmp_path
         L.publish_rung(study, r.scale, res, ev, CONFIG, wall_s=1.0)
     L.write_trend(study, ev, CONFIG)
     assert L.check(ev, CONFIG) == []
-    t = L.read_trend(ev / study / "trend.parquet")
+    t = read_trend(ev / study / "trend.parquet")
     assert t.rungs.iloc[0] == lad.scales and t.trend.iloc[0] == "flat"   # 1.0 at every rung
     prov = json.loads((ev / study / "ladder2/provenance.json").read_text())
     assert prov["scale"] == "ladder2" and prov["budget"] == lad.rungs[1].budget

@@ -505,7 +505,7 @@ def design_changes(design: dict | None, scale: str) -> list[dict]:
     """The changes of a study's ``design:`` that apply to ``scale`` (a change names its scale,
     or ``both``; one that names none applies to both; a ladder rung is grown from the quick
     design, so the quick scale's changes apply to it)."""
-    from sigprop.config.ladder import base_scales
+    from sigprop.contract import base_scales
     own = set(base_scales(scale)) | {"both"}
     return [c for c in (design or {}).get("changes") or [] if c.get("scale", scale) in own]
 

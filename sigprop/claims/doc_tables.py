@@ -119,7 +119,7 @@ def _trend_cells(m: pd.DataFrame, trends: pd.DataFrame | None) -> list[str]:
 
 def trends_for(studies, ladder: str | Path) -> pd.DataFrame | None:
     """The committed ladder trends of ``studies`` that have one, stacked."""
-    from sigprop.steps.ladder import read_trend
+    from sigprop.claims.trend import read_trend
     frames = [read_trend(Path(ladder) / s / "trend.parquet") for s in studies
               if (Path(ladder) / s / "trend.parquet").exists()]
     return pd.concat(frames, ignore_index=True) if frames else None

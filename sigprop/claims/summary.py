@@ -108,7 +108,7 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
     studies that have them, ``provenance``: their ``provenance.json`` by study.  ``partial``:
     what a run narrowed to some of the paper's studies covers (:func:`sigprop.papers.
     coverage_note`), stated first.  ``trends``: the committed trend tables of the paper's
-    studies that have a budget ladder (:func:`sigprop.steps.ladder.read_trend`), shown after
+    studies that have a budget ladder (:func:`sigprop.claims.trend.read_trend`), shown after
     each claim's verdicts and never counted."""
     head = escape(headline(claims, studies, committed, provenance))
     out = [f"**{escape(title)}** — {escape(partial) + '; ' if partial else ''}{head}.",

@@ -49,6 +49,9 @@ the fitted slope per unit of ln(budget) with its SE, the smallest slope the test
 (``needed``), whether the fit was weighted by the SEs, the trend verdict, and the top rung's
 own verdict of the claim."""
 
+LIST_COLUMNS = ("rungs", "budgets", "measured", "se", "verdicts")
+"""The columns that hold one value per rung (stored as JSON text in ``trend.parquet``)."""
+
 Z = 3.0
 """Slope SEs that decide a trend (the one-sided level of the studies' ``seed_z``)."""
 
@@ -193,3 +196,13 @@ def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: floa
                     "top_verdict": vs[-1] if names and names[-1] == tables[-1][0] else "-",
                     "top_rung": tables[-1][0], "paper_budget": float(paper_budget)})
     return pd.DataFrame(out, columns=TREND_COLUMNS)
+
+
+def read_trend(path) -> pd.DataFrame:
+    """A committed ``trend.parquet`` (``docs/evidence/ladder/<study>/``, written by
+    :func:`sigprop.steps.ladder.write_trend`) with its per-rung columns decoded."""
+    import json
+    t = pd.read_parquet(path)
+    for c in LIST_COLUMNS:
+        t[c] = t[c].map(json.loads)
+    return t[TREND_COLUMNS]

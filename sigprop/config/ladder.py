@@ -25,25 +25,13 @@ claims tables (``docs/evidence/ladder/<study>/<scale>/``) as one trend per claim
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from sigprop.contract import base_scales, is_rung  # noqa: F401  (the rung naming, re-exported)
 
 from .files import ConfigError
 
-RUNG_SCALE = re.compile(r"^ladder[0-9]+$")
-"""How a ladder rung's scale is named (the lowest rung is ``quick``)."""
 MIN_RUNGS = 3
-
-
-def is_rung(scale: str) -> bool:
-    """Whether ``scale`` names a ladder rung above the quick scale."""
-    return bool(RUNG_SCALE.match(scale or ""))
-
-
-def base_scales(scale: str) -> tuple[str, ...]:
-    """The scales whose sections a study at ``scale`` merges, lowest first: a rung builds on
-    the quick scale."""
-    return ("quick", scale) if is_rung(scale) else (scale,)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ TREND_COLOURS = {"toward": "#1a7f37", "away": "#cf222e", "flat": "#57606a",
 
 def ladder_figure(trend: pd.DataFrame, study: str):
     """Small multiples, one panel per claim of ``trend`` (a decoded trend table,
-    :func:`sigprop.steps.ladder.read_trend`): measured ± SE at each rung on a log budget axis,
+    :func:`sigprop.claims.trend.read_trend`): measured ± SE at each rung on a log budget axis,
     the paper's value (dashed), the paper's budget (dotted) and the fitted slope through the
     rungs' weighted mean."""
     import matplotlib.pyplot as plt

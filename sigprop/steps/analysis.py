@@ -100,7 +100,7 @@ def ladder_figure(study: str, trend: str, png: str, pdf: str) -> None:
     from sigprop.figures import save, use_agg
     from sigprop.figures.ladder import ladder_figure as draw
     from sigprop.steps.jobs import FIGURE_LOCK
-    from sigprop.steps.ladder import read_trend
+    from sigprop.claims.trend import read_trend
     use_agg()
     t = read_trend(trend)
     tables.check_study_column(t, trend, study, "sigprop ladder trend")
@@ -268,7 +268,7 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
         if trends:
             import pandas as pd
 
-            from sigprop.steps.ladder import read_trend
+            from sigprop.claims.trend import read_trend
             trend = pd.concat([read_trend(t) for t in trends], ignore_index=True)
         atomic.write_text(summary, referee_summary(papers.title(paper),
                                                    papers.CITATIONS.get(paper, ""), df,

@@ -81,7 +81,7 @@ def fits(plan_result: dict, studies: dict, limit_s: float = LIMIT_S) -> list[dic
     return out
 
 
-def _git(*args: str) -> str:
+def git_output(*args: str) -> str:
     try:
         return subprocess.run(["git", *args], capture_output=True, text=True,
                               check=True).stdout.strip()
@@ -146,8 +146,8 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
     dest.mkdir(parents=True, exist_ok=True)
     import shutil
     shutil.copyfile(claims_path, dest / "claims.parquet")     # its stamp travels with it
-    status = _git("status", "--porcelain", "--untracked-files=no")
-    prov = {"study": study, "scale": "paper", "commit": _git("rev-parse", "HEAD"),
+    status = git_output("status", "--porcelain", "--untracked-files=no")
+    prov = {"study": study, "scale": "paper", "commit": git_output("rev-parse", "HEAD"),
             "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),
             "machine": machine(), "wall_s": wall_s,
             "job_s": round(job_seconds(results, study), 1), "command": command, "note": note,

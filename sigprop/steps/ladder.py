@@ -23,10 +23,10 @@ import pandas as pd
 
 from sigprop import tables
 from sigprop.claims.committed import OLD_COLUMNS
-from sigprop.claims.trend import TREND_COLUMNS, trend_rows
+from sigprop.claims.trend import LIST_COLUMNS, read_trend, trend_rows
 from sigprop.config.ladder import ladder_of
 
-from .evidence import _git, job_seconds, machine, runs_digest
+from .evidence import git_output, job_seconds, machine, runs_digest
 
 LADDER_DIR = Path("docs/evidence/ladder")
 
@@ -90,9 +90,9 @@ def publish_rung(study: str, rung: str, results: str | Path = "results",
     import shutil
     shutil.copyfile(claims_path, dest / "claims.parquet")
     budget = next(r.budget for r in lad.rungs if r.scale == rung)
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    status = git_output("status", "--porcelain", "--untracked-files=no")
     prov = {"study": study, "scale": rung, "budget": budget, "budget_unit": lad.budget,
-            "ladder_fixed": lad.fixed, "commit": _git("rev-parse", "HEAD"),
+            "ladder_fixed": lad.fixed, "commit": git_output("rev-parse", "HEAD"),
             "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),
             "machine": machine(), "wall_s": wall_s, "plan_s": plan_s,
             "job_s": round(job_seconds(results, study), 1), "command": command,
@@ -150,19 +150,10 @@ def write_trend(study: str, out: str | Path = LADDER_DIR,
         raise FileNotFoundError(f"{folder}: rungs {missing} not committed (sigprop ladder "
                                 "publish)")
     t = trend_rows(have, lad.paper_budget, lad.targets)
-    stored = t.assign(**{c: t[c].map(json.dumps) for c in
-                         ("rungs", "budgets", "measured", "se", "verdicts")})
+    stored = t.assign(**{c: t[c].map(json.dumps) for c in LIST_COLUMNS})
     stored.to_parquet(folder / "trend.parquet", index=False)
     (folder / "trend.md").write_text(trend_markdown(t, lad))
     return folder / "trend.parquet"
-
-
-def read_trend(path: str | Path) -> pd.DataFrame:
-    """A committed ``trend.parquet`` with its list columns decoded."""
-    t = pd.read_parquet(path)
-    for c in ("rungs", "budgets", "measured", "se", "verdicts"):
-        t[c] = t[c].map(json.loads)
-    return t[TREND_COLUMNS]
 
 
 def _num(v: float) -> str:
