@@ -76,3 +76,19 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(old)
+
+
+# The README's test command runs the tests in two processes (pytest-xdist, `-n 2 --dist
+# loadgroup`). The heaviest tests share one group, so they run one after another in the same
+# process and never beside each other: the paper-scale smoke run (its jobs hold up to 3.5 GB)
+# and the two one-host clusters (their daemons). Every other test goes to whichever process is
+# free.
+HEAVY = ("test_paper_scale_smoke_run_of_every_study",
+         "test_quick_study_through_slurm_profile_equals_local_run",
+         "test_quick_study_through_sge_profile_equals_local_run")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.originalname in HEAVY:
+            item.add_marker(pytest.mark.xdist_group("heavy"))
