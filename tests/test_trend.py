@@ -65,6 +65,17 @@ def test_needed_slope_falls_back_on_the_distance_to_the_target():
     assert math.isnan(needed_slope(math.nan, math.nan, 0.5, BUDGETS, PAPER))
 
 
+def test_a_zero_se_takes_the_smallest_positive_se_of_the_claim():
+    from sigprop.claims.trend import floored_se
+    assert floored_se([0.3, 0.0, 0.1]).tolist() == [0.3, 0.1, 0.1]
+    assert floored_se([0.0, 0.0]).tolist() == [0.0, 0.0]          # none positive: unweighted
+    assert math.isnan(floored_se([0.2, math.nan])[1])             # a missing SE stays missing
+    tables = [(f"r{i}", b, _rung({"c": m}, {"c": se})) for i, (b, m, se) in
+              enumerate(zip(BUDGETS, [0.2, 0.5, 0.8], [0.02, 0.0, 0.02]))]
+    t = trend_rows(tables, PAPER)
+    assert t.weighted.iloc[0] and t.trend.iloc[0] == "toward" and t.se.iloc[0][1] == 0.0
+
+
 def test_trend_verdict_rule():
     assert trend_verdict(0.5, 0.1, +1, 0.2, 3.0) == "toward"
     assert trend_verdict(-0.5, 0.1, +1, 0.2, 3.0) == "away"

@@ -25,8 +25,9 @@ evidence: they say whether the quick design's reading moves with budget, never w
 paper's statement holds, and they never enter a paper's claim tally
 (:func:`sigprop.claims.tally` counts ``claim`` rows only).
 
-A rung whose statistic has no SE (a rank test, a count) is fitted unweighted, with the slope's
-SE from the residuals and a Student-t quantile at the same one-sided level as ``z``; with three
+An SE of 0 at a rung (seeds that agree exactly) is floored at the smallest positive SE of the
+same claim on the other rungs (:func:`floored_se`).  A rung whose statistic has no SE (a rank
+test) makes the fit unweighted, with the slope's SE from the residuals and a Student-t quantile at the same one-sided level as ``z``; with three
 rungs that leaves one degree of freedom, and such a trend is almost always ``inconclusive``.
 """
 
@@ -148,6 +149,17 @@ def needed_slope(detectable: float, target: float, m0: float, budgets, paper_bud
     return math.nan
 
 
+def floored_se(se) -> np.ndarray:
+    """The rungs' SEs for the weights: an SE of 0 (seeds that agree exactly, as counts of cells
+    often do) is no infinite precision, so it takes the smallest positive SE of the same claim
+    on the other rungs; with none positive, the SEs stay as they are (an unweighted fit)."""
+    s = np.asarray(se, float)
+    pos = s[np.isfinite(s) & (s > 0)]
+    if len(pos):
+        s = np.where(np.isfinite(s) & (s == 0), pos.min(), s)
+    return s
+
+
 def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: float,
                targets: dict | None = None, z: float = Z) -> pd.DataFrame:
     """Trend table of a study from its rungs' claims tables, lowest rung first: ``tables`` are
@@ -175,7 +187,7 @@ def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: floa
         ok = [i for i, m in enumerate(ms) if np.isfinite(m)]
         x = np.log([bs[i] for i in ok])
         y = np.array([ms[i] for i in ok])
-        s = np.array([ses[i] for i in ok])
+        s = floored_se([ses[i] for i in ok])
         slope, slope_se, weighted = weighted_slope(x, y, s) if len(ok) >= 3 else \
             (math.nan, math.nan, False)
         direction, expected = declared_target(c.claim_id, targets)
