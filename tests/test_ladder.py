@@ -80,7 +80,8 @@ def test_a_rung_runs_the_quick_claims_with_its_own_grid():
     assert [c for c in changes if c not in quick_changes]       # its own redesign
 
 
-@pytest.mark.parametrize("name", ["dropout_training", "pruning_eoc", "width_batch", "training_speed"])
+@pytest.mark.parametrize("name", ["dropout_training", "pruning_eoc", "width_batch", "training_speed",
+                                  "trainable_depth"])
 def test_declared_ladders_grow_from_the_quick_design(name):
     cfg = _cfg(name)
     lad = ladder_of(cfg, name)
