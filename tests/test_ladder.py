@@ -179,3 +179,25 @@ def test_ladder_figure_draws_one_panel_per_claim_with_the_papers_value():
     assert "toward" in ax.get_title() and ax.get_xscale() == "log"
     ys = [tuple(line.get_ydata()) for line in ax.get_lines()]
     assert (1.0, 1.0) in ys                                          # the paper's value
+
+
+def test_committed_ladders_match_todays_config_and_give_every_claim_a_trend(in_repo):
+    """At least four training studies have three or more committed rungs, each run of today's
+    config, and a trend table that gives every claim and beyond row of the lowest rung a trend
+    verdict with its slope and SE."""
+    from sigprop.claims.trend import TREND_VERDICTS
+    studies = sorted(p.name for p in COMMITTED.iterdir() if p.is_dir())
+    full = [s for s in studies if len([r for r in (COMMITTED / s).iterdir() if r.is_dir()]) >= 3
+            and (COMMITTED / s / "trend.parquet").exists()]
+    assert len(full) >= 4 and set(full) <= set(TRAINING), studies
+    assert L.check(COMMITTED, CONFIG) == []
+    for s in full:
+        quick = pd.read_parquet(COMMITTED / s / "quick/claims.parquet")
+        t = read_trend(COMMITTED / s / "trend.parquet")
+        claims = set(quick[quick.kind.isin(["claim", "beyond"])].claim_id)
+        assert set(t.claim_id) == claims and set(t.trend) <= set(TREND_VERDICTS), s
+        assert {"slope", "slope_se", "detectable_slope"} <= set(t.columns)
+        for r in (p for p in (COMMITTED / s).iterdir() if p.is_dir()):
+            prov = json.loads((r / "provenance.json").read_text())
+            assert prov["machine"]["gpu"] is None and prov["wall_s"] > 0 and prov["commit"]
+            assert (r / "claims.md").read_text().startswith(f"# {s}: ladder rung {r.name}")
