@@ -102,7 +102,7 @@ def _rung_results(tmp_path, study, scale, runs):
 
 def test_publish_refuses_results_that_are_not_the_rungs_runs(in_repo, tmp_path):
     res = _rung_results(tmp_path, "dropout_training", "ladder2", [])
-    with pytest.raises(ValueError, match="not a run of this rung"):
+    with pytest.raises(ValueError, match="not a ladder2-scale run of this config"):
         L.publish_rung("dropout_training", "ladder2", res, tmp_path / "ev", CONFIG)
     with pytest.raises(KeyError, match="not a rung"):
         L.publish_rung("dropout_training", "paper", res, tmp_path / "ev", CONFIG)

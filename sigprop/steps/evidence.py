@@ -115,6 +115,30 @@ def job_seconds(results: Path, study: str) -> float:
     return total
 
 
+def checked_claims(results: Path, st, scale: str, command: str) -> Path:
+    """``results/<study>/claims.parquet`` of a run of study ``st`` at ``scale``, after checking
+    that it and the merged run table exist (else the error names ``command``), that the run
+    table's run ids are exactly the study's at that scale under today's config, and that the
+    claims table is stamped with that scale."""
+    study = st.name
+    claims_path = results / study / "claims.parquet"
+    metrics_path = results / study / "metrics.parquet"
+    for p in (claims_path, metrics_path):
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: run the study at {scale} scale first ({command})")
+    want = {r.run_id for r in st.runs}
+    got = set(pd.read_parquet(metrics_path, columns=["run_id"]).run_id.unique())
+    if got != want:
+        raise ValueError(f"{metrics_path}: {len(got)} run ids, of which {len(got & want)} are "
+                         f"among the {len(want)} runs of {study} at {scale} scale today: not a "
+                         f"{scale}-scale run of this config")
+    stamp = tables.stamp_of(claims_path)
+    if stamp is not None and stamp.get("scale") != scale:
+        raise ValueError(f"{claims_path}: a claims table of scale {stamp.get('scale')!r}, not a "
+                         f"{scale}-scale run's")
+    return claims_path
+
+
 def publish(study: str, results: str | Path = "results", out: str | Path = EVIDENCE_DIR,
             config_path: str | Path = "config/config.yaml", wall_s: float | None = None,
             command: str = "", note: str = "") -> Path:
@@ -125,23 +149,10 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
     st = paper_studies(config_path, [study]).get(study)
     if st is None:
         raise KeyError(f"{config_path}: study {study!r} is not in the config's studies")
-    claims_path = results / study / "claims.parquet"
-    metrics_path = results / study / "metrics.parquet"
-    for p in (claims_path, metrics_path):
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: run the study at paper scale first "
-                                    f"(snakemake --config 'scale_overrides={{{study}: paper}}')")
     want = {r.run_id for r in st.runs}
-    got = set(pd.read_parquet(metrics_path, columns=["run_id"]).run_id.unique())
-    if got != want:
-        raise ValueError(f"{metrics_path}: {len(got)} run ids, of which {len(got & want)} are "
-                         f"among the {len(want)} paper-scale runs of {study} today: not a "
-                         "paper-scale run of this config")
+    claims_path = checked_claims(results, st, "paper",
+                                 f"snakemake --config 'scale_overrides={{{study}: paper}}'")
     claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
-    stamp = tables.stamp_of(claims_path)
-    if stamp is not None and stamp.get("scale") != "paper":
-        raise ValueError(f"{claims_path}: a claims table of scale {stamp.get('scale')!r}, not a "
-                         "paper-scale run's")
     dest = out / study
     dest.mkdir(parents=True, exist_ok=True)
     import shutil

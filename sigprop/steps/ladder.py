@@ -26,7 +26,7 @@ from sigprop.claims.committed import OLD_COLUMNS
 from sigprop.claims.trend import LIST_COLUMNS, read_trend, trend_rows
 from sigprop.config.ladder import ladder_of
 
-from .evidence import git_output, job_seconds, machine, runs_digest
+from .evidence import checked_claims, git_output, job_seconds, machine, runs_digest
 
 LADDER_DIR = Path("docs/evidence/ladder")
 
@@ -69,21 +69,9 @@ def publish_rung(study: str, rung: str, results: str | Path = "results",
     if rung not in lad.scales:
         raise KeyError(f"{study}: {rung!r} is not a rung of its ladder ({', '.join(lad.scales)})")
     st = studies_at(config_path, [study], rung)[study]
-    claims_path, metrics_path = results / study / "claims.parquet", results / study / "metrics.parquet"
-    for p in (claims_path, metrics_path):
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: run the rung first (snakemake --config "
-                                    f"'studies=[{study}]' 'scale_overrides={{{study}: {rung}}}')")
     want = {r.run_id for r in st.runs}
-    got = set(pd.read_parquet(metrics_path, columns=["run_id"]).run_id.unique())
-    if got != want:
-        raise ValueError(f"{metrics_path}: {len(got)} run ids, of which {len(got & want)} are "
-                         f"among the {len(want)} runs of {study} at {rung} today: not a run of "
-                         "this rung")
-    stamp = tables.stamp_of(claims_path)
-    if stamp is not None and stamp.get("scale") != rung:
-        raise ValueError(f"{claims_path}: a claims table of scale {stamp.get('scale')!r}, not "
-                         f"of rung {rung!r}")
+    claims_path = checked_claims(results, st, rung, f"snakemake --config 'studies=[{study}]' "
+                                                    f"'scale_overrides={{{study}: {rung}}}'")
     claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
     dest = out / study / rung
     dest.mkdir(parents=True, exist_ok=True)
