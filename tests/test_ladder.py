@@ -158,13 +158,13 @@ def test_referee_summary_and_papers_doc_show_the_trend_beside_the_verdicts():
     trends = _trend_table()
     text = referee_summary("T", "cite", claims, info, trends=trends)
     line = next(ln for ln in text.splitlines() if "`c`" in ln)
-    assert "ladder ``r0``→``r2``: trend toward" in line and "top rung pass" in line
+    assert "ladder ``r0``→``r2``: trend toward" in line and "top rung: supported at r2" in line
     assert "trend" not in next(ln for ln in text.splitlines() if "`d`" in ln)
     assert "A trend is not a verdict on the paper's statement" in text
     assert "trend" not in referee_summary("T", "cite", claims, info).split("**Measured on")[0]
     doc = block("000", "quick", claims, "x", info=info, trends=trends)
     cells = {ln.split("|")[2].strip(): ln for ln in doc.splitlines() if ln.startswith("| s ")}
-    assert "toward (pass)" in cells["c"] and "toward" not in cells["d"]
+    assert "toward (supported at r2)" in cells["c"] and "toward" not in cells["d"]
 
 
 def test_ladder_figure_draws_one_panel_per_claim_with_the_papers_value():

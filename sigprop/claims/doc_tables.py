@@ -113,7 +113,8 @@ def block(paper: str, scale: str, df: pd.DataFrame, source: str,
 def _trend_cells(m: pd.DataFrame, trends: pd.DataFrame | None) -> list[str]:
     of = ({(r.study, str(r.claim_id)): r for r in trends.itertuples()}
           if trends is not None and len(trends) else {})
-    return [f"{of[k].trend} ({of[k].top_verdict})" if k in of else "–"
+    from .trend import top_reading
+    return [f"{of[k].trend} ({top_reading(of[k])})" if k in of else "–"
             for k in zip(m.study, m.claim_id.astype(str))]
 
 

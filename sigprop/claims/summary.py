@@ -90,10 +90,11 @@ def headline(claims: pd.DataFrame, studies: dict, committed: pd.DataFrame | None
 
 def _trend_cell(t) -> str:
     """A claim's trend along its study's budget ladder, in words (:mod:`sigprop.claims.trend`)."""
+    from .trend import top_reading
     rungs = list(t.rungs)
     return (f"ladder {_lit(rungs[0])}→{_lit(rungs[-1])}: trend {t.trend} (slope "
             f"{_num(t.slope)} ± {_num(t.slope_se)} per ln budget, detectable "
-            f"{_num(t.detectable_slope)}, needed {_num(t.needed)}); top rung {t.top_verdict}")
+            f"{_num(t.detectable_slope)}, needed {_num(t.needed)}); top rung: {top_reading(t)}")
 
 
 def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: dict,

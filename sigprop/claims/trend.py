@@ -218,3 +218,12 @@ def read_trend(path) -> pd.DataFrame:
     for c in LIST_COLUMNS:
         t[c] = t[c].map(json.loads)
     return t[TREND_COLUMNS]
+
+
+def top_reading(t) -> str:
+    """How a trend row's top-rung verdict reads: every rung sits below the paper's budget
+    (:func:`sigprop.config.ladder.ladder_of` refuses one that does not), so a fail there is
+    "not reproduced at <rung>", never a contradiction of the paper."""
+    words = {"pass": "supported", "fail": "not reproduced",
+             "inconclusive": "inconclusive"}.get(str(t.top_verdict), str(t.top_verdict))
+    return f"{words} at {t.top_rung}"

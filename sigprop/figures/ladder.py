@@ -19,6 +19,8 @@ def ladder_figure(trend: pd.DataFrame, study: str):
     the paper's value (dashed), the paper's budget (dotted) and the fitted slope through the
     rungs' weighted mean."""
     import matplotlib.pyplot as plt
+
+    from sigprop.claims.trend import top_reading
     n = max(len(trend), 1)
     cols = min(4, n)
     rows = math.ceil(n / cols)
@@ -40,7 +42,7 @@ def ladder_figure(trend: pd.DataFrame, study: str):
             ax.plot(np.exp(xx), m[ok].mean() + r.slope * (xx - x.mean()), color=colour, lw=0.6,
                     alpha=0.6)
         ax.set_xscale("log")
-        ax.set_title(f"{r.claim_id}\n{r.trend} (top rung: {r.top_verdict})", fontsize=7,
+        ax.set_title(f"{r.claim_id}\n{r.trend} ({top_reading(r)})", fontsize=7,
                      color=colour)
         ax.tick_params(labelsize=6)
     for ax in list(axes.flat)[len(trend):]:
