@@ -160,3 +160,11 @@ def test_paper_scale_smoke_run_of_every_study(tmp_path):
     rep = run_snakemake(tmp_path, path, "--report", str(tmp_path / "report.html"))
     assert "ERROR/" not in rep.stderr, rep.stderr[-2000:]
     print(f"paper-scale smoke run, every study: {time.time() - t0:.0f} s")
+
+
+def test_the_heavy_group_names_tests_that_exist():
+    """tests/conftest.py keeps the heaviest tests out of each other's way by name; a renamed
+    test would silently leave the group."""
+    from conftest import HEAVY
+    sources = "".join(p.read_text() for p in (REPO / "tests").glob("test_*.py"))
+    assert all(f"def {name}(" in sources for name in HEAVY), HEAVY
