@@ -113,6 +113,11 @@ def resolve(kind: str, study_cfg: dict, scale: str, where: str = "", smoke: bool
     return Params(study=study_cfg.get("name", kind), **out)
 
 
+def job_params(kind: str, params_json: str) -> Params:
+    """A job's :class:`~sigprop.contract.Params` from the JSON the rule passed."""
+    return Params.from_json(spec(kind), params_json)
+
+
 def takes_layers(fn) -> bool:
     """Whether a figure or claims function takes the prune stage's per-layer reports."""
     return "layers" in inspect.signature(fn).parameters

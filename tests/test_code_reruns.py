@@ -84,6 +84,9 @@ def test_step_code_follows_imports_and_only_them(tmp_path, monkeypatch):
             "sigprop.claims"} <= claims
     assert not any(m.startswith("sigprop.studies.meanfield_maps") for m in claims)
     assert "sigprop.train.shard" in registry.module_closure("sigprop.steps.shards")
+    # the shard jobs do not depend on the analysis steps (figures, claims, summaries, ladders)
+    assert not any(m.startswith(("sigprop.steps.analysis", "sigprop.claims", "sigprop.figures"))
+                   for m in registry.module_closure("sigprop.steps.shards"))
     a = registry.step_code("claims", "trainable_depth")
     assert a != registry.step_code("claims", "meanfield_maps")
     assert a == registry.step_code("claims", "trainable_depth")

@@ -9,14 +9,8 @@ import logging
 from pathlib import Path
 
 from sigprop import atomic, registry, tables
-from sigprop.contract import Params
 
 log = logging.getLogger("sigprop.steps")
-
-
-def job_params(kind: str, params_json: str) -> Params:
-    """A job's :class:`~sigprop.contract.Params` from the JSON the rule passed."""
-    return Params.from_json(registry.spec(kind), params_json)
 
 
 def _layers(fn, layer_paths, study: str) -> dict:
@@ -74,7 +68,7 @@ def merge(paths: list[str], manifest_json: str, out: str):
 
 def theory(kind: str, study: str, params_json: str, settings: list[dict], out: str):
     """The study's theory table on its runs' settings."""
-    p = job_params(kind, params_json)
+    p = registry.job_params(kind, params_json)
     df = registry.theory_function(kind)(study, p, [dict(x) for x in settings])
     tables.write_atomic(df, out, {"kind": "theory", "study": study, "params": p.digest()})
     log.info("%d theory rows", len(df))
@@ -87,7 +81,7 @@ def figure(kind: str, name: str, params_json: str, expect_json: str, runs: str, 
     from sigprop.figures import save, use_agg
     from sigprop.steps.jobs import FIGURE_LOCK
     use_agg()
-    p = job_params(kind, params_json)
+    p = registry.job_params(kind, params_json)
     fn = registry.figure_function(kind, name)
     r, t = read_inputs(p.study, expect_json, runs, theory, p.digest())
     with FIGURE_LOCK:   # pyplot keeps global state: one figure at a time in a process
@@ -119,7 +113,7 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     from sigprop import claims as C
     from sigprop.claims import reading
     from sigprop.claims.render import to_html
-    p = job_params(kind, params_json)
+    p = registry.job_params(kind, params_json)
     fn = registry.claims_function(kind)
     r, t = read_inputs(study, expect_json, runs, theory, p.digest())
     df = fn(r, t, p, **_layers(fn, layers, study))
@@ -185,7 +179,7 @@ def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: 
                 parquet: str, md: str, csv: str):
     """One of the study's own tables (``SPEC.tables``) as Parquet, Markdown and CSV."""
     from sigprop.claims.render import write_table
-    p = job_params(kind, params_json)
+    p = registry.job_params(kind, params_json)
     r = read_inputs(p.study, expect_json, runs)
     df, title = registry.table_function(kind)(name, r, p)
     tables.write_atomic(df, parquet, {"kind": "study_table", "study": p.study, "table": name})

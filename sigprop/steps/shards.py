@@ -178,8 +178,7 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_j
     networks); a shard with pruned runs also gets the prune stage's masks (``masks_path``, an
     input of the rule)."""
     from sigprop import registry
-    from sigprop.steps import analysis
-    p = analysis.job_params(kind, params_json)
+    p = registry.job_params(kind, params_json)
     p = dataclasses.replace(p, **{section: dataclasses.replace(getattr(p, section), **values)
                                   for section, values in json.loads(execution_json).items()})
     dev = _setup(device, threads, gpu_locks)
