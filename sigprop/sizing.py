@@ -115,9 +115,18 @@ def physical_memory_mb() -> int | None:
 
 def local_memory(resources) -> tuple[int, str] | None:
     """What a local run's jobs may use together: ``(MB, where it comes from)``, from Snakemake's
-    ``--resources mem_mb=N`` (``resources``: the workflow's global resources) or else this
-    machine's memory; None when neither is known."""
+    ``--resources mem_mb=N`` (``resources``: the workflow's global resources, which hold
+    ``mem_mb`` only when the command line gives it, ``mem=`` and ``mem_mib=`` converted to it)
+    or else this machine's memory; None when neither is known.  Raises ValueError for a given
+    ``N <= 0``: it leaves no memory for any job, and every job asks for at least 1 MB."""
     given = resources["mem_mb"].value if "mem_mb" in resources else None
+    if isinstance(given, (int, float)) and not isinstance(given, bool) and given <= 0:
+        total = physical_memory_mb()
+        raise ValueError(
+            f"--resources mem_mb={given:g}: the memory this run's jobs may use together must be "
+            "more than 0 MB (every job asks for at least 1 MB, so none could start); give "
+            "--resources mem_mb=N with N > 0, or leave mem_mb out of --resources to use this "
+            "machine's memory" + (f" ({total:,} MB)" if total else ""))
     if isinstance(given, (int, float)) and given > 0:
         return int(given), "--resources mem_mb"
     total = physical_memory_mb()

@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 import torch
-from conftest import tiny_study, write_config
+from conftest import run_snakemake, tiny_study, write_config
 
 from sigprop.tools import plan as P
 from sigprop import sizing
@@ -100,6 +100,39 @@ def test_local_memory_is_the_users_resources_else_the_machines(monkeypatch):
     assert mb == 8000 and "machine" in source
     monkeypatch.setattr(sizing, "physical_memory_mb", lambda: None)
     assert sizing.local_memory(_Res()) is None
+
+
+def test_a_given_mem_mb_of_zero_or_less_is_an_error_not_the_machines_memory(monkeypatch):
+    """Snakemake's global resources hold mem_mb only when --resources gives it (mem= converted
+    to it): not given means this machine's memory; a given 0 or less leaves no job any memory
+    and is refused, naming the option and the value."""
+    from snakemake.resources import Resources
+    monkeypatch.setattr(sizing, "physical_memory_mb", lambda: 8000)
+    for given, shown in ((["mem_mb=0"], "mem_mb=0"), (["mem=0"], "mem_mb=0"),
+                         (["mem_mb=0", "gpu=1"], "mem_mb=0")):
+        with pytest.raises(ValueError) as e:
+            sizing.local_memory(Resources.parse(given, allow_expressions=False))
+        assert str(e.value).startswith(f"--resources {shown}: the memory this run's jobs may "
+                                       "use together must be more than 0 MB")
+        assert "this machine's memory (8,000 MB)" in str(e.value)
+    with pytest.raises(ValueError, match=r"^--resources mem_mb=-5: "):
+        sizing.local_memory(_Res(mem_mb=-5))          # through Snakemake's API, not its CLI
+    assert sizing.local_memory(Resources.parse([], allow_expressions=False))[0] == 8000
+    assert sizing.local_memory(Resources.parse(["gpu=1"], allow_expressions=False))[0] == 8000
+    assert sizing.local_memory(Resources.parse(["mem_mb=7"], allow_expressions=False)) == \
+        (7, "--resources mem_mb")
+
+
+def test_a_dry_run_with_mem_mb_zero_stops_naming_the_option(tmp_path):
+    """The workflow passes Snakemake's own global resources: an explicit 0 stops the run while
+    the Snakefile is read; without --resources the dry run plans the jobs."""
+    cfg = write_config(tmp_path, tiny_study())
+    p = run_snakemake(tmp_path, cfg, "-n", "--resources", "mem_mb=0", check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0 and "--resources mem_mb=0: the memory this run's jobs may use " \
+        "together must be more than 0 MB" in out, out[-3000:]
+    p = run_snakemake(tmp_path, cfg, "-n")
+    assert "train_shard" in p.stdout + p.stderr
 
 
 def test_physical_memory_is_this_machines():
