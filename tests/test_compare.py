@@ -136,3 +136,27 @@ def test_a_table_written_before_the_se_column_uses_the_other_runs_se(tmp_path):
     old.to_parquet(tmp_path / "a" / "s" / "claims.parquet")
     sh = claim_shifts(tmp_path / "a", tmp_path / "b").set_index("claim_id")
     assert np.isclose(sh.loc["moved", "shift_se"], 2.0)      # (1.6 - 1.0) / 0.3
+
+
+def test_a_column_whose_dtype_changed_is_a_difference(tmp_path, capsys):
+    """A float column written as text, or an integer one as floats, reads the same value by
+    value; the change of dtype is reported, naming the column and both dtypes."""
+    _run(tmp_path / "a")
+    _run(tmp_path / "b")
+    after = tmp_path / "b" / "s"
+    merged, theory = after / "metrics.parquet", after / "theory.parquet"
+    runs = pd.read_parquet(merged)
+    runs.assign(value=runs["value"].astype(str)).to_parquet(merged)
+    th = pd.read_parquet(theory)
+    th.assign(depth=th["depth"].astype(float)).to_parquet(theory)
+    d = compare(tmp_path / "a", tmp_path / "b")
+    value = str(pd.read_parquet(merged)["value"].dtype)
+    assert d["s/metrics.parquet"] == [f"value: dtype float64 -> {value}"]
+    assert d["s/theory.parquet"] == ["depth: dtype int64 -> float64"]
+    assert set(d) == {"s/metrics.parquet", "s/theory.parquet"}
+    for side, col in (("a", 1), ("b", 1.0)):
+        (tmp_path / side / "papers" / "000" / "table1.csv").write_text(f"x,y\n{col},z\n")
+    assert compare(tmp_path / "a", tmp_path / "b")["papers/000/table1.csv"] == \
+        ["x: dtype int64 -> float64"]
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    assert "value: dtype float64 -> " in capsys.readouterr().out

@@ -3,12 +3,13 @@
 Used to check that a change meant to keep results (a refactor, a speed-up) kept them:
 ``sigprop compare results-before results-after`` prints what it compared (files of each kind),
 each difference (a claim whose verdict, measured value, expected value, tolerance or detail
-moved, a row only on one side, a table cell, a line of a text output) and exits 1 when there is
-one, 2 when either folder is missing or holds no outputs.  Tables are compared by key (claims by
-study and claim id, run tables by run, step, metric and probe / layer, theory tables by every
-column but the value); numbers exactly unless ``rtol`` is given (NaN equals NaN); text columns
-and text files exactly.  Figures (PNG, PDF) are not compared: they are drawn from the tables
-compared here.
+moved, a row only on one side, a column on one side only or whose dtype changed, a table cell,
+a line of a text output) and exits 1 when there is one, 2 when either folder is missing or
+holds no outputs.  Tables are compared by key (claims by study and claim id, run tables by run,
+step, metric and probe / layer, theory tables by every column but the value), each column's
+dtype first; numbers exactly unless ``rtol`` is given (NaN equals NaN); text columns and text
+files exactly.  Figures (PNG, PDF) are not compared: they are drawn from the tables compared
+here.
 
 Where a change may move results (new arithmetic in training, say), :func:`claim_shifts` states
 for every claim row how far its measured statistic moved in units of its own standard error (the
@@ -101,13 +102,17 @@ def _equal(x: pd.Series, y: pd.Series, rtol: float) -> np.ndarray:
 
 def compare_frames(a: pd.DataFrame, b: pd.DataFrame, key: list[str] | None,
                    rtol: float = 0.0, limit: int = 20) -> list[str]:
-    """Differences between two tables, row by row (by ``key`` when given, else by position),
-    vectorised per column; at most ``limit`` lines."""
+    """Differences between two tables: a column on one side only, a column whose dtype changed
+    (``x: dtype float64 -> object``, even where every value reads the same as text), then row
+    by row (by ``key`` when given, else by position), vectorised per column; at most ``limit``
+    lines."""
     out = []
     cols_a, cols_b = list(a.columns), list(b.columns)
     if cols_a != cols_b:
         out.append(f"columns differ: {sorted(set(cols_a) ^ set(cols_b))}")
     cols = [c for c in cols_a if c in cols_b]
+    out += [f"{c}: dtype {a[c].dtype} -> {b[c].dtype}" for c in cols
+            if str(a[c].dtype) != str(b[c].dtype)]
     if key and all(k in cols for k in key) and not a.duplicated(key).any() \
             and not b.duplicated(key).any():
         a_i, b_i = a.set_index(key), b.set_index(key)
