@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -74,8 +77,10 @@ STARTER = """
 import json, os, sys
 sys.path.insert(0, {root!r})
 from sigprop.steps.jobs import run_job
+from sigprop.steps import workers
 run_job(None, "sigprop.steps.workers:describe", sys.argv[1])
 print(json.load(open(sys.argv[1]))["ppid"], flush=True)    # the worker's parent: the server
+print(workers._server["log"], flush=True)
 """
 
 
@@ -84,7 +89,8 @@ def test_the_server_ends_when_the_process_that_started_it_does(tmp_path):
     out = subprocess.run([sys.executable, "-c", STARTER.format(root=root), str(tmp_path / "w.json")],
                          capture_output=True,
                          text=True, timeout=120, env={**os.environ, "SIGPROP_JOB_PROCESSES": "1"})
-    server = int(out.stdout.strip())
+    server, log = out.stdout.split()
+    server = int(server)
     t0 = time.time()
     while psutil.pid_exists(server) and time.time() - t0 < 15:
         try:
@@ -95,6 +101,11 @@ def test_the_server_ends_when_the_process_that_started_it_does(tmp_path):
         time.sleep(0.1)
     alive = psutil.pid_exists(server) and psutil.Process(server).status() != psutil.STATUS_ZOMBIE
     assert not alive, "the worker server outlived the process that started it"
+    # let go with no job running, it leaves nothing behind: its folder (socket, log) is removed
+    t0 = time.time()
+    while os.path.exists(os.path.dirname(log)) and time.time() - t0 < 5:
+        time.sleep(0.05)
+    assert not os.path.exists(os.path.dirname(log))
 
 
 def test_a_step_named_module_function_runs_in_the_worker(tmp_path):
@@ -131,3 +142,60 @@ def test_a_killed_server_is_replaced_by_the_next_step(tmp_path):
         time.sleep(0.05)
     again = _where(tmp_path, "k2")
     assert again["ppid"] != server
+
+
+def _server_killed_during_a_job(tmp_path, name, sig) -> tuple[str, str, list[str], int]:
+    """A job sleeping in a worker whose server gets ``sig``: the job's error, the job's log, the
+    server's log (lines) and the server's pid.  The killed server's folder is removed after."""
+    server = _where(tmp_path, f"{name}-first")["ppid"]
+    info = workers._server
+    assert info["pid"] == server and Path(info["log"]).exists()
+    log, errors = tmp_path / f"{name}.log", []
+
+    def job():
+        try:
+            run_job([str(log)], "time:sleep", 60)
+        except Exception as e:
+            errors.append(e)
+
+    t = threading.Thread(target=job)
+    t.start()
+    t0 = time.time()
+    while not log.exists() and time.time() - t0 < 30:      # the worker runs the step
+        time.sleep(0.02)
+    os.kill(server, sig)
+    t.join(30)
+    try:
+        assert not t.is_alive() and len(errors) == 1 and isinstance(errors[0], RuntimeError)
+        return str(errors[0]), log.read_text(), Path(info["log"]).read_text().splitlines(), server
+    finally:
+        shutil.rmtree(Path(info["log"]).parent, ignore_errors=True)
+
+
+def test_a_server_killed_by_sigkill_fails_its_jobs_saying_it_left_no_last_line(tmp_path):
+    """SIGKILL cannot be caught: the server's log ends without saying how it ended, and the
+    job's error says so, with the server's pid, its log and its last lines; the job's log ends
+    with the same text."""
+    msg, job_log, server_log, server = _server_killed_during_a_job(tmp_path, "kill", signal.SIGKILL)
+    assert not any(" ended: " in line for line in server_log), server_log
+    assert msg.startswith(f"the job's worker process ended without a result: the worker server "
+                          f"(pid {server}) that forked it is no longer running and left no line "
+                          "saying how it ended"), msg
+    assert "SIGKILL" in msg and "its log ends with how it ended" not in msg
+    assert msg.endswith("\n  " + "\n  ".join(server_log[-3:]))
+    assert job_log.rstrip("\n").endswith(f"ERROR sigprop: job failed: {msg}")
+    assert _where(tmp_path, "kill-after")["ppid"] != server     # the next step: a new server
+
+
+def test_a_server_stopped_by_sigterm_logs_it_and_its_jobs_errors_quote_it(tmp_path):
+    """A caught signal: the server's last log line says which, and the job's error and its log
+    quote that line."""
+    msg, job_log, server_log, server = _server_killed_during_a_job(tmp_path, "term", signal.SIGTERM)
+    last = server_log[-1]
+    assert last.endswith(f" worker server (pid {server}) ended: received SIGTERM (signal 15); "
+                         "the workers of 1 running job(s) end with it"), server_log
+    assert msg.startswith(f"the job's worker process ended without a result: the worker server "
+                          f"(pid {server}) that forked it is no longer running; its log ")
+    assert msg.endswith(f"server.log ends: {last}")
+    assert job_log.rstrip("\n").endswith(f"ERROR sigprop: job failed: {msg}")
+    assert _where(tmp_path, "term-after")["ppid"] != server

@@ -22,6 +22,17 @@ started it does (it watches a pipe whose other end only that process holds), and
 dies with the server (Linux's parent-death signal), so an interrupted run leaves no job
 running.  Linux only (``fork`` after
 the imports, ``prctl``); elsewhere steps run in the calling thread.
+
+The server writes its log, ``server.log``, in its temporary folder beside its socket and its
+``pid`` file: its start, each worker that did not end normally, and, as its last line
+(``worker server (pid N) ended: ...``), how it ended wherever it can: a signal it catches
+(SIGTERM, SIGINT, SIGHUP), an error (after its traceback), or the process that started it
+letting it go while workers still ran.  Let go with no worker running, it removes the folder:
+no one is left to read it.  A server killed by SIGKILL (the out-of-memory killer's signal)
+writes nothing.  A job whose worker ends without a result fails with what the calling process
+can tell (:func:`_no_result`): the server still running (it appends how the worker ended to
+the job's log), or gone, with its log's last line or, where it left none, that it left none
+and the log's last lines.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ import os
 import pickle
 import resource
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -45,8 +57,14 @@ import time
 from pathlib import Path
 
 STARTUP_TIMEOUT_S = 120.0
+SERVER_LOG = "server.log"
+ENDED = "ended: "
+"""What the server's last log line says after ``worker server (pid N) `` when it could say how
+it ended."""
+CAUGHT_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""Signals on which the server logs its end before exiting (each unless it starts ignored)."""
 _lock = threading.Lock()
-_server: dict | None = None      # {"socket": path, "alive": write end of the pipe}
+_server: dict | None = None      # {"socket": path, "alive": write end of the pipe, "pid", "log"}
 
 
 def available() -> bool:
@@ -127,7 +145,8 @@ def run(path: str | None, payload: bytes) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             try:
-                sock.connect(_ensure_server())
+                server = _ensure_server()
+                sock.connect(server["socket"])
                 _send(sock, request)
                 reply = _recv(sock)
             except (ConnectionRefusedError, FileNotFoundError, ConnectionResetError,
@@ -143,11 +162,62 @@ def run(path: str | None, payload: bytes) -> None:
         finally:
             sock.close()
     if reply is None:
-        raise RuntimeError("the job's worker process ended without a result (killed, e.g. for "
-                           "memory?); its log ends with how it ended")
+        raise RuntimeError(_no_result(server, path))
     status, value = pickle.loads(reply)
     if status != "ok":
         raise value
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _no_result(server: dict, path: str | None, wait_s: float = 0.5) -> str:
+    """The error of a job whose worker ended without sending a result: what this process can
+    tell of how.  The server that forked the worker still running: it appends how the worker
+    ended to the job's log and its own.  The server gone (its worker dies with it): its log's
+    last line where it wrote how it ended, else that it left no such line, and its last lines;
+    then the same text also ends the job's log (``path``)."""
+    pid, log = server.get("pid"), server.get("log")
+    t0 = time.time()
+    while pid is not None and _running(pid) and time.time() - t0 < wait_s:
+        time.sleep(0.02)     # a worker dies with its server: let the server's end show first
+    msg = "the job's worker process ended without a result"
+    if pid is None or _running(pid):
+        msg += " (killed, e.g. for memory?)"
+        if pid is not None:
+            msg += (f"; the worker server (pid {pid}, still running) appends how it ended to "
+                    + (f"the job's log {path} and to " if path else "") + f"its own log {log}")
+        return msg
+    try:
+        lines = [x for x in Path(log).read_text(errors="replace").splitlines() if x.strip()]
+    except (OSError, TypeError):
+        lines = None
+    head = f"{msg}: the worker server (pid {pid}) that forked it is no longer running"
+    if lines and f"worker server (pid {pid}) {ENDED}" in lines[-1]:
+        msg = f"{head}; its log {log} ends: {lines[-1]}"
+    else:
+        if lines is None:
+            tail = f"its log {log} is gone"
+        elif not lines:
+            tail = f"its log {log} is empty"
+        else:
+            tail = f"the last lines of its log {log}:\n  " + "\n  ".join(lines[-3:])
+        msg = (f"{head} and left no line saying how it ended (it writes one on every end it can "
+               "catch: it was killed by a signal it cannot catch, SIGKILL, e.g. from the "
+               f"out-of-memory killer, or crashed); {tail}")
+    if path:
+        try:
+            with open(path, "a") as f:
+                f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR sigprop: job failed: {msg}\n")
+        except OSError:
+            pass
+    return msg
 
 
 def _forget_server() -> None:
@@ -181,15 +251,21 @@ def _launch_server() -> dict:
               sock_path, str(read_end), json.dumps(sys.path)]
     subprocess.run(launch, pass_fds=(read_end,), check=True, stdin=subprocess.DEVNULL)
     os.close(read_end)
-    return {"socket": sock_path, "alive": write_end, "ready": False, "t0": time.time()}
+    try:                                 # written by the intermediate process before it exits
+        pid = int(Path(folder, "pid").read_text())
+    except (OSError, ValueError):
+        pid = None
+    return {"socket": sock_path, "alive": write_end, "ready": False, "t0": time.time(),
+            "pid": pid, "log": os.path.join(folder, SERVER_LOG)}
 
 
-def _ensure_server() -> str:
+def _ensure_server() -> dict:
+    """The running server (:func:`_launch_server`'s dict), started and waited for if need be."""
     global _server
     with _lock:
         if _server is not None and _server["ready"]:
             if Path(_server["socket"]).exists():
-                return _server["socket"]
+                return _server
             try:                           # it went away: start another
                 os.close(_server["alive"])
             except OSError:
@@ -213,7 +289,7 @@ def _ensure_server() -> str:
                                    "steps in Snakemake's threads")
             time.sleep(0.02)
         _server["ready"] = True
-        return sock_path
+        return _server
 
 
 def _send(sock: socket.socket, data: bytes) -> None:
@@ -240,21 +316,76 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes | None:
 
 # -- the server ----------------------------------------------------------------------------------
 
+class _Stopped(BaseException):
+    """A signal of :data:`CAUGHT_SIGNALS` reached the server."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    for s in CAUGHT_SIGNALS:          # one end, logged once
+        signal.signal(s, signal.SIG_IGN)
+    raise _Stopped(signum)
+
+
+def _note(folder: str, text: str) -> None:
+    """Append ``text`` to the server's log (:data:`SERVER_LOG` in ``folder``), time-stamped."""
+    try:
+        with open(os.path.join(folder, SERVER_LOG), "a") as f:
+            f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n")
+    except OSError:
+        pass
+
+
 def _launch() -> None:
-    """The intermediate process: fork the server and exit, so that the server is adopted by
-    the system and is not a descendant of Snakemake."""
+    """The intermediate process: fork the server, write its pid, and exit, so that the server
+    is adopted by the system and is not a descendant of Snakemake.  The server logs how it ends
+    (:data:`ENDED`) wherever it can."""
     sock_path, alive_fd, path = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
-    if os.fork():
-        os._exit(0)
+    folder, client = os.path.dirname(sock_path), os.getppid()
+    child = os.fork()
+    if child:
+        try:
+            Path(folder, "pid").write_text(str(child))
+        finally:
+            os._exit(0)
     # still in Snakemake's process group: a signal to the group (Ctrl-C, a scheduler's kill)
     # reaches the workers too
     sys.path[:] = path
+    me = os.getpid()
+    _note(folder, f"worker server (pid {me}) started for pid {client}")
+    running: dict[int, str | None] = {}      # running workers: pid -> job log
+    code = 0
     try:
-        _serve(sock_path, alive_fd)
-    except BaseException:      # the client waits for the socket: say why it will not come
-        import traceback
-        Path(os.path.dirname(sock_path), "failed").write_text(traceback.format_exc())
-        os._exit(1)
+        _serve(sock_path, alive_fd, running)
+        how = "the process that started it let it go (it exited or started another server)"
+    except BaseException as e:
+        if os.getpid() != me:        # a worker between its fork and its step
+            os._exit(1)
+        text = ""
+        if isinstance(e, _Stopped):
+            how = f"received {signal.Signals(e.signum).name} (signal {e.signum})"
+            code = 128 + e.signum
+        else:
+            import traceback
+            text = traceback.format_exc()
+            _note(folder, text.rstrip())
+            how, code = f"error: {type(e).__name__}: {e}", 1
+        try:         # a client waiting for the socket reads why it will not come (last line)
+            Path(folder, "failed").write_text(f"{text}worker server (pid {me}) {ENDED}{how}\n")
+        except OSError:
+            pass
+    for s in CAUGHT_SIGNALS:          # ending: how is logged once
+        signal.signal(s, signal.SIG_IGN)
+    _reap(running, folder)
+    if code == 0 and not running:
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        _note(folder, f"worker server (pid {me}) {ENDED}{how}"
+              + (f"; the workers of {len(running)} running job(s) end with it" if running else ""))
+    os._exit(code)
 
 
 def preload() -> None:
@@ -278,19 +409,27 @@ def preload() -> None:
             pass
 
 
-def _serve(sock_path: str, alive_fd: int) -> None:
+def _serve(sock_path: str, alive_fd: int, logs: dict[int, str | None]) -> None:
+    """Serve until the process that started it lets it go; ``logs``: the running workers (pid
+    -> job log), kept up to date.  A signal of :data:`CAUGHT_SIGNALS` raises :class:`_Stopped`."""
+    folder = os.path.dirname(sock_path)
+    saved = {s: signal.getsignal(s) for s in CAUGHT_SIGNALS}
+    for s, h in saved.items():
+        if h != signal.SIG_IGN:
+            signal.signal(s, _stop)
     for fd in (0, 1, 2):        # no terminal: the steps log to their files
         try:
             os.dup2(os.open(os.devnull, os.O_RDWR), fd)
         except OSError:
             pass
+    t0 = time.time()
     preload()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     tmp = sock_path + ".tmp"
     listener.bind(tmp)
     listener.listen(64)
     os.rename(tmp, sock_path)     # the client waits for this name: the server is ready
-    logs: dict[int, str | None] = {}
+    _note(folder, f"ready in {time.time() - t0:.1f} s: {sock_path}")
     wake_r, wake_w = os.pipe()      # a worker's end wakes the loop, which reaps it at once
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -306,7 +445,7 @@ def _serve(sock_path: str, alive_fd: int) -> None:
                             break
                     except BlockingIOError:
                         break
-            _reap(logs)
+            _reap(logs, folder)
             if alive_fd in ready:          # Snakemake has exited: so do we (and the workers)
                 return
             if listener in ready:
@@ -316,6 +455,8 @@ def _serve(sock_path: str, alive_fd: int) -> None:
                     conn.close()
                     continue
                 path, payload = pickle.loads(request)
+                # no caught signal between the fork and the worker's own handlers
+                signal.pthread_sigmask(signal.SIG_BLOCK, CAUGHT_SIGNALS)
                 pid = os.fork()
                 if pid == 0:
                     listener.close()
@@ -323,20 +464,24 @@ def _serve(sock_path: str, alive_fd: int) -> None:
                         os.close(fd)
                     signal.set_wakeup_fd(-1)
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    for s, h in saved.items():
+                        signal.signal(s, signal.SIG_DFL if h is None else h)
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, CAUGHT_SIGNALS)
                     _worker(conn, path, payload)      # never returns
-                conn.close()
                 logs[pid] = path
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, CAUGHT_SIGNALS)
+                conn.close()
     finally:
         listener.close()
         try:
             os.unlink(sock_path)
-            os.rmdir(os.path.dirname(sock_path))
         except OSError:
             pass
 
 
-def _reap(logs: dict) -> None:
-    """Collect ended workers; one that did not end normally leaves a line in its job's log."""
+def _reap(logs: dict, folder: str) -> None:
+    """Collect ended workers; one that did not end normally leaves a line in its job's log and
+    in the server's."""
     while logs:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -349,6 +494,7 @@ def _reap(logs: dict) -> None:
             why = (f"killed by signal {os.WTERMSIG(status)}"
                    + (" (out of memory?)" if os.WTERMSIG(status) == signal.SIGKILL else "")
                    if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}")
+            _note(folder, f"the worker (pid {pid}) of the job logging to {path} was {why}")
             if path:
                 with open(path, "a") as f:
                     f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR sigprop: job failed: "
