@@ -2,10 +2,11 @@
 
 The module's fixture installs Debian's gridengine-master, gridengine-exec and
 gridengine-client (debconf answers preseeded: configure automatically, cell "default", this
-host as master; skipping only where installation is impossible: not root, no apt-get,
-apt-get failing) and configures a one-host cell (tests/cluster/sge_up.sh: host aliases so
-that "localhost" and the host name are one host, root allowed to run jobs, a `smp` parallel
-environment and a `gpu` complex consumed per job).  The test runs a small study through the
+host as master; waiting for a lock another apt or dpkg holds; skipping only where
+installation is impossible: not root, no apt-get, apt-get failing) and configures a one-host
+cell (tests/cluster/sge_up.sh: host aliases so that "localhost" and the host name are one
+host, root allowed to run jobs, a `smp` parallel environment and a `gpu` complex consumed per
+job).  The test runs a small study through the
 shipped profile (submit qsub.py, status status.sh, cancel qdel), with an overlay that only
 shortens the time between status checks, and checks that every job went through qsub and
 finished cleanly by Grid Engine's accounting, and that the tables equal a local run's.

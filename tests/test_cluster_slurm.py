@@ -1,13 +1,13 @@
 """The workflow on a real SLURM through workflow/profiles/slurm (docs/cluster.md).
 
-The module's fixture installs Debian's slurmctld, slurmd, munge and slurm-client (skipping
-only where that is impossible: not root, no apt-get, apt-get failing) and starts a one-node
-cluster on this machine (tests/cluster/slurm_up.sh: no accounting database, MinJobAge 3600
-so that finished jobs stay visible to squeue, 2 count-only GPUs).  The test runs a small
-study through the shipped profile, with an overlay that changes only what this cluster or
-the test needs (status via squeue, a 2 s first status check, kept job logs), and checks
-that every job went through sbatch with the profile's requests and that the tables equal
-a local run's.
+The module's fixture installs Debian's slurmctld, slurmd, munge and slurm-client (waiting for
+a lock another apt or dpkg holds; skipping only where that is impossible: not root, no apt-get,
+apt-get failing) and starts a one-node cluster on this machine (tests/cluster/slurm_up.sh: no
+accounting database, MinJobAge 3600 so that finished jobs stay visible to squeue, 2 count-only
+GPUs).  The test runs a small study through the shipped profile, with an overlay that changes
+only what this cluster or the test needs (status via squeue, a 2 s first status check, kept
+job logs), and checks that every job went through sbatch with the profile's requests and that
+the tables equal a local run's.
 """
 
 from __future__ import annotations

@@ -25,11 +25,41 @@ PROFILES = REPO / "workflow" / "profiles"
 RTOL, ATOL = 1e-6, 1e-9
 
 
+APT_LOCK_WAIT_S = 600
+"""How long an apt-get command waits for a lock that another apt or dpkg process holds."""
+
+
+def apt_get_cmd(*args: str, wait_s: float = APT_LOCK_WAIT_S) -> list[str]:
+    """``apt-get args`` waiting up to ``wait_s`` for dpkg's locks (``DPkg::Lock::Timeout``)."""
+    return ["apt-get", "-o", f"DPkg::Lock::Timeout={max(0, int(wait_s))}", *args]
+
+
+def apt_get(*args: str, env: dict, wait_s: float = APT_LOCK_WAIT_S,
+            poll_s: float = 2.0) -> subprocess.CompletedProcess:
+    """Run :func:`apt_get_cmd` ``args``, waiting up to ``wait_s`` in all for the locks that other
+    apt or dpkg processes hold: dpkg's through ``DPkg::Lock::Timeout``; the package lists'
+    (``apt-get update``) and the download cache's, which that option does not cover (apt 2.6
+    fails at once: "Could not get lock /var/lib/apt/lists/lock"), by running it again every
+    ``poll_s`` while it fails that way (recognised by that text: ``LC_ALL=C``)."""
+    deadline = time.time() + wait_s
+    env = dict(env, LC_ALL="C")
+    while True:
+        left = max(0.0, deadline - time.time())
+        p = subprocess.run(apt_get_cmd(*args, wait_s=left), check=False, capture_output=True,
+                           text=True, env=env, timeout=left + 900)
+        if p.returncode == 0 or "Could not get lock" not in p.stdout + p.stderr \
+                or time.time() + poll_s > deadline:
+            return p
+        time.sleep(poll_s)
+
+
 def ensure_debian_packages(packages: list[str], binaries: list[str],
                            preseed: str | None = None) -> float:
     """Install ``packages`` with apt-get unless all ``binaries`` are already on PATH (or in
-    /usr/sbin); return the seconds spent.  Skips the calling test, with the reason, where
-    installation is impossible: not root, no apt-get, or apt-get failing."""
+    /usr/sbin); return the seconds spent.  A lock held by another apt or dpkg is waited for
+    (:func:`apt_get`, up to :data:`APT_LOCK_WAIT_S`).  Skips the calling test, with the reason,
+    where installation is impossible: not root, no apt-get, or apt-get failing (a lock still
+    held after that wait included)."""
     def have_all():
         return all(shutil.which(b) or Path("/usr/sbin", b).exists() for b in binaries)
 
@@ -46,12 +76,12 @@ def ensure_debian_packages(packages: list[str], binaries: list[str],
                            capture_output=True, env=env)
         if p.returncode != 0:
             pytest.skip(f"debconf-set-selections failed: {p.stderr.strip()[-500:]}")
-    for cmd in (["apt-get", "update"],
-                ["apt-get", "install", "-y", "--no-install-recommends", *packages]):
-        p = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env,
-                           timeout=900)
+    for args in (["update"], ["install", "-y", "--no-install-recommends", *packages]):
+        p = apt_get(*args, env=env)
         if p.returncode != 0:
-            pytest.skip(f"`{' '.join(cmd)}` failed ({p.returncode}): "
+            held = (f" (a lock still held after {APT_LOCK_WAIT_S} s)"
+                    if "Could not get lock" in p.stdout + p.stderr else "")
+            pytest.skip(f"`apt-get {' '.join(args)}` failed ({p.returncode}){held}: "
                         f"{(p.stderr or p.stdout).strip()[-800:]}")
     if not have_all():
         pytest.skip(f"installed {' '.join(packages)} but {binaries} are not all there")
