@@ -63,6 +63,18 @@ def shard_dataset(wildcards):
     return f"results/data/{shard.runs[0].dataset}.npz"
 
 
+def data_expect(wildcards):
+    """What a shard's prepared data set must be, as JSON (sigprop.data.prepare.IDENTITY): its
+    name, the config's options and sizes for it, and the prepare step's code digest; the shard
+    jobs refuse a file made as anything else (sigprop.steps.shards.expected_data)."""
+    import json
+
+    name = study_of(wildcards).shard(wildcards.shard).runs[0].dataset
+    return json.dumps({"name": name, "options": config["data"]["options"].get(name, {}),
+                       "sizes": config["data"]["sizes"].get(name, {}),
+                       "code": studies.step_code("prepare")}, sort_keys=True)
+
+
 GPU_LOCKS = "results/.gpu_locks"
 """Where local jobs with `device: auto` on a machine of several GPUs claim a free one (lock
 files; sigprop.train.devices.acquire)."""
@@ -203,6 +215,23 @@ def paper_ladder(wildcards):
             if Path(f"{LADDER}/{n}/trend.parquet").exists()]
 
 
+def committed_rungs(study):
+    """The committed rung files (claims.parquet, provenance.json) of a study's ladder: inputs of
+    the jobs that read its trend, which checks the trend against them
+    (sigprop.claims.committed.verified_trend), so that a changed rung reruns those jobs."""
+    return sorted(str(f) for f in Path(LADDER, study).glob("*/*")
+                  if f.name in ("claims.parquet", "provenance.json"))
+
+
+def ladder_rungs(wildcards):
+    return committed_rungs(wildcards.study)
+
+
+def paper_ladder_rungs(wildcards):
+    return [f for n in paper_studies(wildcards) if Path(f"{LADDER}/{n}/trend.parquet").exists()
+            for f in committed_rungs(n)]
+
+
 def report_category(wildcards):
     """Report section of a study's outputs: its paper (sigprop.papers.TITLES)."""
     from sigprop.papers import title
@@ -225,6 +254,16 @@ LADDER = "docs/evidence/ladder"   # committed budget-ladder rungs and trends (si
 LADDER_TREND = f"{LADDER}/{{study}}/trend.parquet"
 EVIDENCE_CLAIMS = f"{EVIDENCE}/{{study}}/claims.parquet"
 EVIDENCE_PROVENANCE = f"{EVIDENCE}/{{study}}/provenance.json"
+
+
+def _paper_table_names():
+    from sigprop.papers import TABLES
+
+    return "|".join(sorted({t for named in TABLES.values() for t in named})) or "NONE"
+
+
+PAPER_TABLE_NAMES = _paper_table_names()
+"""The names a paper table may have (rule paper_table's wildcard constraint)."""
 
 
 def all_outputs():
@@ -250,10 +289,16 @@ def all_outputs():
 
 
 def code_of(step):
-    """A param holding the digest of the code that makes the step's output for the job's study
-    (sigprop.registry.step_code): an edit of that code reruns the job, nothing else does."""
+    """A param holding the digest of the code that makes the step's output for the job's study,
+    or for a paper's jobs its studies (sigprop.registry.step_code): an edit of that code reruns
+    the job, nothing else does."""
     def digest(wildcards):
-        kind = study_of(wildcards).kind if hasattr(wildcards, "study") else None
+        if hasattr(wildcards, "study"):
+            kind = study_of(wildcards).kind
+        elif hasattr(wildcards, "paper"):
+            kind = tuple(sorted({STUDIES[n].kind for n in paper_studies(wildcards)}))
+        else:
+            kind = None
         return studies.step_code(step, kind)
     return digest
 

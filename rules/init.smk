@@ -15,6 +15,7 @@ rule init_shard:
         code=code_of("init"),
         shard=shard_json,
         device=config["device"],
+        data_expect=data_expect,
     threads: config["threads_per_job"]
     resources:
         mem_mb=shard_resource("init", "mem_mb"),
@@ -25,4 +26,4 @@ rule init_shard:
         "results/benchmarks/{study}/init/{shard}.tsv"
     run:
         run_job(log, "sigprop.steps.shards:init_shard", params.shard, input.data, output[0], device=params.device,
-                threads=threads, gpu_locks=GPU_LOCKS)
+                threads=threads, gpu_locks=GPU_LOCKS, data_expect=params.data_expect)

@@ -15,6 +15,7 @@ rule measure_shard:
         kind=lambda w: study_of(w).kind,
         p=job_params("measure"),
         device=config["device"],
+        data_expect=data_expect,
     threads: config["threads_per_job"]
     priority: 2  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
     resources:
@@ -31,4 +32,5 @@ rule measure_shard:
         run_job(log, "sigprop.steps.shards:measure_shard", params.kind, params.shard, input.init, output[0],
                 params.p, device=params.device, threads=threads, data_path=input.data,
                 masks_path=input.get("masks"), gpu_locks=GPU_LOCKS,
-                execution_json=study_of(wildcards).execution_json("measure"))
+                execution_json=study_of(wildcards).execution_json("measure"),
+                data_expect=params.data_expect)

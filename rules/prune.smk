@@ -29,6 +29,7 @@ rule prune_shard:
         code=code_of("prune"),
         shard=shard_json,
         device=config["device"],
+        data_expect=data_expect,
     threads: config["threads_per_job"]
     priority: 1  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
     resources:
@@ -40,4 +41,5 @@ rule prune_shard:
         "results/benchmarks/{study}/prune/{shard}.tsv"
     run:
         run_job(log, "sigprop.steps.shards:prune_shard", params.shard, input.init, input.data, output.masks,
-                output.report, device=params.device, threads=threads, gpu_locks=GPU_LOCKS)
+                output.report, device=params.device, threads=threads, gpu_locks=GPU_LOCKS,
+                data_expect=params.data_expect)

@@ -1,5 +1,6 @@
 # One job per shard: all its models train together as one batched model.
-# A shard checkpoints every `checkpoint_every` steps and resumes after a kill.
+# A shard checkpoints every `checkpoint_every` steps and resumes after a kill, under the same
+# code only (the checkpoint records the `code` param, the train step's code digest).
 # A shard with pruned runs (003) also reads its masks from rules/prune.smk.
 
 
@@ -14,6 +15,7 @@ rule train_shard:
         device=config["device"],
         checkpoint="results/{study}/checkpoints/{shard}.pt",
         eval_splits=lambda w: ",".join(study_of(w).eval_splits),
+        data_expect=data_expect,
     threads: config["threads_per_job"]
     priority: 2  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
     resources:
@@ -31,7 +33,8 @@ rule train_shard:
                 checkpoint=params.checkpoint, checkpoint_every=config["checkpoint_every"],
                 device=params.device, threads=threads,
                 eval_splits=tuple(params.eval_splits.split(",")),
-                masks_path=input.get("masks"), gpu_locks=GPU_LOCKS)
+                masks_path=input.get("masks"), gpu_locks=GPU_LOCKS, code=params.code,
+                data_expect=params.data_expect)
 
 
 rule merge_metrics:

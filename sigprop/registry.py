@@ -12,10 +12,13 @@ checks it.
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import inspect
 import pkgutil
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -123,8 +126,10 @@ def takes_layers(fn) -> bool:
     return "layers" in inspect.signature(fn).parameters
 
 
-# the package modules each workflow step runs, beside the study's own part ({kind} below);
-# the step's glue module (sigprop.steps.shards / sigprop.steps.analysis) is part of its code too
+# the package modules each workflow step runs, beside its study's own parts ({kind} below: the
+# study's kind, or for a paper's steps each of its studies' kinds, whose declarations the front
+# page reads by name); the step's glue module (sigprop.steps.shards / sigprop.steps.analysis) is
+# part of its code too
 STEP_CODE = {
     "prepare": ("sigprop.data.prepare",),
     "init": ("sigprop.steps.shards", "sigprop.train.shard"),
@@ -139,25 +144,68 @@ STEP_CODE = {
     "table": ("sigprop.steps.analysis", "sigprop.studies.{kind}.tables"),
     "scales": ("sigprop.steps.analysis",),
     "ladder": ("sigprop.steps.analysis", "sigprop.claims.trend", "sigprop.figures.ladder"),
-    "paper": ("sigprop.steps.analysis", "sigprop.papers"),
+    "paper": ("sigprop.steps.analysis", "sigprop.papers", "sigprop.studies.{kind}"),
 }
 
 
 @functools.cache
-def step_code(step: str, kind: str | None = None) -> str:
-    """A digest of the code that determines a step's output for study ``kind``: the modules of
-    :data:`STEP_CODE` and everything of the package they import (:func:`code_digest`).
-    The rules pass it as a param, so editing a study's ``claims.py`` reruns its claims and what
-    reads them, editing the trainer reruns the training shards, and nothing else reruns.  Read
-    once per process: an edit takes effect at the next ``snakemake`` call."""
+def step_code(step: str, kind: str | tuple[str, ...] | None = None) -> str:
+    """A digest of the code that determines a step's output: the modules of :data:`STEP_CODE`
+    and everything of the package they use (:func:`code_digest`).  ``kind`` fills ``{kind}``:
+    the study's kind, or for a paper's steps the kinds of the paper's studies (a tuple).  The
+    rules pass the digest as a param, so editing a study's ``claims.py`` reruns its claims and
+    what reads them, editing the trainer reruns the training shards, and nothing else reruns.
+    Read once per process: an edit takes effect at the next ``snakemake`` call.
+
+    Raises KeyError for an unknown step or study kind, ValueError when the step runs a study's
+    module and ``kind`` is None."""
     if step not in STEP_CODE:
         raise KeyError(f"unknown step {step!r} (known: {', '.join(STEP_CODE)})")
-    return code_digest(*(m.format(kind=kind) for m in STEP_CODE[step]))
+    given = (kind,) if isinstance(kind, str) else tuple(kind or ())
+    for k in given:
+        if k not in kinds():
+            raise KeyError(f"step {step!r}: unknown study kind {k!r} (known: {', '.join(kinds())})")
+    names = []
+    for m in STEP_CODE[step]:
+        if "{kind}" not in m:
+            names.append(m)
+        elif kind is None:
+            raise ValueError(f"step {step!r} runs a study's module ({m}): give the study's kind")
+        else:
+            names += [m.format(kind=k) for k in given]
+    return code_digest(*names)
 
 
 # -- the code a job's output depends on ----------------------------------------------------------
+#
+# A step's code is its modules and every module of the package they use, read from the sources:
+# imports (at the top or inside functions, with the parent packages whose __init__ an import
+# runs) and modules named in a "module:function" string (a function loaded by name at run time,
+# as sigprop.papers.TABLES names the paper tables).  The study parts the registry loads by kind
+# are named by STEP_CODE itself; tests/test_step_code.py checks that every other
+# importlib.import_module in the package is one of these.
+#
+# The digest is taken over each module's syntax tree (ast.dump: no comments, no line numbers),
+# less what no step reads:
+# - docstrings and other statements that are only a string;
+# - text for readers (_TEXT_ARGS): a figure's caption (the figure rule passes it to its job as a
+#   param, rules/common.smk figure_caption), a study's `source` and a parameter's `doc` (both
+#   shown by `sigprop params`), when written as text: string literals and names; and a
+#   module-level name bound to text that is read only there, by no module of the step (not
+#   imported, named as an attribute or as a string by any of them).  A study's SOURCE is
+#   therefore part of its claims step's code (claims.py imports it for the claim rows) and of no
+#   shard's.
+# So a comment, a docstring, a caption or a change of layout (blank lines, line breaks) reruns no
+# job (a caption reruns its figure, through the param).  The digest depends on Python's version
+# (the shape of its syntax trees): a new interpreter reruns every job once.
 
 _ROOT = Path(__file__).resolve().parent          # the sigprop package
+_BY_NAME = re.compile(r"(sigprop(?:\.\w+)+):\w+")   # a "module:function" string
+# function of the package -> (positions, keywords) of its arguments that hold text for readers
+# (captions, sources, parameter docs), which no step reads
+_TEXT_ARGS = {"sigprop.contract.Figure": ({1}, {"caption"}),
+              "sigprop.contract.StudySpec": (set(), {"source"}),
+              "sigprop.params.param": (set(), {"doc"})}
 
 
 def _module_file(name: str) -> Path | None:
@@ -172,38 +220,170 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-@functools.cache
-def _imports(name: str) -> tuple[str, ...]:
-    """The package's modules that module ``name`` imports (at the top or inside functions), and
-    its parent packages (importing a module runs their ``__init__``)."""
-    import ast
+def _is_text(node) -> bool:
+    """Whether an expression is text: string literals (also f-strings of names), names, and
+    sums of them."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant) or (isinstance(v, ast.FormattedValue)
+                                                    and isinstance(v.value, ast.Name)
+                                                    and v.format_spec is None)
+                   for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_text(node.left) and _is_text(node.right)
+    return False
+
+
+def _only_a_string(stmt) -> bool:
+    """A statement that is only a string: a docstring, or a string used as a comment."""
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str))
+
+
+_TEXT = ast.Constant(value="<text for readers>")
+_STAR = ("*",)      # what a star import (``from m import *``) mentions: every name
+
+
+def _from(package: str, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` in a module of ``package`` imports from."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _text_functions(tree: ast.Module, package: str) -> dict[str, str]:
+    """Local name -> function of :data:`_TEXT_ARGS`, as the module imports them at its top."""
+    out = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            mod = _from(package, stmt)
+            for a in stmt.names:
+                if f"{mod}.{a.name}" in _TEXT_ARGS:
+                    out[a.asname or a.name] = f"{mod}.{a.name}"
+    return out
+
+
+def _blank_call(node: ast.Call, functions: dict[str, str]) -> None:
+    """Replace the text arguments (:data:`_TEXT_ARGS`) of a call of one of ``functions`` (local
+    name -> function) by one placeholder."""
+    f = node.func
+    if isinstance(f, ast.Name) and f.id in functions:
+        positions, keywords = _TEXT_ARGS[functions[f.id]]
+        node.args = [_TEXT if i in positions and _is_text(a) else a for i, a in enumerate(node.args)]
+        for k in node.keywords:
+            if k.arg in keywords and _is_text(k.value):
+                k.value = _TEXT
+
+
+def _text_binding(stmt) -> str | None:
+    """The name a module-level statement binds to text (``SOURCE = "Fig. 1"``), else None."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        target = stmt.target
+    else:
+        return None
+    value = stmt.value
+    if not (isinstance(target, ast.Name) and _is_text(value)):
+        return None
+    literal = any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(value))
+    return target.id if literal else None
+
+
+@dataclass(frozen=True)
+class _Module:
+    """What the digests need of one module (:func:`_read`)."""
+
+    imports: tuple[str, ...]        # modules of the package it uses (:func:`_imports`)
+    mentions: frozenset[str]        # names it could read from another module
+    text_names: frozenset[str]      # module-level names bound to text it reads nowhere else
+    digest: str                     # SHA-256 of its code (no blanked names)
+
+
+def _code(name: str, blank: frozenset[str] = frozenset()):
+    """Module ``name``'s syntax tree less statements that are only a string and text for
+    readers (also the values of the module-level names ``blank``), and, read from it: the
+    modules it names (imports and "module:function" strings, unresolved), the names it could
+    read from another module (names imported from one, :data:`_STAR` for a star import,
+    attribute names and string constants, as ``getattr`` takes), and the names it reads."""
     f = _module_file(name)
-    if f is None:
-        return ()
+    tree = ast.parse(f.read_text(), str(f))
     package = name if f.name == "__init__.py" else name.rsplit(".", 1)[0]
-    found = set()
-    parts = name.split(".")
-    for i in range(1, len(parts)):
-        found.add(".".join(parts[:i]))
-    for node in ast.walk(ast.parse(f.read_text(), str(f))):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
+    functions = _text_functions(tree, package)
+    modules, mentions, read = set(), set(), set()
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if type(stmts) is list:
+                stmts[:] = [s for s in stmts if not _only_a_string(s)]
+        if isinstance(node, ast.Call):
+            _blank_call(node, functions)
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                read.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            mentions.add(node.attr)
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                mentions.add(node.value)
+                by_name = _BY_NAME.fullmatch(node.value)
+                if by_name:
+                    modules.add(by_name.group(1))
+        elif isinstance(node, ast.Import):
+            modules.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            found.add(mod)
-            found.update(f"{mod}.{a.name}" for a in node.names)   # submodules named in the list
-    return tuple(sorted(m for m in found if m != name and _module_file(m) is not None))
+            mod = _from(package, node)
+            modules.add(mod)
+            modules.update(f"{mod}.{a.name}" for a in node.names)   # submodules named in the list
+            mentions.update(_STAR if a.name == "*" else a.name for a in node.names)
+        todo.extend(ast.iter_child_nodes(node))
+    for stmt in tree.body:
+        if blank and _text_binding(stmt) in blank:
+            stmt.value = _TEXT
+    return tree, modules, mentions, read
+
+
+@functools.cache
+def _read(name: str) -> _Module:
+    """:class:`_Module` of module ``name`` (read once per process)."""
+    tree, modules, mentions, read = _code(name)
+    parts = name.split(".")
+    modules.update(".".join(parts[:i]) for i in range(1, len(parts)))   # parent packages
+    imports = tuple(sorted(m for m in modules if m != name and _module_file(m) is not None))
+    bound = {_text_binding(s) for s in tree.body} - {None}
+    return _Module(imports, frozenset(mentions), frozenset(bound - read), _dump_digest(tree))
+
+
+def _dump_digest(tree: ast.Module) -> str:
+    import hashlib
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+@functools.cache
+def _module_digest(name: str, blank: frozenset[str]) -> str:
+    """SHA-256 of module ``name``'s code: its syntax tree (:func:`_code`, with the values of the
+    module-level names ``blank`` blanked too) dumped without positions."""
+    return _read(name).digest if not blank else _dump_digest(_code(name, blank)[0])
+
+
+def _imports(name: str) -> tuple[str, ...]:
+    """The package's modules that module ``name`` uses: those it imports (at the top or inside
+    functions), its parent packages (importing a module runs their ``__init__``), and those
+    named in its "module:function" strings (loaded by name, :data:`sigprop.papers.TABLES`)."""
+    return _read(name).imports if _module_file(name) is not None else ()
 
 
 def module_closure(*names: str) -> tuple[str, ...]:
-    """``names`` and every module of the package they import, transitively (read from the
-    sources, so imports inside functions count; modules loaded by name at run time, as the
-    registry loads a study's parts, do not)."""
+    """``names`` and every module of the package they use, transitively (:func:`_imports`:
+    imports, also inside functions, and "module:function" strings; the study parts the
+    registry loads by kind are not followed, :data:`STEP_CODE` names them)."""
     seen, todo = set(), [n for n in names if _module_file(n) is not None]
     while todo:
         n = todo.pop()
@@ -214,11 +394,16 @@ def module_closure(*names: str) -> tuple[str, ...]:
 
 
 def code_digest(*names: str) -> str:
-    """A digest of the source of ``names`` and everything of the package they import
-    (:func:`module_closure`): a job whose code changed has another digest, so a rule that
+    """A digest of the code of ``names`` and everything of the package they use
+    (:func:`module_closure`), comments, docstrings and text for readers left out (see the
+    notes above :data:`_TEXT_ARGS`): a job whose code changed has another digest, so a rule that
     passes it as a param reruns (Snakemake's rerun trigger on params)."""
     import hashlib
+    mods = module_closure(*names)
+    mentioned = frozenset().union(*(_read(m).mentions for m in mods))
     h = hashlib.sha256()
-    for n in module_closure(*names):
-        h.update(n.encode() + b"\0" + _module_file(n).read_bytes() + b"\0")
+    for n in mods:
+        # module-level text that no module of the step mentions; none when one imports with *
+        blank = frozenset() if _STAR in mentioned else _read(n).text_names - mentioned
+        h.update(f"{n}\0{_module_digest(n, blank)}\0".encode())
     return h.hexdigest()[:16]

@@ -418,38 +418,91 @@ def test_a_checkpoint_that_is_not_a_training_checkpoint_is_named_and_ignored(tmp
         pd.testing.assert_frame_equal(got, ref)
 
 
-def test_a_checkpoint_of_other_training_code_is_not_resumed(tmp_path, caplog, monkeypatch):
-    """A step-3 checkpoint left by a kill, then a change to the trainer (its code digest):
-    the rerun starts from step 0 with a warning naming the checkpoint and what changed, and
-    gives the rows of a run from scratch; the same code resumes."""
+def test_a_checkpoint_of_other_training_code_is_not_resumed(tmp_path, caplog):
+    """A step-3 checkpoint left by a kill, then a change to the code that trains the shard (the
+    train step's code digest, which the trainer is given): the rerun starts from step 0 with a
+    warning naming the checkpoint and what changed, and gives the rows of a run from scratch;
+    the same code resumes."""
     shard = _tiny_shard()
     data = _digits_data()
     params, _ = engine.initial_state(shard, (64,), 10, torch.device("cpu"), torch.float32)
     ref = engine.ShardTrainer(shard, data, params, torch.device("cpu")).run()
     ckpt = tmp_path / "ckpt.pt"
     t = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt,
-                            checkpoint_every=3)
-    monkeypatch.setattr(engine, "code_digest", lambda: "old-trainer-code")
+                            checkpoint_every=3, code="old-trainer-code")
     for _ in range(3):
         t.train_step()
     t._save_checkpoint()
     assert torch.load(ckpt, weights_only=True)["fingerprint"]["code"] == "old-trainer-code"
-    monkeypatch.undo()
     with caplog.at_level(logging.WARNING, logger="sigprop.train"):
-        t2 = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt)
+        t2 = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt,
+                                 code="new-trainer-code")
         t2._maybe_resume()
     assert t2.step == 0
     warned = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
-    assert str(ckpt) in warned and "another code" in warned and "old-trainer-code ->" in warned
+    assert str(ckpt) in warned and "another code" in warned
+    assert "old-trainer-code -> new-trainer-code" in warned
     caplog.clear()
-    got = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt).run()
+    got = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt,
+                              code="new-trainer-code").run()
     pd.testing.assert_frame_equal(got, ref)
     # a checkpoint of the same code is resumed
     t = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt,
-                            checkpoint_every=3)
+                            checkpoint_every=3, code="new-trainer-code")
     for _ in range(3):
         t.train_step()
     t._save_checkpoint()
-    t3 = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt)
+    t3 = engine.ShardTrainer(shard, data, params, torch.device("cpu"), checkpoint=ckpt,
+                             code="new-trainer-code")
     t3._maybe_resume()
     assert t3.step == 3
+
+
+def test_the_train_step_resumes_a_checkpoint_only_under_its_own_code_digest(tmp_path, caplog):
+    """A checkpoint left at step 3 by a killed job of other code (here: trained on other data, as
+    an edit of sigprop/data/prepare.py, outside sigprop/train and sigprop/nets, would make it) is
+    not resumed by the train step: the code a checkpoint records is the train step's digest
+    (the rule's ``code`` param; by default ``registry.step_code("train")``, which covers
+    prepare.py), so the shard trains from step 0 and its table equals a run from scratch.  A
+    checkpoint recorded under the same digest is resumed."""
+    from sigprop import registry
+    from sigprop.data.prepare import load, prepare
+    from sigprop.steps import shards as steps
+    assert "sigprop.data.prepare" in registry.module_closure(*registry.STEP_CODE["train"])
+    cpu = torch.device("cpu")
+    shard = _tiny_shard()
+    js = shard.to_json()
+    data_path = prepare("digits", tmp_path / "digits.npz")
+    init = tmp_path / "init.pt"
+    steps.init_shard(js, str(data_path), str(init), device="cpu")
+    steps.train_shard(js, str(init), str(data_path), str(tmp_path / "ref.parquet"), device="cpu")
+    ref = pd.read_parquet(tmp_path / "ref.parquet")
+    ckpt = tmp_path / "ckpt.pt"
+
+    def killed_at_step_3(code):
+        """The checkpoint a job of ``code`` leaves, trained on other data (labels shifted)."""
+        data = engine.to_data(load(data_path), cpu, torch.float32)
+        data = engine.Data(data.x_train, (data.y_train + 1) % 10, data.x_test, data.y_test, 10)
+        params, buffers = engine.load_state(init, shard)
+        t = engine.ShardTrainer(shard, data, params, cpu, buffers=buffers, checkpoint=ckpt,
+                                checkpoint_every=3, code=code)
+        for _ in range(3):
+            t.train_step()
+        t._save_checkpoint()
+
+    killed_at_step_3("digest-of-the-code-before-the-edit")
+    with caplog.at_level(logging.INFO, logger="sigprop.train"):
+        steps.train_shard(js, str(init), str(data_path), str(tmp_path / "a.parquet"),
+                          checkpoint=str(ckpt), device="cpu")
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "ignoring checkpoint" in said and "digest-of-the-code-before-the-edit ->" in said, said
+    assert "resumed from checkpoint" not in said
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a.parquet"), ref)
+    # the same digest resumes (and so gives the rows the stale state leads to)
+    caplog.clear()
+    killed_at_step_3(registry.step_code("train"))
+    with caplog.at_level(logging.INFO, logger="sigprop.train"):
+        steps.train_shard(js, str(init), str(data_path), str(tmp_path / "b.parquet"),
+                          checkpoint=str(ckpt), device="cpu")
+    assert "resumed from checkpoint at step 3" in " ".join(r.getMessage() for r in caplog.records)
+    assert not pd.read_parquet(tmp_path / "b.parquet").equals(ref)

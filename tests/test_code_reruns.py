@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 from conftest import REPO, tiny_study, write_config
 
@@ -30,8 +31,11 @@ def _copy(tmp_path):
     return root
 
 
-def _snakemake(root, workdir, cfg, *args):
-    env = dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
+def _snakemake(root, workdir, cfg, *args, inject=None, check=True):
+    """Snakemake on the copy ``root`` of the repository; ``inject``: a folder put before it on
+    ``PYTHONPATH`` (a ``sitecustomize.py`` there runs first in every interpreter)."""
+    path = [str(inject)] if inject else []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path + [str(root)]), PYTHONUNBUFFERED="1")
     probe = subprocess.run([sys.executable, "-c", "import sigprop; print(sigprop.__file__)"],
                            capture_output=True, text=True, env=env, cwd=workdir)
     assert probe.stdout.startswith(str(root)), probe.stdout + probe.stderr   # the copy runs
@@ -40,7 +44,8 @@ def _snakemake(root, workdir, cfg, *args):
                         "--configfile", str(cfg), "--cores", "2", *args],
                        capture_output=True, text=True, env=env, timeout=900,
                        cwd=workdir)    # not the repository: python puts its cwd first on sys.path
-    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    if check:
+        assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
     return p.stdout + p.stderr
 
 
@@ -62,7 +67,7 @@ def test_a_code_edit_reruns_exactly_the_jobs_that_code_feeds(tmp_path):
 
     claims = root / "sigprop/studies/trainable_depth/claims.py"
     original = claims.read_text()
-    claims.write_text(original + "\n# an edit\n")
+    claims.write_text(original + "\n_an_edit = None\n")
     assert _planned(_snakemake(root, work, cfg, "-n")) == {
         "claims": 1, "paper_claims": 1, "paper_front": 1, "paper_table": 1}
 
@@ -70,10 +75,91 @@ def test_a_code_edit_reruns_exactly_the_jobs_that_code_feeds(tmp_path):
     assert _planned(_snakemake(root, work, cfg, "-n")) == {}
 
     trainer = root / "sigprop/train/shard.py"
-    trainer.write_text(trainer.read_text() + "\n# an edit\n")
+    trainer.write_text(trainer.read_text() + "\n_an_edit = None\n")
     planned = _planned(_snakemake(root, work, cfg, "-n"))
     assert planned["init_shard"] == planned["train_shard"] == 2
     assert "prepare_dataset" not in planned and "theory" not in planned
+
+
+def test_text_edits_rerun_nothing_and_a_paper_table_follows_its_module(tmp_path):
+    """A comment or a docstring in a shared module reruns nothing; a figure's caption reruns that
+    figure (its param), no shard; an edit of the module a paper table is loaded from by name
+    (sigprop.papers.TABLES) reruns that table."""
+    root = _copy(tmp_path)
+    work = tmp_path / "work"
+    cfg = write_config(work, tiny_study(), shard_size=4)
+    _snakemake(root, work, cfg)
+    assert _planned(_snakemake(root, work, cfg, "-n")) == {}
+
+    def edited(path, edit):
+        f = root / path
+        original = f.read_text()
+        f.write_text(edit(original))
+        assert f.read_text() != original
+        try:
+            return _planned(_snakemake(root, work, cfg, "-n"))
+        finally:
+            f.write_text(original)
+
+    assert edited("sigprop/theory/meanfield.py", lambda s: s.replace(
+        '"""', '"""A docstring edit. ', 1) + "\n# a comment\n") == {}
+    assert edited("sigprop/studies/trainable_depth/__init__.py", lambda s: s.replace(
+        '"Accuracy after', '"An edited caption. Accuracy after')) == {"figure": 1}
+    planned = edited("sigprop/claims/depth_scales.py", lambda s: s + "\n_rerun_probe = None\n")
+    assert planned.get("paper_table") == 1, planned
+    assert not {"prepare_dataset", "init_shard", "train_shard"} & set(planned), planned
+
+
+STOP_AFTER_CHECKPOINT = '''
+import os
+if os.environ.get("STOP_AFTER_CHECKPOINT"):
+    # the job stops right after a shard's first checkpoint, as a kill leaves it (no hook in the
+    # package)
+    from sigprop.train import shard as _engine
+    _save = _engine.ShardTrainer._save_checkpoint
+
+    def _stop(self):
+        _save(self)
+        raise RuntimeError("killed after a checkpoint")
+    _engine.ShardTrainer._save_checkpoint = _stop
+'''
+
+
+def test_a_checkpoint_of_code_before_an_edit_is_not_resumed(tmp_path, monkeypatch):
+    """A shard stopped after its step-10 checkpoint, then an edit of sigprop/data/prepare.py (in
+    the train step's code, outside sigprop/train and sigprop/nets; here one that changes the
+    data): the rerun trains the shard from step 0, and its table equals a run from scratch."""
+    root = _copy(tmp_path)
+    work = tmp_path / "work"
+    study = tiny_study(grid={"depth": [2], "keep_rate": [1.0], "sigma_w2": [1.0]})
+    cfg = write_config(work, study, checkpoint_every=10)
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(STOP_AFTER_CHECKPOINT)
+    monkeypatch.setenv("STOP_AFTER_CHECKPOINT", "1")
+    out = _snakemake(root, work, cfg, "results/trainable_depth/metrics.parquet", inject=inject,
+                     check=False)
+    monkeypatch.delenv("STOP_AFTER_CHECKPOINT")
+    assert "killed after a checkpoint" in out, out[-3000:]
+    (ckpt,) = (work / "results/trainable_depth/checkpoints").glob("*.pt")
+    shard = ckpt.stem
+
+    prepare = root / "sigprop/data/prepare.py"
+    text = prepare.read_text()
+    assert text.count("    return x_train, x_test, info\n") == 1
+    prepare.write_text(text.replace("    return x_train, x_test, info\n",
+                                    "    return x_train * 0.5, x_test * 0.5, info\n"))
+    planned = _planned(_snakemake(root, work, cfg, "-n", "results/trainable_depth/metrics.parquet"))
+    assert planned["prepare_dataset"] == planned["train_shard"] == 1, planned
+    _snakemake(root, work, cfg, "results/trainable_depth/metrics.parquet")
+    log = (work / f"results/logs/trainable_depth/train/{shard}.log").read_text()
+    assert "resumed from checkpoint" not in log, log[-2000:]
+    assert f"ignoring checkpoint results/trainable_depth/checkpoints/{shard}.pt: made with " \
+           "another code" in log and "training the shard from step 0" in log, log[-2000:]
+    table = work / f"results/trainable_depth/runs/{shard}.parquet"
+    after_edit = pd.read_parquet(table)
+    _snakemake(root, work, cfg, "--force", f"results/trainable_depth/runs/{shard}.parquet")
+    pd.testing.assert_frame_equal(after_edit, pd.read_parquet(table))   # a run from scratch
 
 
 def test_step_code_follows_imports_and_only_them(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -120,9 +121,12 @@ def test_unknown_option_and_dataset(tmp_path):
 # --- load() validation ------------------------------------------------------------------
 
 def _arrays():
-    meta = np.array(json.dumps({"task": "classification"}))
-    return {"x_train": np.zeros((4, 3), np.float32), "y_train": np.zeros(4, np.int64),
-            "x_test": np.zeros((2, 3), np.float32), "y_test": np.zeros(2, np.int64), "meta": meta}
+    from sigprop.data.prepare import FORMAT_VERSION, content_digest
+    arrays = {"x_train": np.zeros((4, 3), np.float32), "y_train": np.zeros(4, np.int64),
+              "x_test": np.zeros((2, 3), np.float32), "y_test": np.zeros(2, np.int64)}
+    meta = {"format_version": FORMAT_VERSION, "task": "classification",
+            "content_sha256": content_digest(arrays)}
+    return {**arrays, "meta": np.array(json.dumps(meta))}
 
 
 @pytest.mark.parametrize("change, key", [
@@ -146,7 +150,7 @@ def test_load_rejects_malformed_npz(tmp_path, change, key):
 def test_load_accepts_good_and_rejects_non_npz(tmp_path):
     path = tmp_path / "ok.npz"
     np.savez(path, **_arrays())
-    assert load(path).meta == {"task": "classification"}
+    assert load(path).meta["task"] == "classification"
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"definitely not a zip")
     with pytest.raises(ValueError, match="junk.npz"):
@@ -155,6 +159,143 @@ def test_load_accepts_good_and_rejects_non_npz(tmp_path):
     np.save(bare, np.zeros(3))
     with pytest.raises(ValueError, match="bare.npy"):
         load(bare)
+
+
+# --- identity and contents ---------------------------------------------------------------
+
+def _rewritten(path: Path, out: Path, change) -> Path:
+    """``path``'s arrays and meta, ``change``d, written to ``out`` as a valid .npz."""
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    change(arrays)
+    np.savez(out, **arrays)
+    return out
+
+
+def _step_error(path: Path, expect: dict) -> str:
+    """What a shard's init job says of the data set ``path`` made for ``expect``."""
+    from sigprop.runs import RunSpec, Shard
+    from sigprop.steps.shards import init_shard
+    shard = Shard("s", (RunSpec(width=4, depth=1, steps=2, eval_every=1, batch_size=8,
+                                dataset="digits"),))
+    with pytest.raises(ValueError) as e:
+        init_shard(shard.to_json(), str(path), str(path.parent / "init.pt"), device="cpu",
+                   data_expect=json.dumps(expect))
+    assert not (path.parent / "init.pt").exists()
+    import pickle       # as a job's worker process sends it to Snakemake's
+    assert str(pickle.loads(pickle.dumps(e.value))) == str(e.value)
+    return str(e.value)
+
+
+def test_a_file_whose_arrays_changed_after_it_was_written_is_refused(tmp_path):
+    """A valid digits file whose training labels were permuted, its meta kept (what a
+    Snakemake run cannot see: a symlink to it with an older time replans nothing): refused
+    naming the file, by load and by every shard step; the file as written is accepted."""
+    path = prepare("digits", tmp_path / "made" / "digits.npz")
+    good = load(path)
+    permuted = _rewritten(path, tmp_path / "permuted.npz", lambda a: a.update(
+        y_train=np.random.default_rng(0).permutation(a["y_train"])))
+    link = tmp_path / "data" / "digits.npz"
+    link.parent.mkdir()
+    link.symlink_to(permuted)
+    for bad in (permuted, link):
+        with pytest.raises(ValueError, match=re.escape(f"{bad}: its arrays are not the ones "
+                                                        "it was written with")):
+            load(bad)
+    expect = {"name": "digits", "options": {}, "sizes": {}}
+    said = _step_error(link, expect)
+    assert said.startswith(f"{link}: its arrays are not the ones it was written with")
+    assert said.endswith(f"rebuild it with `snakemake --force {link}`")
+    assert load(path, expect).meta == good.meta
+
+
+def test_a_file_made_for_another_data_set_or_options_is_refused_naming_the_key(tmp_path):
+    """A valid prepared file of another data set, other options, sizes or prepare code, under
+    the name the workflow reads (copied or symlinked there): refused naming the file and the
+    key; the file made as expected passes."""
+    from sigprop.data.prepare import check
+    expect = {"name": "digits", "options": {}, "sizes": {}, "code": "c1"}
+    right = prepare("digits", tmp_path / "right.npz", code="c1")
+    assert load(right, expect).meta["name"] == "digits"
+    assert check(right, expect)["content_sha256"] == load(right).meta["content_sha256"]
+    foreign = {
+        "name": prepare("gaussian", tmp_path / "gaussian.npz", options={"n": 64, "d": 64},
+                        code="c1"),
+        "options": prepare("digits", tmp_path / "seed1.npz", options={"seed": 1}, code="c1"),
+        "code": prepare("digits", tmp_path / "old_code.npz", code="c0"),
+    }
+    sized = dict(expect, sizes={"n_train": 512, "n_test": 128})   # a smoke run's stand-in sizes
+    for key, made in foreign.items():
+        at = tmp_path / "data" / key / "digits.npz"
+        at.parent.mkdir(parents=True)
+        at.symlink_to(made)
+        for read in (load, check):
+            with pytest.raises(ValueError, match=re.escape(f"{at}: made for {key} ")):
+                read(at, expect)
+        said = _step_error(at, expect)
+        assert said.startswith(f"{at}: made for {key} ") and "rebuild it with" in said
+    with pytest.raises(ValueError, match=re.escape(
+            f'{right}: made for sizes {{}}; the workflow expects sizes {{"n_test": 128, '
+            f'"n_train": 512}} of data set \'digits\'')):
+        load(right, sized)
+    with pytest.raises(ValueError, match="unknown key 'nmae'"):
+        load(right, {"nmae": "digits"})
+
+
+def test_a_prepared_file_without_its_identity_is_refused_with_a_rebuild_hint(tmp_path):
+    """A file prepared before files carried their identity (format 1: no content digest, no
+    options or code recorded) is refused by load and, with the command that rebuilds it, by the
+    shard steps."""
+    path = prepare("digits", tmp_path / "data" / "digits.npz")
+
+    def older(arrays):
+        meta = json.loads(str(arrays["meta"]))
+        for key in ("content_sha256", "sizes", "code"):
+            del meta[key]
+        arrays["meta"] = np.array(json.dumps(dict(meta, format_version=1)))
+
+    _rewritten(path, path, older)
+    with pytest.raises(ValueError, match=re.escape(f"{path}: written without the identity")):
+        load(path)
+    said = _step_error(path, {"name": "digits"})
+    assert said.endswith(f"rebuild it with `snakemake --force {path}`") and "format_version 1" in said
+
+
+@pytest.mark.slow
+def test_a_replaced_data_file_stops_the_shard_that_would_read_it(tmp_path):
+    """``results/data/digits.npz`` replaced, behind Snakemake's back, by a symlink to a valid
+    digits file whose labels were permuted (with the replaced file's time, so Snakemake plans
+    nothing):
+    a forced shard fails naming the file and the command that rebuilds it, and trains nothing;
+    after that command the shard trains again."""
+    import os
+
+    from conftest import run_snakemake, tiny_study, write_config
+    cfg = write_config(tmp_path, tiny_study(grid={"depth": [2], "keep_rate": [1.0],
+                                                  "sigma_w2": [1.0]}))
+    metrics = "results/trainable_depth/metrics.parquet"
+    run_snakemake(tmp_path, cfg, metrics)
+    (table,) = (tmp_path / "results/trainable_depth/runs").glob("*.parquet")
+    data = tmp_path / "results/data/digits.npz"
+    made = data.stat()
+    permuted = _rewritten(data, tmp_path / "permuted.npz", lambda a: a.update(
+        y_train=np.random.default_rng(0).permutation(a["y_train"])))
+    data.unlink()
+    data.symlink_to(permuted)
+    for f in (permuted, data):
+        os.utime(f, ns=(made.st_atime_ns, made.st_mtime_ns), follow_symlinks=False)
+    assert "Nothing to be done" in run_snakemake(tmp_path, cfg, "-n", metrics).stdout
+    target, trained = str(table.relative_to(tmp_path)), table.stat().st_mtime_ns
+    p = run_snakemake(tmp_path, cfg, "--force", target, check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0
+    assert "results/data/digits.npz: its arrays are not the ones it was written with" in out, \
+        out[-3000:]
+    assert "rebuild it with `snakemake --force results/data/digits.npz`" in out
+    assert table.stat().st_mtime_ns == trained           # its init job stopped: no training
+    run_snakemake(tmp_path, cfg, "--force", "results/data/digits.npz")
+    run_snakemake(tmp_path, cfg, "--force", target)
+    assert table.stat().st_mtime_ns > trained and not data.is_symlink()
 
 
 # --- downloadable sets from tiny raw files ---------------------------------------------

@@ -9,10 +9,22 @@ Normalisation uses train statistics only: vectors per feature to zero mean
 and unit variance (features constant on train become 0), images per channel.
 The generated sets (``synthetic_regression``, ``gaussian``) are already
 standard normal and are stored as drawn, so the linear teacher stays exact.
+
+A prepared file carries its identity and a digest of its contents in ``meta``: the data set's
+``name``, its ``options`` and requested split ``sizes``, the ``code`` digest of the step that
+made it (the prepare step's, when the workflow gives it) and ``content_sha256``
+(:func:`content_digest`).  :func:`load` recomputes the digest and refuses a file whose arrays are
+not the ones it was written with; given ``expect`` (what the workflow's DAG says the file must be,
+:data:`IDENTITY`), it refuses a file made for another data set, options, sizes or code, naming
+the file and the key.  So a file replaced behind Snakemake's back (a copy or a symlink to
+another data set's file, labels permuted in place) is never trained on: Snakemake decides from
+modification times and does not see it.  A symlink is read like any file: accepted when it
+points at the file the job expects, refused by the same checks otherwise.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import os
@@ -27,13 +39,29 @@ from .. import atomic
 from . import embedded, formats, registry
 from .fetch import verify
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2      # 2: meta records the identity (IDENTITY) and content_sha256
 _KEYS = ("x_train", "y_train", "x_test", "y_test")
+IDENTITY = ("name", "options", "sizes", "code")
+"""What a prepared file says it was made as (keys of its ``meta``), and what a job may expect
+of it (:func:`check_identity`)."""
 _GENERATORS = {"digits": embedded.digits, "digits_images": embedded.digits_images,
                "synthetic_regression": embedded.synthetic_regression,
                "gaussian": embedded.gaussian}
 _ALREADY_STANDARD = {"synthetic_regression", "gaussian"}  # stored as generated
 _CHUNK_ROWS = 2048
+
+
+class DataFileError(ValueError):
+    """A prepared data set that is not the one a job may read (unreadable, changed since it was
+    written, written without its identity, made for something else).  ``path`` is the file;
+    the workflow's steps add the command that rebuilds it."""
+
+    def __init__(self, path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+    def __reduce__(self):       # pickled from a job's worker process to Snakemake's
+        return type(self), (self.path, self.reason)
 
 
 @dataclass
@@ -163,9 +191,20 @@ def _save_npz(out: Path, arrays: dict) -> None:
             os.fsync(fh.fileno())
 
 
+def content_digest(arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 of a prepared set's arrays (``x_train, y_train, x_test, y_test``, in this order):
+    each one's name, dtype, shape and bytes."""
+    h = hashlib.sha256()
+    for key in _KEYS:
+        a = np.ascontiguousarray(arrays[key])
+        h.update(f"{key}\0{a.dtype.str}\0{list(a.shape)}\0".encode())
+        h.update(a.reshape(-1).view(np.uint8))
+    return h.hexdigest()
+
+
 def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
             sha256_overrides: Mapping[str, str] | None = None,
-            sizes: Mapping[str, int] | None = None) -> Path:
+            sizes: Mapping[str, int] | None = None, code: str | None = None) -> Path:
     """Build dataset ``name`` and write it atomically to ``out`` (one ``.npz``); return ``out``.
 
     Embedded sets are generated with ``options`` as generator keyword
@@ -173,7 +212,9 @@ def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
     are parsed from ``raw_dir`` after each raw file's SHA-256 is checked
     against the registry (or ``sha256_overrides``); they take no options, and
     their split sizes must be the registry's (or ``sizes``: ``{"n_train": n, "n_test": m}``,
-    for the smoke run's stand-ins, :mod:`sigprop.data.stand_ins`).
+    for the smoke run's stand-ins, :mod:`sigprop.data.stand_ins`).  ``code``: the digest of the
+    code that makes the file (the prepare step's, which the workflow passes), recorded in
+    ``meta`` with the name, options, sizes and :func:`content_digest`.
     """
     spec = registry.get(name)
     options = dict(options or {})
@@ -190,31 +231,55 @@ def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
         x_tr, y_tr, x_te, y_te = arrays
     x_tr, x_te, norm = _normalise(spec, x_tr, x_te)
     y_tr, y_te = _labels(spec, y_tr, "train"), _labels(spec, y_te, "test")
+    arrays = {"x_train": x_tr, "y_train": y_tr, "x_test": x_te, "y_test": y_te}
     meta = {"format_version": FORMAT_VERSION, "name": spec.name, "fmt": spec.fmt,
             "source": spec.source, "task": spec.task, "n_classes": spec.n_classes,
             "input_shape": list(x_tr.shape[1:]), "n_train": len(x_tr), "n_test": len(x_te),
-            "options": options, "raw_sha256": digests, "normalization": norm}
+            "options": options, "sizes": dict(sizes or {}), "code": code,
+            "raw_sha256": digests, "normalization": norm,
+            "content_sha256": content_digest(arrays)}
     out = Path(out)
-    _save_npz(out, {"x_train": x_tr, "y_train": y_tr, "x_test": x_te, "y_test": y_te,
-                    "meta": np.array(json.dumps(meta, sort_keys=True))})
+    _save_npz(out, {**arrays, "meta": np.array(json.dumps(meta, sort_keys=True))})
     return out
 
 
 def _read_meta(path: Path, arr: np.ndarray) -> dict:
     if arr.dtype.kind != "U" or arr.size != 1:
-        raise ValueError(f"{path}: key 'meta' must be one JSON string, got {arr.dtype} {arr.shape}")
+        raise DataFileError(path, f"key 'meta' must be one JSON string, got {arr.dtype} {arr.shape}")
     try:
         meta = json.loads(str(arr.reshape(())[()]))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: key 'meta' is not valid JSON: {exc}") from exc
+        raise DataFileError(path, f"key 'meta' is not valid JSON: {exc}") from exc
     if not isinstance(meta, dict):
-        raise ValueError(f"{path}: key 'meta' must hold a JSON object")
+        raise DataFileError(path, "key 'meta' must hold a JSON object")
+    if meta.get("format_version") != FORMAT_VERSION or not meta.get("content_sha256"):
+        raise DataFileError(path, f"written without the identity and content digest a prepared "
+                                  f"file carries (format_version {meta.get('format_version')}, "
+                                  f"not {FORMAT_VERSION}: an older sigprop, or another tool)")
     return meta
 
 
-def load(path) -> Dataset:
-    """Read and validate a file written by :func:`prepare` (never unpickles)."""
-    path = Path(path)
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def check_identity(path, meta: Mapping, expect: Mapping | None) -> None:
+    """The prepared file ``path``, whose ``meta`` is given, was made as ``expect`` says (keys of
+    :data:`IDENTITY`: the data set's ``name``, its ``options`` and ``sizes`` as the config gives
+    them, the prepare step's ``code`` digest; a key left out is not checked).  Raises
+    :class:`DataFileError` naming the file and the first key that differs."""
+    unknown = sorted(set(expect or {}) - set(IDENTITY))
+    if unknown:
+        raise ValueError(f"expected identity of {path}: unknown key {unknown[0]!r} (known: "
+                         f"{', '.join(IDENTITY)})")
+    for key in IDENTITY:
+        if key in (expect or {}) and _canonical(meta.get(key)) != _canonical(expect[key]):
+            of = "" if key == "name" else f" of data set '{expect.get('name', meta.get('name'))}'"
+            raise DataFileError(path, f"made for {key} {_canonical(meta.get(key))}; the workflow "
+                                      f"expects {key} {_canonical(expect[key])}{of}")
+
+
+def _open(path: Path):
     if not path.exists():
         raise FileNotFoundError(f"{path}: the prepared data set is gone (deleted or moved after "
                                 "the workflow planned this job?): run `snakemake` again and it "
@@ -222,36 +287,66 @@ def load(path) -> Dataset:
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise ValueError(f"{path}: not a readable .npz file: {exc}") from exc
+        raise DataFileError(path, f"not a readable .npz file: {exc}") from exc
     if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path}: not an .npz archive (a bare array?)")
+        raise DataFileError(path, "not an .npz archive (a bare array?)")
+    return npz
+
+
+def _member(path: Path, npz, key: str) -> np.ndarray:
+    if key not in npz.files:
+        raise DataFileError(path, f"missing key {key!r}")
+    try:
+        return npz[key]
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:  # e.g. a pickled array
+        raise DataFileError(path, f"key {key!r} cannot be read: {exc}") from exc
+
+
+def check(path, expect: Mapping | None = None) -> dict:
+    """The ``meta`` of a file written by :func:`prepare`, read without its arrays: it records
+    its identity and content digest, and it was made as ``expect`` says
+    (:func:`check_identity`).  :func:`load` checks the arrays against the digest."""
+    path = Path(path)
+    with _open(path) as npz:
+        meta = _read_meta(path, _member(path, npz, "meta"))
+    check_identity(path, meta, expect)
+    return meta
+
+
+def load(path, expect: Mapping | None = None) -> Dataset:
+    """Read and validate a file written by :func:`prepare` (never unpickles): its keys, dtypes
+    and shapes, its arrays against the content digest it records, and, given ``expect``, its
+    identity (:func:`check_identity`).  Every refusal is a :class:`DataFileError` naming the
+    file."""
+    path = Path(path)
     arrays = {}
-    with npz:
+    with _open(path) as npz:
         for key in _KEYS + ("meta",):
-            if key not in npz.files:
-                raise ValueError(f"{path}: missing key {key!r}")
-            try:
-                arrays[key] = npz[key]
-            except (ValueError, OSError, zipfile.BadZipFile) as exc:  # e.g. a pickled array
-                raise ValueError(f"{path}: key {key!r} cannot be read: {exc}") from exc
+            arrays[key] = _member(path, npz, key)
     meta = _read_meta(path, arrays.pop("meta"))
     x_tr, y_tr, x_te, y_te = (arrays[k] for k in _KEYS)
     for key in ("x_train", "x_test"):
         if arrays[key].dtype != np.float32:
-            raise ValueError(f"{path}: key {key!r} must be float32, not {arrays[key].dtype}")
+            raise DataFileError(path, f"key {key!r} must be float32, not {arrays[key].dtype}")
     if x_tr.ndim < 2 or x_te.shape[1:] != x_tr.shape[1:]:
-        raise ValueError(f"{path}: key 'x_test' has shape {x_te.shape}, "
-                         f"incompatible with x_train {x_tr.shape}")
+        raise DataFileError(path, f"key 'x_test' has shape {x_te.shape}, "
+                                  f"incompatible with x_train {x_tr.shape}")
     want = {"classification": (np.int64,), "regression": (np.float32,)}.get(
         meta.get("task"), (np.int64, np.float32))
     for key, x_key in (("y_train", "x_train"), ("y_test", "x_test")):
         y = arrays[key]
         if y.dtype not in want:
-            raise ValueError(f"{path}: key {key!r} has dtype {y.dtype}, expected "
-                             f"{' or '.join(np.dtype(d).name for d in want)}")
+            raise DataFileError(path, f"key {key!r} has dtype {y.dtype}, expected "
+                                      f"{' or '.join(np.dtype(d).name for d in want)}")
         if len(y) != len(arrays[x_key]):
-            raise ValueError(f"{path}: key {key!r} has {len(y)} rows but {x_key!r} "
-                             f"has {len(arrays[x_key])}")
+            raise DataFileError(path, f"key {key!r} has {len(y)} rows but {x_key!r} "
+                                      f"has {len(arrays[x_key])}")
     if y_tr.dtype != y_te.dtype:
-        raise ValueError(f"{path}: key 'y_test' dtype {y_te.dtype} differs from y_train")
+        raise DataFileError(path, f"key 'y_test' dtype {y_te.dtype} differs from y_train")
+    got = content_digest(arrays)
+    if got != meta["content_sha256"]:
+        raise DataFileError(path, f"its arrays are not the ones it was written with (content "
+                                  f"SHA-256 {got[:16]}..., recorded {str(meta['content_sha256'])[:16]}"
+                                  "...): changed after it was written")
+    check_identity(path, meta, expect)
     return Dataset(x_tr, y_tr, x_te, y_te, meta)

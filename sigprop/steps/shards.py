@@ -5,6 +5,7 @@ Papers cited by prefix: 003 = Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -14,6 +15,8 @@ from pathlib import Path
 import torch
 
 from sigprop import tables
+from sigprop.data.prepare import DataFileError
+from sigprop.data.prepare import check as check_dataset
 from sigprop.data.prepare import load as load_dataset
 from sigprop.prune.stage import mask_report, shard_masks, start_params
 from sigprop.runs import Shard
@@ -57,13 +60,41 @@ def data_dims(ds) -> tuple[tuple[int, ...], int]:
     return tuple(ds.x_train.shape[1:]), engine.n_outputs(ds)
 
 
+def expected_data(shard: Shard, expect_json: str | None) -> dict:
+    """What a shard's prepared data set must be (:data:`sigprop.data.prepare.IDENTITY`):
+    ``expect_json`` as the rules pass it (``data_expect`` in rules/common.smk: the data set's
+    name, the config's options and sizes for it and the prepare step's code digest), and at
+    least the name of the shard's data set."""
+    expect = json.loads(expect_json) if expect_json else {}
+    expect.setdefault("name", shard.runs[0].dataset)
+    return expect
+
+
+@contextlib.contextmanager
+def rebuild_hint():
+    """A prepared data set refused inside the block (:class:`DataFileError`, from
+    :func:`sigprop.data.prepare.load` or ``check``) says how to rebuild it."""
+    try:
+        yield
+    except DataFileError as e:
+        raise DataFileError(e.path, f"{e.reason}: {tables.rebuild_hint(e.path)}") from None
+
+
+def read_dataset(shard: Shard, data_path: str, expect_json: str | None):
+    """The shard's prepared data set, its contents and identity checked (:func:`expected_data`)."""
+    with rebuild_hint():
+        return load_dataset(data_path, expected_data(shard, expect_json))
+
+
 @_gated
 def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
-               threads: int | None = None, gpu_locks: str | None = None) -> None:
-    """Draw every model's initial parameters (on the GPU when there is one) and save them."""
+               threads: int | None = None, gpu_locks: str | None = None,
+               data_expect: str | None = None) -> None:
+    """Draw every model's initial parameters (on the GPU when there is one) and save them.
+    ``data_expect``: what the data set must be, as JSON (:func:`expected_data`)."""
     dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
-    ds = load_dataset(data_path)
+    ds = read_dataset(shard, data_path, data_expect)
     in_shape, n_out = data_dims(ds)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
     t0 = time.time()
@@ -78,7 +109,7 @@ def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
 @_gated
 def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
                 out_report: str, device: str = "auto", threads: int | None = None,
-                gpu_locks: str | None = None) -> None:
+                gpu_locks: str | None = None, data_expect: str | None = None) -> None:
     """The prune stage: masks of a shard's pruned models from their initial weights (003 Sec. 2),
     saved with :func:`sigprop.train.shard.save_masks`, and the per-layer report as Parquet.
 
@@ -87,13 +118,14 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
     depend on its shard (SynFlow scores in float64).  The masks are stored, so
     training uses exactly these masks whatever device it runs on.  When a run asks for the
     rescaling trick it is computed here once, so an architecture the trick does not cover
-    fails in this stage rather than in training."""
+    fails in this stage rather than in training.  ``data_expect``: what the data set must be,
+    as JSON (:func:`expected_data`)."""
     dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     if not shard.pruned:
         raise ValueError(f"shard {shard.shard_id} has no pruned run; it needs no prune job")
     dtype = engine.set_precision_policy(shard.runs[0].precision)
-    data = engine.to_data(load_dataset(data_path), dev, dtype)
+    data = engine.to_data(read_dataset(shard, data_path, data_expect), dev, dtype)
     params, buffers = engine.load_state(Path(init_path), shard)
     params = [p.to(dev, dtype) for p in params]
     buffers = [b.to(dev) for b in buffers]
@@ -125,19 +157,27 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
                 device: str = "auto", threads: int | None = None,
                 masks_path: str | None = None,
                 eval_splits: tuple[str, ...] = ("train", "test"),
-                gpu_locks: str | None = None) -> None:
+                gpu_locks: str | None = None, code: str | None = None,
+                data_expect: str | None = None) -> None:
     """Train a shard and write its long-format run table; remove the checkpoint after.
 
     ``eval_splits``: what each evaluation scores (the study's
-    :attr:`~sigprop.contract.StudySpec.eval_splits`).
+    :attr:`~sigprop.contract.StudySpec.eval_splits`).  ``code``: the train step's code digest
+    (:func:`sigprop.registry.step_code`; the rule passes its ``code`` param, the digest that
+    makes Snakemake rerun the job, and a direct call gets the current one): a checkpoint is
+    resumed only when it was made under the same digest.  ``data_expect``: what the data set
+    must be, as JSON (:func:`expected_data`).
 
     A shard with pruned runs reads the prune stage's masks (``masks_path``, the file the rule
     declares as an input, so the prune job runs first): its models start from
     :func:`start_params` and keep their masked weights at zero."""
+    if code is None:
+        from sigprop import registry
+        code = registry.step_code("train")
     dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
-    ds = load_dataset(data_path)
+    ds = read_dataset(shard, data_path, data_expect)
     if ds.meta.get("task") == "regression":
         raise ValueError(f"{data_path}: '{ds.meta.get('name')}' is a regression data set; the "
                          "shard trainer trains classifiers (cross-entropy): use a study with "
@@ -153,7 +193,7 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
     trainer = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
                                   checkpoint=Path(checkpoint) if checkpoint else None,
                                   checkpoint_every=checkpoint_every, masks=masks,
-                                  eval_splits=tuple(eval_splits))
+                                  eval_splits=tuple(eval_splits), code=code)
     df = trainer.run()
     tables.write_atomic(df, out, tables.shard_stamp(shard))
     log.info("shard %s: %d models x %d steps in %.1fs; %d diverged; %d rows",
@@ -167,7 +207,8 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
 def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_json: str,
                   device: str = "auto", threads: int | None = None,
                   data_path: str | None = None, masks_path: str | None = None,
-                  gpu_locks: str | None = None, execution_json: str = "{}") -> None:
+                  gpu_locks: str | None = None, execution_json: str = "{}",
+                  data_expect: str | None = None) -> None:
     """Run a measurement study's ``measure`` (``sigprop/studies/<kind>/measure.py``) on a
     shard's initialized models.  ``execution_json``: the execution-only parameters
     (:meth:`sigprop.config.Study.execution_json`), which the rule passes outside its cache key.
@@ -175,8 +216,10 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_j
     ``params_json`` is the study's ``measure:`` section as the rule passes it
     (:meth:`sigprop.config.Study.job_params`); ``data_path`` the shard's prepared data set
     (``results/data/<name>.npz``) for studies whose measurement reads data (e.g. 002's trained
-    networks); a shard with pruned runs also gets the prune stage's masks (``masks_path``, an
-    input of the rule)."""
+    networks); it is checked against ``data_expect`` (:func:`expected_data`) before the
+    measurement, and the study's ``measure`` reads it with :func:`sigprop.data.prepare.load`,
+    which checks its contents.  A shard with pruned runs also gets the prune stage's masks
+    (``masks_path``, an input of the rule)."""
     from sigprop import registry
     p = registry.job_params(kind, params_json)
     p = dataclasses.replace(p, **{section: dataclasses.replace(getattr(p, section), **values)
@@ -184,15 +227,19 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_j
     dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     _check_masks(shard, masks_path)
+    if data_path is not None:
+        with rebuild_hint():
+            check_dataset(data_path, expected_data(shard, data_expect))
     engine.set_precision_policy(shard.runs[0].precision)
     params, buffers = engine.load_state(Path(init_path), shard)
     params = [p_.to(dev) for p_ in params]
     buffers = [b.to(dev) for b in buffers]
     t0 = time.time()
-    df = registry.measure_function(kind)(
-        shard, params, buffers, p, device=dev.type,
-        data_path=None if data_path is None else str(data_path),
-        masks_path=None if masks_path is None else str(masks_path))
+    with rebuild_hint():
+        df = registry.measure_function(kind)(
+            shard, params, buffers, p, device=dev.type,
+            data_path=None if data_path is None else str(data_path),
+            masks_path=None if masks_path is None else str(masks_path))
     tables.write_atomic(df, out, tables.shard_stamp(shard))
     log.info("shard %s: %d models measured in %.1fs; %d rows", shard.shard_id, len(shard.runs),
              time.time() - t0, len(df))

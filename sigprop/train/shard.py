@@ -12,6 +12,8 @@ Long shards checkpoint every ``checkpoint_every`` steps (atomically, loaded
 with ``weights_only=True``); a rerun after a kill resumes from the last
 checkpoint and produces the same rows as an uninterrupted run, because every
 random number is a function of (key, step) rather than of a generator state.
+A checkpoint records the code that made it (``code``, the train step's code
+digest) and is resumed only under the same code (:meth:`ShardTrainer.fingerprint`).
 
 Pruned shards (003 Hayou et al., Sec. 2.1, Eq. 4: the pruned net uses ``δ ∘ W``)
 take ``masks`` aligned with the parameters: ``None`` for a dense parameter, a
@@ -26,7 +28,6 @@ is ignored when resumed with other masks.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import math
 import os
@@ -213,7 +214,7 @@ class ShardTrainer:
                  device: torch.device, buffers: list[torch.Tensor] | None = None,
                  checkpoint: Path | None = None, checkpoint_every: int = 0,
                  masks: list[torch.Tensor | None] | None = None,
-                 eval_splits: tuple[str, ...] = ("train", "test")):
+                 eval_splits: tuple[str, ...] = ("train", "test"), code: str | None = None):
         runs = shard.runs
         r0 = runs[0]
         for r in runs:
@@ -263,6 +264,7 @@ class ShardTrainer:
         self.loss_acc = torch.zeros(self.M, dtype=torch.float64, device=device)
         self.loss_n = 0
         self.checkpoint, self.checkpoint_every = checkpoint, checkpoint_every
+        self.code = code
         n = data.x_train.shape[0]
         sizes = [r.batch_size for r in runs]
         if max(sizes) > n:
@@ -529,10 +531,12 @@ class ShardTrainer:
     # -- checkpoints ----------------------------------------------------------
     def fingerprint(self) -> dict:
         """What determines how training continues from a checkpoint beyond the shard's run
-        specs (its id hashes them): the trainer's and the nets' code, torch, the device type,
-        the parameter dtype and the evaluation splits.  A checkpoint is resumed only when its
-        fingerprint is this one."""
-        return {"code": code_digest(), "torch": str(torch.__version__), "device": self.device.type,
+        specs (its id hashes them): the code that trains the shard (``code``: the train step's
+        code digest, which the train step passes, the same one that makes Snakemake rerun the
+        job; None in a direct call that gives none), torch, the device type, the parameter dtype
+        and the evaluation splits.  A checkpoint is resumed only when its fingerprint is this
+        one, so a job rerun for a code change never resumes the state that code left."""
+        return {"code": self.code, "torch": str(torch.__version__), "device": self.device.type,
                 "dtype": str(self.params[0].dtype) if self.params else "",
                 "eval_splits": list(self.eval_splits)}
 
@@ -651,23 +655,6 @@ def _check_eval_splits(shard: Shard, splits) -> tuple[str, ...]:
 CHECKPOINT_KEYS = {"shard_id", "step", "params", "buffers", "opt", "alive", "active",
                    "diverged_step", "target_step", "loss_acc", "loss_n", "rows"}
 """What a training checkpoint holds (:meth:`ShardTrainer._state`)."""
-
-FINGERPRINT_CODE = ("train", "nets")
-"""The packages whose code decides how a shard trains from a given state."""
-
-
-@functools.lru_cache(maxsize=None)
-def code_digest() -> str:
-    """SHA-256 (16 hex digits) of the source of the packages in :data:`FINGERPRINT_CODE`: a
-    checkpoint made by other trainer or network code is not resumed."""
-    import hashlib
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for sub in FINGERPRINT_CODE:
-        for p in sorted((root / sub).rglob("*.py")):
-            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()[:16]
-
 
 def _same_counts(a: list, b: list) -> bool:
     """Equal mask fingerprints (``[]`` for a dense shard, also in checkpoints that predate masks)."""
