@@ -94,6 +94,7 @@ rule scales:
 rule ladder_figure:
     input:
         trend=LADDER_TREND,
+        rungs=ladder_rungs,
     output:
         png=report(
             "results/{study}/ladder.png",

@@ -9,6 +9,7 @@ rule paper_claims:
         evidence=paper_evidence("claims.parquet"),
         provenance=paper_evidence("provenance.json"),
         trends=paper_ladder,
+        rungs=paper_ladder_rungs,
     output:
         table="results/papers/{paper}/claims.parquet",
         html=report(
@@ -75,6 +76,10 @@ rule paper_front:
 
 
 rule paper_table:
+    # only the paper tables' names (sigprop.papers.TABLES): results/papers/<paper>/summary.md is
+    # paper_claims' output, not a table called "summary"
+    wildcard_constraints:
+        table=PAPER_TABLE_NAMES,
     input:
         "results/papers/{paper}/claims.parquet",
     output:

@@ -178,6 +178,15 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                      help="time the config expansion only")
     dag.add_argument("--snakefile", default=None,
                      help="workflow/Snakefile of this checkout [default: next to the package]")
+    rt = sub.add_parser(
+        "rerun-table", help="what an edit of each shared layer reruns (Markdown table)",
+        description="In a temporary copy of this checkout with its finished run's results/ and "
+                    ".snakemake/, align Snakemake's metadata with the code (--touch), then make "
+                    "one edit per module and count the jobs 'snakemake -n' plans "
+                    "(sigprop.tools.rerun_table; docs/design.md).")
+    rt.add_argument("--repo", default=".", help="the checkout, with a finished run [default: .]")
+    rt.add_argument("--cores", type=int, default=2)
+    rt.add_argument("--keep", action="store_true", help="keep the temporary copy")
     alloc = sub.add_parser(
         "bench-alloc", help="time a large CPU allocation in the main thread and in a worker "
                             "thread, huge pages off and on (JSON)",
@@ -301,14 +310,18 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
         "evidence", help="paper-scale verdicts run on a CPU: what fits, publish, check, views",
         description="fits: the paper-scale blocks that fit --limit-min on this CPU with no "
                     "download (from the cost plan).  publish STUDY: copy a paper-scale run's "
-                    "claims to docs/evidence/paper-scale/STUDY/ with provenance.  check: the "
-                    "committed tables still match the paper-scale config's runs.  views: "
+                    "claims to docs/evidence/paper-scale/STUDY/ with provenance (the table "
+                    "stamped with the provenance's digest).  check: every committed table and "
+                    "provenance agree with each other and their folder, and still match the "
+                    "paper-scale config's runs; the GPU evidence under docs/evidence/gpu matches "
+                    "its manifest.  seal-gpu FOLDER: write a GPU evidence folder's manifest "
+                    "(each file's SHA-256), once, when it is committed.  views: "
                     "regenerate each committed study's claims.md against its study file today "
                     "(how each row reads at paper scale).  The verdicts of both scales side by "
                     "side in docs/papers.md: sigprop claims-doc.")
-    ev.add_argument("action", choices=["fits", "publish", "check", "views"])
+    ev.add_argument("action", choices=["fits", "publish", "check", "views", "seal-gpu"])
     ev.add_argument("target", nargs="?", default=None,
-                    help="publish: the study")
+                    help="publish: the study; seal-gpu: the folder")
     ev.add_argument("--configfile", default="config/config.yaml")
     ev.add_argument("--results", default="results", help="results folder [default: results]")
     ev.add_argument("--out", default=None, help="evidence folder [docs/evidence/paper-scale]")
@@ -323,8 +336,11 @@ def build_parser(commands: dict[str, dict]) -> argparse.ArgumentParser:
                     "ladder (its ladder: section).  publish STUDY RUNG: copy a run of that rung "
                     "(snakemake --config 'studies=[STUDY]' 'scale_overrides={STUDY: RUNG}') to "
                     "docs/evidence/ladder/STUDY/RUNG/ with provenance.  trend STUDY: every "
-                    "claim's trend across the committed rungs (trend.parquet, trend.md).  check: "
-                    "the committed rungs still match the config's runs and claim ids.")
+                    "claim's trend across the committed rungs (trend.parquet, trend.md; refused "
+                    "when a rung fails its checks).  check: every committed rung and its "
+                    "provenance agree with each other and their folder and still match the "
+                    "config's runs; each trend table is recomputed from its rungs and compared "
+                    "column by column.")
     ld.add_argument("action", choices=["plan", "publish", "trend", "check"])
     ld.add_argument("study", nargs="?", default=None)
     ld.add_argument("rung", nargs="?", default=None, help="publish: the rung's scale")
@@ -428,6 +444,12 @@ def _bench(args: dict) -> int:
     return 0
 
 
+def _rerun_table(args: dict) -> int:
+    from sigprop.tools import rerun_table
+    return rerun_table.main(["--repo", args["repo"], "--cores", str(args["cores"])]
+                            + (["--keep"] if args["keep"] else []))
+
+
 def _evidence(args: dict) -> int:
     from pathlib import Path
 
@@ -461,6 +483,12 @@ def _evidence(args: dict) -> int:
             for p in problems:
                 print(p, file=sys.stderr)
             return 1 if problems else 0
+        if act == "seal-gpu":
+            if not args["target"]:
+                print("sigprop evidence seal-gpu: name the folder", file=sys.stderr)
+                return 2
+            print(f"wrote {E.seal_gpu(args['target'])}")
+            return 0
         written = E.write_views(out, args["configfile"])
         for p in written:
             print(f"wrote {p}")
@@ -741,6 +769,7 @@ SUBCOMMANDS = {
     "profile-shard": _profile_shard,
     "bench-threads": _bench_threads,
     "bench-dag": _bench_dag,
+    "rerun-table": _rerun_table,
     "params": _params,
     "plan": _plan,
     "gpu-check": _gpu_check,

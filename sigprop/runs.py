@@ -242,11 +242,18 @@ _values = operator.attrgetter(*RUN_FIELDS)
 _shape_values = operator.attrgetter(*SHAPE_FIELDS)
 
 
-def runs_digest(run_ids) -> str:
-    """A short digest of a set of run ids: what a study's merged table must hold
-    (:func:`sigprop.tables.check_runs_table`)."""
+def runs_sha256(run_ids) -> str:
+    """SHA-256 of a set of run ids (sorted, newline-joined): what a committed table's
+    ``provenance.json`` records of the runs its verdicts came from."""
     text = "\n".join(sorted(set(map(str, run_ids))))
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def runs_digest(run_ids) -> str:
+    """A short digest of a set of run ids, the first 12 hex digits of :func:`runs_sha256`: what
+    a study's merged table must hold (:func:`sigprop.tables.check_runs_table`) and what a
+    claims table is stamped with."""
+    return runs_sha256(run_ids)[:12]
 
 
 def coerce_value(name: str, typ: type, value):

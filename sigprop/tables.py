@@ -111,13 +111,15 @@ def stamp_of(path: str | Path) -> dict | None:
 
 
 def read(path: str | Path, required: list[str] | None = None, expect: dict | None = None,
-         empty_ok: bool = True) -> pd.DataFrame:
+         empty_ok: bool = True, hint: str | None = None) -> pd.DataFrame:
     """A table, checked: readable, with the ``required`` columns, untouched since it was
     written (its row count and content equal its stamp's, when it has one), made for what
     the reader expects (``expect``: stamp keys and values, e.g. ``{"study": ..., "scale":
     ...}``; a table without a stamp then is refused), and not empty unless ``empty_ok``.
-    Every refusal names the file and the command that rebuilds it."""
+    Every refusal names the file and what remakes it: ``hint``, or the Snakemake command that
+    rebuilds it (:func:`rebuild_hint`) for a table the workflow writes."""
     path = Path(path)
+    hint = hint or rebuild_hint(path)
     try:
         df = pd.read_parquet(path)
         stamp = stamp_of(path)
@@ -132,25 +134,27 @@ def read(path: str | Path, required: list[str] | None = None, expect: dict | Non
                               or stamp.get("content") != content_digest(df)):
         raise TableError(f"{path}: changed after it was written ({len(df)} rows, content "
                          f"{content_digest(df)}; written with {stamp.get('rows')} rows, content "
-                         f"{stamp.get('content')}): {rebuild_hint(path)}")
+                         f"{stamp.get('content')}): {hint}")
     if expect:
-        check_stamp(path, expect, stamp)
+        check_stamp(path, expect, stamp, hint)
     if not empty_ok and not len(df):
-        raise TableError(f"{path}: holds no rows: {rebuild_hint(path)}")
+        raise TableError(f"{path}: holds no rows: {hint}")
     return df
 
 
-def check_stamp(path: str | Path, expect: dict, stamp: dict | None = None) -> None:
+def check_stamp(path: str | Path, expect: dict, stamp: dict | None = None,
+                hint: str | None = None) -> None:
     """The table at ``path`` was made for what ``expect`` names (its stamp's values; the stamp
-    read from the file's metadata when not given)."""
+    read from the file's metadata when not given); ``hint`` as in :func:`read`."""
     stamp = stamp_of(path) if stamp is None else stamp
+    hint = hint or rebuild_hint(path)
     if stamp is None:
         raise TableError(f"{path}: carries no stamp of the workflow that wrote it (another "
-                         f"tool, or an older sigprop): {rebuild_hint(path)}")
+                         f"tool, or an older sigprop): {hint}")
     for k, v in expect.items():
         if stamp.get(k) != v:
             raise TableError(f"{path}: was made for {k} {_short(stamp.get(k))}; the workflow "
-                             f"expects {k} {_short(v)}: {rebuild_hint(path)}")
+                             f"expects {k} {_short(v)}: {hint}")
 
 
 def _short(v) -> str:

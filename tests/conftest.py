@@ -92,3 +92,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.originalname in HEAVY:
             item.add_marker(pytest.mark.xdist_group("heavy"))
+
+
+def commit_claims(folder: Path, claims, scale: str = "paper", runs=("r000000000000",),
+                  **prov) -> Path:
+    """Write a committed evidence folder as ``sigprop evidence publish`` (``scale="paper"``,
+    ``folder`` = ``<evidence>/<study>``) or ``sigprop ladder publish`` (a rung, ``folder`` =
+    ``<ladder>/<study>/<rung>``) writes it, for the claims table ``claims`` of runs ``runs``;
+    ``prov`` overrides provenance keys."""
+    from sigprop.runs import runs_digest
+    from sigprop.steps.evidence import write_committed
+    folder = Path(folder)
+    study = folder.name if scale == "paper" else folder.parent.name
+    base = {"study": study, "scale": scale, "commit": "abc" * 10, "date": "2026-11-24",
+            "machine": {"cpu": "test CPU", "cores": 2, "gpu": None}, "wall_s": 60.0,
+            "job_s": 60.0, "command": "", "note": ""}
+    if scale != "paper":
+        base.update(budget=1.0, budget_unit="steps")
+    stamp = {"kind": "claims", "study": study, "scale": scale, "runs": runs_digest(runs),
+             "smoke": False}
+    return write_committed(claims, stamp, runs, {**base, **prov}, [], folder)

@@ -85,3 +85,15 @@ def test_table7_from_the_pruning_theory_claims():
     assert (r5.paper_empirical, r5.s_cr_mean, r5.verdict_empirical) == (0.79, 0.91, "fail")
     assert r5.verdict_printed_bound == "fail" and r5.verdict_sqrt_gamma_bound == ""
     assert table7(frame([]))["table7"].empty
+
+
+def test_the_papers_summary_is_a_target_of_its_own(tmp_path):
+    """``results/papers/<paper>/summary.md`` (a documented output) plans the paper's claims job:
+    the paper-table rule's ``{table}.md`` matches only the names of sigprop.papers.TABLES."""
+    from conftest import run_snakemake, tiny_study, write_config
+    cfg = write_config(tmp_path, tiny_study())
+    p = run_snakemake(tmp_path, cfg, "-n", "results/papers/000/summary.md", check=False)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    assert "paper_claims" in p.stdout and "AmbiguousRuleException" not in p.stderr
+    p = run_snakemake(tmp_path, cfg, "-n", "results/papers/000/table1.md")
+    assert "paper_table" in p.stdout

@@ -128,19 +128,20 @@ def trends_for(studies, ladder: str | Path) -> pd.DataFrame | None:
 
 def ladder_block(ladder: str | Path) -> str:
     """The Markdown between ``<!-- ladder:runs:start/end -->``: one line per committed rung of
-    every study's budget ladder, from its ``provenance.json``, and its study's trend counts."""
-    import json
+    every study's budget ladder, from its ``provenance.json``, and its study's trend counts
+    (each rung and trend checked: :mod:`sigprop.claims.committed`)."""
+    from .committed import verified_rung
+    from .trend import read_trend
     rows = []
     for d in sorted(p for p in Path(ladder).iterdir() if p.is_dir()):
         tp = d / "trend.parquet"
         counts = ""
         if tp.exists():
-            vc = pd.read_parquet(tp, columns=["trend"]).trend.value_counts().to_dict()
+            vc = read_trend(tp).trend.value_counts().to_dict()
             counts = ", ".join(f"{vc.get(v, 0)} {v}" for v in
                                ("toward", "away", "flat", "inconclusive"))
-        rungs = sorted((json.loads((r / "provenance.json").read_text())
-                        for r in d.iterdir() if (r / "provenance.json").exists()),
-                       key=lambda p: p.get("budget", 0))
+        rungs = sorted((verified_rung(r)[1] for r in d.iterdir()
+                        if (r / "provenance.json").exists()), key=lambda p: p.get("budget", 0))
         for i, pr in enumerate(rungs):
             plan = pr.get("plan_s")
             rows.append({"study": f"[`{d.name}`](evidence/ladder/{d.name}/trend.md)" if i == 0
@@ -163,28 +164,27 @@ def committed_for(studies, evidence: str | Path, info: dict | None = None) -> tu
     """The committed paper-scale claims of ``studies`` that have them, read against their
     study files' paper-scale regime (``info``: per study, ``paper_regime`` and
     ``depends_on``), and their provenance by study."""
-    import json
-
-    from .committed import read_claims
+    from .committed import read_claims, verified_paper_scale
     frames, prov = [], {}
     for s in studies:
         d = Path(evidence) / s
         if not (d / "claims.parquet").exists():
             continue
         si = (info or {}).get(s, {})
+        _, prov[s] = verified_paper_scale(d)
         frames.append(read_claims(d / "claims.parquet", si.get("paper_regime"),
                                   si.get("depends_on")))
-        prov[s] = json.loads((d / "provenance.json").read_text())
     return (pd.concat(frames, ignore_index=True) if frames else None), prov
 
 
 def runs_block(evidence: str | Path) -> str:
     """The Markdown between ``<!-- evidence:runs:start/end -->``: one line per committed
-    paper-scale study from its ``provenance.json``."""
-    import json
+    paper-scale study from its ``provenance.json`` (checked with its table:
+    :func:`sigprop.claims.committed.verified_paper_scale`)."""
+    from .committed import verified_paper_scale
     rows = []
     for d in sorted(p for p in Path(evidence).iterdir() if (p / "provenance.json").exists()):
-        pr = json.loads((d / "provenance.json").read_text())
+        _, pr = verified_paper_scale(d)
         rows.append({"study": f"[`{d.name}`](evidence/paper-scale/{d.name}/claims.md)",
                      "runs": pr.get("runs"), "commit": f"`{str(pr.get('commit', ''))[:10]}`",
                      "date": pr.get("date", ""),

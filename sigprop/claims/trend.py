@@ -210,14 +210,28 @@ def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: floa
     return pd.DataFrame(out, columns=TREND_COLUMNS)
 
 
-def read_trend(path) -> pd.DataFrame:
-    """A committed ``trend.parquet`` (``docs/evidence/ladder/<study>/``, written by
-    :func:`sigprop.steps.ladder.write_trend`) with its per-rung columns decoded."""
+def encode(t: pd.DataFrame) -> pd.DataFrame:
+    """A trend table as stored in ``trend.parquet``: the per-rung columns as JSON text."""
     import json
-    t = pd.read_parquet(path)
+    return t.assign(**{c: t[c].map(json.dumps) for c in LIST_COLUMNS})[TREND_COLUMNS]
+
+
+def decode(stored: pd.DataFrame) -> pd.DataFrame:
+    """The inverse of :func:`encode`."""
+    import json
+    t = stored.copy()
     for c in LIST_COLUMNS:
         t[c] = t[c].map(json.loads)
     return t[TREND_COLUMNS]
+
+
+def read_trend(path) -> pd.DataFrame:
+    """A committed ``trend.parquet`` (``docs/evidence/ladder/<study>/``, written by
+    :func:`sigprop.steps.ladder.write_trend`), checked to be unedited and made from the rungs
+    committed beside it (:func:`sigprop.claims.committed.verified_trend`), with its per-rung
+    columns decoded."""
+    from .committed import verified_trend
+    return decode(verified_trend(path))
 
 
 def top_reading(t) -> str:

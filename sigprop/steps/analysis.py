@@ -96,8 +96,9 @@ def ladder_figure(study: str, trend: str, png: str, pdf: str) -> None:
     from sigprop.steps.jobs import FIGURE_LOCK
     from sigprop.claims.trend import read_trend
     use_agg()
+    if Path(trend).parent.name != study:
+        raise ValueError(f"{trend}: not the trend of study {study}")
     t = read_trend(trend)
-    tables.check_study_column(t, trend, study, "sigprop ladder trend")
     with FIGURE_LOCK:
         save(draw(t, study), png, pdf)
 
@@ -190,27 +191,23 @@ def study_table(kind: str, name: str, params_json: str, expect_json: str, runs: 
 
 def committed_claims(paths: list[str], provenance: list[str], info: dict | None = None) -> tuple:
     """The committed paper-scale claims of a paper's studies (``docs/evidence/paper-scale``),
-    stacked, and their provenance by study: each table checked to be its folder's study, its
-    claim ids those its provenance lists (:func:`sigprop.steps.evidence.check` checks the run ids),
-    every row read at paper scale against the study file's paper-scale regime (``info``: per
-    study, ``paper_regime`` and ``depends_on``; :func:`sigprop.claims.committed.read_claims`)."""
-    import json
-
+    stacked, and their provenance by study: each table checked against its provenance and its
+    folder (:func:`sigprop.claims.committed.verified`: stamped for its study at paper scale, with
+    the runs, content and provenance digest its ``provenance.json`` records; ``provenance``
+    names those files, the rules' inputs), every row read at paper scale against the study
+    file's paper-scale regime (``info``: per study, ``paper_regime`` and ``depends_on``;
+    :func:`sigprop.claims.committed.read_claims`)."""
     import pandas as pd
 
-    from sigprop.claims.committed import read_claims
+    from sigprop.claims.committed import read_claims, verified_paper_scale
     frames, prov = [], {}
     for cp, pp in zip(paths, provenance):
+        if Path(cp).parent != Path(pp).parent:
+            raise ValueError(f"{cp} and {pp}: not one study's committed files")
         study = Path(cp).parent.name
         si = (info or {}).get(study, {})
-        df = read_claims(cp, si.get("paper_regime"), si.get("depends_on"))
-        tables.check_study_column(df, cp, study, "sigprop evidence publish")
-        p = json.loads(Path(pp).read_text())
-        if df.claim_id.astype(str).tolist() != list(p.get("claim_ids", [])):
-            raise tables.TableError(f"{cp}: its claim ids differ from {pp}'s: publish the study "
-                                    "again (`sigprop evidence publish`)")
-        frames.append(df)
-        prov[study] = p
+        _, prov[study] = verified_paper_scale(Path(cp).parent)
+        frames.append(read_claims(cp, si.get("paper_regime"), si.get("depends_on")))
     return (pd.concat(frames, ignore_index=True) if frames else None), prov
 
 

@@ -6,19 +6,26 @@ are run here with ``snakemake --config 'scale_overrides={<study>: paper}'`` and 
 tables are committed under ``docs/evidence/paper-scale/<study>/`` by :func:`publish`
 (``sigprop evidence publish``):
 
-* ``claims.parquet``: the study's claims table, as the workflow wrote it;
+* ``claims.parquet``: the study's claims table with the values the workflow wrote, stamped
+  as the workflow stamped it plus the digest of ``provenance.json``
+  (:func:`sigprop.claims.committed.committed_stamp`);
 * ``claims.md``: the same rows, readable, each with how it reads at paper scale;
 * ``provenance.json``: the commit (and whether the tree had uncommitted changes), date,
   machine, wall time of the run and the summed job time from the rules' benchmark files, the
-  number of runs and the SHA-256 of their sorted run ids, and the claim ids.
+  number of runs and the SHA-256 of their sorted run ids, the claim ids and the claims table's
+  content digest.
 
-:func:`check` (run by the tests) recomputes each study's paper-scale run ids from the config
-today and compares them with the committed digest, so a config or code change that would
-give other runs (and so stale verdicts) is noticed without rerunning anything.
-:func:`sigprop.claims.committed.read_claims` reads a committed table against the study file's paper-scale regime, as the
-referee summaries, the report's front page and ``docs/papers.md`` (``sigprop claims-doc``) show
-it beside this run's verdicts; :func:`write_view` regenerates its readable ``claims.md``
-(``sigprop evidence views``).
+Every reader checks the two files against each other and their folder
+(:func:`sigprop.claims.committed.verified`), so an edited, re-saved, swapped or unstamped table
+and an edited provenance are refused.  :func:`check` (run by the tests) does that for every
+committed study and also recomputes each study's paper-scale run ids from the config today and
+compares them with the committed digest, so a config or code change that would give other runs
+(and so stale verdicts) is noticed without rerunning anything; it checks the GPU evidence under
+``docs/evidence/gpu/`` against its manifests (:func:`check_gpu`).
+:func:`sigprop.claims.committed.read_claims` reads a committed table against the study file's
+paper-scale regime, as the referee summaries, the report's front page and ``docs/papers.md``
+(``sigprop claims-doc``) show it beside this run's verdicts; :func:`write_view` regenerates its
+readable ``claims.md`` (``sigprop evidence views``).
 """
 
 from __future__ import annotations
@@ -34,15 +41,13 @@ from pathlib import Path
 import pandas as pd
 
 from sigprop import tables
-from sigprop.claims.committed import OLD_COLUMNS, declared_regime, read_claims
+from sigprop.claims.committed import (EvidenceError, committed_stamp, declared_regime,
+                                      read_claims, verified_paper_scale)
+from sigprop.runs import runs_digest, runs_sha256
 
 EVIDENCE_DIR = Path("docs/evidence/paper-scale")
+GPU_DIR = Path("docs/evidence/gpu")
 LIMIT_S = 3600.0          # what fits in 60 minutes on a 2-core CPU
-
-
-def runs_digest(run_ids) -> str:
-    """SHA-256 of the sorted, newline-joined run ids."""
-    return hashlib.sha256("\n".join(sorted(run_ids)).encode()).hexdigest()
 
 
 def paper_studies(config_path: str | Path = "config/config.yaml", names=None) -> dict:
@@ -119,7 +124,7 @@ def checked_claims(results: Path, st, scale: str, command: str) -> Path:
     """``results/<study>/claims.parquet`` of a run of study ``st`` at ``scale``, after checking
     that it and the merged run table exist (else the error names ``command``), that the run
     table's run ids are exactly the study's at that scale under today's config, and that the
-    claims table is stamped with that scale."""
+    claims table is stamped by the claims job with that scale, those runs and no smoke."""
     study = st.name
     claims_path = results / study / "claims.parquet"
     metrics_path = results / study / "metrics.parquet"
@@ -132,19 +137,38 @@ def checked_claims(results: Path, st, scale: str, command: str) -> Path:
         raise ValueError(f"{metrics_path}: {len(got)} run ids, of which {len(got & want)} are "
                          f"among the {len(want)} runs of {study} at {scale} scale today: not a "
                          f"{scale}-scale run of this config")
-    stamp = tables.stamp_of(claims_path)
-    if stamp is not None and stamp.get("scale") != scale:
-        raise ValueError(f"{claims_path}: a claims table of scale {stamp.get('scale')!r}, not a "
-                         f"{scale}-scale run's")
+    tables.read(claims_path, tables.CLAIM_COLUMNS,
+                expect={"kind": "claims", "study": study, "scale": scale,
+                        "runs": runs_digest(want), "smoke": False},
+                hint=f"run the study at {scale} scale again ({command})")
     return claims_path
+
+
+def write_committed(claims: pd.DataFrame, run_stamp: dict, run_ids, prov: dict,
+                    datasets, dest: Path) -> Path:
+    """Commit a run's claims table (read from the run with its stamp ``run_stamp``, both
+    checked by :func:`checked_claims`) to ``dest``: ``provenance.json`` (``prov`` with the
+    runs, their SHA-256, the data sets, the claim ids and the table's content digest) and
+    ``claims.parquet`` with the values the workflow wrote, stamped as it was plus the
+    provenance's digest (:func:`sigprop.claims.committed.committed_stamp`).  The claims table
+    is written last, so a publish cut short leaves a folder that every reader refuses."""
+    from sigprop import atomic
+    prov = {**prov, "runs": len(set(run_ids)), "runs_sha256": runs_sha256(run_ids),
+            "datasets": list(datasets), "claim_ids": claims.claim_id.astype(str).tolist(),
+            "claims_content": tables.content_digest(claims)}
+    dest.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(dest / "provenance.json", json.dumps(prov, indent=2) + "\n")
+    tables.write_atomic(claims, dest / "claims.parquet", committed_stamp(run_stamp, prov))
+    return dest
 
 
 def publish(study: str, results: str | Path = "results", out: str | Path = EVIDENCE_DIR,
             config_path: str | Path = "config/config.yaml", wall_s: float | None = None,
             command: str = "", note: str = "") -> Path:
-    """Copy ``results/<study>/claims.parquet`` of a paper-scale run to ``out/<study>/`` with
-    ``claims.md`` and ``provenance.json``.  Refused unless the results' run ids are exactly
-    the study's paper-scale run ids under ``config_path`` today."""
+    """Commit ``results/<study>/claims.parquet`` of a paper-scale run to ``out/<study>/`` with
+    ``claims.md`` and ``provenance.json`` (:func:`write_committed`).  Refused unless the
+    results' run ids are exactly the study's paper-scale run ids under ``config_path`` today
+    and the claims table is the claims job's for them."""
     results, out = Path(results), Path(out)
     st = paper_studies(config_path, [study]).get(study)
     if st is None:
@@ -152,19 +176,13 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
     want = {r.run_id for r in st.runs}
     claims_path = checked_claims(results, st, "paper",
                                  f"snakemake --config 'scale_overrides={{{study}: paper}}'")
-    claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
-    dest = out / study
-    dest.mkdir(parents=True, exist_ok=True)
-    import shutil
-    shutil.copyfile(claims_path, dest / "claims.parquet")     # its stamp travels with it
     status = git_output("status", "--porcelain", "--untracked-files=no")
     prov = {"study": study, "scale": "paper", "commit": git_output("rev-parse", "HEAD"),
             "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),
             "machine": machine(), "wall_s": wall_s,
-            "job_s": round(job_seconds(results, study), 1), "command": command, "note": note,
-            "runs": len(want), "runs_sha256": runs_digest(want), "datasets": st.datasets,
-            "claim_ids": claims.claim_id.astype(str).tolist()}
-    (dest / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n")
+            "job_s": round(job_seconds(results, study), 1), "command": command, "note": note}
+    dest = write_committed(tables.read(claims_path, tables.CLAIM_COLUMNS),
+                           tables.stamp_of(claims_path), want, prov, st.datasets, out / study)
     write_view(dest, st.cfg)
     return dest
 
@@ -176,7 +194,7 @@ def write_view(dest: str | Path, study_cfg: dict | None = None) -> Path:
     from sigprop.claims.reading import readings
     from sigprop.claims.render import tally_line, to_markdown
     dest = Path(dest)
-    prov = json.loads((dest / "provenance.json").read_text())
+    _, prov = verified_paper_scale(dest)
     claims = read_claims(dest / "claims.parquet", *declared_regime(study_cfg))
     view = claims.assign(reading=readings(claims))[
         ["claim_id", "kind", "source", "verdict", "reading", "measured", "expected", "test",
@@ -194,29 +212,128 @@ def write_view(dest: str | Path, study_cfg: dict | None = None) -> Path:
 
 
 def check(evidence: str | Path = EVIDENCE_DIR,
-          config_path: str | Path = "config/config.yaml") -> list[str]:
-    """Problems of the committed evidence: a study whose paper-scale run ids today differ from
-    the committed digest, or whose files disagree with each other.  Empty when all holds."""
+          config_path: str | Path = "config/config.yaml", gpu: str | Path | None = GPU_DIR
+          ) -> list[str]:
+    """Problems of the committed evidence: a study whose claims table and provenance fail their
+    checks against each other and their folder (:func:`sigprop.claims.committed.verified`), or
+    whose paper-scale run ids today differ from the committed digest; and the GPU evidence
+    under ``gpu`` that differs from its manifest (:func:`check_gpu`).  Empty when all holds."""
     evidence = Path(evidence)
     dirs = sorted(p for p in evidence.iterdir() if p.is_dir()) if evidence.exists() else []
     studies = paper_studies(config_path, [d.name for d in dirs])
     problems = []
     for d in dirs:
-        prov = json.loads((d / "provenance.json").read_text())
+        try:
+            _, prov = verified_paper_scale(d)
+        except (EvidenceError, ValueError) as e:
+            problems.append(str(e))
+            continue
         st = studies.get(d.name)
         if st is None:
             problems.append(f"{d}: study {d.name!r} is no longer in {config_path}")
             continue
         ids = {r.run_id for r in st.runs}
-        if runs_digest(ids) != prov["runs_sha256"] or len(ids) != prov["runs"]:
+        if runs_sha256(ids) != prov["runs_sha256"] or len(ids) != prov["runs"]:
             problems.append(f"{d}/provenance.json: the paper-scale runs of {d.name} today "
                             f"({len(ids)} runs) are not those the committed verdicts came from "
                             f"({prov['runs']} runs): rerun it at paper scale and publish again")
-        claims = tables.read(d / "claims.parquet", OLD_COLUMNS)
-        if claims.claim_id.astype(str).tolist() != prov["claim_ids"]:
-            problems.append(f"{d}: claims.parquet's claim ids differ from provenance.json's")
-        if claims.study.nunique() != 1 or claims.study.iloc[0] != d.name:
-            problems.append(f"{d}/claims.parquet: rows of study {sorted(claims.study.unique())}")
+    if gpu is not None and Path(gpu).exists():
+        for g in sorted(p for p in Path(gpu).iterdir() if p.is_dir()):
+            problems += check_gpu(g)
+    return problems
+
+
+GPU_MANIFEST = "provenance.json"
+"""The manifest of a GPU evidence folder (``docs/evidence/gpu/<device>-<date>/``): the device,
+date, commit and command of its ``gpu_check.json``, and the SHA-256 of every file beside it."""
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def seal_gpu(folder: str | Path) -> Path:
+    """Write the manifest (:data:`GPU_MANIFEST`) of a GPU evidence folder: the device, date,
+    commit and command its ``gpu_check.json`` names, and every other file's SHA-256.  Run once
+    when the folder is committed (``sigprop evidence seal-gpu FOLDER``); :func:`check_gpu`
+    refuses any file that differs after."""
+    from sigprop import atomic
+    folder = Path(folder)
+    check_path = folder / "gpu_check.json"
+    try:
+        result = json.loads(check_path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{check_path}: a GPU evidence folder holds the gpu-check JSON it "
+                         f"reports ({e})") from None
+    files = {p.name: file_sha256(p) for p in sorted(folder.iterdir())
+             if p.is_file() and p.name != GPU_MANIFEST}
+    manifest = {"device": result.get("device_name"), "date": str(result.get("date", ""))[:10],
+                "commit": result.get("commit"), "command": result.get("command"),
+                "files": files}
+    atomic.write_text(folder / GPU_MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    return folder / GPU_MANIFEST
+
+
+def check_gpu(folder: str | Path, efficiency: str | Path | None = None) -> list[str]:
+    """Problems of a GPU evidence folder: a manifest that is missing or malformed, a file
+    missing, added or whose SHA-256 differs from the manifest's; and an entry of
+    ``config/gpu_efficiency.yaml`` (``efficiency``) recorded from this folder whose numbers are
+    not those its source JSON gives (:func:`sigprop.tools.gpu_check.measured_efficiency`) or
+    whose source digest differs."""
+    folder = Path(folder)
+    mp = folder / GPU_MANIFEST
+    hint = f"restore the folder (`git checkout -- {folder}`)"
+    try:
+        manifest = json.loads(mp.read_text())
+    except FileNotFoundError:
+        return [f"{mp}: missing (seal the folder once with `sigprop evidence seal-gpu {folder}`)"]
+    except (OSError, ValueError) as e:
+        return [f"{mp}: not readable JSON ({e})"]
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not files:
+        return [f"{mp}: key 'files' is missing or empty"]
+    problems = []
+    here = {p.name for p in folder.iterdir() if p.is_file() and p.name != GPU_MANIFEST}
+    for name in sorted(here - set(files)):
+        problems.append(f"{folder / name}: not in {mp}: {hint}")
+    for name, digest in sorted(files.items()):
+        f = folder / name
+        if not f.is_file():
+            problems.append(f"{f}: listed in {mp} but missing: {hint}")
+        elif file_sha256(f) != digest:
+            problems.append(f"{f}: differs from the SHA-256 {mp} records: {hint}")
+    problems += _check_efficiency(folder, efficiency)
+    return problems
+
+
+def _check_efficiency(folder: Path, efficiency: str | Path | None) -> list[str]:
+    """Entries of the efficiency file whose ``source`` lies in ``folder``: their digest and
+    numbers against the source JSON."""
+    from sigprop.tools import gpu_check as G
+    from sigprop.tools import plan as P
+    path = Path(efficiency or P.EFFICIENCY_FILE)
+    root = path.resolve().parents[1]
+    problems = []
+    for gpu, entry in P.measured_efficiencies(path).items():
+        src = root / str(entry.get("source", ""))
+        if not entry.get("source") or src.resolve().parent != folder.resolve():
+            continue
+        if not src.is_file():
+            problems.append(f"{path}: {gpu}.source {entry['source']} is missing")
+            continue
+        if entry.get("source_sha256") != file_sha256(src):
+            problems.append(f"{path}: {gpu}.source_sha256 is not the SHA-256 of "
+                            f"{entry['source']} (record it again: sigprop gpu-check --record "
+                            f"{entry['source']})")
+        want = G.recorded_entry(json.loads(src.read_text()), entry["source"])
+        for part in ("by_study", "by_family"):
+            if entry.get(part) != want[part]:
+                problems.append(f"{path}: {gpu}.{part} is {entry.get(part)}, but "
+                                f"{entry['source']} gives {want[part]}")
     return problems
 
 

@@ -22,11 +22,12 @@ from pathlib import Path
 import pandas as pd
 
 from sigprop import tables
-from sigprop.claims.committed import OLD_COLUMNS
-from sigprop.claims.trend import LIST_COLUMNS, read_trend, trend_rows
+from sigprop.claims.committed import EvidenceError, trend_stamp, verified_rung, verified_trend
+from sigprop.claims.trend import TREND_COLUMNS, encode, trend_rows
 from sigprop.config.ladder import ladder_of
+from sigprop.runs import runs_sha256
 
-from .evidence import checked_claims, git_output, job_seconds, machine, runs_digest
+from .evidence import checked_claims, git_output, job_seconds, machine, write_committed
 
 LADDER_DIR = Path("docs/evidence/ladder")
 
@@ -72,11 +73,6 @@ def publish_rung(study: str, rung: str, results: str | Path = "results",
     want = {r.run_id for r in st.runs}
     claims_path = checked_claims(results, st, rung, f"snakemake --config 'studies=[{study}]' "
                                                     f"'scale_overrides={{{study}: {rung}}}'")
-    claims = tables.read(claims_path, tables.CLAIM_COLUMNS)
-    dest = out / study / rung
-    dest.mkdir(parents=True, exist_ok=True)
-    import shutil
-    shutil.copyfile(claims_path, dest / "claims.parquet")
     budget = next(r.budget for r in lad.rungs if r.scale == rung)
     status = git_output("status", "--porcelain", "--untracked-files=no")
     prov = {"study": study, "scale": rung, "budget": budget, "budget_unit": lad.budget,
@@ -84,10 +80,10 @@ def publish_rung(study: str, rung: str, results: str | Path = "results",
             "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),
             "machine": machine(), "wall_s": wall_s, "plan_s": plan_s,
             "job_s": round(job_seconds(results, study), 1), "command": command,
-            "alongside": alongside, "note": note, "runs": len(want),
-            "runs_sha256": runs_digest(want), "datasets": st.datasets,
-            "claim_ids": claims.claim_id.astype(str).tolist()}
-    (dest / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n")
+            "alongside": alongside, "note": note}
+    dest = write_committed(tables.read(claims_path, tables.CLAIM_COLUMNS),
+                           tables.stamp_of(claims_path), want, prov, st.datasets,
+                           out / study / rung)
     write_rung_view(dest)
     return dest
 
@@ -96,8 +92,7 @@ def write_rung_view(dest: str | Path) -> Path:
     """``claims.md`` of a committed rung: its provenance in a paragraph, then its rows."""
     from sigprop.claims.render import tally_line, to_markdown
     dest = Path(dest)
-    prov = json.loads((dest / "provenance.json").read_text())
-    claims = tables.read(dest / "claims.parquet", OLD_COLUMNS)
+    claims, prov = verified_rung(dest)
     view = claims[["claim_id", "kind", "verdict", "measured", "se", "expected", "test",
                    "detectable"]]
     wall = f"{prov['wall_s'] / 60:.1f} min wall" if prov.get("wall_s") else "wall time not given"
@@ -116,32 +111,58 @@ def write_rung_view(dest: str | Path) -> Path:
 
 
 def rung_tables(folder: str | Path, lad) -> list[tuple[str, float, pd.DataFrame]]:
-    """``(rung, budget, claims table)`` of every committed rung of a ladder, lowest first."""
+    """``(rung, budget, claims table)`` of every committed rung of a ladder, lowest first, each
+    checked against its folder and provenance (:func:`sigprop.claims.committed.verified_rung`:
+    a rung moved to another rung's folder, edited or re-saved is refused)."""
     folder = Path(folder)
     out = []
     for r in lad.rungs:
-        p = folder / r.scale / "claims.parquet"
-        if p.exists():
-            out.append((r.scale, r.budget, tables.read(p, OLD_COLUMNS)))
+        if (folder / r.scale / "claims.parquet").exists():
+            out.append((r.scale, r.budget, verified_rung(folder / r.scale)[0]))
     return out
 
 
-def write_trend(study: str, out: str | Path = LADDER_DIR,
-                config_path: str | Path = "config/config.yaml") -> Path:
-    """``trend.parquet`` and ``trend.md`` of a study from its committed rungs (all of them
-    must be committed)."""
-    lad = ladder_for(config_path, study)
-    folder = Path(out) / study
+def trend_of(folder: str | Path, lad) -> tuple[pd.DataFrame, dict]:
+    """The trend table the committed rungs of ``folder`` give (all of the ladder's rungs must be
+    committed and pass their checks) and the stamp it is written with."""
+    folder = Path(folder)
     have = rung_tables(folder, lad)
     missing = [r.scale for r in lad.rungs if r.scale not in {h[0] for h in have}]
     if missing:
         raise FileNotFoundError(f"{folder}: rungs {missing} not committed (sigprop ladder "
                                 "publish)")
-    t = trend_rows(have, lad.paper_budget, lad.targets)
-    stored = t.assign(**{c: t[c].map(json.dumps) for c in LIST_COLUMNS})
-    stored.to_parquet(folder / "trend.parquet", index=False)
+    contents = {r.scale: tables.stamp_of(folder / r.scale / "claims.parquet")["content"]
+                for r in lad.rungs}
+    return trend_rows(have, lad.paper_budget, lad.targets), trend_stamp(folder.name, contents)
+
+
+def write_trend(study: str, out: str | Path = LADDER_DIR,
+                config_path: str | Path = "config/config.yaml") -> Path:
+    """``trend.parquet`` (stamped with the rungs it was computed from) and ``trend.md`` of a
+    study from its committed rungs (all of them must be committed and pass their checks)."""
+    lad = ladder_for(config_path, study)
+    folder = Path(out) / study
+    t, stamp = trend_of(folder, lad)
+    tables.write_atomic(encode(t), folder / "trend.parquet", stamp)
     (folder / "trend.md").write_text(trend_markdown(t, lad))
     return folder / "trend.parquet"
+
+
+def trend_differences(want: pd.DataFrame, got: pd.DataFrame) -> list[str]:
+    """The columns in which a stored trend table ``got`` differs from ``want`` (both as
+    stored, :func:`sigprop.claims.trend.encode`), with the first claim that differs; equal
+    NaNs are equal."""
+    if len(want) != len(got):
+        return [f"{len(got)} rows, not {len(want)}"]
+    out = []
+    for c in TREND_COLUMNS:
+        a, b = want[c].reset_index(drop=True), got[c].reset_index(drop=True)
+        same = (a == b) | (a.isna() & b.isna())
+        if not same.all():
+            i = int((~same).to_numpy().argmax())
+            out.append(f"{c} (e.g. {want.claim_id.iloc[i]}: {b.iloc[i]!r}, its rungs give "
+                       f"{a.iloc[i]!r})")
+    return out
 
 
 def _num(v: float) -> str:
@@ -176,9 +197,13 @@ def trend_markdown(t: pd.DataFrame, lad) -> str:
 
 def check(evidence: str | Path = LADDER_DIR,
           config_path: str | Path = "config/config.yaml") -> list[str]:
-    """Problems of the committed ladder evidence: a rung whose run ids today differ from the
-    committed digest, a rung the study's ladder no longer declares, claim ids that disagree
-    with provenance, or a trend table that is not the one the committed rungs give."""
+    """Problems of the committed ladder evidence: a rung that fails its checks against its
+    folder and provenance (:func:`sigprop.claims.committed.verified_rung`), a rung whose run ids
+    today differ from the committed digest, a rung the study's ladder no longer declares, a
+    budget the ladder no longer declares, and a trend table that is unstamped, edited, made from
+    other rungs, or differs in any column from the one its committed rungs give today (its
+    whole table recomputed).  A trend is said to need rewriting (``sigprop ladder trend``) only
+    when every rung passes its checks, so that the advice never accepts tampered rungs."""
     evidence = Path(evidence)
     problems = []
     for d in sorted(p for p in evidence.iterdir() if p.is_dir()) if evidence.exists() else []:
@@ -187,31 +212,44 @@ def check(evidence: str | Path = LADDER_DIR,
         except (KeyError, FileNotFoundError) as e:
             problems.append(f"{d}: {e}")
             continue
+        rungs_ok = True
         for rd in sorted(p for p in d.iterdir() if p.is_dir()):
             if rd.name not in lad.scales:
                 problems.append(f"{rd}: {rd.name!r} is not a rung of {d.name}'s ladder")
+                rungs_ok = False
                 continue
-            prov = json.loads((rd / "provenance.json").read_text())
+            try:
+                _, prov = verified_rung(rd)
+            except (EvidenceError, ValueError) as e:
+                problems.append(str(e))
+                rungs_ok = False
+                continue
             ids = {r.run_id for r in studies_at(config_path, [d.name], rd.name)[d.name].runs}
-            if runs_digest(ids) != prov["runs_sha256"] or len(ids) != prov["runs"]:
+            if runs_sha256(ids) != prov["runs_sha256"] or len(ids) != prov["runs"]:
                 problems.append(f"{rd}/provenance.json: the runs of {d.name} at {rd.name} today "
                                 f"({len(ids)} runs) are not those the committed verdicts came "
                                 f"from ({prov['runs']} runs): rerun the rung and publish again")
+                rungs_ok = False
             budget = next(r.budget for r in lad.rungs if r.scale == rd.name)
             if prov.get("budget") != budget:
                 problems.append(f"{rd}/provenance.json: budget {prov.get('budget')} but the "
                                 f"ladder declares {budget:g}")
-            claims = tables.read(rd / "claims.parquet", OLD_COLUMNS)
-            if claims.claim_id.astype(str).tolist() != prov["claim_ids"]:
-                problems.append(f"{rd}: claims.parquet's claim ids differ from provenance.json's")
+                rungs_ok = False
         tp = d / "trend.parquet"
-        if tp.exists():
-            have = rung_tables(d, lad)
-            if len(have) == len(lad.rungs):
-                want = trend_rows(have, lad.paper_budget, lad.targets)
-                got = read_trend(tp)
-                if (want.claim_id.tolist() != got.claim_id.tolist()
-                        or want.trend.tolist() != got.trend.tolist()):
-                    problems.append(f"{tp}: not the trend its committed rungs give today "
-                                    f"(sigprop ladder trend {d.name})")
+        if not tp.exists() or not rungs_ok:
+            continue
+        try:
+            got = verified_trend(tp)
+        except (EvidenceError, ValueError) as e:
+            problems.append(str(e))
+            continue
+        try:
+            want, _ = trend_of(d, lad)
+        except FileNotFoundError as e:
+            problems.append(str(e))
+            continue
+        diff = trend_differences(encode(want), got)
+        if diff:
+            problems.append(f"{tp}: not the trend its committed rungs give today, in "
+                            f"{'; '.join(diff)}: write it again (sigprop ladder trend {d.name})")
     return problems

@@ -54,6 +54,7 @@ run shows how much margin there is.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import sys
@@ -639,12 +640,25 @@ RECORD_HEADER = """\
 """
 
 
+def recorded_entry(result: dict, source: str) -> dict:
+    """The entry :func:`record` writes for a gpu-check result: the device, date, commit, torch
+    and CUDA versions, ``source`` and the efficiencies (:func:`measured_efficiency`, rounded to
+    4 digits)."""
+    eff = measured_efficiency(result)
+    return {"device": result.get("device_name"), "date": str(result.get("date", ""))[:10],
+            "commit": result.get("commit"), "torch": result.get("torch"),
+            "cuda": result.get("cuda"), "source": source,
+            "by_study": {k: round(float(v), 4) for k, v in sorted(eff["by_study"].items())},
+            "by_family": {k: round(float(v), 4) for k, v in sorted(eff["by_family"].items())}}
+
+
 def record(json_path: str | Path, yaml_path: str | Path | None = None,
            source: str | None = None) -> dict:
     """Write the efficiencies of a gpu-check JSON (:func:`measured_efficiency`) into
     ``yaml_path`` (:data:`sigprop.tools.plan.EFFICIENCY_FILE`) under its GPU's key, with the device,
-    date, commit, torch and CUDA versions and ``source`` (the JSON's path as given): the entry
-    written.  A JSON of a device that is no GPU of the plan, or with no timed shard, is a
+    date, commit, torch and CUDA versions, ``source`` (the JSON's path as given) and the JSON's
+    SHA-256 (``source_sha256``, which ``sigprop evidence check`` compares with the committed
+    file): the entry written.  A JSON of a device that is no GPU of the plan, or with no timed shard, is a
     ValueError naming the file."""
     import yaml
 
@@ -656,14 +670,10 @@ def record(json_path: str | Path, yaml_path: str | Path | None = None,
     if gpu not in P.GPUS:
         raise ValueError(f"{json_path}: device {result.get('device_name')!r} is no GPU of "
                          f"sigprop.tools.plan.GPUS ({sorted(P.GPUS)}): nothing to record")
-    eff = measured_efficiency(result)
-    if not eff["by_study"]:
+    if not measured_efficiency(result)["by_study"]:
         raise ValueError(f"{json_path}: no timed shard with a projection: nothing to record")
-    entry = {"device": result.get("device_name"), "date": str(result.get("date", ""))[:10],
-             "commit": result.get("commit"), "torch": result.get("torch"),
-             "cuda": result.get("cuda"), "source": str(source or json_path),
-             "by_study": {k: round(float(v), 4) for k, v in sorted(eff["by_study"].items())},
-             "by_family": {k: round(float(v), 4) for k, v in sorted(eff["by_family"].items())}}
+    entry = recorded_entry(result, str(source or json_path))
+    entry["source_sha256"] = hashlib.sha256(Path(json_path).read_bytes()).hexdigest()
     data = P.measured_efficiencies(yaml_path)
     data[gpu] = entry
     atomic.write_text(yaml_path, RECORD_HEADER + yaml.safe_dump(data, sort_keys=True))
