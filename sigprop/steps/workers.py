@@ -61,6 +61,9 @@ SERVER_LOG = "server.log"
 ENDED = "ended: "
 """What the server's last log line says after ``worker server (pid N) `` when it could say how
 it ended."""
+EXIT_GRACE_S = 1.0
+"""How long an ending server waits for workers that are exiting (a finished job's worker, its
+result sent) before it counts the rest as running jobs that end with it."""
 CAUGHT_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 """Signals on which the server logs its end before exiting (each unless it starts ignored)."""
 _lock = threading.Lock()
@@ -380,6 +383,10 @@ def _launch() -> None:
     for s in CAUGHT_SIGNALS:          # ending: how is logged once
         signal.signal(s, signal.SIG_IGN)
     _reap(running, folder)
+    t0 = time.time()      # a worker that sent its result may still be exiting: give it a moment
+    while running and time.time() - t0 < EXIT_GRACE_S:
+        time.sleep(0.02)
+        _reap(running, folder)
     if code == 0 and not running:
         shutil.rmtree(folder, ignore_errors=True)
     else:
