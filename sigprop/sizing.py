@@ -184,6 +184,8 @@ GPUS = {
     "V100-32GB": {"float32": 15.7, "tf32": 15.7, "float64": 7.8, "mem_gb": 32},
     "A100-80GB": {"float32": 19.5, "tf32": 156.0, "float64": 9.7, "mem_gb": 80},
     "H100-SXM-80GB": {"float32": 67.0, "tf32": 495.0, "float64": 34.0, "mem_gb": 80},
+    # the H100's compute at its clocks with more and faster memory (NVIDIA's H200 datasheet)
+    "H200-SXM-141GB": {"float32": 67.0, "tf32": 495.0, "float64": 34.0, "mem_gb": 141},
 }
 
 

@@ -580,16 +580,24 @@ def measured_efficiency(result: dict) -> dict:
     """The efficiencies :func:`run_all` measured, as :mod:`sigprop.tools.plan` reads them
     (config/gpu_efficiency.yaml): per study, the timed shard's achieved FLOP/s over the GPU's
     dense peak for its precision; per family, that of the family's costliest timed shard (the
-    one that dominates its cost).  Empty when the device is no GPU of the plan."""
+    one that dominates its cost).  A shard timed on a GPU that the plan did not know when the
+    check ran gets its efficiency from its measured FLOPs and seconds now (:func:`projection`,
+    the GPU found from the result's ``device_name``).  Empty when the device is no GPU of the
+    plan."""
+    key = result.get("gpu_key") or gpu_key(result.get("device_name"))
     by_study, by_family, flops = {}, {}, {}
     for study, t in (result.get("timed_shards") or {}).items():
-        if "implied_efficiency" not in t:
+        eff = t.get("implied_efficiency")
+        if eff is None and key is not None and t.get("seconds"):
+            eff = projection(t["flops"], t["seconds"], key,
+                             t.get("precision", "float32"))["implied_efficiency"]
+        if eff is None:
             continue
-        by_study[study] = t["implied_efficiency"]
+        by_study[study] = eff
         full = t["full_shard"]["flops"]
         if full > flops.get(t["arch"], -1.0):
             flops[t["arch"]] = full
-            by_family[t["arch"]] = t["implied_efficiency"]
+            by_family[t["arch"]] = eff
     return {"by_study": by_study, "by_family": by_family}
 
 
@@ -666,7 +674,7 @@ def record(json_path: str | Path, yaml_path: str | Path | None = None,
     from sigprop.tools import plan as P
     yaml_path = Path(yaml_path or P.EFFICIENCY_FILE)
     result = json.loads(Path(json_path).read_text())
-    gpu = result.get("gpu_key")
+    gpu = result.get("gpu_key") or gpu_key(result.get("device_name"))
     if gpu not in P.GPUS:
         raise ValueError(f"{json_path}: device {result.get('device_name')!r} is no GPU of "
                          f"sigprop.tools.plan.GPUS ({sorted(P.GPUS)}): nothing to record")
