@@ -91,6 +91,18 @@ def committed_stamp(run_stamp: dict, prov: dict) -> dict:
     return {**keep, "provenance": provenance_digest(prov)}
 
 
+def _stamp(path: Path, hint: str, missing: str) -> dict:
+    """The stamp of a committed table, which it must have (else an :class:`EvidenceError`
+    saying it is ``missing`` or unstamped, and ``hint``)."""
+    if not path.exists():
+        raise EvidenceError(f"{path}: {missing}: {hint}")
+    stamp = tables.stamp_of(path)
+    if stamp is None:
+        raise EvidenceError(f"{path}: carries no stamp (re-saved by another tool, or committed "
+                            f"before tables were stamped): {hint}")
+    return stamp
+
+
 def verified(folder: str | Path, study: str, scale: str,
              rung: bool = False) -> tuple[pd.DataFrame, dict]:
     """The committed claims table in ``folder`` and its provenance, after checking that they
@@ -108,12 +120,7 @@ def verified(folder: str | Path, study: str, scale: str,
         if prov[key] != want:
             raise EvidenceError(f"{pp}: key '{key}' is {prov[key]!r}, but the folder holds "
                                 f"{key} {want!r}: {hint}")
-    if not cp.exists():
-        raise EvidenceError(f"{cp}: missing beside {pp}: {hint}")
-    stamp = tables.stamp_of(cp)
-    if stamp is None:
-        raise EvidenceError(f"{cp}: carries no stamp (re-saved by another tool, or committed "
-                            f"before tables were stamped): {hint}")
+    stamp = _stamp(cp, hint, f"missing beside {pp}")
     df = tables.read(cp, OLD_COLUMNS, hint=hint)
     want = {"kind": "claims", "study": study, "scale": scale, "smoke": False,
             "runs": prov["runs_sha256"][:12], "content": prov["claims_content"],
@@ -167,12 +174,7 @@ def verified_trend(path: str | Path) -> pd.DataFrame:
     study = folder.name
     hint = (f"restore it (`git checkout -- {path}`) or write it again from the committed rungs "
             f"(`sigprop ladder trend {study}`)")
-    if not path.exists():
-        raise EvidenceError(f"{path}: missing")
-    stamp = tables.stamp_of(path)
-    if stamp is None:
-        raise EvidenceError(f"{path}: carries no stamp (re-saved by another tool, or written "
-                            f"before trend tables were stamped): {hint}")
+    stamp = _stamp(path, hint, "missing")
     if stamp.get("kind") != "trend" or stamp.get("study") != study:
         raise EvidenceError(f"{path}: stamped as {stamp.get('kind')!r} of study "
                             f"{stamp.get('study')!r}, not the trend of study {study!r} its folder "

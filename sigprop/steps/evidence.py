@@ -31,7 +31,6 @@ readable ``claims.md`` (``sigprop evidence views``).
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import platform
@@ -43,6 +42,7 @@ import pandas as pd
 from sigprop import tables
 from sigprop.claims.committed import (EvidenceError, committed_stamp, declared_regime,
                                       read_claims, verified_paper_scale)
+from sigprop.data.fetch import sha256_file
 from sigprop.runs import runs_digest, runs_sha256
 
 EVIDENCE_DIR = Path("docs/evidence/paper-scale")
@@ -248,14 +248,6 @@ GPU_MANIFEST = "provenance.json"
 date, commit and command of its ``gpu_check.json``, and the SHA-256 of every file beside it."""
 
 
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def seal_gpu(folder: str | Path) -> Path:
     """Write the manifest (:data:`GPU_MANIFEST`) of a GPU evidence folder: the device, date,
     commit and command its ``gpu_check.json`` names, and every other file's SHA-256.  Run once
@@ -269,7 +261,7 @@ def seal_gpu(folder: str | Path) -> Path:
     except (OSError, ValueError) as e:
         raise ValueError(f"{check_path}: a GPU evidence folder holds the gpu-check JSON it "
                          f"reports ({e})") from None
-    files = {p.name: file_sha256(p) for p in sorted(folder.iterdir())
+    files = {p.name: sha256_file(p) for p in sorted(folder.iterdir())
              if p.is_file() and p.name != GPU_MANIFEST}
     manifest = {"device": result.get("device_name"), "date": str(result.get("date", ""))[:10],
                 "commit": result.get("commit"), "command": result.get("command"),
@@ -304,7 +296,7 @@ def check_gpu(folder: str | Path, efficiency: str | Path | None = None) -> list[
         f = folder / name
         if not f.is_file():
             problems.append(f"{f}: listed in {mp} but missing: {hint}")
-        elif file_sha256(f) != digest:
+        elif sha256_file(f) != digest:
             problems.append(f"{f}: differs from the SHA-256 {mp} records: {hint}")
     problems += _check_efficiency(folder, efficiency)
     return problems
@@ -325,7 +317,7 @@ def _check_efficiency(folder: Path, efficiency: str | Path | None) -> list[str]:
         if not src.is_file():
             problems.append(f"{path}: {gpu}.source {entry['source']} is missing")
             continue
-        if entry.get("source_sha256") != file_sha256(src):
+        if entry.get("source_sha256") != sha256_file(src):
             problems.append(f"{path}: {gpu}.source_sha256 is not the SHA-256 of "
                             f"{entry['source']} (record it again: sigprop gpu-check --record "
                             f"{entry['source']})")

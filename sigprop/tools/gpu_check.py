@@ -54,7 +54,6 @@ run shows how much margin there is.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import sys
@@ -671,6 +670,7 @@ def record(json_path: str | Path, yaml_path: str | Path | None = None,
     import yaml
 
     from sigprop import atomic
+    from sigprop.data.fetch import sha256_file
     from sigprop.tools import plan as P
     yaml_path = Path(yaml_path or P.EFFICIENCY_FILE)
     result = json.loads(Path(json_path).read_text())
@@ -681,7 +681,7 @@ def record(json_path: str | Path, yaml_path: str | Path | None = None,
     if not measured_efficiency(result)["by_study"]:
         raise ValueError(f"{json_path}: no timed shard with a projection: nothing to record")
     entry = recorded_entry(result, str(source or json_path))
-    entry["source_sha256"] = hashlib.sha256(Path(json_path).read_bytes()).hexdigest()
+    entry["source_sha256"] = sha256_file(json_path)
     data = P.measured_efficiencies(yaml_path)
     data[gpu] = entry
     atomic.write_text(yaml_path, RECORD_HEADER + yaml.safe_dump(data, sort_keys=True))
