@@ -23,9 +23,10 @@ import pandas as pd
 
 from sigprop import tables
 from sigprop.claims.committed import EvidenceError, trend_stamp, verified_rung, verified_trend
-from sigprop.claims.trend import TREND_COLUMNS, encode, trend_rows
+from sigprop.claims.trend import encode, trend_rows
 from sigprop.config.ladder import ladder_of
 from sigprop.runs import runs_sha256
+from sigprop.tools.compare import compare_frames
 
 from .evidence import checked_claims, git_output, job_seconds, machine, write_committed
 
@@ -148,23 +149,6 @@ def write_trend(study: str, out: str | Path = LADDER_DIR,
     return folder / "trend.parquet"
 
 
-def trend_differences(want: pd.DataFrame, got: pd.DataFrame) -> list[str]:
-    """The columns in which a stored trend table ``got`` differs from ``want`` (both as
-    stored, :func:`sigprop.claims.trend.encode`), with the first claim that differs; equal
-    NaNs are equal."""
-    if len(want) != len(got):
-        return [f"{len(got)} rows, not {len(want)}"]
-    out = []
-    for c in TREND_COLUMNS:
-        a, b = want[c].reset_index(drop=True), got[c].reset_index(drop=True)
-        same = (a == b) | (a.isna() & b.isna())
-        if not same.all():
-            i = int((~same).to_numpy().argmax())
-            out.append(f"{c} (e.g. {want.claim_id.iloc[i]}: {b.iloc[i]!r}, its rungs give "
-                       f"{a.iloc[i]!r})")
-    return out
-
-
 def _num(v: float) -> str:
     return "–" if v != v else f"{v:.3g}"
 
@@ -248,8 +232,9 @@ def check(evidence: str | Path = LADDER_DIR,
         except FileNotFoundError as e:
             problems.append(str(e))
             continue
-        diff = trend_differences(encode(want), got)
+        diff = compare_frames(got, encode(want), ["claim_id"], limit=6)
         if diff:
-            problems.append(f"{tp}: not the trend its committed rungs give today, in "
-                            f"{'; '.join(diff)}: write it again (sigprop ladder trend {d.name})")
+            problems.append(f"{tp}: not the trend its committed rungs give today (committed -> "
+                            f"recomputed: {'; '.join(diff)}): write it again (sigprop ladder "
+                            f"trend {d.name})")
     return problems
