@@ -78,11 +78,10 @@ PROBES: list[tuple[str, str, Callable[[str], str]]] = [
 
 def planned(out: str) -> dict[str, int]:
     """The jobs a dry run plans, per rule (its "Job stats" table, without ``all``)."""
+    from sigprop.tools.bench import job_counts
     if "Nothing to be done" in out or "Job stats:" not in out:
         return {}
-    stats = out[out.index("Job stats:"):]
-    rows = re.findall(r"^(\w+)\s+(\d+)\s*$", stats, re.M)
-    return {r: int(n) for r, n in rows if r not in ("all", "total", "job")}
+    return {r: n for r, n in job_counts(out).items() if r not in ("all", "total")}
 
 
 def copy_repo(repo: Path, dest: Path) -> Path:
