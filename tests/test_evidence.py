@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from conftest import REPO, commit_claims
 
+from sigprop.claims.committed import declared_regime, read_claims
 from sigprop.steps import evidence as E
 from sigprop.claims import row, sanity
 
@@ -97,11 +98,11 @@ def test_committed_tables_read_against_the_study_files_paper_regime(in_repo):
     """A committed table without the newer columns reads with margin NaN, scale paper and the
     declared paper-scale regime along each claim's axes."""
     d = COMMITTED / "gradient_universality"
-    df = E.read_claims(d / "claims.parquet", {"depth": "L = 100; the paper's 200"},
+    df = read_claims(d / "claims.parquet", {"depth": "L = 100; the paper's 200"},
                        {"power2*": ["depth"]})
     c = df[df.kind == "claim"]
     assert set(df.scale) == {"paper"} and (c.regime == "depth: L = 100; the paper's 200").all()
-    plain = E.read_claims(d / "claims.parquet")
+    plain = read_claims(d / "claims.parquet")
     assert (plain.regime == "").all()
 
 
@@ -114,7 +115,7 @@ def test_docs_show_every_committed_claim_with_its_paper_scale_reading(in_repo):
     text = (REPO / "docs/papers.md").read_text()
     for d in (p for p in COMMITTED.iterdir() if p.is_dir()):
         cfg = yaml.safe_load((REPO / "config/studies" / f"{d.name}.yaml").read_text())
-        paper = E.read_claims(d / "claims.parquet", *E.declared_regime(cfg))
+        paper = read_claims(d / "claims.parquet", *declared_regime(cfg))
         paper = paper.assign(reading=readings(paper))
         block = text.split(f"<!-- claims:{cfg['paper']}:quick:start -->")[1].split(
             "<!-- claims:")[0]

@@ -196,21 +196,27 @@ def verified_trend(path: str | Path) -> pd.DataFrame:
     return tables.read(path, hint=hint)
 
 
-def read_claims(path: str | Path, regime: dict | None = None,
-                depends_on=None) -> pd.DataFrame:
-    """A committed paper-scale claims table (``<study>/claims.parquet``), checked against its
-    folder and provenance (:func:`verified_paper_scale`) and read at paper scale: columns added
-    to the claims table since it was committed get their defaults (``margin``, ``se``: NaN),
-    and every row's ``regime`` is the study file's paper-scale ``regime`` along the axes its
-    claim ``depends_on`` (:mod:`sigprop.claims.reading`), so that it reads as the declaration
-    says today without a rerun."""
+def read_committed(folder: str | Path, regime: dict | None = None,
+                   depends_on=None) -> tuple[pd.DataFrame, dict]:
+    """A committed paper-scale study (``docs/evidence/paper-scale/<study>/``), checked once
+    (:func:`verified_paper_scale`): its claims read at paper scale, and its provenance.  Columns
+    added to the claims table since it was committed get their defaults (``margin``, ``se``:
+    NaN), and every row's ``regime`` is the study file's paper-scale ``regime`` along the axes
+    its claim ``depends_on`` (:mod:`sigprop.claims.reading`), so that it reads as the
+    declaration says today without a rerun."""
     from . import reading
-    df, _ = verified_paper_scale(Path(path).parent)
+    df, prov = verified_paper_scale(folder)
     for c in ("margin", "se"):
         if c not in df:
             df[c] = float("nan")
     df = reading.apply(df, "paper", regime, depends_on)
-    return df[tables.CLAIM_COLUMNS]
+    return df[tables.CLAIM_COLUMNS], prov
+
+
+def read_claims(path: str | Path, regime: dict | None = None,
+                depends_on=None) -> pd.DataFrame:
+    """The claims of :func:`read_committed` for the study of ``<study>/claims.parquet``."""
+    return read_committed(Path(path).parent, regime, depends_on)[0]
 
 
 def declared_regime(study_cfg: dict | None) -> tuple[dict, list]:

@@ -164,16 +164,15 @@ def committed_for(studies, evidence: str | Path, info: dict | None = None) -> tu
     """The committed paper-scale claims of ``studies`` that have them, read against their
     study files' paper-scale regime (``info``: per study, ``paper_regime`` and
     ``depends_on``), and their provenance by study."""
-    from .committed import read_claims, verified_paper_scale
+    from .committed import read_committed
     frames, prov = [], {}
     for s in studies:
         d = Path(evidence) / s
         if not (d / "claims.parquet").exists():
             continue
         si = (info or {}).get(s, {})
-        _, prov[s] = verified_paper_scale(d)
-        frames.append(read_claims(d / "claims.parquet", si.get("paper_regime"),
-                                  si.get("depends_on")))
+        df, prov[s] = read_committed(d, si.get("paper_regime"), si.get("depends_on"))
+        frames.append(df)
     return (pd.concat(frames, ignore_index=True) if frames else None), prov
 
 

@@ -196,18 +196,19 @@ def committed_claims(paths: list[str], provenance: list[str], info: dict | None 
     the runs, content and provenance digest its ``provenance.json`` records; ``provenance``
     names those files, the rules' inputs), every row read at paper scale against the study
     file's paper-scale regime (``info``: per study, ``paper_regime`` and ``depends_on``;
-    :func:`sigprop.claims.committed.read_claims`)."""
+    :func:`sigprop.claims.committed.read_committed`)."""
     import pandas as pd
 
-    from sigprop.claims.committed import read_claims, verified_paper_scale
+    from sigprop.claims.committed import read_committed
     frames, prov = [], {}
     for cp, pp in zip(paths, provenance):
         if Path(cp).parent != Path(pp).parent:
             raise ValueError(f"{cp} and {pp}: not one study's committed files")
         study = Path(cp).parent.name
         si = (info or {}).get(study, {})
-        _, prov[study] = verified_paper_scale(Path(cp).parent)
-        frames.append(read_claims(cp, si.get("paper_regime"), si.get("depends_on")))
+        df, prov[study] = read_committed(Path(cp).parent, si.get("paper_regime"),
+                                         si.get("depends_on"))
+        frames.append(df)
     return (pd.concat(frames, ignore_index=True) if frames else None), prov
 
 

@@ -22,7 +22,7 @@ committed study and also recomputes each study's paper-scale run ids from the co
 compares them with the committed digest, so a config or code change that would give other runs
 (and so stale verdicts) is noticed without rerunning anything; it checks the GPU evidence under
 ``docs/evidence/gpu/`` against its manifests (:func:`check_gpu`).
-:func:`sigprop.claims.committed.read_claims` reads a committed table against the study file's
+:func:`sigprop.claims.committed.read_committed` reads a committed table against the study file's
 paper-scale regime, as the referee summaries, the report's front page and ``docs/papers.md``
 (``sigprop claims-doc``) show it beside this run's verdicts; :func:`write_view` regenerates its
 readable ``claims.md`` (``sigprop evidence views``).
@@ -41,7 +41,7 @@ import pandas as pd
 
 from sigprop import tables
 from sigprop.claims.committed import (EvidenceError, committed_stamp, declared_regime,
-                                      read_claims, verified_paper_scale)
+                                      read_committed, verified_paper_scale)
 from sigprop.data.fetch import sha256_file
 from sigprop.runs import runs_digest, runs_sha256
 
@@ -189,13 +189,12 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
 
 def write_view(dest: str | Path, study_cfg: dict | None = None) -> Path:
     """``claims.md``, the readable view of a committed ``claims.parquet`` beside its
-    ``provenance.json``: how each row reads at paper scale (:func:`read_claims`), its source,
+    ``provenance.json``: how each row reads at paper scale (:func:`read_committed`), its source,
     test, detectable effect and margin."""
     from sigprop.claims.reading import readings
     from sigprop.claims.render import tally_line, to_markdown
     dest = Path(dest)
-    _, prov = verified_paper_scale(dest)
-    claims = read_claims(dest / "claims.parquet", *declared_regime(study_cfg))
+    claims, prov = read_committed(dest, *declared_regime(study_cfg))
     view = claims.assign(reading=readings(claims))[
         ["claim_id", "kind", "source", "verdict", "reading", "measured", "expected", "test",
          "detectable", "margin", "regime", "exploratory"]]
