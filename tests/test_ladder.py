@@ -89,6 +89,7 @@ def test_declared_ladders_grow_from_the_quick_design(name):
     assert lad.fixed and lad.paper_budget > lad.rungs[-1].budget
     seeds = [{r.seed for r in build_study(name, "s.yaml", cfg, s, 64).runs} for s in lad.scales]
     assert all(s == seeds[0] and len(s) >= 3 for s in seeds)       # seeds as at quick scale
+    assert [len(s) for s in seeds] == [r.seeds for r in lad.rungs]  # the SEs' declared seeds
 
 
 def _rung_results(tmp_path, study, scale, runs):
@@ -129,7 +130,8 @@ def test_published_rungs_pass_the_check_until_the_config_moves(in_repo, tmp_path
     L.write_trend(study, ev, CONFIG)
     assert L.check(ev, CONFIG) == []
     t = read_trend(ev / study / "trend.parquet")
-    assert t.rungs.iloc[0] == lad.scales and t.trend.iloc[0] == "flat"   # 1.0 at every rung
+    assert t.rungs.iloc[0] == lad.scales and t.direction.iloc[0] == 0    # 1.0 at every rung,
+    assert t.trend.iloc[0] == "inconclusive"     # on its value: no slope is needed to reach it
     prov = json.loads((ev / study / "ladder2/provenance.json").read_text())
     assert prov["scale"] == "ladder2" and prov["budget"] == lad.rungs[1].budget
     assert prov["machine"]["gpu"] is None
@@ -151,7 +153,7 @@ def _trend_table():
     rungs = [(f"r{i}", b, pd.DataFrame([row("s", "c", "a claim", "src", m, 1.0, 0.1, v,
                                             test="z", detectable=0.1, se=0.01)]))
              for i, (b, m, v) in enumerate([(1, 0.2, "fail"), (4, 0.5, "fail"), (16, 0.8, "pass")])]
-    return trend_rows(rungs, 100.0)
+    return trend_rows(rungs, 100.0, seeds=3)
 
 
 def test_referee_summary_and_papers_doc_show_the_trend_beside_the_verdicts():

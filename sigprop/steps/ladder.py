@@ -24,7 +24,7 @@ import pandas as pd
 from sigprop import tables
 from sigprop.claims.committed import EvidenceError, trend_stamp, verified_rung, verified_trend
 from sigprop.claims.trend import encode, trend_rows
-from sigprop.config.ladder import ladder_of
+from sigprop.config.ladder import declared_words, ladder_of
 from sigprop.runs import runs_sha256
 from sigprop.tools.compare import compare_frames
 
@@ -77,7 +77,10 @@ def publish_rung(study: str, rung: str, results: str | Path = "results",
     budget = next(r.budget for r in lad.rungs if r.scale == rung)
     status = git_output("status", "--porcelain", "--untracked-files=no")
     prov = {"study": study, "scale": rung, "budget": budget, "budget_unit": lad.budget,
-            "ladder_fixed": lad.fixed, "commit": git_output("rev-parse", "HEAD"),
+            "ladder_fixed": {"commit": lad.fixed.commit, "date": lad.fixed.date},
+            "ladder_redeclared": [{"commit": d.commit, "date": d.date, "what": d.what}
+                                  for d in lad.redeclared],
+            "commit": git_output("rev-parse", "HEAD"),
             "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),
             "machine": machine(), "wall_s": wall_s, "plan_s": plan_s,
             "job_s": round(job_seconds(results, study), 1), "command": command,
@@ -134,7 +137,9 @@ def trend_of(folder: str | Path, lad) -> tuple[pd.DataFrame, dict]:
                                 "publish)")
     contents = {r.scale: tables.stamp_of(folder / r.scale / "claims.parquet")["content"]
                 for r in lad.rungs}
-    return trend_rows(have, lad.paper_budget, lad.targets), trend_stamp(folder.name, contents)
+    seeds = {r.scale: r.seeds for r in lad.rungs}
+    return (trend_rows(have, lad.paper_budget, lad.targets, seeds=[seeds[h[0]] for h in have]),
+            trend_stamp(folder.name, contents))
 
 
 def write_trend(study: str, out: str | Path = LADDER_DIR,
@@ -155,24 +160,40 @@ def _num(v: float) -> str:
 
 def trend_markdown(t: pd.DataFrame, lad) -> str:
     """The trend table in words: one line per claim with its statistic rung by rung."""
+    from scipy import stats
+
+    from sigprop.claims.trend import Z
+    fewest = min(r.seeds for r in lad.rungs)
     head = (f"# {t.study.iloc[0] if len(t) else ''}: trend along the budget ladder\n\n"
-            f"Rungs {', '.join(f'{r.scale} ({r.budget:g})' for r in lad.rungs)} in {lad.budget}; "
-            f"the paper's setup is {lad.paper_budget:g}.  Rungs declared on {lad.fixed}.  Each "
-            "claim's statistic is fitted on ln(budget), weighted by 1/SE² where every rung has "
-            "an SE (else unweighted, Student t); `toward`/`away`: the slope points toward/away "
-            "from the paper's value by more than the detectable slope; `flat`: it does not, and "
-            "a slope reaching the paper's value by the paper's budget (`needed`) would have been "
-            "detected; else `inconclusive`.  A trend is not a verdict on the paper's statement "
+            f"Rungs {', '.join(f'{r.scale} ({r.budget:g}, {r.seeds} seeds)' for r in lad.rungs)} "
+            f"in {lad.budget}; the paper's setup is {lad.paper_budget:g}.  "
+            f"{declared_words(lad)}  Each claim's statistic is fitted on ln(budget), weighted by "
+            "1/SE² where every rung has an SE, the slope's SE inflated by √(χ²/(rungs − 2)) where "
+            "that exceeds 1 (χ²: the weighted residuals); `crit` is the Student t quantile at "
+            f"the one-sided level of {Z:g} normal SEs ({stats.norm.sf(Z):.2g}) with the seeds' "
+            f"degrees of freedom ({fewest} seeds: {fewest - 1} df) for a weighted fit, with "
+            "rungs − 2 for an unweighted one (a rung without an SE).  The reference is the "
+            "paper's value where the study file's `ladder.targets` gives it (`paper value`), "
+            "else the claim's pass threshold, whose pass side then gives the direction (`pass "
+            "threshold`).  `toward`/`away`: the slope points toward/away from the reference by "
+            "more than `crit` SEs (`detectable`); `flat`: it does not, and `needed`, the slope "
+            "that carries the lowest rung's value to the reference by the paper's budget "
+            "(|reference − lowest rung| / ln(paper's budget / lowest budget)), is larger than "
+            "`detectable`: a slope reaching the paper's value by the paper's budget would have "
+            "been seen; else `inconclusive`.  A trend is not a verdict on the paper's statement "
             "and is never counted in a paper's tally; the top rung's own verdict is shown "
             "beside it.\n\n")
-    lines = ["| claim | kind | statistic by rung (± SE) | verdicts by rung | expected | slope ± SE "
-             "| detectable | needed | trend |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| claim | kind | statistic by rung (± SE) | verdicts by rung | reference | slope ± SE "
+             "| χ² | crit | detectable | needed | trend |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in t.iterrows():
         vals = "; ".join(f"{_num(m)}" + (f" ± {_num(s)}" if s == s else "")
                          for m, s in zip(r.measured, r.se))
+        ref = f"{_num(r.expected)} ({r.reference})" if r.reference != "none" else "none"
         lines.append(f"| `{r.claim_id}` | {r.kind} | {vals} | {' → '.join(r.verdicts)} | "
-                     f"{_num(r.expected)} | {_num(r.slope)} ± {_num(r.slope_se)} | "
-                     f"{_num(r.detectable_slope)} | {_num(r.needed)} | **{r.trend}** |")
+                     f"{ref} | {_num(r.slope)} ± {_num(r.slope_se)} | {_num(r.chi2)} | "
+                     f"{_num(r.crit)} | {_num(r.detectable_slope)} | {_num(r.needed)} | "
+                     f"**{r.trend}** |")
     counts = t.trend.value_counts().to_dict()
     tail = "\n\n" + ", ".join(f"{counts.get(v, 0)} {v}" for v in
                               ("toward", "away", "flat", "inconclusive")) + "\n"
