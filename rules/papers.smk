@@ -47,6 +47,8 @@ rule paper_front:
         claims="results/papers/{paper}/claims.parquet",
         evidence=paper_evidence("claims.parquet"),
         provenance=paper_evidence("provenance.json"),
+        trends=paper_ladder,
+        rungs=paper_ladder_rungs,
     output:
         png=report(
             "results/papers/{paper}/verdicts.png",
@@ -72,7 +74,7 @@ rule paper_front:
     run:
         run_job(log, "sigprop.steps.analysis:paper_front", wildcards.paper, input.claims, list(params.studies),
                 params.info, list(input.evidence), list(input.provenance), output.png,
-                output.pdf, output.front, params.coverage)
+                output.pdf, output.front, params.coverage, list(input.trends))
 
 
 rule paper_table:

@@ -29,7 +29,8 @@ RUN_COLUMNS = ["study", "shard_id", "run_id", "step", "metric", "value"]
 THEORY_COLUMNS = ["study", "quantity", "value"]
 CLAIM_COLUMNS = ["study", "claim_id", "claim", "source", "measured", "expected",
                  "tolerance", "verdict", "detail", "values", "kind", "test", "detectable",
-                 "exploratory", "margin", "scale", "regime", "se"]
+                 "exploratory", "margin", "scale", "regime", "se", "tolerance_source",
+                 "false_pass", "reading"]
 """Columns of a claims table (:func:`sigprop.claims.row`): ``kind`` is ``claim`` (a paper
 statement tested against measurement, which could come out either way), ``beyond`` (a statement
 the paper does not make; ``source`` starts "beyond the paper"), ``sanity`` (an identity,
@@ -42,7 +43,14 @@ tolerated deviation (a pass needs ``detectable <= margin``; NaN for other tests)
 there from the paper's setup along the axes the claim depends on (empty: the paper's regime;
 :mod:`sigprop.claims.reading`); ``se`` is the standard error of ``measured`` where its test has
 one (over seeds, draws or units; NaN for rank tests, counts and identities), the unit in which
-``sigprop compare`` states how far a claim's statistic moved between two runs."""
+``sigprop compare`` states how far a claim's statistic moved between two runs;
+``tolerance_source`` says where the tolerance comes from (``paper: <where>``, ``exact: <why>``
+for a statement that admits no tolerance beyond sampling error, ``ours: <why>`` for the
+project's choice, ``unverified: <why>`` for a printed formula whose evaluation does not
+reproduce the paper's own numbers; :mod:`sigprop.claims.reading`); ``false_pass`` is the
+probability that the test passes when the claim is false (NaN where the test has no such null,
+e.g. an agreement test, whose power is its ``detectable``); ``reading`` is how the verdict reads
+(:func:`sigprop.claims.reading.reading`)."""
 
 
 class TableError(ValueError):

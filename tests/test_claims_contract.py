@@ -116,9 +116,29 @@ def test_kendall_levels_and_the_three_item_rule():
     r4 = C.rank_claim([1, 2, 3, 4], [1, 2, 4, 3], 0.3)
     assert r4["verdict"] == "pass" and r4["measured"] == pytest.approx(2 / 3)
     assert r4["detectable"] == pytest.approx(1 / 3)          # levels of 4 items: 1, 2/3, 1/3, 0, ...
-    assert C.rank_claim([1, 2, 3, 4], [4, 3, 2, 1], 0.3)["verdict"] == "fail"
+    # 4 items pass a random order at tau >= 0.3 with P = 9/24: a pass that row() cannot count
+    assert r4["false_pass"] == pytest.approx(9 / 24)
+    r = C.row("s", "c", "rises", "001", r4["measured"], "tau >= 0.3", 0.3, r4["verdict"],
+              test=r4["test"], detectable=r4["detectable"], false_pass=r4["false_pass"])
+    assert r["verdict"] == "inconclusive" and "P(pass | claim false) = 0.375" in r["test"]
+    # a wrong sign fails only where it is significant: 4 reversed items are not (P = 9/24) ...
+    assert C.rank_claim([1, 2, 3, 4], [4, 3, 2, 1], 0.3)["verdict"] == "inconclusive"
+    # ... 6 reversed items are at 0.7 (P(tau <= -0.7) = 0.028; at 0.6 it is 0.068 > 0.05)
+    assert C.rank_claim(range(6), range(6)[::-1], 0.6)["verdict"] == "inconclusive"
+    r6 = C.rank_claim(range(6), range(6)[::-1], 0.7)
+    assert r6["verdict"] == "fail" and r6["false_pass"] == pytest.approx(20 / 720)
+    # a small wrong sign (tau = -1/3 over 6 items) is no evidence against the ordering
+    assert C.rank_claim(range(6), [1, 0, 3, 2, 5, 4][::-1], 0.7)["verdict"] == "inconclusive"
     # between 0 and the threshold: the design cannot tell
     assert C.rank_claim([1, 2, 3, 4], [1, 2, 4, 3], 0.99)["verdict"] == "inconclusive"
+
+
+def test_false_pass_over_the_limit_is_refused_by_the_table_check():
+    r = C.row("s", "c", "rises", "001", 0.8, "tau >= 0.6", 0.6, "pass", test="t", detectable=0.6)
+    df = C.frame([r])
+    df.loc[0, "false_pass"] = 0.3
+    with pytest.raises(ValueError, match="false_pass 0.3 above 0.05"):
+        C.check_table(df, "x")
 
 
 @pytest.mark.parametrize("n, min_tau", [(4, 0.3), (5, 0.3), (6, 0.5), (10, 0.3)])
@@ -220,7 +240,7 @@ def test_referee_summary_reads_as_restructuredtext_without_warnings():
            "1 inconclusive" in first, first
     assert "paper scale: no committed verdicts" in first
     for want in ("Claims, at both scales (3)", "Sanity checks, not counted (1)",
-                 "quick **not reproduced at quick scale** (data: 8x8 digits, not MNIST)",
+                 "quick **not reproduced at quick scale (data)** (data: 8x8 digits, not MNIST)",
                  "design fixed 2026-11-21", "seeds 1 -> 3", "(exploratory)"):
         assert want in plain, want
 
@@ -228,7 +248,8 @@ def test_referee_summary_reads_as_restructuredtext_without_warnings():
 def test_summary_puts_the_committed_paper_scale_verdicts_beside_this_run():
     run = reading.apply(C.frame([_row("a", "fail"), _row("b")]), "quick",
                         {"steps": "300, not 2000"}, {})
-    paper = reading.apply(C.frame([_row("a"), _row("b", "fail"), _row("c")]), "paper", {}, {})
+    paper = reading.apply(C.frame([_row("a"), _row("b", "fail"), _row("c")]), "paper", {}, {},
+                          [["*", "exact: an equality within sampling error"]])
     prov = {"s": {"date": "2026-11-24", "commit": "abcdef1234567", "runs": 10, "wall_s": 60,
                   "machine": {"cores": 2}, "datasets": ["gaussian"]}}
     info = {"s": {"title": "A study", "scale": "quick", "datasets": ["digits"],
@@ -236,19 +257,30 @@ def test_summary_puts_the_committed_paper_scale_verdicts_beside_this_run():
     text = referee_summary("000 Huang et al.", "arXiv", run, info, paper, prov).replace("\\", "")
     first = text.splitlines()[0]
     assert ("paper scale, committed (1 of 1 study, 2026-11-24; Gaussian inputs): 3 claims: 2 "
-            "supported, 1 not supported (all in the paper's regime: they contradict the paper), "
+            "supported, 1 not supported (1 contradict the paper), "
             "0 inconclusive") in first, first
-    assert "``a`` (000): quick **not reproduced at quick scale** (steps: 300, not 2000); paper " \
+    assert "``a`` (000): quick **not reproduced at quick scale (steps)** (steps: 300, not 2000); paper " \
            "**supported**" in text
-    assert "``b`` (000): quick **supported**; paper **contradicts the paper**" in text
+    assert "``b`` (000): quick **supported at quick scale (steps)** (steps: 300, not 2000); " \
+           "paper **contradicts the paper**" in text
     assert "``c`` (000): quick –; paper **supported**" in text
     assert "Paper scale committed 2026-11-24 at commit ``abcdef1234``" in text
 
 
 def test_a_fail_reads_by_its_regime():
-    assert reading.reading("fail", "", "quick") == "contradicts the paper"
-    assert reading.reading("fail", "depth: 40, not 200", "quick") == "not reproduced at quick scale"
-    assert reading.reading("pass", "depth: 40, not 200", "quick") == "supported"
+    # in the paper's regime a fail contradicts the paper only on the paper's own terms
+    assert reading.reading("fail", "", "quick", "exact: a sign") == "contradicts the paper"
+    assert reading.reading("fail", "", "quick", "paper: 000 Fig. 3") == "contradicts the paper"
+    assert reading.reading("fail", "", "quick", "ours: 0.1") == "departs beyond our tolerance"
+    assert reading.reading("fail", "", "quick") == "departs beyond our tolerance"
+    assert reading.reading("fail", "depth: 40, not 200", "quick", "exact: x") == \
+        "not reproduced at quick scale (depth)"
+    # a pass outside the paper's regime is qualified like a fail
+    assert reading.reading("pass", "depth: 40, not 200; data: digits", "quick") == \
+        "supported at quick scale (depth, data)"
+    assert reading.reading("pass", "", "quick") == "supported"
+    assert reading.reading("fail", "", "paper", "unverified: Table 7 not reproduced") == "unverified"
+    assert reading.reading("pass", "", "paper", "unverified: Table 7 not reproduced") == "unverified"
     regime = {"depth": "L = 40; the paper's 200", "data": "digits"}
     assert reading.claim_regime("x[1]", regime, {"x*": ["width"]}) == ""
     assert reading.claim_regime("x[1]", regime, {"x*": ["depth"]}) == "depth: L = 40; the paper's 200"
@@ -258,6 +290,22 @@ def test_a_fail_reads_by_its_regime():
     assert df.regime.tolist() == ["depth: L = 40; the paper's 200", ""]
     t = C.tally(df)
     assert (t["fail"], t["fail_out_of_regime"], t["fail_in_regime"]) == (1, 1, 0)
+    assert df.reading.tolist() == ["not reproduced at quick scale (depth)", "sanity: fail"]
+
+
+def test_tolerance_sources_decide_contradiction_and_unverified_rows_are_not_tallied():
+    rows = C.frame([_row("p[a]", "fail"), _row("p[b]", "fail"), _row("q", "fail"),
+                    _row("u", "pass")])
+    df = reading.apply(rows, "paper", {}, {}, [["p[[]a*", "exact: an equality"],
+                                               ["p*", "ours: |p - 2| <= 0.1"],
+                                               ["u", "unverified: Table 7 not reproduced"]])
+    assert df.tolerance_source.tolist() == ["exact: an equality", "ours: |p - 2| <= 0.1", "",
+                                            "unverified: Table 7 not reproduced"]
+    assert df.reading.tolist()[:2] == ["contradicts the paper", "departs beyond our tolerance"]
+    with pytest.raises(ValueError, match="claim q does not say where its tolerance comes from"):
+        C.check_sources(df, "x")
+    t = C.tally(df)
+    assert (t["claims"], t["fail_contradicts"], t["fail_departs"], t["unverified"]) == (3, 1, 2, 1)
 
 
 def test_the_schema_names_the_same_regime_axes_as_the_code():
@@ -318,6 +366,9 @@ def test_rank_claim_never_fails_on_a_tie():
     zero = C.rank_claim([1, 2, 3, 4], [1, 2, 2, 1], 0.6)         # tau-b exactly 0 from ties
     assert zero["measured"] == pytest.approx(0.0) and zero["verdict"] == "inconclusive"
     wrong = C.rank_claim([1, 2, 3, 4], [2, 2, 1, 1], 0.6)
+    # a wrong sign that a random order reaches often (4 items, ties) is no evidence either way
+    assert wrong["verdict"] == "inconclusive" and "tie(s) in y" in wrong["test"]
+    wrong = C.rank_claim(range(8), [4, 4, 3, 3, 2, 2, 1, 1], 0.6)
     assert wrong["verdict"] == "fail" and "tie(s) in y" in wrong["test"]
 
 

@@ -194,11 +194,18 @@ def test_group_rank_levels_and_verdicts():
     up = claims.group_rank(df.assign(v=df.w + 0.1 * df.d), "w", "v", "d", 0.6)
     assert up["verdict"] == "pass" and up["measured"] == pytest.approx(1.0)
     assert up["detectable"] == pytest.approx(2 / 3)        # smallest attainable mean >= 0.6
+    assert up["false_pass"] == pytest.approx(sum(v for k, v in four.items() if k >= 0.6 - 1e-12))
     down = claims.group_rank(df.assign(v=-df.w), "w", "v", "d", 0.6)
-    assert down["verdict"] == "fail"
+    # a wrong sign as large as a pass needs, and significant under random orders: fail
+    assert down["verdict"] == "fail" and down["measured"] == pytest.approx(-1.0)
+    assert "its P under a random order within groups = 0.032; significant at <= 0.05" in down["test"]
     mixed = claims.group_rank(df.assign(v=np.where(df.d <= 2, df.w, -df.w + 0.5 * (df.w == 1))),
                               "w", "v", "d", 0.6)
-    assert mixed["verdict"] in {"inconclusive", "fail"} and mixed["measured"] < 0.6
+    assert mixed["verdict"] == "inconclusive" and mixed["measured"] < 0.6
+    # three of four groups reversed (mean -0.5): a wrong sign smaller than min_tau is no evidence
+    # against the ordering: inconclusive (it failed under the old rule, at any tau < 0)
+    most = claims.group_rank(df.assign(v=np.where(df.d <= 3, -df.w, df.w) * 1.0), "w", "v", "d", 0.6)
+    assert most["measured"] == pytest.approx(-0.5) and most["verdict"] == "inconclusive"
     # the depth trend with the paper's sign (falls): sign -1
     assert claims.group_rank(df.assign(v=-df.d + 0.01 * df.w), "d", "v", "w", 0.6,
                              -1)["verdict"] == "pass"
@@ -212,7 +219,8 @@ def test_group_rank_levels_and_verdicts():
 def test_ties_never_fail_an_ordering_claim():
     """A group whose y takes one value (the same largest batch at every width, read on a grid of
     powers of 2) holds no order: it is left out, not scored tau 0; when every group is tied the
-    claim is inconclusive; a mean of exactly 0 is inconclusive; only the wrong sign fails."""
+    claim is inconclusive; a mean of exactly 0 is inconclusive; only a wrong sign as large as a
+    pass needs, and significant under random orders, fails."""
     df = pd.DataFrame({"w": [4, 16, 64] * 4, "d": np.repeat([1, 2, 3, 4], 3)})
     flat = df.assign(v=128.0)
     r = claims.group_rank(flat, "w", "v", "d", 0.6)
@@ -291,8 +299,48 @@ def test_one_group_of_ten_nets_is_decided_not_left_inconclusive():
     assert "P(pass | random order within groups) = 0.0" in falls["test"]
     rises = claims.group_rank(df.assign(v=-df.d), "d", "v", "w", 0.6)
     assert rises["verdict"] == "fail"
+    # a wrong sign short of -0.6 (tau -5/9 over 10 nets) is inconclusive, not fail
+    short = claims.group_rank(df.assign(v=[10, 9, 8, 7, 6, 1, 2, 3, 4, 5]), "d", "v", "w", 0.6)
+    assert short["measured"] == pytest.approx(-5 / 9) and short["verdict"] == "inconclusive"
     noise = claims.group_rank(df.assign(v=[3, 1, 4, 1.5, 5, 9, 2, 6, 5.5, 3.5]), "d", "v", "w", 0.6)
     assert noise["verdict"] == "inconclusive" and 0 < noise["measured"] < 0.6
+
+
+def _fig2_nets(largest, div_train):
+    """Paper scale's ten nets of equal parameter count (one width per depth) with the initial
+    diversity falling with the depth, the given largest batches and [train] diversity."""
+    return pd.DataFrame({"depth": np.arange(1, 11),
+                         "width": [485, 111, 82, 68, 59, 53, 49, 46, 43, 40],
+                         "div_init": 1.0 / np.arange(1, 11), "div_train": div_train,
+                         "largest_batch": np.asarray(largest, float), "window_runs": 5, "runs": 5})
+
+
+def test_largest_batch_rising_with_a_diversity_monotone_in_depth_is_a_summary_twin():
+    """With the initial diversity monotone in the depth, largest_batch_rises_with_diversity[init]
+    orders the nets as largest_batch_falls_with_depth does: the same |tau| (not a coarse value
+    that unrelated orderings share), so it is a summary row that names its twin, never counted
+    twice; a [train] diversity in another order stays a claim."""
+    cfg = {"name": "diversity_linear", **load_yaml(CONFIG)}
+    p = registry.resolve("diversity_linear", cfg, "paper").for_job("claims")
+    largest = [4096, 4096, 2048, 2048, 1024, 512, 512, 256, 128, 64]       # ties: tau-b 0.977...
+    div_train = [3.0, 1, 4, 1.5, 5, 9, 2, 6, 5.5, 3.5]
+    rows = {r["claim_id"]: r for r in claims._fig2_claims("diversity_linear",
+                                                          _fig2_nets(largest, div_train), p)}
+    falls = rows["largest_batch_falls_with_depth"]
+    init = rows["largest_batch_rises_with_diversity[init]"]
+    assert falls["kind"] == "claim" and not claims.coarse(falls["measured"])
+    assert init["measured"] == pytest.approx(-falls["measured"], abs=1e-12)
+    assert init["kind"] == "summary" and init["verdict"] == "pass"
+    assert "|tau| equals that of largest_batch_falls_with_depth" in init["detail"]
+    assert "not counted" in init["detail"]
+    train = rows["largest_batch_rises_with_diversity[train]"]
+    assert train["kind"] == "claim" and abs(train["measured"]) != pytest.approx(abs(falls["measured"]))
+    # untied largest batches: tau = -1 is coarse (any two perfect orders share it): no twin
+    # is read off it, the row stays a claim
+    untied = {r["claim_id"]: r for r in claims._fig2_claims(
+        "diversity_linear", _fig2_nets(2.0 ** np.arange(12, 2, -1), div_train), p)}
+    assert untied["largest_batch_rises_with_diversity[init]"]["kind"] == "claim"
+    assert untied["largest_batch_rises_with_diversity[init]"]["measured"] == pytest.approx(1.0)
 
 
 # ----------------------------------------------------------------- end to end

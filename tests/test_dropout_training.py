@@ -227,6 +227,17 @@ def _params(e_grid=None, measure=None):
 SETTING = [{"activation": "sigmoid", "sigma_w2": 1.0, "sigma_b2": 0.0, "keep_rate": 0.5}]
 
 
+def _trained(runs, accs=(0.92, 0.91, 0.90)):
+    """``runs`` with seed i's dropout test accuracy (deterministic and MC, every step) set to
+    ``accs[i]``: the tiny nets stay near chance (below ``claims.trained_acc``), so without this
+    every [final] statistic would leave all their seeds out."""
+    r = runs.copy()
+    for m in ("test_acc", "test_acc_mc"):
+        for i, a in enumerate(accs):
+            r.loc[(r.metric == m) & (r.seed == i), "value"] = a
+    return r
+
+
 def test_measurement_rows_are_complete_and_deterministic(tiny_runs):
     r = tiny_runs
     assert not r.duplicated(["run_id", "step", "metric", "layer", "probe"]).any()
@@ -277,8 +288,43 @@ def test_claims_on_a_tiny_measurement(tiny_seeds):
     # at initialisation NWGM and E agree to well within the bounds + noise
     assert ci.loc["nwgm_within_bound1[init]", "verdict"] == "pass"
     assert ci.loc["nwgm_within_bound2[init]", "verdict"] == "pass"
-    # corrupt the table: NWGM far from E must fail the bound claim and the small-error claim
-    bad = tiny_seeds.copy()
+    # Eq. 85 is counted in dropout_ensemble (eq85_second_order): a summary row here
+    assert ci.loc["eq85_predicts_e_minus_nwgm[final]", "kind"] == "summary"
+    assert "not counted" in ci.loc["eq85_predicts_e_minus_nwgm[final]", "claim"]
+    # the tiny nets stay below claims.trained_acc: every [final] statistic leaves all three
+    # seeds out (named in detail and test) and cannot decide
+    p = _params().claims
+    assert (ci.loc["dropout_learns", "measured"] < p.trained_acc
+            and max(v[f"seed{i}"] for i in range(3)) < p.trained_acc)
+    fin = ci[ci.index.str.endswith("[final]") & (ci.kind == "claim")]
+    assert len(fin) and (fin.verdict == "inconclusive").all()
+    assert fin.test.str.startswith("mean over 0 trained seeds").all()
+    assert fin.test.str.contains("3 untrained seed(s) left out (seed 0, seed 1, seed 2)",
+                                 regex=False).all()
+    assert fin.detail.str.contains("left out of this [final] statistic: seed 0, seed 1, seed 2",
+                                   regex=False).all()
+    # three trained seeds: a [final] row passes, its false_pass the one-sided Student t tail at
+    # seed_z on 2 degrees of freedom (0.0477 <= 0.05)
+    from scipy import stats
+    ct = study_claims.claims_table(_trained(tiny_seeds), th, _params()).set_index("claim_id")
+    r3 = ct.loc["nwgm_within_bound1[final]"]
+    assert r3.verdict == "pass" and r3.test.startswith("mean over 3 trained seeds")
+    assert r3.false_pass == pytest.approx(stats.t.sf(p.seed_z, 2)) and r3.false_pass <= 0.05
+    assert "left out" not in r3.test
+    # two trained seeds (seed 2 on the plateau): the same pass is inconclusive, since
+    # P(pass | claim false) = t.sf(3, 1) = 0.10 > 0.05, and seed 2 is named as left out
+    c2 = study_claims.claims_table(_trained(tiny_seeds, (0.92, 0.91, 0.10)), th, _params())
+    check_table(c2, "dropout_training")
+    r2 = c2.set_index("claim_id").loc["nwgm_within_bound1[final]"]
+    assert r2.verdict == "inconclusive" and r2.test.startswith("mean over 2 trained seeds")
+    assert r2.false_pass == pytest.approx(stats.t.sf(p.seed_z, 1)) and r2.false_pass > 0.05
+    assert "P(pass | claim false) = 0.102 > 0.05" in r2.test
+    assert "1 untrained seed(s) left out (seed 2)" in r2.test
+    assert "left out of this [final] statistic: seed 2" in r2.detail
+    assert study_claims.values_of(r2.to_dict())["n_seeds"] == 2
+    # corrupt the table (trained seeds): NWGM far from E must fail the bound claim and the
+    # small-error claim
+    bad = _trained(tiny_seeds)
     sel = (bad.metric == "NWGM") & (bad.step == 40)
     bad.loc[sel, "value"] = 0.001
     bad.loc[(bad.metric == "se_nwgm") & (bad.step == 40), "value"] = 0.0
@@ -422,7 +468,7 @@ def _tiny_claims(runs):
 
 def test_every_test_text_states_the_thresholds_of_its_expected(tiny_seeds):
     from sigprop.claims import threshold_mismatches
-    c = _tiny_claims(tiny_seeds)
+    c = _tiny_claims(_trained(tiny_seeds))
     cl = c[c.kind == "claim"]
     for r in cl.itertuples():
         assert threshold_mismatches(r.expected, r.test) == [], (r.claim_id, r.expected, r.test)
@@ -431,7 +477,15 @@ def test_every_test_text_states_the_thresholds_of_its_expected(tiny_seeds):
     p = _params().claims
     assert f">= {p.within_fraction:g}" in ci.loc["nwgm_within_bound1[final]", "test"]
     assert f"<= {p.small_rms:g}" in ci.loc["w_error_small[final]", "test"]
-    assert "median ratio >= 1/2 and median ratio <= 2" in ci.loc["eq85_predicts_e_minus_nwgm[final]", "test"]
+    # [final] rows state that they average the trained seeds only
+    fin = ci.index.str.endswith("[final]")
+    assert fin.any() and ci.test[fin].str.startswith("mean over 3 trained seeds").all()
+    assert (~fin).any() and ci.test[~fin].str.startswith("mean over 3 seeds").all()
+    # Eq. 85 is a summary row here (counted in dropout_ensemble); its test still states both
+    # thresholds
+    e85 = c.set_index("claim_id").loc["eq85_predicts_e_minus_nwgm[final]"]
+    assert e85.kind == "summary"
+    assert "median ratio >= 1/2 and median ratio <= 2" in e85.test
     # dropin fails WHERE dropout works: both accuracies' thresholds are in the test, always
     assert f"<= {p.fail_acc:g}" in ci.loc["dropin_fails", "test"]
     assert f">= {p.success_acc:g}" in ci.loc["dropin_fails", "test"]
@@ -449,7 +503,10 @@ def test_regime_and_figures_cover_every_claim(tiny_seeds):
         assert any(f.shows(cid) for f in SPEC.figures.values()), cid
     assert all(set(a) <= set(AXES) for a in dep.values())
     q = reading.apply(c, "quick", cfg["scales"]["quick"]["regime"], dep).set_index("claim_id")
-    assert q.regime["eq85_predicts_e_minus_nwgm[final]"] == ""     # an identity: no axis
+    # Eq. 85 is an identity (no axis) and a summary row (counted in dropout_ensemble)
+    assert q.kind["eq85_predicts_e_minus_nwgm[final]"] == "summary"
+    assert reading.claim_regime("eq85_predicts_e_minus_nwgm[final]",
+                                cfg["scales"]["quick"]["regime"], dep) == ""
     init = q[q.index.str.endswith("init]") & (q.kind == "claim")]
     assert len(init) and not init.regime.str.contains("steps:").any()      # nothing trained
     assert init.regime.str.contains("samples:").all()
@@ -465,7 +522,7 @@ def test_rows_carry_the_standard_error_of_their_seed_mean(tiny_seeds, tiny_runs)
     largest over its conditions; 0 where the seeds agree exactly); eq202_beats_eq85 tests a
     difference of two other statistics, so its SE is the plain SE over seeds of its measured
     value; the sanity rows test an identity: no SE.  One seed: no SE."""
-    c = _tiny_claims(tiny_seeds).set_index("claim_id")
+    c = _tiny_claims(_trained(tiny_seeds)).set_index("claim_id")
     none = c[c.kind == "sanity"]
     assert len(none) == 4 and none.se.isna().all()
     eq = c.loc["eq202_beats_eq85[final]"]

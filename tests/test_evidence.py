@@ -24,8 +24,11 @@ def in_repo(monkeypatch):
 
 
 def _claims(study, verdicts):
+    """A claims table whose claims' tolerances admit none beyond sampling error (``exact``), so
+    a fail in the paper's regime contradicts the paper."""
     return pd.DataFrame([row(study, cid, "a claim", "src", m, 1.0, 0.1, v, test="z",
-                             detectable=0.1) for cid, (v, m) in verdicts.items()]
+                             detectable=0.1, tolerance_source="exact: an equality")
+                         for cid, (v, m) in verdicts.items()]
                         + [sanity(study, "identity", "an identity", "src", 1.0, 1.0, 0.1, "pass")])
 
 

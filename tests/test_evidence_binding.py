@@ -215,7 +215,9 @@ def test_paper_claims_refuse_a_tampered_trend(in_repo, ladder, tmp_path):
     _resave_keeping_metadata(tp, _edit_trend(tp))
     q = tmp_path / "q" / "training_speed"
     q.mkdir(parents=True)
-    claims = pd.read_parquet(LADDER / "training_speed/quick/claims.parquet")
+    from sigprop.claims import reading
+    claims = reading.apply(pd.read_parquet(LADDER / "training_speed/quick/claims.parquet"), "quick",
+                           {}, {}, [["*", "ours: the rung's tolerances"]])
     tables.write_atomic(claims, q / "claims.parquet", {"kind": "claims", "study": "training_speed",
                                                        "scale": "quick", "runs": "x",
                                                        "smoke": False})

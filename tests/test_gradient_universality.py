@@ -183,9 +183,22 @@ def test_claims_rows_and_verdicts(measured):
                                "power2[g_ab_abs, tanh, rho=0.9]"], "measured"])
     summaries = [i for i in ids if i.startswith(("power2_all", "power2_pooled"))]
     assert all(kinds[i] == "summary" for i in summaries) and len(summaries) == 8
-    groups = claims[claims.kind == "claim"]
-    assert len(groups) == 10 and tally(claims)["claims"] == 10 and tally(claims)["sanity"] == 5
-    assert groups.claim_id.str.startswith(("power2[", "power2_width[")).all()
+    # one group of nets is one measurement: its g_aa row is the counted claim, its g_ab and
+    # g~_ab rows (measured on the same nets) corroborate it as summary rows
+    counted = claims[claims.kind == "claim"]
+    assert len(counted) == 4 and tally(claims)["claims"] == 4 and tally(claims)["sanity"] == 5
+    assert counted.claim_id.str.startswith(("power2[g_aa, ", "power2_width[g_aa, ")).all()
+    assert set(counted.claim_id) == {"power2[g_aa, linear, rho=1]", "power2[g_aa, linear, rho=0.8]",
+                                     "power2[g_aa, tanh, rho=0.9]", "power2_width[g_aa, N=8]"}
+    fit_ids = claims.claim_id.str.startswith(("power2[", "power2_width["))
+    corroborate = claims[fit_ids & (claims.kind == "summary")]
+    assert len(corroborate) == 6
+    assert not corroborate.claim_id.str.contains("[g_aa, ", regex=False).any()
+    assert corroborate.claim.str.contains("corroborates the g_aa claim of the same nets: not "
+                                          "counted", regex=False).all()
+    # the fitted-power rows, counted or corroborating, all follow the same test
+    groups = claims[fit_ids & claims.kind.isin(["claim", "summary"])]
+    assert len(groups) == 10
     assert np.isfinite(groups.measured).all() and (groups.tolerance >= 0.1).all()
     assert (groups.detectable == groups.tolerance).all() and groups.test.str.contains("3 SE").all()
     assert groups.detail.str.contains("6 layers").all()
@@ -214,7 +227,8 @@ def test_claims_rows_and_verdicts(measured):
             "inconclusive" if (fig4.verdict == "inconclusive").any() else "pass")
     assert overall.verdict == want
     # the Fig. 5 summary counts the width-16 groups once each, with their Fig. 4 verdicts
-    fig5 = [(i, by.loc[i, "verdict"]) for i in ids if i.startswith("power2_width[") and kinds[i] == "claim"]
+    fig5 = [(i, by.loc[i, "verdict"]) for i in ids
+            if i.startswith("power2_width[") and kinds[i] in ("claim", "summary")]
     fig5 += [(i, by.loc[i, "verdict"]) for i in ("power2[g_aa, tanh, rho=0.9]",
                                                  "power2[g_ab, tanh, rho=0.9]",
                                                  "power2[g_ab_abs, tanh, rho=0.9]")]

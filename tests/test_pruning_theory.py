@@ -150,14 +150,24 @@ def _synthetic(eoc_collapsed=0, chaos_collapsed=3, scr=None, gamma_scr=(0.99, 0.
     return runs, theory_table("pruning_theory", P, settings)
 
 
+def study_claims_values(r: pd.Series) -> dict:
+    import json
+    return json.loads(r["values"])
+
+
 def test_claims_verdicts_follow_the_numbers():
     from sigprop.claims import check_table
     cfg = P
     c = claims_table(*_synthetic(), cfg)
     check_table(c, "pruning_theory")     # every claim names its test and detectable effect
     kinds = c.set_index("claim_id").kind
-    assert (kinds[kinds.index.str.startswith("prop4_bound_holds[sqrt_gamma")] == "sanity").all()
-    assert (kinds[~kinds.index.str.startswith("prop4_bound_holds[sqrt_gamma")] == "claim").all()
+    sqrt_gamma = kinds.index.str.startswith("prop4_bound_holds[sqrt_gamma")
+    # the text's kappa = 0.2 example is the same measured s_cr as thm1_bound_holds at that chi:
+    # a summary row (corroboration), not counted twice
+    example = kinds.index == "thm1_example_kappa_0.2"
+    assert sqrt_gamma.sum() == 3 and (kinds[sqrt_gamma] == "sanity").all()
+    assert example.sum() == 1 and kinds[example].iloc[0] == "summary"
+    assert (kinds[~sqrt_gamma & ~example] == "claim").all()
     c = c.set_index("claim_id")
     assert "our choice" in c.loc["fig1_chaotic_layer_collapse", "test"]
     assert "l0 empties first in 100%" in c.loc["table7_empirical[gamma=5]", "detail"]
@@ -165,15 +175,40 @@ def test_claims_verdicts_follow_the_numbers():
     assert c.loc["fig1_chaotic_layer_collapse", "verdict"] == "pass"
     assert c.loc["thm1_bound_holds[chi=0.202]", "verdict"] == "pass"
     assert c.loc["thm1_scr_grows_towards_eoc", "verdict"] == "pass"
+    # 4 ordered items (3 ordered chi's and the EOC): P(pass | random order) = 1/24 <= 0.05
+    assert c.loc["thm1_scr_grows_towards_eoc", "false_pass"] == pytest.approx(1 / 24)
     assert c.loc["thm1_example_kappa_0.2", "verdict"] == "fail"  # 0.05 vs 0.22
+    assert "not counted" in c.loc["thm1_example_kappa_0.2", "claim"]
     assert c.loc["table7_empirical[gamma=5]", "verdict"] == "pass"  # 0.8 vs 0.79
     assert c.loc["prop4_bound_holds[printed, gamma=10]", "verdict"] == "fail"  # 0.7 > 0.327
+    # the printed Prop. 4 bound does not reproduce Table 7's own numbers: with the study file's
+    # tolerance sources its rows read "unverified" and leave the tally (counted apart)
+    from sigprop.claims import reading, tally
+    r = reading.apply(c.reset_index(), "quick", CFG["scales"]["quick"]["regime"],
+                      CFG["depends_on"], CFG["tolerance_sources"])
+    rd = r.set_index("claim_id").reading
+    printed = rd.index.str.startswith("prop4_bound_holds[printed")
+    assert printed.sum() == 3 and (rd[printed] == "unverified").all()
+    t = tally(r)
+    assert t["unverified"] == 3
+    assert t["claims"] == int((r.kind == "claim").sum()) - 3
     bad = claims_table(*_synthetic(eoc_collapsed=2, chaos_collapsed=0,
                                       scr={0.2019: 0.7, 0.35: 0.1, 0.5: 0.15, 1.0: 0.12, 2.0: 0.1}),
                           cfg).set_index("claim_id")
-    for k in ("fig1_eoc_layer_collapse", "fig1_chaotic_layer_collapse", "thm1_bound_holds[chi=0.202]",
-              "thm1_scr_grows_towards_eoc"):
+    for k in ("fig1_eoc_layer_collapse", "fig1_chaotic_layer_collapse", "thm1_bound_holds[chi=0.202]"):
         assert bad.loc[k, "verdict"] == "fail", k
+    # a partly wrong order (tau between -1 and 1) is no evidence against Thm. 1's ordering:
+    # inconclusive; only the reverse order (tau = -1, as rare under a random order as a pass)
+    # fails
+    assert bad.loc["thm1_scr_grows_towards_eoc", "verdict"] == "inconclusive"
+    assert -1 < study_claims_values(bad.loc["thm1_scr_grows_towards_eoc"])["tau"] < 1
+    rev = claims_table(*_synthetic(scr={0.2019: 0.7, 0.35: 0.5, 0.5: 0.3, 1.0: 0.1, 2.0: 0.1}),
+                       cfg).set_index("claim_id").loc["thm1_scr_grows_towards_eoc"]
+    assert study_claims_values(rev)["tau"] == pytest.approx(-1.0) and rev.verdict == "fail"
+    # Thm. 1's bound is exact and evaluated at this setup: its fail contradicts the paper
+    rb = reading.apply(bad.reset_index(), "quick", CFG["scales"]["quick"]["regime"],
+                       CFG["depends_on"], CFG["tolerance_sources"]).set_index("claim_id")
+    assert rb.reading["thm1_bound_holds[chi=0.202]"] == "contradicts the paper"
     figs = {k: registry.figure_function("pruning_theory", k)(*_synthetic(), cfg) for k in spec.SPEC.figures}
     assert set(figs) == {"pruning_theory_fig1", "pruning_theory_scr"} and all(len(f.axes) >= 2 for f in figs.values())
 
@@ -201,7 +236,10 @@ def test_measure_reads_the_prune_stage_masks_when_given(measured, tmp_path):
 
 def test_equivalence_rows_carry_their_tolerance_as_margin_and_bounds_name_their_value():
     c = claims_table(*_synthetic(gamma_scr=(1.0, 0.79, 0.69)), P).set_index("claim_id")
-    cl = c[c.kind == "claim"]
+    # the kappa = 0.2 example is a summary row now (same measurement as thm1_bound_holds) but
+    # still an equivalence with its margin
+    assert c.kind["thm1_example_kappa_0.2"] == "summary"
+    cl = c[c.kind.isin(["claim", "summary"])]
     eq = cl.index.str.startswith(("thm1_example", "table7_empirical"))
     assert eq.sum() == 4 and np.allclose(cl.margin[eq], 0.05)
     assert cl.test[eq].str.contains("equivalence margin 0.05").all()
@@ -230,10 +268,20 @@ def test_regime_and_figures_cover_every_claim():
         assert any(fnmatchcase(cid, pat) for pat in dep), cid
         assert any(f.shows(cid) for f in spec.SPEC.figures.values()), cid
     assert all(set(a) <= set(AXES) for a in dep.values())
-    q = reading.apply(c, "quick", CFG["scales"]["quick"]["regime"], dep).set_index("claim_id")
+    regime = CFG["scales"]["quick"]["regime"]
+    q = reading.apply(c, "quick", regime, dep, CFG["tolerance_sources"]).set_index("claim_id")
     assert q.regime["table7_empirical[gamma=5]"].startswith("data:")
     assert "seeds:" not in q.regime["fig1_chaotic_layer_collapse"]
-    # Thm. 1's and Prop. 4's bounds are evaluated at this setup: a violation contradicts them
+    # Thm. 1's and Prop. 4's bounds are evaluated at this setup: a violation of Thm. 1's bound
+    # (an exact statement) contradicts it; Prop. 4's printed bound is unverified (it does not
+    # reproduce Table 7's own numbers), whatever its verdict
     assert q.regime["prop4_bound_holds[printed, gamma=2]"] == ""
-    assert q.regime["thm1_example_kappa_0.2"].startswith("data:")
+    assert q.tolerance_source["prop4_bound_holds[printed, gamma=2]"].startswith("unverified:")
+    assert q.reading["prop4_bound_holds[printed, gamma=2]"] == "unverified"
+    assert q.regime["thm1_bound_holds[chi=0.202]"] == ""
+    assert q.tolerance_source["thm1_bound_holds[chi=0.202]"].startswith("exact:")
+    # the kappa = 0.2 example is a summary row (no regime of its own); its pattern still names
+    # the data axis
+    assert q.kind["thm1_example_kappa_0.2"] == "summary"
+    assert reading.claim_regime("thm1_example_kappa_0.2", regime, dep).startswith("data:")
     assert not CFG["scales"]["paper"].get("regime")      # MNIST, L = N = 100, 10 simulations

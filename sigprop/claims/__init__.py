@@ -45,6 +45,8 @@ STATED = ("claim", "beyond", "control")
 BEYOND = "beyond the paper"
 """How the ``source`` of a ``beyond`` row starts: the statement is ours, not the paper's."""
 VERDICTS = ("pass", "fail", "inconclusive", "smoke")
+FALSE_PASS_MAX = 0.05
+"""The largest chance of passing when the claim is false that a counted pass may have."""
 MIN_ORDERED_ITEMS = 4
 """An ordering claim ("rises with") needs at least this many ordered items, or a stated reason
 (with 3 items Kendall's tau takes only the values +-1/3 and +-1)."""
@@ -53,7 +55,8 @@ MIN_ORDERED_ITEMS = 4
 def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
         values: dict | None = None, *, kind: str = "claim", test: str = "",
         detectable: float = float("nan"), margin: float = float("nan"),
-        se: float = float("nan")) -> dict:
+        se: float = float("nan"), tolerance_source: str = "",
+        false_pass: float = float("nan")) -> dict:
     """One row.  ``values``: named numbers behind the verdict (e.g. both fit errors), kept as
     JSON so that paper tables (:mod:`sigprop.papers`) can be built from claims.  ``test``: the
     test in words (statistic, threshold, how many independent units); ``detectable``: the
@@ -63,7 +66,11 @@ def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, 
     ``detectable``; a ``pass`` whose ``detectable`` exceeds it becomes ``inconclusive`` (the
     test could not have seen a deviation of that size), and the test says so.  ``se``: the
     standard error of ``measured`` where the test has one (the unit of ``sigprop compare``'s
-    shifts between two runs)."""
+    shifts between two runs).  ``tolerance_source``: where the tolerance comes from
+    (:mod:`sigprop.claims.reading`; empty: the study file's declaration applies).
+    ``false_pass``: the probability that the test passes when the claim is false (e.g. under a
+    random order for a rank test); a claim or beyond row whose pass has ``false_pass`` above
+    :data:`FALSE_PASS_MAX` becomes ``inconclusive``, and the test says so."""
     if kind not in KINDS:
         raise ValueError(f"claim {claim_id}: kind must be one of {KINDS}, not {kind!r}")
     margin = float(margin)
@@ -75,11 +82,17 @@ def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, 
             verdict = "inconclusive"
             test += (f" (here {float(detectable):.4g} > {margin:.4g}: the design cannot resolve "
                      "the margin, so no deviation found is not evidence of equality)")
+    false_pass = float(false_pass)
+    if kind in ("claim", "beyond") and verdict == "pass" and false_pass > FALSE_PASS_MAX:
+        verdict = "inconclusive"
+        test += (f" (P(pass | claim false) = {false_pass:.3g} > {FALSE_PASS_MAX:g}: the design "
+                 "would pass too often without the effect, so its pass is not evidence)")
     return dict(study=study, claim_id=claim_id, claim=claim, source=source, measured=measured,
                 expected=expected, tolerance=tolerance, verdict=verdict, detail=detail,
                 values=json.dumps({k: float(v) for k, v in (values or {}).items()}, sort_keys=True),
                 kind=kind, test=test, detectable=float(detectable), exploratory=False,
-                margin=margin, scale="", regime="", se=float(se))
+                margin=margin, scale="", regime="", se=float(se),
+                tolerance_source=str(tolerance_source or ""), false_pass=false_pass, reading="")
 
 
 def sanity(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
@@ -92,14 +105,15 @@ def sanity(study, claim_id, claim, source, measured, expected, tolerance, verdic
 
 def control(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
             values: dict | None = None, *, test: str, detectable: float,
-            se: float = float("nan")) -> dict:
+            se: float = float("nan"), false_pass: float = float("nan")) -> dict:
     """A control row: evidence that a claim's test has power (it rejects what it must reject).
     Like a claim it names its ``test`` and, when decided, the ``detectable`` effect
     (:func:`check_table`); ``inconclusive`` means the control could not resolve its effect at
     the configured seeds (an underpowered control), ``fail`` that the test lacks the power the
     claim relies on.  Reported apart, never tallied."""
     return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="control", test=test, detectable=detectable, se=se)
+               values, kind="control", test=test, detectable=detectable, se=se,
+               false_pass=false_pass)
 
 
 def values(claim: pd.Series) -> dict:
@@ -110,21 +124,23 @@ def values(claim: pd.Series) -> dict:
 
 def beyond(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
            values: dict | None = None, *, test: str = "", detectable: float = float("nan"),
-           margin: float = float("nan"), se: float = float("nan")) -> dict:
+           margin: float = float("nan"), se: float = float("nan"), tolerance_source: str = "",
+           false_pass: float = float("nan")) -> dict:
     """A row that tests a statement the paper does not make (``source`` is prefixed with
     :data:`BEYOND`): reported beside the paper's claims, never in its tally."""
     if not str(source).startswith(BEYOND):
         source = f"{BEYOND}: {source}" if source else BEYOND
     return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="beyond", test=test, detectable=detectable, margin=margin, se=se)
+               values, kind="beyond", test=test, detectable=detectable, margin=margin, se=se,
+               tolerance_source=tolerance_source, false_pass=false_pass)
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=CLAIM_COLUMNS)
     df["exploratory"] = df["exploratory"].astype(bool)
-    for c in ("detectable", "margin", "se"):
+    for c in ("detectable", "margin", "se", "false_pass"):
         df[c] = df[c].astype(float)
-    for c in ("scale", "regime"):
+    for c in ("scale", "regime", "tolerance_source", "reading"):
         df[c] = df[c].fillna("").astype(str)
     return df
 
@@ -137,21 +153,37 @@ def pooled(study, claim_id, claim, source, measured, expected, tolerance, verdic
                values, kind="summary", test=test, detectable=detectable, se=se)
 
 
+def _readings(df: pd.DataFrame) -> pd.Series:
+    from .reading import readings
+    if "reading" in df and (df["reading"].fillna("").astype(str) != "").all():
+        return df["reading"].astype(str)
+    return readings(df)
+
+
 def claims_only(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows that count: ``kind == 'claim'``."""
-    return df[df["kind"] == "claim"]
+    """The rows that count: ``kind == 'claim'``, less those that read "unverified" (a printed
+    formula whose evaluation does not reproduce the paper's own numbers)."""
+    c = df[df["kind"] == "claim"]
+    return c[_readings(c) != "unverified"] if len(c) else c
 
 
 def tally(df: pd.DataFrame) -> dict:
     """Verdict counts over the claim rows only (beyond-the-paper, sanity, control and summary
-    rows never count; controls are counted apart by verdict), with how many of them are exploratory and how many fails lie outside the paper's
-    regime (``regime`` not empty: "not reproduced at that scale", not a refutation)."""
+    rows never count; controls are counted apart by verdict; unverified claims are counted
+    apart), with how many of them are exploratory, how the fails read (``fail_contradicts``:
+    beyond a tolerance the paper gives or admits; ``fail_departs``: beyond a tolerance of the
+    project's choice; ``fail_out_of_regime``: "not reproduced at that scale", not a
+    refutation) and how many passes lie outside the paper's regime."""
     c = claims_only(df)
+    rd = _readings(c) if len(c) else pd.Series(dtype=object)
     out = {v: int((c.verdict == v).sum()) for v in ("pass", "fail", "inconclusive")}
-    fails = c[c.verdict == "fail"]
-    regime = fails["regime"].fillna("").astype(str) if "regime" in fails else pd.Series("", index=fails.index)
-    out["fail_out_of_regime"] = int((regime.str.strip() != "").sum())
+    out["fail_out_of_regime"] = int(rd.str.startswith("not reproduced").sum())
+    out["fail_contradicts"] = int((rd == "contradicts the paper").sum())
+    out["fail_departs"] = int((rd == "departs beyond our tolerance").sum())
     out["fail_in_regime"] = out["fail"] - out["fail_out_of_regime"]
+    out["pass_out_of_regime"] = int(rd.str.startswith("supported at").sum())
+    a = df[df["kind"] == "claim"]
+    out["unverified"] = int((_readings(a) == "unverified").sum()) if len(a) else 0
     if (c.verdict == "smoke").any():
         out["smoke"] = int((c.verdict == "smoke").sum())
     out["claims"] = len(c)
@@ -309,17 +341,33 @@ def tau_null_law(x, y, seed: int = 0) -> dict:
     return dict(levels=levels, probs=counts / counts.sum(), method=method, n=n)
 
 
+def rank_verdict(tau: float, min_tau: float, p_pass: float, p_fail: float) -> str:
+    """The verdict of an ordering statistic ``tau`` (oriented so that the claim predicts a large
+    positive value): ``pass`` at ``tau >= min_tau``, ``fail`` at ``tau <= -min_tau`` (a wrong sign
+    as large as a pass needs) when that is significant (``p_fail``, its chance under a random
+    order, at most :data:`FALSE_PASS_MAX`), else ``inconclusive``.  A pass whose ``p_pass``
+    exceeds :data:`FALSE_PASS_MAX` is demoted by :func:`row`, which states it."""
+    if not np.isfinite(tau):
+        return "inconclusive"
+    if tau >= min_tau - 1e-12:
+        return "pass"
+    if tau <= -min_tau + 1e-12 and p_fail <= FALSE_PASS_MAX:
+        return "fail"
+    return "inconclusive"
+
+
 def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
                reason: str = "") -> dict:
-    """An ordering claim: Kendall's tau-b between ``x`` and ``y`` (finite pairs) >= ``min_tau``
-    passes, < 0 (the wrong sign) fails, in between is inconclusive; so is tau = 0 exactly (no
-    order either way; with few items it arises from ties, which a coarse measurement grid makes
-    and which are no evidence against the ordering).  With fewer than ``min_items`` ordered items
-    and no ``reason`` the verdict is ``inconclusive``; so is it when no attainable tau reaches
-    ``min_tau``, and when ``y`` takes a single value (all tied: no order to test, which is not
-    evidence against the ordering).  The attainable levels and the chance of passing under no
+    """An ordering claim: Kendall's tau-b between ``x`` and ``y`` (finite pairs).  It passes at
+    ``tau >= min_tau``, fails at ``tau <= -min_tau`` when a random order reaches that so rarely
+    that the wrong sign is significant (:func:`rank_verdict`, the pass rule mirrored), and is
+    inconclusive in between (a small wrong sign is no evidence against the ordering).  With fewer
+    than ``min_items`` ordered items and no ``reason`` the verdict is ``inconclusive``; so is it
+    when no attainable tau reaches ``min_tau``, and when ``y`` takes a single value (all tied: no
+    order to test).  The attainable levels and the chances of passing and failing under no
     association come from the tie-aware null (:func:`tau_null_law`).  Returns ``measured``,
-    ``verdict``, ``test``, ``detectable`` (the smallest attainable tau that passes) and ``n``."""
+    ``verdict``, ``test``, ``detectable`` (the smallest attainable tau that passes),
+    ``false_pass`` (P(pass | random order): the claim is false) and ``n``."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
     n = int(np.unique(x[ok]).size)
@@ -331,17 +379,20 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
         what = ("y takes a single value (every item tied)" if n >= 2 else
                 "fewer than 2 distinct values of x")
         return dict(measured=tau, verdict="inconclusive", detectable=float("nan"), n=n,
+                    false_pass=float("nan"),
                     test=(f"Kendall tau-b >= {min_tau:g} over {n} ordered items; {what}: no "
                           "order to test, inconclusive"))
     reach = levels[levels >= min_tau - 1e-12]
     detectable = float(reach.min()) if reach.size else float("nan")
     null = float(law["probs"][levels >= min_tau - 1e-12].sum())
+    null_fail = float(law["probs"][levels <= -min_tau + 1e-12].sum())
     lv = ", ".join(f"{v:.2g}" for v in levels[levels > 0][:12])
     tie_note = (f"; {ties} tie(s) in y, null law {law['method']} over random orders with the "
                 "ties kept" if ties or int(ok.sum()) != n else "")
     test = (f"Kendall tau-b >= {min_tau:g} over {n} ordered items (attainable positive tau: {lv}; "
-            f"P(pass | random order) = {null:.2f}){tie_note}; fail at tau < 0, tau = 0 "
-            "inconclusive")
+            f"P(pass | random order) = {null:.3g}){tie_note}; fail at tau <= -{min_tau:g} only "
+            f"when significant (P(tau <= -{min_tau:g} | random order) = {null_fail:.3g}; "
+            f"significant at <= {FALSE_PASS_MAX:g}), else inconclusive")
     if not np.isfinite(tau):
         verdict = "inconclusive"
     elif n < min_items and not reason:
@@ -351,10 +402,11 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
         verdict = "inconclusive"
         test += "; no attainable tau reaches the threshold"
     else:
-        verdict = "pass" if tau >= min_tau - 1e-12 else ("fail" if tau < -1e-12 else "inconclusive")
+        verdict = rank_verdict(tau, min_tau, null, null_fail)
     if reason:
         test += f"; {n} items because {reason}"
-    return dict(measured=tau, verdict=verdict, test=test, detectable=detectable, n=n)
+    return dict(measured=tau, verdict=verdict, test=test, detectable=detectable, n=n,
+                false_pass=null)
 
 
 def max_abs_z_bootstrap(samples, theory, n_boot: int = 2000, seed: int = 0,
@@ -478,6 +530,15 @@ def check_table(df: pd.DataFrame, where: str, paper: str | None = None) -> None:
             raise ValueError(f"{where}: equivalence claim {r.claim_id} passes with detectable "
                              f"{r.detectable:.4g} above its margin {r.margin:.4g}; it can only be "
                              "'inconclusive' (sigprop.claims.row applies the margin)")
+    if "false_pass" in df:
+        fp = c.false_pass.astype(float)
+        loose = c[(c.verdict == "pass") & c.kind.isin(["claim", "beyond"]) & (fp > FALSE_PASS_MAX)]
+        if len(loose):
+            r = loose.iloc[0]
+            raise ValueError(f"{where}: claim {r.claim_id} passes with false_pass "
+                             f"{r.false_pass:.3g} above {FALSE_PASS_MAX:g}: a test that passes "
+                             "that often without the effect is 'inconclusive' (sigprop.claims.row "
+                             "applies the rule)")
     for r in c.itertuples():
         miss = threshold_mismatches(r.expected, r.test, float(r.tolerance)
                                     if isinstance(r.tolerance, (int, float)) else float("nan"))
@@ -499,6 +560,61 @@ def check_table(df: pd.DataFrame, where: str, paper: str | None = None) -> None:
             raise ValueError(f"{where}: claim {r.claim_id} has source {r.source!r}, outside paper "
                              f"{paper}: a claim's source is an item of its own paper ('{paper} "
                              "Eq. ...'); another paper's statement is of kind 'beyond'")
+
+
+def coarse(value: float, denominator: int = 1000) -> bool:
+    """Whether ``value`` is a fraction with a small denominator (a count share, a tau of few
+    untied items, 0, 1): a value that unrelated measurements can share by chance."""
+    v = abs(float(value))
+    return abs(v - float(Fraction(v).limit_denominator(denominator))) < 1e-12
+
+
+def twin_pairs(df: pd.DataFrame) -> list[tuple[str, str, float]]:
+    """Pairs of counted claims whose measured values agree in magnitude to 12 significant
+    digits and are not :func:`coarse`: the same measurement counted twice (e.g. a "rises with"
+    tau and the "falls with" tau of the same nets).  Returns ``(claim id, claim id, value)``."""
+    c = claims_only(df)
+    seen: dict[float, str] = {}
+    out = []
+    for r in c.itertuples():
+        m = float(r.measured) if isinstance(r.measured, (int, float, np.floating)) else np.nan
+        if not np.isfinite(m) or coarse(m):
+            continue
+        key = float(f"{abs(m):.12g}")
+        ident = f"{r.study}:{r.claim_id}"
+        if key in seen:
+            out.append((seen[key], ident, m))
+        else:
+            seen[key] = ident
+    return out
+
+
+def check_sources(df: pd.DataFrame, where: str) -> None:
+    """Stop with ``where`` named when a claim or beyond row does not say where its tolerance
+    comes from (``tolerance_source`` starting with one of
+    :data:`sigprop.claims.reading.TOLERANCE_KINDS`: declare it under the study file's
+    ``tolerance_sources``)."""
+    from .reading import TOLERANCE_KINDS, tolerance_kind
+    c = df[df["kind"].isin(["claim", "beyond"])]
+    src = (c["tolerance_source"].fillna("").astype(str) if "tolerance_source" in c
+           else pd.Series("", index=c.index))
+    bad = c[[tolerance_kind(v) == "" for v in src]]
+    if len(bad):
+        r = bad.iloc[0]
+        raise ValueError(f"{where}: claim {r.claim_id} does not say where its tolerance comes "
+                         f"from (tolerance_source {src[bad.index[0]]!r}): declare it under the "
+                         "study file's tolerance_sources as '<kind>: <where or why>', kind one "
+                         f"of {TOLERANCE_KINDS}")
+
+
+def false_pass_z(k: float, dof: float | None = None) -> float:
+    """The chance that a one-sided test at ``k`` standard errors passes when the effect is
+    exactly at its null (zero effect, or the margin of an interval test): ``P(Z > k)`` for a
+    normal statistic, ``P(T > k)`` with ``dof`` degrees of freedom for a mean over few seeds."""
+    from scipy import stats
+    if dof is not None and np.isfinite(dof) and dof >= 1:
+        return float(stats.t.sf(k, dof))
+    return float(stats.norm.sf(k))
 
 
 def design_changes(design: dict | None, scale: str) -> list[dict]:

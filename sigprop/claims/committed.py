@@ -197,31 +197,34 @@ def verified_trend(path: str | Path) -> pd.DataFrame:
 
 
 def read_committed(folder: str | Path, regime: dict | None = None,
-                   depends_on=None) -> tuple[pd.DataFrame, dict]:
+                   depends_on=None, tolerance_sources=None) -> tuple[pd.DataFrame, dict]:
     """A committed paper-scale study (``docs/evidence/paper-scale/<study>/``), checked once
     (:func:`verified_paper_scale`): its claims read at paper scale, and its provenance.  Columns
-    added to the claims table since it was committed get their defaults (``margin``, ``se``:
-    NaN), and every row's ``regime`` is the study file's paper-scale ``regime`` along the axes
-    its claim ``depends_on`` (:mod:`sigprop.claims.reading`), so that it reads as the
-    declaration says today without a rerun."""
+    added to the claims table since it was committed get their defaults (``margin``, ``se``,
+    ``false_pass``: NaN; ``tolerance_source``: the study file's declaration), and every row's
+    ``regime`` is the study file's paper-scale ``regime`` along the axes its claim
+    ``depends_on``, its ``reading`` computed from them (:mod:`sigprop.claims.reading`), so that
+    it reads as the declaration says today without a rerun (the measured values and verdicts
+    are the committed ones)."""
     from . import reading
     df, prov = verified_paper_scale(folder)
-    for c in ("margin", "se"):
+    for c in ("margin", "se", "false_pass"):
         if c not in df:
             df[c] = float("nan")
-    df = reading.apply(df, "paper", regime, depends_on)
+    df = reading.apply(df, "paper", regime, depends_on, tolerance_sources)
     return df[tables.CLAIM_COLUMNS], prov
 
 
 def read_claims(path: str | Path, regime: dict | None = None,
-                depends_on=None) -> pd.DataFrame:
+                depends_on=None, tolerance_sources=None) -> pd.DataFrame:
     """The claims of :func:`read_committed` for the study of ``<study>/claims.parquet``."""
-    return read_committed(Path(path).parent, regime, depends_on)[0]
+    return read_committed(Path(path).parent, regime, depends_on, tolerance_sources)[0]
 
 
-def declared_regime(study_cfg: dict | None) -> tuple[dict, list]:
-    """A study file's paper-scale regime and the axes its claims depend on (in its order)."""
-    from .reading import pairs
+def declared_regime(study_cfg: dict | None) -> tuple[dict, list, list]:
+    """A study file's paper-scale regime, the axes its claims depend on and the sources of
+    their tolerances (each in its order)."""
+    from .reading import pairs, pairs_of
     cfg = study_cfg or {}
     return (dict(((cfg.get("scales") or {}).get("paper") or {}).get("regime") or {}),
-            pairs(cfg.get("depends_on")))
+            pairs(cfg.get("depends_on")), pairs_of(cfg.get("tolerance_sources")))

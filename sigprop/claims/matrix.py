@@ -7,26 +7,27 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .reading import reading
+from .reading import readings
 
 SCALES = ("run", "paper")
 """The two columns: this run (at the scale it was run at), and paper scale as committed."""
 
 TESTED = ("claim", "beyond")
 CELL = ["kind", "verdict", "reading", "regime", "exploratory", "measured", "detectable",
-        "margin", "scale"]
+        "margin", "scale", "tolerance_source", "false_pass"]
 
 
 def _cells(df: pd.DataFrame | None) -> pd.DataFrame:
     if df is None or not len(df):
         return pd.DataFrame(columns=["study", "claim_id", "claim", "source", *CELL])
     d = df.copy()
-    for c, default in (("regime", ""), ("scale", ""), ("margin", float("nan"))):
+    for c, default in (("regime", ""), ("scale", ""), ("margin", float("nan")),
+                       ("tolerance_source", ""), ("false_pass", float("nan")), ("reading", "")):
         if c not in d:
             d[c] = default
     d["regime"] = d["regime"].fillna("").astype(str)
-    d["reading"] = [reading(v, r, s) if k in TESTED else f"{k}: {v}"
-                    for v, r, s, k in zip(d.verdict, d.regime, d.scale, d.kind)]
+    stored = d["reading"].fillna("").astype(str)
+    d["reading"] = stored.where(stored != "", readings(d))
     return d[["study", "claim_id", "claim", "source", *CELL]]
 
 

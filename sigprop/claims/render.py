@@ -8,12 +8,14 @@ import pandas as pd
 
 COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "inconclusive": "#9a6700", "smoke": "#57606a"}
 SHOWN = ["study", "claim_id", "claim", "source", "scale", "reading", "measured", "expected",
-         "tolerance", "verdict", "test", "detectable", "margin", "regime", "exploratory", "detail"]
+         "tolerance", "tolerance_source", "verdict", "test", "detectable", "false_pass", "margin",
+         "regime", "exploratory", "detail"]
 
 
 def _rows_html(df: pd.DataFrame) -> str:
     from .reading import readings
-    df = df.assign(reading=readings(df)) if len(df) else df.assign(reading=[])
+    if "reading" not in df or (df["reading"].fillna("").astype(str) == "").any():
+        df = df.assign(reading=readings(df)) if len(df) else df.assign(reading=[])
     cols = [c for c in SHOWN if c in df.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = []
@@ -32,20 +34,29 @@ def _rows_html(df: pd.DataFrame) -> str:
 
 
 def tally_words(t: dict, scale: str = "") -> str:
-    """A tally (:func:`sigprop.claims.tally`) in words: claims only, the fails split into those in
-    the paper's regime (contradict the paper) and those outside it (not reproduced at this
-    scale)."""
+    """A tally (:func:`sigprop.claims.tally`) in words: claims only, the fails split by how they
+    read (contradict the paper: beyond a tolerance the paper gives or admits; depart beyond our
+    tolerance: the project's choice; not reproduced at this scale: outside the paper's regime),
+    the passes outside the paper's regime named, unverified claims counted apart."""
     at = f"{scale} scale" if scale else "this scale"
     fails = f"{t['fail']} not supported"
-    if t.get("fail_out_of_regime"):
-        fails += (f" ({t['fail_in_regime']} contradict the paper, {t['fail_out_of_regime']} not "
-                  f"reproduced at {at})")
-    elif t["fail"]:
-        fails += " (all in the paper's regime: they contradict the paper)"
-    text = (f"{t['claims']} claims: {t['pass']} supported, {fails}, {t['inconclusive']} "
-            "inconclusive")
+    parts = [f"{t.get('fail_contradicts', 0)} contradict the paper"]
+    for key, words in (
+                       ("fail_departs", "depart beyond our tolerance"),
+                       ("fail_out_of_regime", f"not reproduced at {at}")):
+        if t.get(key):
+            parts.append(f"{t[key]} {words}")
+    if t["fail"] and parts:
+        fails += f" ({', '.join(parts)})"
+    passes = f"{t['pass']} supported"
+    if t.get("pass_out_of_regime"):
+        passes += f" ({t['pass_out_of_regime']} of them outside the paper's regime)"
+    text = f"{t['claims']} claims: {passes}, {fails}, {t['inconclusive']} inconclusive"
     if t.get("smoke"):
         text += f", {t['smoke']} smoke (no verdict)"
+    if t.get("unverified"):
+        text += (f"; {t['unverified']} unverified (the paper's printed formula does not "
+                 "reproduce its own numbers), not counted")
     return text
 
 

@@ -48,7 +48,7 @@ def _item_cell(verdict: str, reading_: str, regime: str, exploratory: bool, scal
     if verdict == "-":
         return f"{scale} –"
     mark = " (exploratory)" if exploratory else ""
-    why = f" ({escape(regime)})" if reading_.startswith("not reproduced") and regime else ""
+    why = f" ({escape(regime)})" if reading_.startswith(("not reproduced", "supported at")) and regime else ""
     return f"{scale} **{escape(reading_)}**{why}{mark}"
 
 
@@ -114,10 +114,14 @@ def referee_summary(title: str, citation: str, claims: pd.DataFrame, studies: di
     head = escape(headline(claims, studies, committed, provenance))
     out = [f"**{escape(title)}** — {escape(partial) + '; ' if partial else ''}{head}.",
            "", f"{escape(citation)}. A fail reads \"contradicts the paper\" only where the design "
-           "is the paper's along every axis the claim depends on; elsewhere it is \"not "
-           "reproduced at that scale\", with the difference named (the study file's regime). "
-           "Rows beyond the paper, pooled summaries, power controls and sanity checks are never "
-           "counted.", ""]
+           "is the paper's along every axis the claim depends on and the tolerance is the "
+           "paper's own (or the statement admits none beyond sampling error); beyond a "
+           "tolerance of the project's choice it \"departs beyond our tolerance\"; outside the "
+           "paper's regime a fail is \"not reproduced at that scale\" and a pass \"supported at "
+           "that scale\", with the difference named (the study file's regime). A claim whose "
+           "printed formula does not reproduce the paper's own numbers is \"unverified\". Rows "
+           "beyond the paper, pooled summaries, power controls, sanity checks and unverified "
+           "claims are never counted.", ""]
     trend_of = ({(r.study, str(r.claim_id)): r for r in trends.itertuples()}
                 if trends is not None and len(trends) else {})
     if trend_of:

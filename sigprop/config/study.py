@@ -103,11 +103,12 @@ class Study:
         and the axes each claim depends on (:mod:`sigprop.claims.reading`), and the paper
         (a claim's source must lie in it)."""
         from sigprop.claims import design_changes
-        from sigprop.claims.reading import pairs
+        from sigprop.claims.reading import pairs, pairs_of
         d = self.cfg.get("design") or {}
         out = {"fixed": str(d.get("fixed", "")), "scale": self.scale,
                "changes": design_changes(d, self.scale), "regime": self.regime,
                "depends_on": pairs(self.cfg.get("depends_on")),
+               "tolerance_sources": pairs_of(self.cfg.get("tolerance_sources")),
                "paper": str(self.cfg.get("paper", ""))}
         if self.smoke:
             out["smoke"] = True      # every verdict 'smoke' (sigprop.config.smoke.smoke_verdicts)
@@ -119,7 +120,7 @@ class Study:
         axis, the design's date and changes, and the claims it marks fragile (a verdict that a
         change of training arithmetic alone flipped)."""
         from sigprop.claims import design_changes
-        from sigprop.claims.reading import pairs
+        from sigprop.claims.reading import pairs, pairs_of
         d = self.cfg.get("design") or {}
         desc = ((self.cfg.get("scales") or {}).get(self.scale) or {}).get("description", "")
         return {"title": self.cfg.get("title", self.name), "kind": self.kind,
@@ -130,6 +131,7 @@ class Study:
                                      .get("regime") or {}),
                 "paper_datasets": block_datasets(self.cfg, "paper"),
                 "depends_on": pairs(self.cfg.get("depends_on")),
+                "tolerance_sources": pairs_of(self.cfg.get("tolerance_sources")),
                 "fixed": str(d.get("fixed", "")),
                 "changes": [{"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
                             for c in design_changes(d, self.scale)],

@@ -119,10 +119,12 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     r, t = read_inputs(study, expect_json, runs, theory, p.digest())
     df = fn(r, t, p, **_layers(fn, layers, study))
     design = json.loads(design_json)
-    C.check_table(df, f"study {study} (sigprop/studies/{kind}/claims.py)",
-                  paper=design.get("paper") or None)
+    where = f"study {study} (sigprop/studies/{kind}/claims.py)"
+    C.check_table(df, where, paper=design.get("paper") or None)
     df = C.mark_exploratory(df, design.get("changes") or [])
-    df = reading.apply(df, design.get("scale", ""), design.get("regime"), design.get("depends_on"))
+    df = reading.apply(df, design.get("scale", ""), design.get("regime"), design.get("depends_on"),
+                       design.get("tolerance_sources"))
+    C.check_sources(df, f"{where} and its study file's tolerance_sources")
     if design.get("smoke"):
         from sigprop.config.smoke import smoke_verdicts
         df = smoke_verdicts(df)
@@ -195,7 +197,8 @@ def committed_claims(paths: list[str], provenance: list[str], info: dict | None 
     folder (:func:`sigprop.claims.committed.verified`: stamped for its study at paper scale, with
     the runs, content and provenance digest its ``provenance.json`` records; ``provenance``
     names those files, the rules' inputs), every row read at paper scale against the study
-    file's paper-scale regime (``info``: per study, ``paper_regime`` and ``depends_on``;
+    file's paper-scale regime (``info``: per study, ``paper_regime``, ``depends_on`` and
+    ``tolerance_sources``;
     :func:`sigprop.claims.committed.read_committed`)."""
     import pandas as pd
 
@@ -207,7 +210,7 @@ def committed_claims(paths: list[str], provenance: list[str], info: dict | None 
         study = Path(cp).parent.name
         si = (info or {}).get(study, {})
         df, prov[study] = read_committed(Path(cp).parent, si.get("paper_regime"),
-                                         si.get("depends_on"))
+                                         si.get("depends_on"), si.get("tolerance_sources"))
         frames.append(df)
     return (pd.concat(frames, ignore_index=True) if frames else None), prov
 
@@ -284,12 +287,25 @@ def read_paper_claims(paper: str, claims_path: str, studies: list[str]):
     return claims
 
 
+def ladder_trends(paths: list[str]) -> dict:
+    """The committed ladder trends (``docs/evidence/ladder/<study>/trend.parquet``, each checked
+    against its rungs, :func:`sigprop.claims.trend.read_trend`) as ``(study, claim id)`` ->
+    trend row."""
+    from sigprop.claims.trend import read_trend
+    out = {}
+    for p in paths:
+        for t in read_trend(p).itertuples(index=False):
+            out[(t.study, t.claim_id)] = t
+    return out
+
+
 def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str,
                 evidence: list[str], provenance: list[str], png: str, pdf: str, front: str,
-                coverage_json: str = "{}"):
+                coverage_json: str = "{}", trends: list[str] | None = None):
     """The paper's block of the report's front page (:func:`sigprop.claims.front.front_block`):
-    its verdict matrix at both scales, the figure of its tallies (also written as PNG and PDF),
-    and the headline in words."""
+    the headline in words and the figure of its tallies (also written as PNG and PDF), each
+    scale with the studies it covers, then its verdict matrix at both scales with the ladder
+    trend of each claim (``trends``: the committed trend tables of its studies)."""
     import io
     import json
 
@@ -308,8 +324,12 @@ def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str
     run_label = "/".join(dict.fromkeys(scale_names.values())) or "this run"
     title = papers.title(paper)
     note = papers.coverage_note(json.loads(coverage_json))
+    n = len(studies)
+    of = "study" if n == 1 else "studies"
+    ran = claims.study.nunique() if len(claims) else 0
+    coverage = {"run": f"{ran} of {n} {of}", "paper": f"{len(prov)} of {n} {of}"}
     with FIGURE_LOCK:
-        fig = tally_figure(m, title, run_label)
+        fig = tally_figure(m, title, run_label, coverage)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
         save(fig, png, pdf)
@@ -319,7 +339,10 @@ def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str
                        scale_names, figures, set(prov),
                        notes=("Full text of every claim, its test and its detectable effect: "
                               "each study's claims table; the referee's summary: "
-                              f"results/papers/{paper}/summary.md."))
+                              f"results/papers/{paper}/summary.md. The ladder column: the "
+                              "claim's trend along its study's budget ladder "
+                              "(docs/evidence/ladder/) and its reading at the top rung."),
+                       trends=ladder_trends(list(trends or [])))
     atomic.write_text(front, text)
     log.info("front page block of paper %s: %d claim rows", paper, len(m))
     return m

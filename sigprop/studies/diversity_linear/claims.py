@@ -14,8 +14,9 @@ parameter count), a "rises with width" row and its "falls with depth" twin are o
 the width row a sanity identity (:func:`twin_of`).
 
 Ordering claims ("rises with" / "falls with") are the mean over groups (e.g. depths) of Kendall's
-tau-b across the other variable (:func:`group_rank`): pass at ``claims.tau_min``, fail at the
-wrong sign, inconclusive in between and at exactly zero (the rule of :func:`sigprop.claims.rank_claim`).  A
+tau-b across the other variable (:func:`group_rank`): pass at ``claims.tau_min``, fail at a
+wrong sign as large and as significant, inconclusive in between and at exactly zero (the rule
+of :func:`sigprop.claims.rank_claim`).  A
 group whose y takes a single value (a tie across the whole group) holds no order and is left
 out, not counted as tau 0.  The test string states the attainable levels of the mean and its
 chance of passing when the order within each group is random, ties kept
@@ -30,7 +31,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import frame, kendall_tau, rank_claim, row, sanity, tau_null_law
+from ...claims import (FALSE_PASS_MAX, coarse, frame, kendall_tau, pooled, rank_claim, rank_verdict, row,
+                       sanity, tau_null_law)
 from ...theory import diversity as th
 from .analysis import batch_table, init_table, net_table
 
@@ -89,8 +91,11 @@ def _groups(d: pd.DataFrame, x: str, y: str, by: str) -> list[pd.DataFrame]:
 
 def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: int = +1) -> dict:
     """An ordering claim as the mean over groups ``by`` of Kendall tau-b(x, y) (:func:`trend`):
-    ``sign * tau >= tau_min`` passes, ``sign * tau < 0`` (the wrong sign) fails, in between is
-    inconclusive, and so is a mean of exactly 0 (no order either way).  Groups tied in y are
+    ``sign * tau >= tau_min`` passes and ``sign * tau <= -tau_min`` fails, each stated with its
+    chance under a random order within the groups (a fail only where that is at most 5 %:
+    :func:`sigprop.claims.rank_verdict`; a pass's chance is ``false_pass``, which
+    :func:`sigprop.claims.row` holds to 5 %); in between is inconclusive, and so is a mean of
+    exactly 0 (no order either way).  Groups tied in y are
     left out; when every group is, the claim is inconclusive (a tie is no evidence against the
     ordering: the batch sizes and thresholds are read on a grid of powers of 2).  Returns measured, verdict, test, detectable (the smallest
     attainable ``sign * mean tau`` >= tau_min, in tau) and the description."""
@@ -115,6 +120,7 @@ def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: 
     reach = np.array(sorted(k for k in oriented if k >= tau_min - 1e-12))
     detectable = float(reach.min()) if reach.size else np.nan
     p_pass = sum(v for k, v in oriented.items() if k >= tau_min - 1e-12)
+    p_fail = sum(v for k, v in oriented.items() if k <= -tau_min + 1e-12)
     sizes = [int(g[x].nunique()) for g in groups]
     n_items = int(sum(sizes))
     ties = sum(len(g) - g[y].nunique() for g in groups)
@@ -124,9 +130,10 @@ def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: 
             f"of {sizes}; smallest attainable mean >= {tau_min:g}: {detectable:.3g}; "
             f"P(pass | random order within groups) = {p_pass:.3f}"
             f"{' (ties kept: ' + str(ties) + ' tied value(s) in ' + y + ')' if ties else ''}"
-            f"{' (null law sampled)' if sampled else ''}; fail at "
-            f"{'tau < 0' if sign > 0 else 'tau > 0'} (0: inconclusive); groups tied in {y} "
-            "left out")
+            f"{' (null law sampled)' if sampled else ''}; fail at a wrong sign as large "
+            f"({'<=' if sign > 0 else '>='} {-sign * tau_min:+g}) only when significant "
+            f"(its P under a random order within groups = {p_fail:.3f}; significant at <= "
+            f"{FALSE_PASS_MAX:g}), else inconclusive; groups tied in {y} left out")
     if not np.isfinite(tau):
         verdict = "inconclusive"
     elif n_items < 4:
@@ -134,9 +141,9 @@ def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: 
     elif not reach.size:
         verdict, test = "inconclusive", test + "; no attainable value reaches the threshold"
     else:
-        verdict = ("pass" if sign * tau >= tau_min - 1e-12 else
-                   "fail" if sign * tau < -1e-12 else "inconclusive")
-    return dict(measured=tau, verdict=verdict, test=test, detectable=detectable, desc=desc)
+        verdict = rank_verdict(sign * tau, tau_min, p_pass, p_fail)
+    return dict(measured=tau, verdict=verdict, test=test, detectable=detectable, desc=desc,
+                false_pass=float(p_pass))
 
 
 def twin_of(df: pd.DataFrame, x: str, other: str, by_x: str, by_other: str) -> bool:
@@ -157,12 +164,25 @@ def _tau_claim(study, cid, claim, source, r: dict, tau_min, sign=+1, extra="",
                kind="claim") -> dict:
     exp = f"tau-b {'>=' if sign > 0 else '<='} {sign * tau_min:+g}"
     desc = r["desc"] + extra
-    fn = row if kind == "claim" else sanity
-    kw = {"kind": kind} if kind == "claim" else {}
+    fn = {"claim": row, "sanity": sanity, "summary": pooled}[kind]
+    kw = {"kind": kind, "false_pass": r.get("false_pass", np.nan)} if kind == "claim" else {}
     return fn(study, cid, claim, source, measured=r["measured"], expected=exp, tolerance=tau_min,
               verdict=r["verdict"],
               detail=desc if np.isfinite(r["measured"]) else f"no rank correlation computable; {desc}",
               test=r["test"], detectable=r["detectable"], **kw)
+
+
+def _twin_row(rows: list[dict], measured: float) -> str | None:
+    """The claim row among ``rows`` whose measured tau has the same magnitude as ``measured``
+    (to 12 digits, and not a :func:`sigprop.claims.coarse` value that unrelated orderings can
+    share): the same ordering of the same nets measured twice, or None."""
+    if not np.isfinite(measured) or coarse(measured):
+        return None
+    for r in rows:
+        m = r["measured"]
+        if r["kind"] == "claim" and np.isfinite(m) and round(abs(m), 12) == round(abs(measured), 12):
+            return r["claim_id"]
+    return None
 
 
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
@@ -334,11 +354,17 @@ def _fig2_claims(study: str, nt: pd.DataFrame, p) -> list[dict]:
         rc = rank_claim(nt[col], nt.largest_batch, tau_min)
         rc["desc"] = (f"tau-b over {len(nt)} nets (no converging batch counts as 0); largest "
                       f"batch from {nt.largest_batch.min():g} to {nt.largest_batch.max():g}")
-        rows.append(_tau_claim(
-            study, f"largest_batch_rises_with_diversity[{which}]",
-            "The largest batch size converging within the budget grows with the gradient "
-            f"diversity ({'averaged over training' if which == 'train' else 'at initialization'}"
-            "; Fig. 2(c))", SOURCE_FIG2, rc, tau_min))
+        cid = f"largest_batch_rises_with_diversity[{which}]"
+        claim = ("The largest batch size converging within the budget grows with the gradient "
+                 f"diversity ({'averaged over training' if which == 'train' else 'at initialization'}"
+                 "; Fig. 2(c))")
+        twin = _twin_row(rows, rc["measured"])
+        if twin is not None:
+            rc["desc"] += (f"; |tau| equals that of {twin} (the same ordering of the same nets: "
+                           "the initial diversity is monotone in the depth here), so it "
+                           "corroborates that claim and is not counted")
+        rows.append(_tau_claim(study, cid, claim, SOURCE_FIG2, rc, tau_min,
+                               kind="summary" if twin is not None else "claim"))
     return rows
 
 

@@ -109,6 +109,10 @@ class Claims:
     success_acc: float = param(0.85, ge=0, le=1, doc="§11.6: dropout's test accuracy at least "
                                                      "this (set per scale)")
     fail_acc: float = param(0.5, ge=0, le=1, doc="§11.6: dropin's test accuracy at most this")
+    trained_acc: float = param(0.5, ge=0, le=1, doc="a seed whose dropout net ends below this "
+                                                    "test accuracy did not train (it stayed on "
+                                                    "the plateau) and is left out of the "
+                                                    "[final] statistics, named in their rows")
     seed_z: float = param(3.0, gt=0, doc="a claim's seed mean must clear its threshold "
                                          "by seed_z SE over seeds to pass (or miss it by seed_z "
                                          "SE to fail); in between it is inconclusive")

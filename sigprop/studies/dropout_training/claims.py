@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import frame, row, sanity, z_above
+from ...claims import false_pass_z, frame, row, sanity, z_above
 from ...theory import ensembles as ens
 from . import (
     SOURCE_APPB,
@@ -193,7 +193,9 @@ def _pair_claims(study, runs, s0, s1, p) -> list[dict]:
             err, zero = np.abs(pt.EOO - pt.WW), np.abs(pt.EOO)
             ratio = float(np.median(err) / np.median(zero))
             rows.append(row(study, f"ww_approximates_pairs_{name}[{tag}]",
-                            f"E(O_i O_j) ~ W_i W_j for {name} pairs, much better than 0 (Eq. 119/124)",
+                            f"E(O_i O_j) ~ W_i W_j for {name} pairs (Eq. 119/124): the median "
+                            f"error of W_i W_j at most {tol:g} of the median error of predicting 0 "
+                            "(the project's reading of the paper's 'much better than 0')",
                             SOURCE_FIG912, measured=ratio,
                             expected=f"median |E(O_iO_j) - W_iW_j| / median |E(O_iO_j)| <= {tol:g}",
                             tolerance=tol, verdict=_ok(ratio <= tol),
@@ -330,6 +332,24 @@ NESTED = {"nwgm_within_bound2": "nwgm_within_bound1", "w_within_bound2": "w_with
 within Bound 2: the Bound 2 rows follow from the Bound 1 rows and are sanity rows."""
 
 
+COUNTED_ELSEWHERE = {"eq85_predicts_e_minus_nwgm":
+                     "dropout_ensemble's eq85_second_order tests the same formula (Eq. 85)"}
+"""Rows whose statement another study's claim already counts: summary rows here."""
+
+
+def trained_seeds(per: dict, p) -> tuple[list, list]:
+    """``(trained, untrained)`` run ids: a seed trained when its dropout net's final test
+    accuracy (the ``dropout_learns`` row) reaches ``claims.trained_acc``; without that row
+    every seed counts as trained."""
+    acc = {rid: next((r["measured"] for r in rows if r["claim_id"] == "dropout_learns"), np.nan)
+           for rid, rows in per.items()}
+    if all(not np.isfinite(a) for a in acc.values()):
+        return list(per), []
+    t = float(p.claims.trained_acc)
+    return ([rid for rid, a in acc.items() if np.isfinite(a) and a >= t],
+            [rid for rid, a in acc.items() if not (np.isfinite(a) and a >= t)])
+
+
 def _rule(cid: str, p):
     """How a claim's per-seed statistic is judged: ``(effects, units, conditions)`` where
     ``effects(r)`` maps one seed's row to the numbers that must all be positive for the claim
@@ -445,23 +465,34 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     ids = sorted(runs.run_id.unique())
     seeds = {rid: int(runs.loc[runs.run_id == rid, "seed"].iloc[0]) for rid in ids}
     per = {rid: _seed_rows(runs[runs.run_id == rid], p) for rid in ids}
-    n = len(ids)
-    order = [r["claim_id"] for r in per[ids[0]]]
-    by_id = {cid: [next(r for r in per[rid] if r["claim_id"] == cid) for rid in ids] for cid in order}
+    all_ids = ids
+    trained, untrained = trained_seeds(per, p)
+    order = [r["claim_id"] for r in per[all_ids[0]]]
+    by_all = {cid: {rid: next(r for r in per[rid] if r["claim_id"] == cid) for rid in all_ids}
+              for cid in order}
     out, verdicts = [], {}
     for cid in order:
-        rs = by_id[cid]
-        m = np.array([r["measured"] for r in rs], float)
+        final = cid.endswith("[final]")
+        ids = [rid for rid in all_ids if rid in trained] if final else all_ids
+        n = len(ids)
+        rs = [by_all[cid][rid] for rid in ids] or [by_all[cid][all_ids[0]]]
+        m = np.array([r["measured"] for r in rs], float)[:n]
         first = rs[0]
         seed_txt = ", ".join(f"seed {seeds[rid]}: {x:.4g}" for rid, x in zip(ids, m))
         mean = float(np.nanmean(m)) if np.isfinite(m).any() else np.nan
         base = cid.split("[")[0]
         rule = _rule(cid, p)
         vals = {**{f"seed{seeds[rid]}": x for rid, x in zip(ids, m)}, "n_seeds": n}
-        detail = f"per seed {seed_txt}; seed {seeds[ids[0]]}: {first['detail']}"
+        left_out = (f"; seeds that did not train (final dropout test accuracy below "
+                    f"{float(p.claims.trained_acc):g}) left out of this [final] statistic: "
+                    + ", ".join(f"seed {seeds[rid]}" for rid in untrained)
+                    if final and untrained else "")
+        detail = (f"per seed {seed_txt}{left_out}; seed {seeds[ids[0]]}: {first['detail']}"
+                  if ids else f"no trained seed{left_out}")
         if rule is None:
             tighter = cid.replace(base, NESTED[base])
-            ok = all(a["measured"] >= b["measured"] for a, b in zip(rs, by_id[tighter]))
+            ok = all(a["measured"] >= b["measured"]
+                     for a, b in zip(rs, [by_all[tighter][rid] for rid in ids]))
             out.append(sanity(study, cid, first["claim"] + " (follows from the Bound 1 row: "
                               "Bound 1 <= Bound 2 pointwise since V <= E(1-E))", first["source"],
                               measured=mean, expected=f">= the fraction of {tighter}, every seed",
@@ -486,12 +517,16 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             verdict = "pass" if all(x == "pass" for x in vs) else (
                 "fail" if any(x == "fail" for x in vs) else "inconclusive")
             det = float(max(q[2] for q in parts))
-        test = (f"mean over {n} seeds of the per-seed statistic against "
+        test = (f"mean over {n} {'trained ' if final else ''}seeds of the per-seed statistic "
+                "against "
                 + " and ".join(conds)
                 + f"; every condition's margin (mean minus threshold, oriented so > 0 holds) > "
                 f"{k:g} SE over seeds passes, any < -{k:g} SE fails, else inconclusive; units: "
                 f"{units}; margins "
                 + ", ".join(f"{a:+.4g} (SE {b:.2g})" for a, b in zip(np.atleast_1d(emean), np.atleast_1d(se))))
+        if final and untrained:
+            test += (f"; {len(untrained)} untrained seed(s) left out "
+                     f"({', '.join(f'seed {seeds[rid]}' for rid in untrained)})")
         if base in ("w_error_no_depth_growth", "active_consistency_across_layers"):
             test += ("; a ratio of the last to the first hidden layer (3 hidden layers at quick "
                      "scale), not a rank test")
@@ -504,8 +539,13 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         vals.update({"se": float(np.atleast_1d(se)[0]) if np.isfinite(np.atleast_1d(se)[0]) else np.nan})
         se_measured = _measured_se(m, e[:, 0] if n >= 2 and np.isfinite(e).all() else None,
                                    vals["se"])
-        out.append(row(study, cid, first["claim"], first["source"], measured=mean,
+        claim, kind = first["claim"], "claim"
+        if base in COUNTED_ELSEWHERE:
+            claim += f" ({COUNTED_ELSEWHERE[base]}: corroboration, not counted)"
+            kind = "summary"
+        out.append(row(study, cid, claim, first["source"], measured=mean,
                        expected=first["expected"] + f" (mean of {n} seeds, margin > {k:g} SE)",
                        tolerance=first["tolerance"], verdict=verdict, detail=detail, values=vals,
-                       test=test, detectable=det, se=se_measured))
+                       test=test, detectable=det, se=se_measured, kind=kind,
+                       false_pass=false_pass_z(k, n - 1) if n >= 2 else np.nan))
     return frame(out)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import beyond, frame, row, z_above
+from ...claims import beyond, false_pass_z, frame, row, z_above
 from . import SOURCE
 from .analysis import SCHEMES, cell_table, in_region, trainable_counts
 
@@ -120,7 +120,7 @@ def _count_claim(study, cid, claim, counts, a, b, k, extra="", paper=True, act="
                        f"SE {se:.3g}" + extra),
                test=(f"trainable-cell count per seed (final test acc >= threshold); mean difference "
                      f"{test}, SE over {n} seeds; units: cells (resolution 1/{n})"),
-               detectable=det, se=se,
+               detectable=det, se=se, false_pass=false_pass_z(k, n - 1) if n >= 2 else np.nan,
                values={a: float(ca.mean()), b: float(cb.mean()), "se": se})
 
 

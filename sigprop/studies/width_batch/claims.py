@@ -3,10 +3,12 @@
 
 All four are ``claim`` rows (measured on trained nets, they could come out either way).  The
 three ordering claims use :func:`sigprop.claims.rank_claim`: Kendall's tau over the nets (one
-item per net, epochs averaged over seeds) passes at ``claims.min_tau``, fails at tau < 0 and is
-inconclusive in between (tau = 0 included), with fewer than 4 ordered items, or when every net ties in y (no order
-to test: tau is undefined, never read as 0); the test string states the attainable tau-b levels
-and the chance of a pass under a random order, from the null law with the ties kept.  ``threshold_exists`` is a
+item per net, epochs averaged over seeds) passes at ``claims.min_tau`` when a random order
+would pass at most 5 % of the time (``false_pass``), fails at tau <= -min_tau when that is as
+significant, and is inconclusive otherwise, with fewer than 4 ordered items, or when every net
+ties in y (no order to test: tau is undefined, never read as 0); the test string states the
+attainable tau-b levels and the chances of a pass and a fail under a random order, from the
+null law with the ties kept.  ``threshold_exists`` is a
 count over nets; its resolution (``detectable``) is one net, 1 / (nets with a B*)."""
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def _rank_row(study, cid, claim, source, x, y, need, expected, detail) -> dict:
     return row(study, cid, claim, source, measured=r["measured"], expected=expected,
                tolerance=need, verdict=r["verdict"], detail=detail, values={"n_items": r["n"]},
                test=r["test"] + " (items: nets; y averaged over seeds)",
-               detectable=r["detectable"])
+               detectable=r["detectable"], false_pass=r["false_pass"])
 
 
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
