@@ -454,3 +454,14 @@ def test_docs_table_marks_the_claims_a_study_file_calls_fragile():
     lines = {ln.split("|")[2].strip(): ln for ln in text.splitlines() if ln.startswith("| s |")}
     assert "(fragile)" in lines["a[(g)]"] and "(fragile)" in lines["c[x]"]
     assert "(fragile)" not in lines["b"]
+
+
+def test_twins_are_found_by_their_measured_values():
+    rows = [_row("a"), _row("b"), _row("c")]
+    rows[0]["measured"], rows[1]["measured"], rows[2]["measured"] = 0.80873608, -0.80873608, 0.5
+    df = C.frame(rows)
+    assert C.twin_pairs(df) == [("s:a", "s:b", -0.80873608)]
+    df.loc[1, "kind"] = "summary"                      # counted once: no twin left
+    assert C.twin_pairs(df) == []
+    coarse = C.frame([_row("a"), _row("b")])            # 1.0 and 1.0: shares by chance
+    assert C.twin_pairs(coarse) == [] and C.coarse(2 / 3) and not C.coarse(0.80873608)

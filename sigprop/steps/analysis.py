@@ -240,17 +240,23 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
     scale and runs: ``expects_json``, per study its claims table's stamp; each study's claims
     page rendered from it: ``pages``), as Parquet and HTML, and the referee's summary
     (:mod:`sigprop.claims.summary`) as Markdown, with the committed paper-scale verdicts of the
-    studies that have them beside this run's, and the committed ladder trends (``trends``:
+    studies that have them beside this run's (refused when two counted claims share a measured
+    value, :func:`sigprop.claims.twin_pairs`), and the committed ladder trends (``trends``:
     ``docs/evidence/ladder/<study>/trend.parquet``) of those that have a budget ladder."""
     import json
 
     from sigprop import papers
-    from sigprop.claims import tally
+    from sigprop.claims import tally, twin_pairs
     from sigprop.claims.render import to_html
     from sigprop.claims.summary import referee_summary
     df = tables.concat_claims(list(paths), list(studies), json.loads(expects_json) or None)
     if pages:
         check_claims_pages(list(paths), list(pages))
+    twins = twin_pairs(df)
+    if twins:
+        raise ValueError(f"paper {paper}: counted claims with the same measured value (one "
+                         "measurement counted twice; make all but one a summary row): "
+                         + "; ".join(f"{a} = {b} = {v:.12g}" for a, b, v in twins))
     tables.write_atomic(df, out, {"kind": "paper_claims", "paper": paper,
                                   "studies": sorted(studies)})
     note = papers.coverage_note(json.loads(coverage_json))
