@@ -23,7 +23,8 @@ def tiny_study(**overrides) -> dict:
     grid = {"keep_rate": [1.0, 0.9], "depth": [2, 3], "sigma_w2": [1.0, 2.0]}
     grid.update(overrides.pop("grid", {}))
     study = {"name": "trainable_depth", "paper": "000", "kind": "trainable_depth",
-             "title": "tiny", "design": {"fixed": "2026-11-21"}, "theory": {"activation": "tanh", "sigma_b2": 0.05,
+             "title": "tiny", "design": {"fixed": "2026-11-21"},
+             "tolerance_sources": {"*": "ours: a test study's tolerance"}, "theory": {"activation": "tanh", "sigma_b2": 0.05,
                                          "sigma_w2_range": [1.0, 2.0], "points": 21},
              "analysis": {"metric": "train_acc"},
              "scales": {"quick": {"blocks": [{"fixed": fixed, "grid": grid}]},

@@ -64,15 +64,17 @@ def test_default_pipeline_outputs_then_nothing_to_do(workdir):
     assert "trainable_depth" in html and len(html) > 10_000, rep.stderr[-2000:]
     assert "000 Huang et al." in html  # figures and tables are filed under their paper
     assert "ERROR/" not in rep.stderr, rep.stderr[-2000:]  # captions are valid RST
-    # the front page opens on the paper's verdict matrix, built from this run
+    # the front page opens on the paper's counts (scale, coverage), then its verdict matrix with
+    # the ladder column, built from this run
     from test_front_page import outline
     desc = json.loads(re.search(r"var workflow_desc = (\".*\");", html).group(1))
     o = outline(desc)
     tags = [t for t, _ in o.tags]
     assert ("div", {"class": "sigprop-front", "id": "paper-000"}) in o.tags
-    assert tags.index("table") < tags.index("img")
-    before = desc[:desc.index('<table class="sigprop-verdicts"')]
-    assert len(re.sub(r"<[^>]+>", "", before)) < 600      # a line or two above the matrix
+    assert tags.index("img") < tags.index("table")
+    before = re.sub(r"<[^>]+>", "", desc[:desc.index('<table class="sigprop-verdicts"')])
+    assert "quick scale (1 of " in before and " claims: " in before     # the counts come first
+    assert "ladder trend (committed rungs)" in desc
     claim_ids = set(claims[claims.kind == "claim"].claim_id)
     assert all(f"<code>{c}" in desc for c in claim_ids)
     assert any("trainable_depth/claims.html" in link for c in o.cells for link in c["links"])

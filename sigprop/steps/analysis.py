@@ -128,6 +128,7 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     if design.get("smoke"):
         from sigprop.config.smoke import smoke_verdicts
         df = smoke_verdicts(df)
+        df["reading"] = reading.readings(df)
     tables.write_atomic(df, out, {"kind": "claims", "study": study,
                                   "scale": design.get("scale", ""),
                                   "runs": json.loads(expect_json)["runs"],
