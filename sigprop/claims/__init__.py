@@ -147,10 +147,12 @@ def frame(rows: list[dict]) -> pd.DataFrame:
 
 def pooled(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
            values: dict | None = None, *, test: str = "",
-           detectable: float = float("nan"), se: float = float("nan")) -> dict:
+           detectable: float = float("nan"), se: float = float("nan"),
+           false_pass: float = float("nan")) -> dict:
     """A pooled row over measurements that claim rows already test: reported, never tallied."""
     return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="summary", test=test, detectable=detectable, se=se)
+               values, kind="summary", test=test, detectable=detectable, se=se,
+               false_pass=false_pass)
 
 
 def _readings(df: pd.DataFrame) -> pd.Series:

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import below_fraction, control, frame, row, sanity, z_above, z_within
+from ...claims import (below_fraction, control, false_pass_z, frame, row, sanity, z_above,
+                       z_within)
 from ...measure import ensembles_mc as mc
 from . import (
     SOURCE_BOUNDS,
@@ -177,7 +178,7 @@ def _bounds_claims(study, runs, theory, p, k) -> list[dict]:
                         verdict=verdict,
                         test=(f"fraction of {n} independent sets within the curve minus {thr:g}: "
                               + test + f" (binomial SE at {thr:g}: {se:.4f}); units: fraction of sets"),
-                        detectable=det,
+                        detectable=det, false_pass=false_pass_z(k),
                         detail=(f"{sizes}; within for the quarter with the largest s "
                                 f"(s >= {np.quantile(w.sd_S, 0.75):.2f}): {frac_hi:.4f}; "
                                 f"largest excess |E - NWGM| - bound {excess:.2e}; within Bound 2 "
@@ -284,6 +285,7 @@ def _sampling_claims(study, runs, theory, p, k) -> list[dict]:
                         expected=f"r >= {r_min:g} at every m", tolerance=0.0, verdict=verdict,
                         test=(f"r - {r_min:g} > {k:g} SE(r) at every m (fail if below -{k:g} SE at "
                               f"any m; {indep}); units: r"), detectable=det,
+                        false_pass=false_pass_z(k),
                         detail=f"min r at m = {int(ms[g.r.argmin()])}; r = "
                                + ", ".join(f"{v:.4f}" for v in g.r) + f"; SE(r) <= {g.r_se.max():.4f}; {n}"))
         spread = float(g.r.max() - g.r.min())
@@ -295,7 +297,7 @@ def _sampling_claims(study, runs, theory, p, k) -> list[dict]:
                         verdict=verdict,
                         test=(f"{r_range:g} - (max r - min r): " + test
                               + f" (SE of the range {se_spread:.4f}; {indep}); units: r"),
-                        detectable=det,
+                        detectable=det, false_pass=false_pass_z(k),
                         detail=f"r from {g.r.iloc[0]:.4f} (m = {ms[0]}) to {g.r.iloc[-1]:.4f} "
                                f"(m = {ms[-1]}); SE of r <= {g.r_se.max():.4f}; {n}"))
         fit = g[g.m >= fit_min]
@@ -380,6 +382,7 @@ def _sampling_claims(study, runs, theory, p, k) -> list[dict]:
                             tolerance=sd_o, verdict=verdict,
                             test=(f"sigma_O - |bias| ({int(h.n)} independent samples): " + test
                                   + "; units: bias"), detectable=det,
+                            false_pass=false_pass_z(k),
                             detail=f"mean NWGM_S - E_S at m = {hist_m} ({int(h.n)} samples, SE "
                                    f"{h.bias_se:.1e}); population sigma(mu_S) - mu_O = {eq104:.4f}; "
                                    f"|bias|/sigma_O = {abs(h.bias) / sd_o:.3f}"))
