@@ -194,8 +194,8 @@ def study_regime_json(wildcards):
     import json
 
     info = study_of(wildcards).summary_info()
-    return json.dumps({k: info[k] for k in ("paper_regime", "depends_on", "tolerance_sources")},
-                      sort_keys=True)
+    return json.dumps({k: info[k] for k in ("paper_regime", "depends_on", "tolerance_sources",
+                                            "corroborations")}, sort_keys=True)
 
 
 def paper_evidence(name):

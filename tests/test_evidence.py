@@ -146,3 +146,25 @@ def test_report_page_puts_this_run_beside_the_committed_paper_scale(tmp_path):
     assert "quick scale (this run)" in page and "contradicts the paper" in page
     assert "<td>1.25</td>" in page and "7 runs, 2.0 min wall" in page
     assert t.set_index("claim")["paper scale (committed)"]["b"] == "supported"
+
+
+def test_committed_gradient_universality_counts_one_claim_per_group_of_nets(in_repo):
+    """The study file's corroborations apply to the committed paper-scale table as it is read:
+    each group of nets (activation and keep rate, or width) has one counted claim, its g_aa
+    power; the g_ab and g~_ab powers of the same nets are summary rows; its fails depart from
+    the paper by more than our tolerance, none contradicts it (000 gives no tolerance)."""
+    import yaml
+
+    from sigprop.claims import tally
+    from sigprop.claims.committed import declared_regime, read_committed
+    cfg = yaml.safe_load((REPO / "config/studies/gradient_universality.yaml").read_text())
+    df, _ = read_committed(COMMITTED / "gradient_universality", *declared_regime(cfg))
+    c = df[df.kind == "claim"]
+    assert len(c) and c.claim_id.str.contains("[g_aa, ", regex=False).all()
+    groups = c.claim_id.str.replace(r"\[g_aa, ", "[", regex=True)
+    assert groups.is_unique
+    fits = df[df.claim_id.str.match(r"power2(_width)?\[g_ab")]
+    assert set(fits.kind) <= {"summary", "sanity"} and (fits.kind == "summary").any()
+    t = tally(df)
+    assert t["fail_contradicts"] == 0 and t["fail_departs"] == t["fail"] > 0
+    assert (c.tolerance_source.str.startswith("ours:")).all()

@@ -183,8 +183,17 @@ def test_claims_rows_and_verdicts(measured):
                                "power2[g_ab_abs, tanh, rho=0.9]"], "measured"])
     summaries = [i for i in ids if i.startswith(("power2_all", "power2_pooled"))]
     assert all(kinds[i] == "summary" for i in summaries) and len(summaries) == 8
-    # one group of nets is one measurement: its g_aa row is the counted claim, its g_ab and
-    # g~_ab rows (measured on the same nets) corroborate it as summary rows
+    # one group of nets is one measurement: the study file's corroborations make its g_ab and
+    # g~_ab rows (measured on the same nets) summary rows that corroborate its g_aa claim
+    assert (claims.kind == "claim").sum() == 10          # before the declaration is applied
+    import yaml
+
+    from conftest import REPO
+    from sigprop.claims import reading
+    cfg = yaml.safe_load((REPO / "config/studies/gradient_universality.yaml").read_text())
+    claims = reading.apply(claims, "quick", {}, {}, cfg["tolerance_sources"],
+                           cfg["corroborations"])
+    kinds = claims.set_index("claim_id").kind.to_dict()
     counted = claims[claims.kind == "claim"]
     assert len(counted) == 4 and tally(claims)["claims"] == 4 and tally(claims)["sanity"] == 5
     assert counted.claim_id.str.startswith(("power2[g_aa, ", "power2_width[g_aa, ")).all()
@@ -194,8 +203,8 @@ def test_claims_rows_and_verdicts(measured):
     corroborate = claims[fit_ids & (claims.kind == "summary")]
     assert len(corroborate) == 6
     assert not corroborate.claim_id.str.contains("[g_aa, ", regex=False).any()
-    assert corroborate.claim.str.contains("corroborates the g_aa claim of the same nets: not "
-                                          "counted", regex=False).all()
+    assert corroborate.claim.str.contains("(corroboration, not counted: the g_ab and g~_ab powers",
+                                          regex=False).all()
     # the fitted-power rows, counted or corroborating, all follow the same test
     groups = claims[fit_ids & claims.kind.isin(["claim", "summary"])]
     assert len(groups) == 10

@@ -197,11 +197,13 @@ def verified_trend(path: str | Path) -> pd.DataFrame:
 
 
 def read_committed(folder: str | Path, regime: dict | None = None,
-                   depends_on=None, tolerance_sources=None) -> tuple[pd.DataFrame, dict]:
+                   depends_on=None, tolerance_sources=None,
+                   corroborations=None) -> tuple[pd.DataFrame, dict]:
     """A committed paper-scale study (``docs/evidence/paper-scale/<study>/``), checked once
     (:func:`verified_paper_scale`): its claims read at paper scale, and its provenance.  Columns
     added to the claims table since it was committed get their defaults (``margin``, ``se``,
-    ``false_pass``: NaN; ``tolerance_source``: the study file's declaration), and every row's
+    ``false_pass``: NaN; ``tolerance_source``: the study file's declaration), the claims the
+    study file declares corroborations made summary rows, and every row's
     ``regime`` is the study file's paper-scale ``regime`` along the axes its claim
     ``depends_on``, its ``reading`` computed from them (:mod:`sigprop.claims.reading`), so that
     it reads as the declaration says today without a rerun (the measured values and verdicts
@@ -211,20 +213,22 @@ def read_committed(folder: str | Path, regime: dict | None = None,
     for c in ("margin", "se", "false_pass"):
         if c not in df:
             df[c] = float("nan")
-    df = reading.apply(df, "paper", regime, depends_on, tolerance_sources)
+    df = reading.apply(df, "paper", regime, depends_on, tolerance_sources, corroborations)
     return df[tables.CLAIM_COLUMNS], prov
 
 
 def read_claims(path: str | Path, regime: dict | None = None,
-                depends_on=None, tolerance_sources=None) -> pd.DataFrame:
+                depends_on=None, tolerance_sources=None, corroborations=None) -> pd.DataFrame:
     """The claims of :func:`read_committed` for the study of ``<study>/claims.parquet``."""
-    return read_committed(Path(path).parent, regime, depends_on, tolerance_sources)[0]
+    return read_committed(Path(path).parent, regime, depends_on, tolerance_sources,
+                          corroborations)[0]
 
 
-def declared_regime(study_cfg: dict | None) -> tuple[dict, list, list]:
-    """A study file's paper-scale regime, the axes its claims depend on and the sources of
-    their tolerances (each in its order)."""
+def declared_regime(study_cfg: dict | None) -> tuple[dict, list, list, list]:
+    """A study file's paper-scale regime, the axes its claims depend on, the sources of their
+    tolerances and its declared corroborations (each in its order)."""
     from .reading import pairs, pairs_of
     cfg = study_cfg or {}
     return (dict(((cfg.get("scales") or {}).get("paper") or {}).get("regime") or {}),
-            pairs(cfg.get("depends_on")), pairs_of(cfg.get("tolerance_sources")))
+            pairs(cfg.get("depends_on")), pairs_of(cfg.get("tolerance_sources")),
+            pairs_of(cfg.get("corroborations")))

@@ -179,7 +179,7 @@ def committed_for(studies, evidence: str | Path, info: dict | None = None) -> tu
             continue
         si = (info or {}).get(s, {})
         df, prov[s] = read_committed(d, si.get("paper_regime"), si.get("depends_on"),
-                                   si.get("tolerance_sources"))
+                                   si.get("tolerance_sources"), si.get("corroborations"))
         frames.append(df)
     return (pd.concat(frames, ignore_index=True) if frames else None), prov
 

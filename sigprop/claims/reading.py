@@ -124,12 +124,13 @@ def claim_regime(claim_id: str, regime: dict | None, depends_on) -> str:
 
 
 def apply(df: pd.DataFrame, scale: str, regime: dict | None, depends_on,
-          tolerance_sources=None) -> pd.DataFrame:
-    """``df`` with ``scale`` set on every row, ``regime`` on the claim and beyond rows
-    (:func:`claim_regime`), each claim and beyond row's ``tolerance_source`` filled from the
-    study file's declaration where the row names none (:func:`tolerance_source`), and every
+          tolerance_sources=None, corroborations=None) -> pd.DataFrame:
+    """``df`` with ``scale`` set on every row, the claims that the study file declares
+    corroborations (:func:`corroborate`) made summary rows, ``regime`` on the claim and beyond
+    rows (:func:`claim_regime`), each claim and beyond row's ``tolerance_source`` filled from
+    the study file's declaration where the row names none (:func:`tolerance_source`), and every
     row's ``reading`` (:func:`readings`); sanity and summary rows keep an empty regime."""
-    df = df.copy()
+    df = corroborate(df.copy(), corroborations)
     df["scale"] = str(scale)
     tested = df["kind"].isin(["claim", "beyond"])
     df["regime"] = [claim_regime(c, regime, depends_on) if t else ""
@@ -143,6 +144,24 @@ def apply(df: pd.DataFrame, scale: str, regime: dict | None, depends_on,
     if "false_pass" not in df:
         df["false_pass"] = float("nan")
     df["reading"] = readings(df)
+    return df
+
+
+def corroborate(df: pd.DataFrame, corroborations) -> pd.DataFrame:
+    """The study file's ``corroborations`` (claim-id pattern -> why, first match wins) applied:
+    a ``claim`` row that a pattern matches measures what another counted claim already measures
+    (e.g. another metric of the same nets), so it becomes a ``summary`` row, never counted,
+    with the reason appended to its claim.  A declaration, not a measurement: it applies to a
+    committed table as read, without a rerun."""
+    items = pairs_of(corroborations)
+    if not items or not len(df):
+        return df
+    why = [tolerance_source(c, items) if k == "claim" else ""
+           for c, k in zip(df.claim_id, df["kind"])]
+    hit = pd.Series([bool(w) for w in why], index=df.index)
+    df.loc[hit, "kind"] = "summary"
+    df.loc[hit, "claim"] = [f"{c} (corroboration, not counted: {w})"
+                            for c, w in zip(df.loc[hit, "claim"], [w for w in why if w])]
     return df
 
 

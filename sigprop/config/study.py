@@ -109,6 +109,7 @@ class Study:
                "changes": design_changes(d, self.scale), "regime": self.regime,
                "depends_on": pairs(self.cfg.get("depends_on")),
                "tolerance_sources": pairs_of(self.cfg.get("tolerance_sources")),
+               "corroborations": pairs_of(self.cfg.get("corroborations")),
                "paper": str(self.cfg.get("paper", ""))}
         if self.smoke:
             out["smoke"] = True      # every verdict 'smoke' (sigprop.config.smoke.smoke_verdicts)
@@ -132,6 +133,7 @@ class Study:
                 "paper_datasets": block_datasets(self.cfg, "paper"),
                 "depends_on": pairs(self.cfg.get("depends_on")),
                 "tolerance_sources": pairs_of(self.cfg.get("tolerance_sources")),
+                "corroborations": pairs_of(self.cfg.get("corroborations")),
                 "fixed": str(d.get("fixed", "")),
                 "changes": [{"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
                             for c in design_changes(d, self.scale)],

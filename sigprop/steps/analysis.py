@@ -123,7 +123,7 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     C.check_table(df, where, paper=design.get("paper") or None)
     df = C.mark_exploratory(df, design.get("changes") or [])
     df = reading.apply(df, design.get("scale", ""), design.get("regime"), design.get("depends_on"),
-                       design.get("tolerance_sources"))
+                       design.get("tolerance_sources"), design.get("corroborations"))
     C.check_sources(df, f"{where} and its study file's tolerance_sources")
     if design.get("smoke"):
         from sigprop.config.smoke import smoke_verdicts
@@ -211,7 +211,8 @@ def committed_claims(paths: list[str], provenance: list[str], info: dict | None 
         study = Path(cp).parent.name
         si = (info or {}).get(study, {})
         df, prov[study] = read_committed(Path(cp).parent, si.get("paper_regime"),
-                                         si.get("depends_on"), si.get("tolerance_sources"))
+                                         si.get("depends_on"), si.get("tolerance_sources"),
+                                         si.get("corroborations"))
         frames.append(df)
     return (pd.concat(frames, ignore_index=True) if frames else None), prov
 

@@ -11,8 +11,9 @@ Rows (the claims contract of :mod:`sigprop.claims`), one per distinct measuremen
   the design cannot resolve a deviation of ``abs_tolerance`` and the row is ``inconclusive``);
   detectable: ``max(z_max SE, abs_tolerance)`` in units of the power; margin: ``abs_tolerance``
   (the same rule, stated as the margin of :func:`sigprop.claims.row`).  One group of nets is
-  one measurement: its ``g_aa`` row is the claim (:data:`PRIMARY`), its ``g_ab`` and
-  ``g~_ab`` rows corroborate it (summary rows, never counted).  000 states no tolerance (the
+  one measurement: the study file's ``corroborations`` make its ``g_ab`` and ``g~_ab`` rows
+  summary rows that corroborate its ``g_aa`` claim (applied by the claims job and when the
+  committed paper-scale table is read).  000 states no tolerance (the
   powers are "consistent with 2" against a line drawn on a log-log plot), so
   ``abs_tolerance`` is the project's choice (the study file's ``tolerance_sources``): a fail
   reads "departs beyond our tolerance", not "contradicts the paper".
@@ -55,11 +56,6 @@ from .analysis import (
 
 SOURCE_FIG4 = "000 §4.2, Fig. 4"
 SOURCE_FIG5 = "000 §4.2, Fig. 5"
-PRIMARY = "g_aa"
-"""The metric whose power is a group's one counted claim: the three metrics of a group are
-measured on the same nets (g_ab and g~_ab from the same forward and backward passes as g_aa),
-so they are one measurement; g_aa is 000 Fig. 4(a)'s panel and the metric every group has (at
-rho = 1 the others are copies of it)."""
 IDENTITY_RTOL = 1e-12
 """A copy's measurement equals the original's up to rounding."""
 
@@ -196,13 +192,8 @@ def _group_rows(study: str, runs: pd.DataFrame, fits: pd.DataFrame, c, want: flo
                 rows[-1]["_summary_verdict"] = (orig, done[orig])
             continue
         done[cid] = v
-        primary = f["metric"] == PRIMARY
-        if not primary:
-            claim += (f" (corroborates the {PRIMARY} claim of the same nets: not counted, one "
-                      "group of nets is one measurement)")
         rows.append(row(study, cid, claim, source, measured=f["p"], expected=f"p = {want:g}",
                         tolerance=tol, verdict=v, detail=_detail(f, v, c),
-                        kind="claim" if primary else "summary",
                         values={"p": f["p"], "se": f["se"], "n_layers": f["n_layers"],
                                 "n_inst": f["n_inst"], **_span_values(f)},
                         test=describe_test(c, f["n_inst"], f["n_layers"], f), detectable=tol,
@@ -242,9 +233,7 @@ def _overall(study: str, group_rows: list[dict], cid: str, claim: str, source: s
     """A figure's claim rows together (a summary, never counted): pass only if every one
     passes, fail if any fails, else inconclusive.  A group counted in another figure enters
     with its verdict there; copies within the figure are left out."""
-    items = [(r["claim_id"], r["verdict"]) for r in group_rows
-             if r["kind"] == "claim" or r["claim_id"].startswith("power2")
-             and r["kind"] == "summary"]
+    items = [(r["claim_id"], r["verdict"]) for r in group_rows if r["kind"] == "claim"]
     items += [r["_summary_verdict"] for r in group_rows if "_summary_verdict" in r]
     v = [x for _, x in items]
     frac = float(np.mean([x == "pass" for x in v])) if v else np.nan
