@@ -213,7 +213,8 @@ def read_committed(folder: str | Path, regime: dict | None = None,
     for c in ("margin", "se", "false_pass"):
         if c not in df:
             df[c] = float("nan")
-    df = reading.apply(df, "paper", regime, depends_on, tolerance_sources, corroborations)
+    df = reading.apply(df, "paper", regime, depends_on, tolerance_sources, corroborations,
+                       declared_first=True)
     return df[tables.CLAIM_COLUMNS], prov
 
 

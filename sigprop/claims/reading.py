@@ -124,12 +124,15 @@ def claim_regime(claim_id: str, regime: dict | None, depends_on) -> str:
 
 
 def apply(df: pd.DataFrame, scale: str, regime: dict | None, depends_on,
-          tolerance_sources=None, corroborations=None) -> pd.DataFrame:
+          tolerance_sources=None, corroborations=None, declared_first: bool = False
+          ) -> pd.DataFrame:
     """``df`` with ``scale`` set on every row, the claims that the study file declares
     corroborations (:func:`corroborate`) made summary rows, ``regime`` on the claim and beyond
     rows (:func:`claim_regime`), each claim and beyond row's ``tolerance_source`` filled from
-    the study file's declaration where the row names none (:func:`tolerance_source`), and every
-    row's ``reading`` (:func:`readings`); sanity and summary rows keep an empty regime."""
+    the study file's declaration where the row names none (:func:`tolerance_source`; with
+    ``declared_first``, as for a committed table read today, the declaration wherever it
+    matches), and every row's ``reading`` (:func:`readings`); sanity and summary rows keep an
+    empty regime."""
     df = corroborate(df.copy(), corroborations)
     df["scale"] = str(scale)
     tested = df["kind"].isin(["claim", "beyond"])
@@ -137,10 +140,14 @@ def apply(df: pd.DataFrame, scale: str, regime: dict | None, depends_on,
                     for c, t in zip(df.claim_id, tested)]
     own = (df["tolerance_source"].fillna("").astype(str) if "tolerance_source" in df
            else pd.Series("", index=df.index))
-    df["tolerance_source"] = [
-        o if o.strip() or not t else (tolerance_source(c, tolerance_sources) or
-                                      (BEYOND_SOURCE if k == "beyond" else ""))
-        for o, c, t, k in zip(own, df.claim_id, tested, df["kind"])]
+    def source(own_: str, cid: str, kind: str) -> str:
+        declared = tolerance_source(cid, tolerance_sources)
+        if declared_first and declared:
+            return declared
+        return own_ if own_.strip() else (declared or (BEYOND_SOURCE if kind == "beyond" else ""))
+
+    df["tolerance_source"] = [source(o, c, k) if t else o
+                              for o, c, t, k in zip(own, df.claim_id, tested, df["kind"])]
     if "false_pass" not in df:
         df["false_pass"] = float("nan")
     df["reading"] = readings(df)
