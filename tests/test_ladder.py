@@ -210,3 +210,14 @@ def test_committed_ladders_match_todays_config_and_give_every_claim_a_trend(in_r
             prov = json.loads((r / "provenance.json").read_text())
             assert prov["machine"]["gpu"] is None and prov["wall_s"] > 0 and prov["commit"]
             assert (r / "claims.md").read_text().startswith(f"# {s}: ladder rung {r.name}")
+
+
+def test_trend_page_names_the_seeds_a_rung_left_out_because_they_did_not_train():
+    import pandas as pd
+
+    from sigprop.steps.ladder import untrained_seeds
+    rows = pd.DataFrame({"test": ["mean over 1 trained seeds ...; 2 untrained seed(s) left out "
+                                  "(seed 0, seed 2)", "mean over 3 seeds ...",
+                                  "x; 2 untrained seed(s) left out (seed 0, seed 2)"]})
+    assert untrained_seeds(rows) == "seed 0, seed 2 (2 rows)"
+    assert untrained_seeds(rows.iloc[[1]]) == ""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -150,16 +151,29 @@ def write_trend(study: str, out: str | Path = LADDER_DIR,
     folder = Path(out) / study
     t, stamp = trend_of(folder, lad)
     tables.write_atomic(encode(t), folder / "trend.parquet", stamp)
-    (folder / "trend.md").write_text(trend_markdown(t, lad))
+    left = {r.scale: untrained_seeds(tables.read(folder / r.scale / "claims.parquet"))
+            for r in lad.rungs if (folder / r.scale / "claims.parquet").exists()}
+    (folder / "trend.md").write_text(trend_markdown(t, lad, left))
     return folder / "trend.parquet"
+
+
+UNTRAINED = re.compile(r"(\d+) untrained seed\(s\) left out \(([^)]*)\)")
+
+
+def untrained_seeds(claims: pd.DataFrame) -> str:
+    """The seeds a rung's claims left out of their statistics because they did not train (as
+    their tests name them), with how many rows: ``""`` where none were."""
+    hits = [m.group(2) for m in (UNTRAINED.search(str(x)) for x in claims.test) if m]
+    return f"{hits[0]} ({len(hits)} rows)" if hits else ""
 
 
 def _num(v: float) -> str:
     return "–" if v != v else f"{v:.3g}"
 
 
-def trend_markdown(t: pd.DataFrame, lad) -> str:
-    """The trend table in words: one line per claim with its statistic rung by rung."""
+def trend_markdown(t: pd.DataFrame, lad, untrained: dict | None = None) -> str:
+    """The trend table in words: one line per claim with its statistic rung by rung, and the
+    seeds each rung left out because they did not train (``untrained``: rung -> words)."""
     from scipy import stats
 
     from sigprop.claims.trend import Z
@@ -197,6 +211,10 @@ def trend_markdown(t: pd.DataFrame, lad) -> str:
     counts = t.trend.value_counts().to_dict()
     tail = "\n\n" + ", ".join(f"{counts.get(v, 0)} {v}" for v in
                               ("toward", "away", "flat", "inconclusive")) + "\n"
+    left = {k: v for k, v in (untrained or {}).items() if v}
+    if left:
+        tail += ("\nSeeds that did not train, left out of the rows' statistics (as their tests "
+                 "name them): " + "; ".join(f"{k}: {v}" for k, v in left.items()) + ".\n")
     return head + "\n".join(lines) + tail
 
 
