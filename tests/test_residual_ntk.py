@@ -340,14 +340,17 @@ def test_shipped_regime_and_axes(scale):
     """The diagonal claims test means that are exact at every width and depth (Thm. 4.1), so a
     fail of the printed Eq. 29 contradicts the paper at both scales; the Fig. 2 claims depend on
     the depth and alpha that 001 does not state for Fig. 2 (alpha only for the ResNet)."""
-    from sigprop.claims.reading import claim_axes, claim_regime, reading
+    from sigprop.claims.reading import claim_axes, claim_regime, reading, tolerance_source
     cfg = load_yaml(ROOT / "config/studies/residual_ntk.yaml")
     regime, dep = cfg["scales"][scale].get("regime") or {}, cfg["depends_on"]
     for cid in ("eq29_densenet_diagonal_printed", "densenet_diagonal_harmonic",
                 "eq25_resnet_diagonal[m=2, alpha=1]"):
         assert claim_axes(cid, dep) == () and claim_regime(cid, regime, dep) == ""
+    # the diagonal means are exact, so the study file declares no tolerance beyond sampling error
+    src = tolerance_source("eq29_densenet_diagonal_printed", cfg["tolerance_sources"])
+    assert src.startswith("exact:") and "Thm. 4.1" in src
     assert reading("fail", claim_regime("eq29_densenet_diagonal_printed", regime, dep),
-                   scale) == "contradicts the paper"
+                   scale, src) == "contradicts the paper"
     res = claim_regime("fig2_mean_matches_theory[resnet_fc, n=50]", regime, dep)
     dense = claim_regime("fig2_spread_scales_as_inv_sqrt_width[densenet_fc]", regime, dep)
     assert "depth:" in res and "alpha" in res and "depth:" in dense and "alpha" not in dense
