@@ -6,9 +6,9 @@ budget: the quick scale itself, then scales named ``ladder2``, ``ladder3``, ... 
 the study's claims depend on (steps, depth range, width, samples) toward the paper's setup::
 
     ladder:
-      fixed: {commit: cad00f2, date: "2026-11-26"}   # the commit that declared the rungs
+      fixed: {commit: <commit>, date: "<YYYY-MM-DD>"}   # the commit that declared the rungs
       redeclared:                  # rungs declared again after some ran (optional)
-        - {commit: b649d14, date: "2026-11-26", what: "ladder2, ladder3 at 3 hidden layers"}
+        - {commit: <commit>, date: "<YYYY-MM-DD>", what: "what changed after which rungs ran"}
       budget: "hidden units (width x depth)"      # what a rung's budget counts
       paper_budget: 4800           # the paper's setup in the same units
       targets:                     # per claim: its pass side, threshold and the paper's value
