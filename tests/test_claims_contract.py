@@ -465,3 +465,10 @@ def test_twins_are_found_by_their_measured_values():
     assert C.twin_pairs(df) == []
     coarse = C.frame([_row("a"), _row("b")])            # 1.0 and 1.0: shares by chance
     assert C.twin_pairs(coarse) == [] and C.coarse(2 / 3) and not C.coarse(0.80873608)
+
+
+def test_false_pass_of_a_one_sided_test():
+    from scipy import stats
+    assert C.false_pass_z(3.0) == pytest.approx(stats.norm.sf(3.0))
+    assert C.false_pass_z(3.0, 2) == pytest.approx(0.0477, abs=1e-4)    # 3 seeds
+    assert np.isnan(C.false_pass_z(3.0, 0))                               # 1 seed: no SE

@@ -612,11 +612,12 @@ def check_sources(df: pd.DataFrame, where: str) -> None:
 def false_pass_z(k: float, dof: float | None = None) -> float:
     """The chance that a one-sided test at ``k`` standard errors passes when the effect is
     exactly at its null (zero effect, or the margin of an interval test): ``P(Z > k)`` for a
-    normal statistic, ``P(T > k)`` with ``dof`` degrees of freedom for a mean over few seeds."""
+    normal statistic (``dof`` None), ``P(T > k)`` with ``dof`` degrees of freedom for a mean
+    over few seeds (``n - 1`` for ``n`` seeds); NaN below one degree of freedom (no SE)."""
     from scipy import stats
-    if dof is not None and np.isfinite(dof) and dof >= 1:
-        return float(stats.t.sf(k, dof))
-    return float(stats.norm.sf(k))
+    if dof is None:
+        return float(stats.norm.sf(k))
+    return float(stats.t.sf(k, dof)) if np.isfinite(dof) and dof >= 1 else float("nan")
 
 
 def design_changes(design: dict | None, scale: str) -> list[dict]:

@@ -550,5 +550,5 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                        expected=first["expected"] + f" (mean of {n} seeds, margin > {k:g} SE)",
                        tolerance=first["tolerance"], verdict=verdict, detail=detail, values=vals,
                        test=test, detectable=det, se=se_measured, kind=kind,
-                       false_pass=false_pass_z(k, n - 1) if n >= 2 else np.nan))
+                       false_pass=false_pass_z(k, n - 1)))
     return frame(out)

@@ -120,7 +120,7 @@ def _count_claim(study, cid, claim, counts, a, b, k, extra="", paper=True, act="
                        f"SE {se:.3g}" + extra),
                test=(f"trainable-cell count per seed (final test acc >= threshold); mean difference "
                      f"{test}, SE over {n} seeds; units: cells (resolution 1/{n})"),
-               detectable=det, se=se, false_pass=false_pass_z(k, n - 1) if n >= 2 else np.nan,
+               detectable=det, se=se, false_pass=false_pass_z(k, n - 1),
                values={a: float(ca.mean()), b: float(cb.mean()), "se": se})
 
 

@@ -18,13 +18,6 @@ SOURCE_T2 = "003 Sec. 4.2, Table 2"
 SOURCE_F2 = "003 Sec. 3 (after Prop. 2), Fig. 2"
 
 
-def _false_pass(k: float, n: int) -> float:
-    """The chance a one-sided test at ``k`` SE passes at a zero effect when the SE is over ``n``
-    seeds per side (Student t with ``n - 1`` degrees of freedom, the conservative Welch
-    bound)."""
-    return false_pass_z(k, n - 1) if n >= 2 else float("nan")
-
-
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p,
                  layers: pd.DataFrame | None = None) -> pd.DataFrame:
     study = p.study
@@ -56,7 +49,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p,
                                 f"SE of the difference {se:.2f} points"),
                         test=(f"non-inferiority: (difference + {margin:g}) {test}; SE unpaired over "
                               f"{n} seeds (< {min_seeds} seeds: inconclusive); units: accuracy points"),
-                        detectable=det, false_pass=_false_pass(k, n), se=se,
+                        detectable=det, false_pass=false_pass_z(k, n - 1), se=se,
                         values={"sbp_sr": both.loc[s, "SBP-SR"], "snip": both.loc[s, "SNIP"], "se": se}))
     pr = acc[(acc.activation == "relu") & (acc.method != "no pruning")]
     for ds, d in pr.groupby("dataset"):
@@ -86,7 +79,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p,
                         test=(f"non-inferiority against the best other pruner (chosen as the "
                               f"largest mean): (difference + {margin:g}) {test}; SE unpaired over "
                               f"{n} seeds; units: accuracy points"),
-                        detectable=det, false_pass=_false_pass(k, n), se=se,
+                        detectable=det, false_pass=false_pass_z(k, n - 1), se=se,
                         values={"sbp_sr": ours, "best": float(best.final_mean), "se": se}))
     rows += _layer_claims(study, runs, p, layers)
     return frame(rows)
@@ -139,7 +132,7 @@ def _layer_claims(study, runs, p, layers):
                               f"seeds (< {min_seeds}: inconclusive); a pass also needs "
                               f"spread(Stable) / spread(ResNet) <= {ratio_tol:g} (else "
                               "inconclusive); units: kept fraction (std)"),
-                        detectable=det, false_pass=_false_pass(k, n),
+                        detectable=det, false_pass=false_pass_z(k, n - 1),
                         values={"stable": m_st, "resnet": m_rs, "se": se}))
         m_st, m_rs, se, n = _diff(st, rs, "last_section_kept")
         v, test, det = z_above(m_st - m_rs, se, k)
@@ -156,6 +149,6 @@ def _layer_claims(study, runs, p, layers):
                                 f"{se:.2g}"),
                         test=(f"kept(Stable) - kept(ResNet): {test}; SE unpaired over {n} seeds "
                               f"(< {min_seeds}: inconclusive); units: kept fraction"),
-                        detectable=det, false_pass=_false_pass(k, n), se=se,
+                        detectable=det, false_pass=false_pass_z(k, n - 1), se=se,
                         values={"stable": m_st, "resnet": m_rs, "se": se}))
     return rows

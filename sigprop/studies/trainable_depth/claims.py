@@ -128,7 +128,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                   f"attainable): when that is <= the margin no difference can pass or fail and "
                   f"nothing is detectable (detectable = inf)"),
             detectable=detectable, se=se_used,
-            false_pass=false_pass_z(k, n - 1) if n >= 2 else np.nan,
+            false_pass=false_pass_z(k, n - 1),
             detail=(f"{'all panels' if panel is None else panel}: misclassified cells (seed "
                     f"mean): min(12ξ1,12ξ2) {m_min:.3f}, 6ξ2 {m_6:.3f} over {cells} cells; "
                     f"difference per seed {per_seed}, mean {mean:+.3f} ± {se_used:.3f} (SE "

@@ -190,7 +190,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                 test=(f"seed mean of r = ln(D(ηL)/D(η)) over {n} seeds: pass when mean + {k:g} "
                       f"SE ≤ ln {cr:g}, fail when mean − {k:g} SE ≥ 0 ({UNIT}); {ZERO_SE}"),
                 detectable=resolution(k, se), se=se,
-                false_pass=false_pass_z(k, n - 1) if n >= 2 else np.nan,
+                false_pass=false_pass_z(k, n - 1),
                 detail=(f"{common}; r = {_pm(m, se)} (geometric-mean ratio "
                         f"{_fmt(float(np.exp(m)))})"),
                 values={"ln_ratio": m, "se": se, "n_seeds": n, "D_eta": d_eta[0],
@@ -249,7 +249,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                   f"depths) − r, paired by seed, must exceed {k:g} SE (fail below −{k:g} SE); "
                   f"measured and detectable: δ ({UNIT}); {ZERO_SE}"),
             detectable=resolution(k, dse), se=dse,
-            false_pass=false_pass_z(k, n - 1) if n >= 2 else np.nan,
+            false_pass=false_pass_z(k, n - 1),
             detail=(f"{common}{scale}; r(ρ = {rho:g}) = {_pm(m, se)} "
                     f"(geometric-mean ratio {_fmt(float(np.exp(m)))}), r(ρ = 1 control, same "
                     f"depths) = {_pm(m1, se1)}, δ = {_pm(dm, dse)} over {dn} seeds: {why}"),
