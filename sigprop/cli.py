@@ -453,7 +453,7 @@ def _rerun_table(args: dict) -> int:
 def _evidence(args: dict) -> int:
     from pathlib import Path
 
-    from sigprop.steps import evidence as E
+    from sigprop.publish import evidence as E
     out = Path(args["out"]) if args["out"] else E.EVIDENCE_DIR
     act = args["action"]
     try:
@@ -501,7 +501,7 @@ def _evidence(args: dict) -> int:
 def _ladder(args: dict) -> int:
     from pathlib import Path
 
-    from sigprop.steps import ladder as L
+    from sigprop.publish import ladder as L
     act, study = args["action"], args["study"]
     if act != "check" and not study:
         print(f"sigprop ladder {act}: name the study", file=sys.stderr)

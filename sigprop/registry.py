@@ -132,9 +132,9 @@ def takes_layers(fn) -> bool:
 # part of its code too
 STEP_CODE = {
     "prepare": ("sigprop.data.prepare",),
-    "init": ("sigprop.steps.shards", "sigprop.train.shard"),
+    "init": ("sigprop.steps.shards", "sigprop.train.engine"),
     "prune": ("sigprop.steps.shards", "sigprop.prune.stage"),
-    "train": ("sigprop.steps.shards", "sigprop.train.shard", "sigprop.prune.stage"),
+    "train": ("sigprop.steps.shards", "sigprop.train.engine", "sigprop.prune.stage"),
     "measure": ("sigprop.steps.shards", "sigprop.studies.{kind}.measure"),
     "merge": ("sigprop.steps.analysis", "sigprop.tables"),
     "theory": ("sigprop.steps.analysis", "sigprop.studies.{kind}.theory"),

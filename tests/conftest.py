@@ -102,7 +102,7 @@ def commit_claims(folder: Path, claims, scale: str = "paper", runs=("r0000000000
     ``<ladder>/<study>/<rung>``) writes it, for the claims table ``claims`` of runs ``runs``;
     ``prov`` overrides provenance keys."""
     from sigprop.runs import runs_digest
-    from sigprop.steps.evidence import write_committed
+    from sigprop.publish.evidence import write_committed
     folder = Path(folder)
     study = folder.name if scale == "paper" else folder.parent.name
     base = {"study": study, "scale": scale, "commit": "abc" * 10, "date": "2026-11-24",

@@ -23,7 +23,7 @@ from conftest import REPO, run_snakemake, tiny_study, write_config
 from sigprop import tables
 from sigprop.config import ConfigError, build_study, check_data_options, train_size
 from sigprop.runs import RunSpec, Shard
-from sigprop.train import shard as engine
+from sigprop.train import engine
 
 STUDY_FILE = "studies/trainable_depth.yaml"
 

@@ -74,7 +74,7 @@ def test_a_code_edit_reruns_exactly_the_jobs_that_code_feeds(tmp_path):
     claims.write_text(original)                    # back as it was: nothing to do
     assert _planned(_snakemake(root, work, cfg, "-n")) == {}
 
-    trainer = root / "sigprop/train/shard.py"
+    trainer = root / "sigprop/train/engine.py"
     trainer.write_text(trainer.read_text() + "\n_an_edit = None\n")
     planned = _planned(_snakemake(root, work, cfg, "-n"))
     assert planned["init_shard"] == planned["train_shard"] == 2
@@ -115,7 +115,7 @@ import os
 if os.environ.get("STOP_AFTER_CHECKPOINT"):
     # the job stops right after a shard's first checkpoint, as a kill leaves it (no hook in the
     # package)
-    from sigprop.train import shard as _engine
+    from sigprop.train import engine as _engine
     _save = _engine.ShardTrainer._save_checkpoint
 
     def _stop(self):
@@ -169,7 +169,7 @@ def test_step_code_follows_imports_and_only_them(tmp_path, monkeypatch):
     assert {"sigprop.studies.trainable_depth", "sigprop.studies.trainable_depth.claims",
             "sigprop.claims"} <= claims
     assert not any(m.startswith("sigprop.studies.meanfield_maps") for m in claims)
-    assert "sigprop.train.shard" in registry.module_closure("sigprop.steps.shards")
+    assert "sigprop.train.engine" in registry.module_closure("sigprop.steps.shards")
     # the shard jobs do not depend on the analysis steps (figures, claims, summaries, ladders)
     assert not any(m.startswith(("sigprop.steps.analysis", "sigprop.claims", "sigprop.figures"))
                    for m in registry.module_closure("sigprop.steps.shards"))

@@ -443,7 +443,7 @@ def test_parsed_counts_are_checked(tmp_path, monkeypatch):
 def test_net_outputs_are_classes_or_the_regression_targets_dimension(tmp_path):
     """init sizes the readout by n_outputs: classes for classification, the target's dimension
     for regression (not 1 + the largest target value)."""
-    from sigprop.train.shard import n_outputs
+    from sigprop.train.engine import n_outputs
     from sigprop.steps.shards import train_shard
     got = {}
     for name, opts in (("digits", {}), ("gaussian", {"n": 16, "d": 8}),

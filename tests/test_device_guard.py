@@ -34,7 +34,7 @@ from sigprop import prune
 from sigprop.nets import families
 from sigprop.prune.stage import mask_report, shard_masks, start_params
 from sigprop.runs import RunSpec, Shard
-from sigprop.train.shard import Data, ShardTrainer, initial_state
+from sigprop.train.engine import Data, ShardTrainer, initial_state
 
 CPU = torch.device("cpu")
 N_OUT = 3
@@ -384,7 +384,7 @@ def test_maps_gradients_and_gradient_runs_under_the_guard():
 
 @pytest.mark.parametrize("arch", ["resnet_fc", "densenet_fc", "fc"])
 def test_jacobians_under_the_guard(arch):
-    from sigprop.measure import jacobians
+    from sigprop.studies.jacobian_moments import jacobians
     kw = dict(width=6, depth=2, activation="relu", precision="float64")
     if arch == "resnet_fc":
         kw.update(branch_depth=2, alpha=0.5)
@@ -407,7 +407,7 @@ def test_jacobians_under_the_guard(arch):
 @pytest.mark.parametrize("arch", ["resnet_fc", "densenet_fc"])
 @pytest.mark.parametrize("method", ["vp", "jacobian"])
 def test_ntk_under_the_guard(arch, method):
-    from sigprop.measure import ntk
+    from sigprop.studies.residual_ntk import ntk
     runs = tuple(RunSpec(arch=arch, width=6, depth=2, branch_depth=2, alpha=0.3, activation="relu",
                          sigma_w2=2.0, sigma_b2=0.0, precision="float64", seed=s) for s in range(2))
     params, _ = _init(runs, (7,), n_out=1)
@@ -420,8 +420,8 @@ def test_ntk_under_the_guard(arch, method):
 
 
 def test_dropout_learning_and_dropout_mc_under_the_guard():
-    from sigprop.measure import dropout_learning as dl
-    from sigprop.measure import dropout_mc as mc
+    from sigprop.studies.dropout_training import learning as dl
+    from sigprop.studies.dropout_training import monte_carlo as mc
     run = RunSpec(arch="fc", dataset="toy", width=4, depth=2, activation="sigmoid", keep_rate=0.5,
                   steps=2, eval_every=1, lr=0.1, momentum=0.5, batch_size=4, weight_decay=1e-4,
                   precision="float64", sigma_b2=0.05, sigma_w2=1.0)
@@ -447,7 +447,7 @@ def test_dropout_learning_and_dropout_mc_under_the_guard():
 
 
 def test_ensembles_mc_under_the_guard():
-    from sigprop.measure import ensembles_mc as mc
+    from sigprop.studies.dropout_ensemble import monte_carlo as mc
     runs = (RunSpec(arch="fc", width=5, depth=2, activation="linear", keep_rate=0.5,
                     precision="float64", seed=0),)
     params, _ = _init(runs, (4,), n_out=2)
@@ -464,7 +464,7 @@ def test_ensembles_mc_under_the_guard():
 
 
 def test_per_example_gradient_norms_under_the_guard():
-    from sigprop.measure import per_example as pe
+    from sigprop.studies.diversity_linear import per_example as pe
     runs = _dropout_fc_runs(keep_rate=1.0, depth=2, width=4)
     params, _ = _init(runs, (3,), n_out=2)
     g = torch.Generator(device=CPU).manual_seed(0)
@@ -482,9 +482,11 @@ def test_per_example_gradient_norms_under_the_guard():
 
 
 def test_run_table_measures_under_the_guard():
-    """:mod:`sigprop.measure.speed` and :mod:`~sigprop.measure.trainability` (pandas only) on the
-    run table of a shard trained under the guard."""
-    from sigprop.measure import speed, trainability
+    """:mod:`sigprop.studies.training_speed.speed` and
+    :mod:`sigprop.studies.trainable_depth.trainability` (pandas only) on the run table of a shard
+    trained under the guard."""
+    from sigprop.studies.trainable_depth import trainability
+    from sigprop.studies.training_speed import speed
     runs = _fc_runs(({"target_acc": 0.01}, {"target_acc": 0.99}))
     data = _data((6,))
     with meta_default():
@@ -499,7 +501,7 @@ def test_run_table_measures_under_the_guard():
 
 def test_cpu_simulations_under_the_guard():
     """The CPU-only torch code of the theory and the per-example benchmark name their device."""
-    from sigprop.measure import per_example as pe
+    from sigprop.studies.diversity_linear import per_example as pe
     from sigprop.theory import gradients as theory
     with meta_default():
         sim = theory.simulate_linear_dropout(6, 2, 0.5, 0.05, [1.0, 0.8], 3, seed=0, chunk=2)

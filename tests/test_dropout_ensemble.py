@@ -20,7 +20,7 @@ from sigprop import registry, tables
 from sigprop.claims import check_table
 from sigprop.config import ConfigError, build_study, load_yaml
 from sigprop.contract import Params
-from sigprop.measure import ensembles_mc as mc
+from sigprop.studies.dropout_ensemble import monte_carlo as mc
 from sigprop.runs import settings
 from sigprop.params import ParamError
 from sigprop.studies.dropout_ensemble import SPEC, analysis
@@ -29,7 +29,7 @@ from sigprop.studies.dropout_ensemble import figures as study_figures
 from sigprop.studies.dropout_ensemble import measure as study_measure
 from sigprop.studies.dropout_ensemble import theory as study_theory
 from sigprop.theory import ensembles
-from sigprop.train.shard import initial_state
+from sigprop.train.engine import initial_state
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "studies" / "dropout_ensemble.yaml"

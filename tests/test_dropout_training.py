@@ -17,8 +17,8 @@ import yaml
 from sigprop import registry, tables
 from sigprop.claims import check_table
 from sigprop.config import build_study
-from sigprop.measure import dropout_learning as dl
-from sigprop.measure import dropout_mc as mc
+from sigprop.studies.dropout_training import learning as dl
+from sigprop.studies.dropout_training import monte_carlo as mc
 from sigprop.runs import RunSpec, Shard
 from sigprop.studies.dropout_training import SPEC
 from sigprop.studies.dropout_training import analysis as study
@@ -431,7 +431,7 @@ def test_unit_interval_undoes_the_standardisation():
 
 def test_measure_runs_on_the_workflow_state(tmp_path):
     from sigprop.data.prepare import prepare
-    from sigprop.train.shard import initial_state
+    from sigprop.train.engine import initial_state
     prepare("digits", tmp_path / "digits.npz")
     runs = tuple(RunSpec(arch="fc", dataset="digits", width=8, depth=2, activation="sigmoid", sigma_w2=1.0,
                          sigma_b2=0.0, keep_rate=0.5, lr=0.5, momentum=0.9, batch_size=16, steps=20,

@@ -1,4 +1,4 @@
-"""Paper-scale evidence (sigprop.steps.evidence): the committed tables still belong to the paper-scale
+"""Paper-scale evidence (sigprop.publish.evidence): the committed tables still belong to the paper-scale
 config, the checks can fail, and the quick-vs-paper table flags changed verdicts."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, commit_claims
 
 from sigprop.claims.committed import declared_regime, read_claims
-from sigprop.steps import evidence as E
+from sigprop.publish import evidence as E
 from sigprop.claims import row, sanity
 
 COMMITTED = REPO / "docs/evidence/paper-scale"

@@ -20,8 +20,8 @@ from sigprop import tables
 from sigprop.claims import doc_tables
 from sigprop.claims.trend import read_trend
 from sigprop.steps import analysis
-from sigprop.steps import evidence as E
-from sigprop.steps import ladder as L
+from sigprop.publish import evidence as E
+from sigprop.publish import ladder as L
 
 PAPER = REPO / "docs/evidence/paper-scale"
 LADDER = REPO / "docs/evidence/ladder"

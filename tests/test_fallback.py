@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from sigprop.nets import fallback, reference
 from sigprop.runs import RunSpec, Shard
-from sigprop.train.shard import Data, ShardTrainer, initial_state
+from sigprop.train.engine import Data, ShardTrainer, initial_state
 
 
 def _data():

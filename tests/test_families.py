@@ -283,7 +283,7 @@ def test_fallback_family_trains_a_shard_initialized_in_another_process():
     from sigprop.tools.bench import gaussian_data
     from sigprop.nets import families
     from sigprop.runs import Shard
-    from sigprop.train.shard import ShardTrainer, initial_state
+    from sigprop.train.engine import ShardTrainer, initial_state
     runs = tuple(Run(arch="fc_loop", width=8, depth=2, activation="tanh", sigma_w2=1.5, seed=i,
                      batch_size=8, steps=4, eval_every=2, lr=0.05, dataset="bench")
                  for i in range(2))

@@ -38,7 +38,7 @@ from sigprop import registry, tables
 from sigprop.tools import bench
 from sigprop.config import build_study
 from sigprop.data.prepare import load as load_dataset
-from sigprop.train import shard as engine
+from sigprop.train import engine
 
 pytestmark = pytest.mark.slow
 

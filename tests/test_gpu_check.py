@@ -89,7 +89,7 @@ def test_a_different_seed_fails():
     """Other data (another seed) on one side: the tables disagree."""
     shard, in_shape, tol = G.family_shard("fc")
     dtype = torch.float32
-    from sigprop.train.shard import initial_state
+    from sigprop.train.engine import initial_state
     params, buffers = initial_state(shard, in_shape, G.N_OUT, G.CPU, dtype)
     df_a, _, _ = G._train(shard, G.tiny_data(in_shape, dtype, seed=0), params, buffers, G.CPU)
     df_b, _, _ = G._train(shard, G.tiny_data(in_shape, dtype, seed=1), params, buffers, G.CPU)

@@ -22,7 +22,7 @@ from sigprop.studies.gradient_metrics import figures as gm_figures
 from sigprop.studies.gradient_metrics import measure as gm_measure
 from sigprop.studies.gradient_metrics import theory as gm_theory
 from sigprop.theory import gradients as tg
-from sigprop.train.shard import initial_state
+from sigprop.train.engine import initial_state
 
 KEYS = ["activation", "sigma_w2", "sigma_b2", "keep_rate"]
 

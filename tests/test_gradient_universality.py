@@ -25,7 +25,7 @@ from sigprop.studies.gradient_universality import figures as gu_figures
 from sigprop.studies.gradient_universality import measure as gu_measure
 from sigprop.studies.gradient_universality import theory as gu_theory
 from sigprop.tables import CLAIM_COLUMNS
-from sigprop.train.shard import initial_state
+from sigprop.train.engine import initial_state
 
 ROOT = Path(__file__).resolve().parents[1]
 AN = {"z_max": 3.0, "abs_tolerance": 0.1, "min_layers": 3}

@@ -7,7 +7,8 @@ Layers, bottom to top (a module may import its own layer and the ones below, nev
 2. study packages ``sigprop.studies.<kind>`` (each may import only shared modules and itself);
 3. the registry (``sigprop.registry``), which finds the study packages;
 4. the workflow: the config loader ``sigprop.config``, the rules' steps ``sigprop.steps``, the
-   command-line tools ``sigprop.tools`` and ``sigprop.cli``.
+   command-line tools ``sigprop.tools``, the evidence publishers ``sigprop.publish`` and
+   ``sigprop.cli``; the steps and the tools never import each other.
 
 Imports are read from the source (also those inside functions), so a cycle that only bites at
 run time is caught too.
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "sigprop"
-WORKFLOW = ("sigprop.config", "sigprop.steps", "sigprop.tools", "sigprop.cli")
+WORKFLOW = ("sigprop.config", "sigprop.steps", "sigprop.tools", "sigprop.publish", "sigprop.cli")
 REGISTRY = {"sigprop.registry"}
 
 
@@ -135,6 +136,42 @@ def test_dependencies_point_down():
             elif _layer(m) == 2 and _layer(d) == 2 and _study_of(d) != _study_of(m):
                 wrong.append(f"study {m} imports another study's {d}")
     assert not wrong, "\n".join(sorted(wrong))
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_steps_and_tools_do_not_import_each_other():
+    """What the rules run (``sigprop.steps``) and the command-line tools (``sigprop.tools``) are
+    separate: neither imports the other."""
+    wrong = [f"{m} imports {d}" for m, deps in GRAPH.items() for d in deps
+             for a, b in (("sigprop.steps", "sigprop.tools"), ("sigprop.tools", "sigprop.steps"))
+             if _in(m, a) and _in(d, b)]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def _users(module: str) -> set[str]:
+    """The studies that use ``module``, directly or through other shared modules."""
+    seen, todo, studies = set(), [module], set()
+    while todo:
+        m = todo.pop()
+        for user, deps in GRAPH.items():
+            if m in deps and user not in seen:
+                seen.add(user)
+                if _study_of(user):
+                    studies.add(_study_of(user))
+                else:
+                    todo.append(user)
+    return studies
+
+
+def test_shared_measurements_serve_two_studies_or_more():
+    """A module of ``sigprop.measure`` is used by at least two studies; a measurement that
+    serves one study lives in that study's package."""
+    single = {m: sorted(_users(m)) for m in GRAPH
+              if _in(m, "sigprop.measure") and m != "sigprop.measure" and len(_users(m)) < 2}
+    assert not single, single
 
 
 def test_the_checker_catches_an_upward_import(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from sigprop.config import build_study, load_yaml
-from sigprop.measure import jacobians as jm
+from sigprop.studies.jacobian_moments import jacobians as jm
 from sigprop.nets import reference
 from sigprop.registry import resolve
 from sigprop.runs import RunSpec, Shard
@@ -26,7 +26,7 @@ from sigprop.data.prepare import load as load_dataset
 from sigprop.data.prepare import prepare
 from sigprop.studies.jacobian_moments.measure import measure
 from sigprop.studies.jacobian_moments.theory import fig5_alpha, theory_table
-from sigprop.train.shard import initial_state
+from sigprop.train.engine import initial_state
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "studies" / "jacobian_moments.yaml"
 D = 12
@@ -465,7 +465,7 @@ def test_paths_through_a_branch_sum_to_the_output_minus_the_skipping_paths():
     output of the same network with branch k's first matrix zeroed (the paths that skip it),
     when the activation pattern elsewhere is unchanged, i.e. exactly for a 1-branch ResNet."""
     from sigprop.runs import RunSpec
-    from sigprop.train.shard import initial_state
+    from sigprop.train.engine import initial_state
     from sigprop.runs import Shard
     runs = tuple(RunSpec(arch="resnet_fc", width=16, depth=1, branch_depth=2, alpha=0.3,
                          activation="relu", sigma_w2=2.0, sigma_b2=0.0, precision="float64",

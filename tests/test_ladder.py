@@ -1,4 +1,4 @@
-"""Budget ladders (sigprop.config.ladder, sigprop.steps.ladder): the study file's rungs checked
+"""Budget ladders (sigprop.config.ladder, sigprop.publish.ladder): the study file's rungs checked
 when the DAG is built, a rung's parameters built on the quick scale's, and the committed rungs
 kept honest against the config as the paper-scale evidence is."""
 
@@ -16,7 +16,7 @@ from sigprop.claims import design_changes, row
 from sigprop.config import ConfigError, build_study, load_yaml
 from sigprop.config.ladder import base_scales, is_rung, ladder_of
 from sigprop.claims.trend import read_trend
-from sigprop.steps import ladder as L
+from sigprop.publish import ladder as L
 
 COMMITTED = REPO / "docs/evidence/ladder"
 CONFIG = REPO / "config/config.yaml"
@@ -215,7 +215,7 @@ def test_committed_ladders_match_todays_config_and_give_every_claim_a_trend(in_r
 def test_trend_page_names_the_seeds_a_rung_left_out_because_they_did_not_train():
     import pandas as pd
 
-    from sigprop.steps.ladder import untrained_seeds
+    from sigprop.publish.ladder import untrained_seeds
     rows = pd.DataFrame({"test": ["mean over 1 trained seeds ...; 2 untrained seed(s) left out "
                                   "(seed 0, seed 2)", "mean over 3 seeds ...",
                                   "x; 2 untrained seed(s) left out (seed 0, seed 2)"]})

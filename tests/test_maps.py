@@ -6,7 +6,7 @@ import torch
 from sigprop.measure.maps import one_layer_maps, probe_inputs
 from sigprop.runs import RunSpec, Shard
 from sigprop.theory import meanfield
-from sigprop.train.shard import initial_state
+from sigprop.train.engine import initial_state
 
 
 def test_probe_inputs_have_exact_length_and_correlation():

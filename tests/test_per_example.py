@@ -12,7 +12,7 @@ import itertools
 import pytest
 import torch
 
-from sigprop.measure import per_example as pe
+from sigprop.studies.diversity_linear import per_example as pe
 
 DT = torch.float64
 RTOL = 1e-10

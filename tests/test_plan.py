@@ -15,7 +15,7 @@ from sigprop.runs import RunSpec
 
 
 def test_eval_examples_match_the_engine():
-    from sigprop.train import shard
+    from sigprop.train import engine as shard
     assert P.EVAL_TRAIN_MAX == shard.EVAL_TRAIN_MAX
 
 

@@ -22,8 +22,8 @@ from conftest import run_snakemake, tiny_study, write_config
 
 from sigprop.config import ConfigError, build_study
 from sigprop.runs import RunSpec, Shard
-from sigprop.train import shard as engine
-from sigprop.train.shard import Data, ShardTrainer, initial_state
+from sigprop.train import engine
+from sigprop.train.engine import Data, ShardTrainer, initial_state
 
 CPU = torch.device("cpu")
 

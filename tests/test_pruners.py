@@ -22,7 +22,7 @@ from sigprop.nets import families, reference
 from sigprop.prune import grasp, synflow
 from sigprop.runs import RunSpec, Shard
 from sigprop.theory import pruning as theory
-from sigprop.train.shard import initial_state
+from sigprop.train.engine import initial_state
 
 CPU = torch.device("cpu")
 F64 = torch.float64

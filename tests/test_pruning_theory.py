@@ -39,7 +39,7 @@ def _sw(chi, act="tanh"):
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     from sigprop.data.prepare import prepare
-    from sigprop.train.shard import initial_state
+    from sigprop.train.engine import initial_state
     path = tmp_path_factory.mktemp("d") / "digits.npz"
     prepare("digits", path)
     base = {"dataset": "digits", "width": 16, "depth": 6, "activation": "tanh", "sigma_b2": 0.05, "sparsity": 0.7,
@@ -56,7 +56,7 @@ def measured(tmp_path_factory):
 def test_per_neuron_fractions_are_the_prune_stage_masks(measured):
     from sigprop import prune
     from sigprop.data.prepare import load
-    from sigprop.train import shard as engine
+    from sigprop.train import engine
     from sigprop.prune.stage import shard_masks
     shard, params, buffers, df, _ = measured
     data = engine.to_data(load(measured[4]), CPU,
@@ -217,7 +217,7 @@ def test_measure_reads_the_prune_stage_masks_when_given(measured, tmp_path):
     """In the workflow the measure job gets the prune stage's mask file (``masks_path``) and
     uses it rather than pruning again; the rows equal those of masks computed in the job."""
     from sigprop.data.prepare import load
-    from sigprop.train import shard as engine
+    from sigprop.train import engine
     from sigprop.prune.stage import shard_masks
     shard, params, buffers, df, path = measured
     data = engine.to_data(load(path), CPU, torch.float64)

@@ -17,7 +17,7 @@ import yaml
 
 from sigprop import tables
 from sigprop.config import build_study, load_yaml
-from sigprop.measure import ntk
+from sigprop.studies.residual_ntk import ntk
 from sigprop.nets import families
 from sigprop.registry import resolve
 from sigprop.runs import RunSpec, Shard, settings
@@ -27,7 +27,7 @@ from sigprop.studies.residual_ntk.claims import claims_table
 from sigprop.studies.residual_ntk.measure import measure
 from sigprop.studies.residual_ntk.theory import theory_table
 from sigprop.theory import kernels
-from sigprop.train.shard import initial_state
+from sigprop.train.engine import initial_state
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")

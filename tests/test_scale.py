@@ -70,7 +70,7 @@ def test_ten_thousand_run_grid_is_157_shards_and_157_training_jobs(tmp_path):
 
 
 def test_progress_interval_comes_from_the_environment(monkeypatch):
-    from sigprop.train import shard as engine
+    from sigprop.train import engine
     monkeypatch.delenv("SIGPROP_PROGRESS_EVERY", raising=False)
     assert engine.progress_interval() == engine.PROGRESS_EVERY == 30.0
     monkeypatch.setenv("SIGPROP_PROGRESS_EVERY", "0.25")

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from sigprop.nets import activations, fc, rng
 from sigprop.runs import RunSpec, Shard
-from sigprop.train.shard import Data, ShardTrainer, initial_state
+from sigprop.train.engine import Data, ShardTrainer, initial_state
 
 
 def _data(n=96, d=12, classes=4, seed=0):

@@ -63,7 +63,7 @@ def test_the_capped_evaluation_scores_at_most_eval_max_examples():
     import torch
 
     from sigprop.runs import Shard
-    from sigprop.train.shard import Data, ShardTrainer, initial_state
+    from sigprop.train.engine import Data, ShardTrainer, initial_state
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(40, 6, generator=g), torch.randint(0, 3, (40,), generator=g)
     run = RunSpec(depth=2, width=8, batch_size=4, steps=1, eval_every=1, eval_max=5)

@@ -1,7 +1,7 @@
 """The results store checks what it reads, and writes leave nothing behind (issue: a shard table
 filed under the wrong name was merged as if it were right; a full disk left temporary files).
 
-Unit tests of the checks in sigprop.tables, sigprop.atomic and sigprop.train.shard; the same
+Unit tests of the checks in sigprop.tables, sigprop.atomic and sigprop.train.engine; the same
 faults through a real workflow run are in tests/test_faults.py."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 from sigprop import atomic, tables
 from sigprop.steps.logs import explain_failure
 from sigprop.runs import RunSpec, Shard, runs_digest
-from sigprop.train import shard as engine
+from sigprop.train import engine
 
 
 def _shard(study="s", seeds=(0, 1), width=4) -> Shard:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from sigprop.runs import RunSpec, Shard
-from sigprop.train.shard import Data, ShardTrainer, initial_state
+from sigprop.train.engine import Data, ShardTrainer, initial_state
 
 
 def _images(n=48, classes=3, seed=0):

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sigprop.measure import speed
+from sigprop.studies.training_speed import speed
 from sigprop.registry import resolve
 from sigprop.studies.training_speed.analysis import theory_value
 from sigprop.studies.training_speed.claims import claims_table

@@ -140,7 +140,7 @@ def test_kill_mid_shard_then_rerun_resumes_without_lost_or_duplicated_rows(workd
     assert not got.duplicated(["run_id", "step", "metric"]).any()
     # the same shard trained without interruption, in this process, single-threaded like the job
     from sigprop.data.prepare import load
-    from sigprop.train import shard as engine
+    from sigprop.train import engine
     st = _study(workdir, study)
     shard = st.shards[0]
     torch.set_num_threads(1)

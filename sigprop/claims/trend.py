@@ -273,7 +273,7 @@ def decode(stored: pd.DataFrame) -> pd.DataFrame:
 
 def read_trend(path) -> pd.DataFrame:
     """A committed ``trend.parquet`` (``docs/evidence/ladder/<study>/``, written by
-    :func:`sigprop.steps.ladder.write_trend`), checked to be unedited and made from the rungs
+    :func:`sigprop.publish.ladder.write_trend`), checked to be unedited and made from the rungs
     committed beside it (:func:`sigprop.claims.committed.verified_trend`), with its per-rung
     columns decoded."""
     from .committed import verified_trend

@@ -2,7 +2,7 @@
 
 A family turns the runs of a shard into stacked parameters (leading model axis
 ``M``) and runs all M models in one batched forward pass.  The shard trainer
-(:mod:`sigprop.train.shard`) only talks to this interface, so a new
+(:mod:`sigprop.train.engine`) only talks to this interface, so a new
 architecture is a new family registered in :data:`FAMILIES`, nothing else.
 
 Contract of a family:

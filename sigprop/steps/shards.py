@@ -21,7 +21,7 @@ from sigprop.data.prepare import load as load_dataset
 from sigprop.prune.stage import mask_report, shard_masks, start_params
 from sigprop.runs import Shard
 from sigprop.train import devices, host_memory
-from sigprop.train import shard as engine
+from sigprop.train import engine
 
 log = logging.getLogger("sigprop.steps")
 
@@ -54,10 +54,6 @@ def _setup(device: str, threads: int | None, gpu_locks: str | None = None) -> to
     host_memory.keep_freed_memory()      # no page faults on memory freed by the last step
     log.info("device %s, torch %s, %d threads", dev, torch.__version__, torch.get_num_threads())
     return dev
-
-
-def data_dims(ds) -> tuple[tuple[int, ...], int]:
-    return tuple(ds.x_train.shape[1:]), engine.n_outputs(ds)
 
 
 def expected_data(shard: Shard, expect_json: str | None) -> dict:
@@ -95,7 +91,7 @@ def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
     dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     ds = read_dataset(shard, data_path, data_expect)
-    in_shape, n_out = data_dims(ds)
+    in_shape, n_out = engine.data_dims(ds)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
     t0 = time.time()
     params, buffers = engine.initial_state(shard, in_shape, n_out, dev, dtype)
@@ -111,7 +107,7 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
                 out_report: str, device: str = "auto", threads: int | None = None,
                 gpu_locks: str | None = None, data_expect: str | None = None) -> None:
     """The prune stage: masks of a shard's pruned models from their initial weights (003 Sec. 2),
-    saved with :func:`sigprop.train.shard.save_masks`, and the per-layer report as Parquet.
+    saved with :func:`sigprop.train.engine.save_masks`, and the per-layer report as Parquet.
 
     The weights are in the runs' parameter dtype, never under autocast; the pruners score one
     model at a time in that dtype (:data:`sigprop.prune.SCORE_DTYPE`), so a model's mask does not

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from sigprop.nets import families, reference
 from sigprop.runs import RunSpec, Shard
 from sigprop.train import devices, host_memory
-from sigprop.train.shard import Data, ShardTrainer, initial_state, set_precision_policy
+from sigprop.train.engine import Data, ShardTrainer, initial_state, set_precision_policy
 
 # dense float32 peaks (TFLOP/s, no TF32) of GPUs we may meet; None when unknown
 def sync_device(device: torch.device) -> None:

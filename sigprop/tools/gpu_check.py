@@ -134,7 +134,7 @@ def family_shard(arch: str, tol: Tolerance | None = None, models: int = 2):
 def tiny_data(in_shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0):
     """:data:`N_TRAIN` + :data:`N_TEST` Gaussian inputs on the CPU, labels cycling over
     :data:`N_OUT` classes (every class in every batch's reach)."""
-    from sigprop.train.shard import Data
+    from sigprop.train.engine import Data
     g = torch.Generator(device=CPU).manual_seed(seed)
     n = N_TRAIN + N_TEST
     x = torch.randn((n,) + tuple(in_shape), generator=g, dtype=torch.float64, device=CPU)
@@ -145,7 +145,7 @@ def tiny_data(in_shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0):
 def _train(shard, data, params, buffers, device: torch.device):
     """Train copies of ``params`` / ``buffers`` on ``device``: ``(run table, final parameters
     and buffers on the CPU in float64, seconds)``."""
-    from sigprop.train.shard import ShardTrainer
+    from sigprop.train.engine import ShardTrainer
     t0 = time.perf_counter()
     tr = ShardTrainer(shard, data, [p.clone() for p in params], device,
                       buffers=[b.clone() for b in buffers])
@@ -246,7 +246,7 @@ def compare_family(arch: str, device_a: str | torch.device = "cpu",
     compare the run tables' losses and accuracies and the final parameters and buffers with
     the family's tolerance (:data:`TOLERANCES`, or ``tolerance``).  ``passed`` is true when
     every comparison is within tolerance; ``failures`` names the others."""
-    from sigprop.train.shard import initial_state, set_precision_policy
+    from sigprop.train.engine import initial_state, set_precision_policy
     shard, in_shape, tol = family_shard(arch, tolerance, models)
     dtype = set_precision_policy(tol.precision)
     params, buffers = initial_state(shard, in_shape, N_OUT, CPU, dtype)
@@ -396,7 +396,7 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
     from sigprop.tools import bench
     from sigprop.tools import plan as P
     from sigprop.runs import Shard
-    from sigprop.train.shard import ShardTrainer, initial_state, set_precision_policy
+    from sigprop.train.engine import ShardTrainer, initial_state, set_precision_policy
     dev = torch.device(device)
     shard, st, options = paper_shard(config, study, shard)
     r0 = shard.runs[0]
@@ -515,7 +515,7 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
     cut short keeps what it measured.  ``log``: a callable given one line per finished part."""
     from sigprop.tools import bench
     from sigprop.nets import families
-    from sigprop.train.shard import set_precision_policy
+    from sigprop.train.engine import set_precision_policy
     log = log or (lambda line: None)
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():

@@ -96,7 +96,7 @@ def efficiency_for(measured: dict, gpu: str, study: str, arch: str,
     if arch in (entry.get("by_family") or {}):
         return float(entry["by_family"][arch]), "family"
     return default, "assumed"
-EVAL_TRAIN_MAX = 2048     # as sigprop.train.shard.EVAL_TRAIN_MAX (checked in tests)
+EVAL_TRAIN_MAX = 2048     # as sigprop.train.engine.EVAL_TRAIN_MAX (checked in tests)
 
 
 @dataclasses.dataclass
@@ -403,7 +403,7 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
 
     from sigprop.tools.bench import gaussian_data
     from sigprop.runs import Shard
-    from sigprop.train.shard import ShardTrainer, initial_state, load_state, save_state
+    from sigprop.train.engine import ShardTrainer, initial_state, load_state, save_state
     rates = {}
     dev = torch.device("cpu")
     for fam, (run, in_shape, n_out, batch, step_flops, models) in families_shapes.items():

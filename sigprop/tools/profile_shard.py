@@ -22,8 +22,7 @@ import torch
 
 from sigprop.data.prepare import load as load_dataset
 from sigprop.train import devices, host_memory
-from sigprop.steps.shards import data_dims
-from sigprop.train import shard as engine
+from sigprop.train import engine
 
 
 def _costliest(config: dict, study) -> str:
@@ -60,7 +59,7 @@ def shard_trainer(study: str, shard_id: str | None = None, config: list[str] | N
     dtype = engine.set_precision_policy(r0.precision)
     ds = load_dataset(str(data_path))
     data = engine.to_data(ds, dev, dtype)
-    in_shape, n_out = data_dims(ds)
+    in_shape, n_out = engine.data_dims(ds)
     params, buffers = engine.initial_state(shard, in_shape, n_out, dev, dtype)
     tr = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
                              eval_splits=st.eval_splits)

@@ -62,7 +62,7 @@ PROBES: list[tuple[str, str, Callable[[str], str]]] = [
     *[(f"`{f}`", f, _statement) for f in (
         "sigprop/theory/meanfield.py", "sigprop/tables.py", "sigprop/runs.py", "sigprop/params.py",
         "sigprop/contract.py", "sigprop/data/prepare.py", "sigprop/nets/fc.py",
-        "sigprop/train/shard.py", "sigprop/prune/magnitude.py", "sigprop/measure/jacobians.py",
+        "sigprop/train/engine.py", "sigprop/prune/magnitude.py", "sigprop/studies/jacobian_moments/jacobians.py",
         "sigprop/claims/__init__.py", "sigprop/claims/render.py", "sigprop/claims/depth_scales.py",
         "sigprop/figures/style.py", "sigprop/papers.py", "sigprop/steps/shards.py",
         "sigprop/steps/analysis.py", "sigprop/studies/trainable_depth/claims.py",

@@ -38,7 +38,7 @@ class StackedOptimizer:
              lr_scalar: float | None = None) -> None:
         """One step for every model, or only for the models where ``update`` ([M] bool) is
         true: the others keep their parameters and optimizer state exactly (gradient
-        accumulation of a micro-batched shard, :class:`sigprop.train.shard.ShardTrainer`).
+        accumulation of a micro-batched shard, :class:`sigprop.train.engine.ShardTrainer`).
         ``grads`` (aligned with the parameters; default: their ``.grad``) are the gradients;
         ``lr_scalar``, when every model's rate is that one number, lets plain SGD update all
         parameters in one foreach call with that number (as ``torch.optim.SGD`` does)."""

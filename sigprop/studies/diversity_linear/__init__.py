@@ -18,7 +18,7 @@ the square loss, in float64.  The measure job of a shard trains its runs itself
 * gradient diversity Delta_S (004 Def. 1) of the whole training set is measured at
   initialization and every ``eval_every`` epochs while the loss is above the target
   ("every ten epochs ... and compute the average", Sec. 5), with the per-example gradient
-  norms of :mod:`sigprop.measure.per_example` (no per-example gradients materialized).
+  norms of :mod:`sigprop.studies.diversity_linear.per_example` (no per-example gradients materialized).
 
 Minibatches: a fresh permutation per epoch from the run's key (:func:`sigprop.nets.rng.permutations`),
 batches of ``batch_size`` (the last one smaller when ``batch_size`` does not divide n); the loss

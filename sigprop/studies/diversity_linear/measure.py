@@ -59,7 +59,7 @@ def full_loss(ws, x, y):
 
 def diversity(ws, x, y, chunk: int = 4096):
     """``[M]`` gradient diversity (004 Def. 1) of the square loss on the whole set (no biases)."""
-    from ...measure.per_example import fc_grad_norms
+    from .per_example import fc_grad_norms
     return fc_grad_norms([(w, None) for w in ws], x, y, "linear", "mse", chunk).diversity()
 
 
@@ -191,7 +191,7 @@ def init_draws(run, n: int, d: int, draws: int, device, dtype=None, max_elements
     """
     import torch
 
-    from ...measure.per_example import fc_grad_norms
+    from .per_example import fc_grad_norms
     from ...nets import rng
     dtype = dtype or torch.float64
     keys = _draw_keys(run, draws, "thm6").to(device)

@@ -21,7 +21,7 @@ measure job receives the labels of its shard's runs (``p.labels``), and every la
 a simulation (checked when the DAG is built).  Figures and claims read the label from the run
 table's ``block`` column.
 
-The simulation math is in :mod:`sigprop.measure.ensembles_mc`.  Measured rows: ``probe``
+The simulation math is in :mod:`sigprop.studies.dropout_ensemble.monte_carlo`.  Measured rows: ``probe``
 is the set / sample / unit (or unit pair ``i*k + j``) index, ``layer`` the network layer
 (0 outside the linear part).
 
@@ -98,7 +98,7 @@ class Simulation:
             raise ParamError(f"{where}: sd of a normal distribution is one number")
 
     def spec(self) -> dict:
-        """The simulation as the mapping :mod:`sigprop.measure.ensembles_mc` reads (the
+        """The simulation as the mapping :mod:`sigprop.studies.dropout_ensemble.monte_carlo` reads (the
         parameters that are set)."""
         return {k: v for k, v in to_dict(self).items() if v is not None}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...measure import ensembles_mc as mc
+from . import monte_carlo as mc
 from ...theory import ensembles
 
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ...claims import (below_fraction, control, false_pass_z, frame, row, sanity, z_above,
                        z_within)
-from ...measure import ensembles_mc as mc
+from . import monte_carlo as mc
 from . import (
     SOURCE_BOUNDS,
     SOURCE_EQ85,

@@ -1,5 +1,5 @@
 """The measurement: each run of a shard by the simulation of its grid block (Baldi & Sadowski
-2014, Secs. 2-3, 8, 9.3-9.4); the simulation math is :mod:`sigprop.measure.ensembles_mc`."""
+2014, Secs. 2-3, 8, 9.3-9.4); the simulation math is :mod:`sigprop.studies.dropout_ensemble.monte_carlo`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ... import tables
-from ...measure import ensembles_mc as mc
+from . import monte_carlo as mc
 
 
 def simulation_of(label: str, m):

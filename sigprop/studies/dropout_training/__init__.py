@@ -5,8 +5,8 @@ Figs. 9.3-9.15, 11.1-11.3, §11.6.
 Each run is one logistic classifier (``RunSpec``: fc, activation sigmoid, ``keep_rate`` = hidden
 keep probability; the input keep probability is ``measure.input_keep``) whose initial weights
 come from the workflow's init rule.  ``measure`` trains it with dropout and, from the same
-weights, with dropin (:mod:`sigprop.measure.dropout_learning`), and samples its dropout
-sub-networks by batched Monte Carlo (:mod:`sigprop.measure.dropout_mc`) before, during and after
+weights, with dropin (:mod:`sigprop.studies.dropout_training.learning`), and samples its dropout
+sub-networks by batched Monte Carlo (:mod:`sigprop.studies.dropout_training.monte_carlo`) before, during and after
 training; the Monte Carlo sizes are set per scale (``scales.<scale>.measure``).
 
 Claims (tolerances in ``config/studies/dropout_training.yaml``, fixed before the Monte Carlo

@@ -15,7 +15,7 @@ def final_step(runs: pd.DataFrame) -> int:
 def unit_table(runs: pd.DataFrame, step: int) -> pd.DataFrame:
     """One row per (run, layer, probe = input x unit) at ``step`` with the per-unit metrics as
     columns, plus the derived ``EO2 = V + E^2``, ``d_nwgm = NWGM - E``, ``d_w = W - E``."""
-    from ...measure.dropout_learning import UNIT_METRICS
+    from .learning import UNIT_METRICS
     d = runs[(runs.step == step) & runs.metric.isin(UNIT_METRICS)]
     w = d.pivot_table(index=["run_id", "layer", "probe"], columns="metric", values="value",
                       aggfunc="first").reset_index()

@@ -1,6 +1,6 @@
 """The measurement: each run of a shard is trained with dropout and with dropin and its dropout
 sub-networks sampled by Monte Carlo (Baldi & Sadowski 2014, §§9.5-9.6, 11.6-11.7;
-:func:`sigprop.measure.dropout_learning.measure_run`)."""
+:func:`sigprop.studies.dropout_training.learning.measure_run`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ MC_KEYS = ("n_inputs", "mc_samples", "mc_samples_trajectory", "mc_chunk", "pairs
 
 def mc_params(m) -> dict:
     """The Monte Carlo sizes and thresholds of the ``measure`` section as the mapping
-    :func:`~sigprop.measure.dropout_learning.measure_run` reads."""
+    :func:`~sigprop.studies.dropout_training.learning.measure_run` reads."""
     return {k: getattr(m, k) for k in MC_KEYS}
 
 
@@ -28,7 +28,7 @@ def load_data(path: str | Path, device, dtype) -> dict:
     import torch
 
     from ...data.prepare import load
-    from ...measure.dropout_learning import unit_interval
+    from .learning import unit_interval
     ds = load(path)
     per_feature = ds.meta.get("normalization", {}).get("kind", "per_feature") == "per_feature"
     a, b = unit_interval(ds.x_train, ds.x_test, per_feature)
@@ -39,14 +39,14 @@ def load_data(path: str | Path, device, dtype) -> dict:
 
 def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
             masks_path=None) -> pd.DataFrame:
-    """Train and measure every run of the shard (:func:`sigprop.measure.dropout_learning.measure_run`).
+    """Train and measure every run of the shard (:func:`sigprop.studies.dropout_training.learning.measure_run`).
 
     Reads the shard's prepared data set from ``data_path`` (the measure rule's ``data``
     input, passed by :func:`sigprop.steps.shards.measure_shard`)."""
     import torch
 
-    from ...measure.dropout_learning import measure_run
-    from ...measure.dropout_mc import split_params
+    from .learning import measure_run
+    from .monte_carlo import split_params
     m = p.measure
     dev = torch.device(device)
     dtype = params[0].dtype

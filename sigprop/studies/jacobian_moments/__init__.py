@@ -1,7 +1,7 @@
 """Moments of the Jacobian squared norm at initialization: Littwin & Wolf 2020, "Residual
 Tangent Kernels", arXiv:2001.10460, Figs. 4-5, Thms. 4-6.
 
-A measurement at initialization, no training (:mod:`sigprop.measure.jacobians`): for one
+A measurement at initialization, no training (:mod:`sigprop.studies.jacobian_moments.jacobians`): for one
 fixed input with ``x.x/d = 1`` per network, the scalar output ``f``, the per-matrix
 ``||J^k||^2 = ||df/dW^k||^2`` (NTK parameterization), ``||J||^2`` (their sum over the hidden
 matrices, 001 Eq. 35) and, for the ResNet, the reduced-network outputs ``f_(k)`` (001 Def. 1,

@@ -85,7 +85,7 @@ def loglog_slope(depths: np.ndarray, values: np.ndarray) -> float:
 def ratio_stats(samples: dict[int, np.ndarray], n_boot: int = 400, seed: int = 0) -> dict:
     """``Var/E^2`` and ``Var`` per depth, their bootstrap SEs (of the log), and the log-log
     slope of ``Var/E^2`` against depth with its bootstrap SE (runs resampled per depth)."""
-    from ...measure.jacobians import normalized_variance
+    from .jacobians import normalized_variance
     depths = np.array(sorted(samples))
     ratio = np.array([normalized_variance(samples[L]) for L in depths])
     var = np.array([samples[L].var(ddof=1) for L in depths])

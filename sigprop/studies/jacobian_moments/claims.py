@@ -279,7 +279,7 @@ def claims_kernel(runs: pd.DataFrame, p) -> list[dict]:
 def claims_thm3(runs: pd.DataFrame, p) -> list[dict]:
     """001 Thm. 3 (Eq. 38): E f_(k)^m = E (f^k)^m for even m, where f_(k) is the reduced
     network's output and f^k the full output's paths through W^k (Eq. 36; measured as
-    <W^{k,1}, df/dW^{k,1}>, :func:`sigprop.measure.jacobians.output_and_jacobians`).  The two
+    <W^{k,1}, df/dW^{k,1}>, :func:`sigprop.studies.jacobian_moments.jacobians.output_and_jacobians`).  The two
     differ network by network (different activation patterns, Fig. 3); only their moments
     should agree.  One joint test per m over all (depth, k) points: the paired differences
     f_(k)^m - (f^k)^m of a depth share its networks.  A sanity row checks Eq. 36's f^k on the

@@ -19,7 +19,7 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
     regime, beyond the paper): :func:`measure_kernel`."""
     if shard.runs[0].steps > 1:
         return measure_kernel(shard, params, p, device, data_path)
-    from ...measure.jacobians import jacobian_moments  # torch: imported only in the job
+    from .jacobians import jacobian_moments  # torch: imported only in the job
     runs = shard.runs
     arch = runs[0].arch
     r = jacobian_moments(arch, runs, params, chunk=int(p.measure.chunk),
@@ -49,12 +49,12 @@ def measure_kernel(shard, params, p, device: str = "cpu", data_path=None) -> pd.
     """Beyond 001: relative change of the empirical NTK on ``measure.kernel_probes`` test inputs
     over ``steps`` SGD steps (batch ``batch_size``, normalized step ``lr``) on the run's data set,
     the prepared file ``data_path`` the workflow gives the job
-    (:func:`sigprop.measure.jacobians.train_kernel_change`).  Rows per run (layer 0, probe 0):
+    (:func:`sigprop.studies.jacobian_moments.jacobians.train_kernel_change`).  Rows per run (layer 0, probe 0):
     ``ntk_rel_change``, ``ntk_diag_0``, ``lr``, ``loss_init``, ``loss_final``, ``diverged``."""
     import torch
 
     from ...data.prepare import load
-    from ...measure.jacobians import train_kernel_change
+    from .jacobians import train_kernel_change
     runs = shard.runs
     r0 = runs[0]
     if data_path is None:

@@ -65,7 +65,7 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
     from ... import prune
     from ...data.prepare import load
     from ...prune.stage import shard_masks
-    from ...train import shard as engine
+    from ...train import engine
     gammas = [float(g) for g in p.measure.gammas]
     l0 = int(p.measure.gamma_layer)
     data = engine.to_data(load(data_path), params[0].device, params[0].dtype)

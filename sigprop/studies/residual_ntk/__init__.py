@@ -4,7 +4,7 @@ Tangent Kernels", arXiv:2001.10460, Thms. 1-2 (Fig. 2, Eqs. 25, 29).
 A measurement at initialization: for every model (families ``resnet_fc`` = 001 Eq. 8 and
 ``densenet_fc`` = Eq. 19 with ``sigma_w2 = 2``, i.e. ``q = sqrt(2) phi(y)``), the empirical
 NTK ``G(x, x') = <df(x)/dW, df(x')/dW>`` over the hidden weights (Eq. 1; ``W^s, W^f`` fixed, §4.3)
-by NTK-vector products (:mod:`sigprop.measure.ntk`):
+by NTK-vector products (:mod:`sigprop.studies.residual_ntk.ntk`):
 
 * metric ``ntk``, ``probe = j``: ``G(x, x'_j)`` for Fig. 2's ``x = [1, 0]``,
   ``x'_j = [cos t_j, sin t_j]``, ``t_j = linspace(0, pi, n_angles)``, with Eq. (11)

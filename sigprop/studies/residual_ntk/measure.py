@@ -13,7 +13,7 @@ from .theory import angles
 def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
             masks_path=None) -> pd.DataFrame:
     """Rows ``ntk`` (probe ``j``, column ``theta``) and ``ntk_diag`` (probe 0) per model."""
-    from ...measure import ntk  # torch: imported only in the job
+    from . import ntk  # torch: imported only in the job
     theta = angles(p.measure.n_angles)
     dim, dtype, dev = params[0].shape[-1], params[0].dtype, params[0].device
     x1, x2 = ntk.fig2_probe_inputs(theta, dim, float(p.measure.fig2_input_dim), dtype)

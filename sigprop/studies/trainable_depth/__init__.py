@@ -17,7 +17,7 @@ grid), no outcome could decide: the row is inconclusive with detectable = inf.
 
 Modules: ``theory`` (the depth scales on a σ_w² grid), ``analysis`` (the theory curves as
 functions of (ρ, σ_w²)), ``figures`` (the heatmaps), ``claims`` (which bound fits the
-trainable region); the trainability of a grid is :mod:`sigprop.measure.trainability`.
+trainable region); the trainability of a grid is :mod:`sigprop.studies.trainable_depth.trainability`.
 """
 
 from __future__ import annotations

@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 
 from ...claims import false_pass_z, frame, pooled, row
-from ...measure import trainability
+from . import trainability
 from . import SOURCE
 from .analysis import curve
 
 
 def seed_cells(runs: pd.DataFrame, metric: str, fraction: float, chance: float) -> dict:
-    """``{seed: trainable cells of that seed's runs}`` (:func:`sigprop.measure.trainability.trainable`,
+    """``{seed: trainable cells of that seed's runs}`` (:func:`sigprop.studies.trainable_depth.trainability.trainable`,
     threshold per panel and seed); one seed 0 when the table has no ``seed`` column."""
     runs = trainability.add_panels(runs)
     if "seed" not in runs.columns:

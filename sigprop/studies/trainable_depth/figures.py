@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...measure import trainability
+from . import trainability
 
 # (quantity, label, colour, linestyle) as in the caption of 000 Fig. 7
 OVERLAYS = [("12xi1", r"$12\xi_1$", "white", "-"),

@@ -6,7 +6,7 @@ tanh fully connected networks with σ_w² on χ1 = 1 (000 Eq. 10; the config's
 ``derived: {sigma_w2: {chi1: 1.0}}``) are trained by SGD over a log-spaced
 learning-rate grid and several depths L, for keep rates ρ ∈ {1, 0.99, 0.98}.
 Each run stops when its test accuracy reaches p (``target_acc``); τ is that
-step (:mod:`sigprop.measure.speed`).  The paper's findings (000 Fig. 6 and
+step (:mod:`sigprop.studies.training_speed.speed`).  The paper's findings (000 Fig. 6 and
 §5.1): without dropout the curves collapse as τ = f1(ηL) (panel a); with
 ρ = 0.99 (0.98) they collapse as τ = f2(η), without rescaling, up to L = 120
 (55), and a deeper net (L = 300, 200) departs (panels b, c).
@@ -47,7 +47,7 @@ SOURCE = "000 §5.1, Fig. 6"
 
 @dataclass(frozen=True)
 class Analysis:
-    # see sigprop.measure.speed for the definitions
+    # see sigprop.studies.training_speed.speed for the definitions
     min_overlap_decades: float = param(0.3, ge=0,
                                        doc="two depth curves are compared only where both "
                                            "reached p over at least this many decades of x")

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ...claims import false_pass_z, frame, row, z_above
-from ...measure import speed
+from . import speed
 from . import SOURCE
 from .analysis import panels, theory_value
 
@@ -112,7 +112,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     """The collapse claims of 000 §5.1 / Fig. 6, one row per keep rate (and deep depth).
 
     Per seed s, D_s(x) is the dispersion of the depth curves ln τ(x) of
-    :func:`sigprop.measure.speed.dispersion`, x = η or ηL.  With k = ``seed_z``:
+    :func:`sigprop.studies.training_speed.speed.dispersion`, x = η or ηL.  With k = ``seed_z``:
 
     * ``collapse_etaL[rho=1]``: r_s = ln(D_s(ηL) / D_s(η)) over the depths of ρ = 1 (not the
       controls); pass when mean r + k SE ≤ ln ``collapse_ratio``, fail when mean r − k SE ≥ 0
@@ -124,7 +124,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
       when ρ does not collapse in η (mean r − k SE ≥ 0) or the control collapses in η better
       (δ < −k SE); otherwise inconclusive (also without a control at the same depths).
     * ``outlier_departs[rho=ρ]`` (ρ < 1): D_out and D_in of
-      :func:`sigprop.measure.speed.outlier_gap` per seed (a censored deep point counts as its
+      :func:`sigprop.studies.training_speed.speed.outlier_gap` per seed (a censored deep point counts as its
       lower bound ln(T/τ_j)); the ρ = 1 control at the same depth gives D_ctrl against the same
       ρ curves.  The measured effect is e = mean(D_out − D_ctrl).  Fail when the deep net does
       not depart (mean D_out ≤ mean D_in, or mean(D_out − D_in) < −k SE); pass when it departs
@@ -265,7 +265,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
 def _at_bound(c: pd.DataFrame, T: float) -> bool:
     """True when every point of these curves sits at the censoring bound: τ never below the step
     budget T (never reached, or reached only at the last evaluation, where |ln τ − ln τ_j| equals
-    the bound ln(T/τ_j) that :func:`sigprop.measure.speed.outlier_gap` counts for a censored
+    the bound ln(T/τ_j) that :func:`sigprop.studies.training_speed.speed.outlier_gap` counts for a censored
     point).  Such a side's D is that bound, not a measurement (False without points)."""
     tau = c.tau.to_numpy(float)
     return bool(len(tau)) and bool(np.all(~(tau < T)))

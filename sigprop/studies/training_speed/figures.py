@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.lines import Line2D
 
-from ...measure import speed
+from . import speed
 from .analysis import panels, theory_value
 
 DEPTH_CMAP = LinearSegmentedColormap.from_list("black_green", ["#000000", "#1f9e3a", "#7bd86b"])

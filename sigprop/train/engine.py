@@ -113,6 +113,11 @@ def n_outputs(ds) -> int:
     return int(ds.meta.get("n_classes") or int(np.max(ds.y_train)) + 1)
 
 
+def data_dims(ds) -> tuple[tuple[int, ...], int]:
+    """A prepared data set's input shape (one example) and the outputs a net on it has."""
+    return tuple(ds.x_train.shape[1:]), n_outputs(ds)
+
+
 def to_data(ds, device: torch.device, dtype: torch.dtype) -> Data:
     """A prepared data set (``sigprop.data.prepare.Dataset``) on a device, shapes kept
     (``n_classes``: :func:`n_outputs`; labels as integers, for classification)."""

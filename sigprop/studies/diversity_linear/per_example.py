@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..nets import activations
+from ...nets import activations
 
 LOSSES = ("mse", "ce")
 
@@ -280,7 +280,7 @@ def benchmark(n: int = 2048, d: int = 32, width: int = 64, depth: int = 4, model
 
     The naive loop is timed on ``naive_examples`` examples and scaled to n (it is linear in n).
     Best of ``reps`` repetitions (the naive loop: one) with ``threads`` torch threads.
-    Run as ``python -m sigprop.measure.per_example [n=2048 width=64 depth=4 ...]``.
+    Run as ``python -m sigprop.studies.diversity_linear.per_example [n=2048 width=64 depth=4 ...]``.
     """
     torch.set_num_threads(threads)
     cpu = torch.device("cpu")   # a CPU benchmark, whatever the process's default device

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import integrate, special
 
-from ..theory import ensembles
+from ...theory import ensembles
 
 # numpy streams of a run (independent of one another, derived from the run key)
 STREAM_BOUNDS = 11
@@ -227,7 +227,7 @@ def linear_mc(weights, biases, keeps, x, n_samples: int, key: int, cov_units: in
     """
     import torch
 
-    from ..nets import rng as crng
+    from ...nets import rng as crng
 
     dev = torch.device(device)
     keys = torch.tensor([int(key)], dtype=torch.int64, device=dev)

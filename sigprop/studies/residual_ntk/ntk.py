@@ -25,7 +25,7 @@ parameter list, so ``f(hidden, x)`` closes over ``W^s, W^f`` and is transformed 
 
 Timing (this project's CPU machine, 1 torch thread, 2 shared cores
 under a load of ~4, float64, Fig. 2 probes ``B1 = 1``, ``B2 = 20`` angles, best of 3, per
-model; ``python -m sigprop.measure.ntk`` re-measures):
+model; ``python -m sigprop.studies.residual_ntk.ntk`` re-measures):
 
 ====================================  ===========  ================
 net                                   ``ntk_vp``   ``ntk_jacobian``
@@ -59,7 +59,7 @@ import numpy as np
 import torch
 from torch.func import jacrev, jvp, vjp, vmap
 
-from ..nets import families
+from ...nets import families
 
 __all__ = [
     "METHODS",
@@ -176,8 +176,8 @@ def _timing(cases=(("resnet_fc", 3, 50, 40), ("resnet_fc", 3, 500, 10), ("resnet
     """Seconds per model of :func:`ntk_vp` and :func:`ntk_jacobian` on Fig. 2 probes."""
     import time
 
-    from ..runs import RunSpec, Shard
-    from ..train.shard import initial_state
+    from ...runs import RunSpec, Shard
+    from ...train.engine import initial_state
     rows = []
     for arch, depth, width, m in cases:
         runs = tuple(RunSpec(arch=arch, dataset="gaussian", width=width, depth=depth, branch_depth=2,

@@ -56,7 +56,7 @@ def final_accuracy(runs: pd.DataFrame, metric: str = "train_acc", chance: float 
 
 def n_classes(runs: pd.DataFrame) -> int:
     ds = set(runs.dataset)
-    from ..data import registry
+    from ...data import registry
     n = {registry.get(d).n_classes for d in ds}
     if len(n) != 1 or None in n:
         raise ValueError(f"cannot infer the number of classes of {sorted(ds)}")

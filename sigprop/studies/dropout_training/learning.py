@@ -18,7 +18,7 @@ Rows (``layer`` = hidden layer 1..L, 0 for whole-network metrics; ``probe`` enco
 ``input * PROBE_STRIDE + unit`` (or pair / histogram bin), see :func:`probe_code`):
 
 * at ``step`` 0 and the last step, per hidden unit and probe input (Figs. 9.3-9.9, 9.15):
-  ``E, V, NWGM, W, se_e, se_nwgm, Esp, spE`` (:func:`sigprop.measure.dropout_mc.unit_stats`);
+  ``E, V, NWGM, W, se_e, se_nwgm, Esp, spE`` (:func:`sigprop.studies.dropout_training.monte_carlo.unit_stats`);
 * same steps, per sampled pair (Figs. 9.12-9.14): ``pu_EOO, pu_WW`` (two units of hidden
   layer ``layer``), ``pc_EOO, pc_WW, pc_WijW`` (unit ``i`` of layer ``layer`` fed by
   unit ``j`` of layer ``layer - 1``);
@@ -50,7 +50,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from . import dropout_mc as mc
+from . import monte_carlo as mc
 
 PROBE_STRIDE = 1_000_000
 UNIT_METRICS = ("E", "V", "NWGM", "W", "se_e", "se_nwgm", "Esp", "spE")

@@ -35,7 +35,7 @@ import time
 import numpy as np
 import torch
 
-from ..nets import activations, families, rng
+from ...nets import activations, families, rng
 
 log = logging.getLogger("sigprop.measure")
 
@@ -288,7 +288,7 @@ def train_kernel_change(arch: str, runs, params: list[torch.Tensor], x_train: to
             out = fam.apply(runs, ps, [], xe.unsqueeze(0).expand(m, *xe.shape), False, keys, 0)[0]
             return mse_per_model(out, ye.unsqueeze(0).expand(m, -1))
 
-    from ..train.shard import progress_interval
+    from ...train.engine import progress_interval
     every, t0 = progress_interval(), time.time()
     theta0 = ntk_all(arch, runs, ps, x_probe)
     log.info("kernel regime: NTK at initialization of %d models in %.1f s", m, time.time() - t0)
