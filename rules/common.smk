@@ -190,7 +190,7 @@ def paper_claim_expects(wildcards):
 
 def study_regime_json(wildcards):
     """The study's paper-scale regime and the axes its claims depend on, as JSON: how its
-    committed paper-scale verdicts read (sigprop.steps.evidence.read_claims)."""
+    committed paper-scale verdicts read (sigprop.publish.evidence.read_claims)."""
     import json
 
     info = study_of(wildcards).summary_info()
@@ -200,7 +200,7 @@ def study_regime_json(wildcards):
 
 def paper_evidence(name):
     """The committed paper-scale ``name`` (claims.parquet or provenance.json) of the paper's
-    studies that have verdicts under docs/evidence/paper-scale (sigprop.steps.evidence)."""
+    studies that have verdicts under docs/evidence/paper-scale (sigprop.publish.evidence)."""
 
     def files(wildcards):
         return [f"{EVIDENCE}/{n}/{name}" for n in paper_studies(wildcards)
@@ -211,7 +211,7 @@ def paper_evidence(name):
 
 def paper_ladder(wildcards):
     """The committed ladder trends (docs/evidence/ladder/<study>/trend.parquet) of the paper's
-    studies that have one (sigprop.steps.ladder)."""
+    studies that have one (sigprop.publish.ladder)."""
     return [f"{LADDER}/{n}/trend.parquet" for n in paper_studies(wildcards)
             if Path(f"{LADDER}/{n}/trend.parquet").exists()]
 
@@ -234,24 +234,27 @@ def paper_ladder_rungs(wildcards):
 
 
 def report_category(wildcards):
-    """Report section of a study's outputs: its paper (sigprop.papers.TITLES)."""
+    """Report section of a study's outputs: its paper (sigprop.papers.title, with the papers
+    that study packages outside sigprop declare)."""
     from sigprop.papers import title
+    from sigprop.registry import declared_papers
 
-    return title(study_paper(wildcards.study))
+    return title(study_paper(wildcards.study), declared_papers())
 
 
 def paper_category(wildcards):
     from sigprop.papers import title
+    from sigprop.registry import declared_papers
 
-    return title(wildcards.paper)
+    return title(wildcards.paper, declared_papers())
 
 
 def study_subcategory(wildcards):
     return STUDIES[wildcards.study].cfg.get("title", wildcards.study)
 
 
-EVIDENCE = "docs/evidence/paper-scale"   # committed paper-scale claims (sigprop.steps.evidence)
-LADDER = "docs/evidence/ladder"   # committed budget-ladder rungs and trends (sigprop.steps.ladder)
+EVIDENCE = "docs/evidence/paper-scale"   # committed paper-scale claims (sigprop.publish.evidence)
+LADDER = "docs/evidence/ladder"   # committed budget-ladder rungs and trends (sigprop.publish.ladder)
 LADDER_TREND = f"{LADDER}/{{study}}/trend.parquet"
 EVIDENCE_CLAIMS = f"{EVIDENCE}/{{study}}/claims.parquet"
 EVIDENCE_PROVENANCE = f"{EVIDENCE}/{{study}}/provenance.json"

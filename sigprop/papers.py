@@ -38,8 +38,30 @@ TABLES = {
 }
 
 
-def title(paper: str) -> str:
-    return TITLES.get(paper, f"paper {paper}")
+def known(declared: dict | None = None) -> dict[str, dict]:
+    """:data:`PAPERS` and ``declared``, the papers that study packages outside this package
+    declare (:func:`sigprop.registry.declared_papers`).
+
+    Raises ValueError when a declaration gives one of :data:`PAPERS` other text."""
+    out = dict(PAPERS)
+    for pid, entry in (declared or {}).items():
+        if pid in PAPERS and PAPERS[pid] != entry:
+            raise ValueError(f"paper {pid} is declared by a study package as {entry}, "
+                             f"but it is {PAPERS[pid]}")
+        out[pid] = entry
+    return out
+
+
+def title(paper: str, declared: dict | None = None) -> str:
+    """How the report and summaries title ``paper``: its id and title (``declared``: as for
+    :func:`known`)."""
+    entry = known(declared).get(paper)
+    return f"{paper} {entry['title']}" if entry else f"paper {paper}"
+
+
+def citation(paper: str, declared: dict | None = None) -> str:
+    """How ``paper`` is cited in full ("" for an undeclared paper)."""
+    return (known(declared).get(paper) or {}).get("citation", "")
 
 
 def coverage_note(coverage: dict | None) -> str:

@@ -1,9 +1,21 @@
-"""The studies: found by looking for packages under ``sigprop/studies/`` (no hand-kept list).
+"""The studies: the packages under ``sigprop/studies/`` (no hand-kept list) and study packages
+installed elsewhere.
 
-A study kind is the name of a package ``sigprop/studies/<kind>/`` whose ``__init__.py``
-defines ``SPEC`` (:class:`sigprop.contract.StudySpec`).  Declarations are light and are read
-while Snakemake builds the DAG; a study's code modules (``measure``, ``theory``, ``figures``,
-``claims``, ``tables``) are imported only by the jobs that call them (:func:`part`).
+A study kind names a package whose ``__init__.py`` defines ``SPEC``
+(:class:`sigprop.contract.StudySpec`).  It is found in one of three places (:func:`packages`):
+
+- this package: ``sigprop/studies/<kind>/``;
+- an installed distribution that declares the entry point ``<kind> = <module>`` in the group
+  ``sigprop.studies`` (``sigprop new-study`` writes such a distribution);
+- a folder on the ``SIGPROP_STUDIES_PATH`` environment variable (folders separated as in
+  ``PATH``): each package ``<folder>/<kind>/`` in it; the folder is put on ``sys.path``.
+
+A study found outside this package keeps its study file beside its code
+(``<package>/study.yaml``, :func:`study_file`) and may declare the paper it belongs to as
+``PAPER = {"id": ..., "citation": ..., "title": ...}`` in its ``__init__.py`` (:func:`papers`).
+Declarations are light and are read while Snakemake builds the DAG; a study's code modules
+(``measure``, ``theory``, ``figures``, ``claims``, ``tables``) are imported only by the jobs
+that call them (:func:`part`).
 
 Dependencies point one way: shared layers <- study packages <- this registry <- the workflow
 (``sigprop.config``, ``sigprop.steps.shards``, ``scripts/``); ``tests/test_imports.py``
@@ -15,9 +27,13 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import importlib.metadata
+import importlib.util
 import inspect
+import os
 import pkgutil
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -26,35 +42,116 @@ from . import params as P
 from .contract import SECTIONS, Params, StudySpec, base_scales
 
 PACKAGE = "sigprop.studies"
+ENTRY_POINTS = "sigprop.studies"       # the entry-point group of installed study packages
+PATH_VARIABLE = "SIGPROP_STUDIES_PATH"
+
+
+def _study_path() -> list[Path]:
+    return [Path(d) for d in os.environ.get(PATH_VARIABLE, "").split(os.pathsep) if d]
 
 
 @functools.cache
-def kinds() -> tuple[str, ...]:
-    """Names of every study package (sorted); packages starting with ``_`` are skipped."""
+def packages() -> dict[str, str]:
+    """Study kind -> the module of its package: this package's studies, then the installed
+    distributions' entry points (group :data:`ENTRY_POINTS`), then the packages in the folders
+    of :data:`PATH_VARIABLE`.  Packages starting with ``_`` are skipped.
+
+    Raises ValueError when two places declare the same kind (naming both)."""
     pkg = importlib.import_module(PACKAGE)
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)
-                        if m.ispkg and not m.name.startswith("_")))
+    found = {m.name: (f"{PACKAGE}.{m.name}", "sigprop/studies")
+             for m in pkgutil.iter_modules(pkg.__path__)
+             if m.ispkg and not m.name.startswith("_")}
+
+    def add(kind: str, module: str, where: str) -> None:
+        if kind in found and found[kind][0] != module:
+            raise ValueError(f"study kind {kind!r} is declared twice: {found[kind][1]} "
+                             f"({found[kind][0]}) and {where} ({module})")
+        found[kind] = (module, where)
+
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        dist = getattr(ep.dist, "name", "?")
+        add(ep.name, ep.value.split(":")[0], f"the entry point of distribution {dist}")
+    for folder in _study_path():
+        if not folder.is_dir():
+            raise ValueError(f"{PATH_VARIABLE}: {folder} is not a folder")
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+        for m in pkgutil.iter_modules([str(folder)]):
+            if m.ispkg and not m.name.startswith("_"):
+                add(m.name, m.name, f"{PATH_VARIABLE} folder {folder}")
+    return {k: found[k][0] for k in sorted(found)}
+
+
+def kinds() -> tuple[str, ...]:
+    """Names of every study package (sorted), wherever it was found (:func:`packages`)."""
+    return tuple(packages())
+
+
+def module_of(kind: str) -> str:
+    """The module of study ``kind``'s package (``sigprop.studies.<kind>`` for this package's)."""
+    if kind not in packages():
+        raise KeyError(f"unknown study kind '{kind}' (known: {', '.join(kinds())})")
+    return packages()[kind]
+
+
+def is_external(kind: str) -> bool:
+    """Whether study ``kind`` lives outside this package."""
+    return not module_of(kind).startswith(PACKAGE + ".")
 
 
 def spec(kind: str) -> StudySpec:
     """The declaration of study ``kind``."""
-    if kind not in kinds():
-        raise KeyError(f"unknown study kind '{kind}' (known: {', '.join(kinds())})")
-    mod = importlib.import_module(f"{PACKAGE}.{kind}")
+    mod = importlib.import_module(module_of(kind))
     s = getattr(mod, "SPEC", None)
     if not isinstance(s, StudySpec):
         raise TypeError(f"{mod.__file__}: a study package must define SPEC = StudySpec(...)")
     return s
 
 
+def study_file(kind: str) -> Path | None:
+    """The study file kept in study ``kind``'s package (``study.yaml`` beside its
+    ``__init__.py``), None when it has none (this package's studies keep theirs under
+    ``config/studies/``)."""
+    found = importlib.util.find_spec(module_of(kind))
+    if found is None or not found.submodule_search_locations:
+        return None
+    path = Path(list(found.submodule_search_locations)[0]) / "study.yaml"
+    return path if path.is_file() else None
+
+
+def declared_papers() -> dict[str, dict]:
+    """Paper id -> ``{"citation", "title"}`` of the papers that study packages found outside
+    this package declare (``PAPER = {"id", "citation", "title"}`` in their ``__init__.py``);
+    :func:`sigprop.papers.known` merges them with this package's papers.
+
+    Raises ValueError for a declaration without its keys or two that differ."""
+    out: dict[str, dict] = {}
+    for kind in kinds():
+        if not is_external(kind):
+            continue
+        mod = importlib.import_module(module_of(kind))
+        decl = getattr(mod, "PAPER", None)
+        if decl is None:
+            continue
+        missing = {"id", "citation", "title"} - set(decl)
+        if missing:
+            raise ValueError(f"{mod.__file__}: PAPER lacks {sorted(missing)}")
+        pid, entry = str(decl["id"]), {"citation": decl["citation"], "title": decl["title"]}
+        if out.get(pid, entry) != entry:
+            raise ValueError(f"{mod.__file__}: PAPER {pid!r} differs from another study's "
+                             f"declaration ({out[pid]})")
+        out[pid] = entry
+    return out
+
+
 def part(kind: str, module: str) -> ModuleType:
     """One of a study's code modules (``measure``, ``theory``, ``figures``, ``claims``,
     ``tables``), imported on demand."""
-    spec(kind)
+    base = module_of(kind)
     try:
-        return importlib.import_module(f"{PACKAGE}.{kind}.{module}")
+        return importlib.import_module(f"{base}.{module}")
     except ModuleNotFoundError as e:
-        if e.name == f"{PACKAGE}.{kind}.{module}":
+        if e.name == f"{base}.{module}":
             raise ModuleNotFoundError(f"study '{kind}' has no module '{module}.py' (the contract: "
                                       "sigprop/contract.py)") from None
         raise
@@ -126,33 +223,33 @@ def takes_layers(fn) -> bool:
     return "layers" in inspect.signature(fn).parameters
 
 
-# the package modules each workflow step runs, beside its study's own parts ({kind} below: the
-# study's kind, or for a paper's steps each of its studies' kinds, whose declarations the front
-# page reads by name); the step's glue module (sigprop.steps.shards / sigprop.steps.analysis) is
+# the package modules each workflow step runs, beside its study's own parts ({study} below: the
+# module of the study's package, or for a paper's steps of each of its studies' packages, whose
+# declarations the front page reads by name); the step's glue module (sigprop.steps.shards / sigprop.steps.analysis) is
 # part of its code too
 STEP_CODE = {
     "prepare": ("sigprop.data.prepare",),
     "init": ("sigprop.steps.shards", "sigprop.train.engine"),
     "prune": ("sigprop.steps.shards", "sigprop.prune.stage"),
     "train": ("sigprop.steps.shards", "sigprop.train.engine", "sigprop.prune.stage"),
-    "measure": ("sigprop.steps.shards", "sigprop.studies.{kind}.measure"),
+    "measure": ("sigprop.steps.shards", "{study}.measure"),
     "merge": ("sigprop.steps.analysis", "sigprop.tables"),
-    "theory": ("sigprop.steps.analysis", "sigprop.studies.{kind}.theory"),
-    "figure": ("sigprop.steps.analysis", "sigprop.studies.{kind}.figures"),
-    "claims": ("sigprop.steps.analysis", "sigprop.studies.{kind}.claims",
-               "sigprop.studies.{kind}.analysis"),
-    "table": ("sigprop.steps.analysis", "sigprop.studies.{kind}.tables"),
+    "theory": ("sigprop.steps.analysis", "{study}.theory"),
+    "figure": ("sigprop.steps.analysis", "{study}.figures"),
+    "claims": ("sigprop.steps.analysis", "{study}.claims",
+               "{study}.analysis"),
+    "table": ("sigprop.steps.analysis", "{study}.tables"),
     "scales": ("sigprop.steps.analysis",),
     "ladder": ("sigprop.steps.analysis", "sigprop.claims.trend", "sigprop.figures.ladder"),
-    "paper": ("sigprop.steps.analysis", "sigprop.papers", "sigprop.studies.{kind}"),
+    "paper": ("sigprop.steps.analysis", "sigprop.papers", "{study}"),
 }
 
 
 @functools.cache
 def step_code(step: str, kind: str | tuple[str, ...] | None = None) -> str:
     """A digest of the code that determines a step's output: the modules of :data:`STEP_CODE`
-    and everything of the package they use (:func:`code_digest`).  ``kind`` fills ``{kind}``:
-    the study's kind, or for a paper's steps the kinds of the paper's studies (a tuple).  The
+    and everything of the package they use (:func:`code_digest`).  ``kind`` fills ``{study}``
+    with its package (:func:`module_of`): the study's kind, or for a paper's steps the kinds of the paper's studies (a tuple).  The
     rules pass the digest as a param, so editing a study's ``claims.py`` reruns its claims and
     what reads them, editing the trainer reruns the training shards, and nothing else reruns.
     Read once per process: an edit takes effect at the next ``snakemake`` call.
@@ -167,12 +264,12 @@ def step_code(step: str, kind: str | tuple[str, ...] | None = None) -> str:
             raise KeyError(f"step {step!r}: unknown study kind {k!r} (known: {', '.join(kinds())})")
     names = []
     for m in STEP_CODE[step]:
-        if "{kind}" not in m:
+        if "{study}" not in m:
             names.append(m)
         elif kind is None:
             raise ValueError(f"step {step!r} runs a study's module ({m}): give the study's kind")
         else:
-            names += [m.format(kind=k) for k in given]
+            names += [m.format(study=module_of(k)) for k in given]
     return code_digest(*names)
 
 
@@ -208,12 +305,30 @@ _TEXT_ARGS = {"sigprop.contract.Figure": ({1}, {"caption"}),
               "sigprop.params.param": (set(), {"doc"})}
 
 
+@functools.cache
+def _roots() -> dict[str, Path]:
+    """Top-level package -> its folder: this package and every study package's found outside
+    it (:func:`packages`), whose code is part of its steps' code as this package's is."""
+    roots = {_ROOT.name: _ROOT}
+    for module in packages().values():
+        top = module.split(".")[0]
+        if top not in roots:
+            found = importlib.util.find_spec(top)
+            if found is not None and found.submodule_search_locations:
+                roots[top] = Path(list(found.submodule_search_locations)[0])
+            elif found is not None and found.origin:
+                roots[top] = Path(found.origin).with_suffix("")
+    return roots
+
+
 def _module_file(name: str) -> Path | None:
-    """The source file of module ``name`` of this package (``sigprop.x.y``), None if none."""
+    """The source file of module ``name`` of this package (``sigprop.x.y``) or of a study
+    package found outside it, None if none."""
     parts = name.split(".")
-    if parts[0] != _ROOT.name:
+    root = _roots().get(parts[0])
+    if root is None:
         return None
-    base = _ROOT.joinpath(*parts[1:])
+    base = root.joinpath(*parts[1:])
     for f in (base / "__init__.py", base.with_suffix(".py")):
         if f.is_file():
             return f

@@ -24,7 +24,7 @@ KINDS = ("meanfield_maps", "trainable_depth")      # a measurement study, a trai
 def _clear():
     """Empty the registry's caches (of digests and of what it read from each module)."""
     for f in vars(registry).values():
-        if callable(getattr(f, "cache_clear", None)) and f is not registry.kinds:
+        if callable(getattr(f, "cache_clear", None)) and f is not registry.packages:
             f.cache_clear()
 
 
@@ -47,7 +47,7 @@ def _digests() -> dict[str, str]:
         for kind in KINDS:
             if step == "paper":
                 out[step] = registry.step_code(step, KINDS)
-            elif any("{kind}" in m for m in mods) or kind == KINDS[0]:
+            elif any("{study}" in m for m in mods) or kind == KINDS[0]:
                 out[f"{step}/{kind}"] = registry.step_code(step, kind)
     return out
 
@@ -114,7 +114,8 @@ def test_captions_sources_and_parameter_docs_are_no_steps_code(pkg):
     closure = set()
     for step, mods in registry.STEP_CODE.items():
         for kind in registry.kinds():
-            closure |= set(registry.module_closure(*(m.format(kind=kind) for m in mods)))
+            closure |= set(registry.module_closure(*(m.format(study=registry.module_of(kind))
+                                                      for m in mods)))
     readers = []
     for name in sorted(closure):
         for node in ast.walk(ast.parse(registry._module_file(name).read_text())):
@@ -142,7 +143,7 @@ def test_modules_loaded_by_name_are_in_the_digest_of_the_steps_that_load_them(pk
     changed = _changed(before, pkg, "claims/depth_scales.py", lambda s: s + "\n_rerun_probe = None\n")
     assert "paper" in changed and not any(k.startswith(("train/", "init/", "measure/"))
                                           for k in changed)
-    closure = registry.module_closure(*(m.format(kind="trainable_depth")
+    closure = registry.module_closure(*(m.format(study="sigprop.studies.trainable_depth")
                                         for m in registry.STEP_CODE["paper"]))
     assert "sigprop.studies.trainable_depth" in closure
     with pytest.raises(ValueError, match="step 'paper' runs a study's module"):
@@ -153,7 +154,7 @@ def test_modules_loaded_by_name_are_in_the_digest_of_the_steps_that_load_them(pk
 
 def _study_parts() -> set[str]:
     return {m.rsplit(".", 1)[1] for mods in registry.STEP_CODE.values() for m in mods
-            if m.startswith("sigprop.studies.{kind}.")}
+            if m.startswith("{study}.")}
 
 
 def _table_modules() -> list[str]:
@@ -173,7 +174,7 @@ def _rule_targets() -> list[tuple[str, str]]:
 
 
 def _step_modules(step: str) -> tuple[str, ...]:
-    return registry.module_closure(*(m.format(kind="trainable_depth")
+    return registry.module_closure(*(m.format(study="sigprop.studies.trainable_depth")
                                      for m in registry.STEP_CODE[step]))
 
 
@@ -183,17 +184,21 @@ BY_NAME = {
     ("sigprop.papers", "table_function"):       # the paper tables' "module:function" strings
         lambda: all(m in registry.module_closure("sigprop.papers") for m in _table_modules()),
     ("sigprop.registry", "spec"):               # a study's declaration, read by a paper's front
-        lambda: "sigprop.studies.{kind}" in registry.STEP_CODE["paper"],
+        lambda: "{study}" in registry.STEP_CODE["paper"],
     ("sigprop.registry", "part"):               # a study's parts, each named by its step
         lambda: _study_parts() >= {"measure", "theory", "figures", "claims", "tables"},
     ("sigprop.steps.workers", "step_function"):  # the rules' run_job targets
         lambda: len(_rule_targets()) >= 10 and all(mod in _step_modules(step)
                                                    for step, mod in _rule_targets()),
-    ("sigprop.registry", "kinds"):              # the sigprop.studies package: names, no code
+    ("sigprop.registry", "packages"):           # the sigprop.studies package: names, no code
         lambda: True,
+    ("sigprop.registry", "declared_papers"):    # a study package's PAPER, read by a paper's steps
+        lambda: "{study}" in registry.STEP_CODE["paper"],
     ("sigprop.steps.workers", "preload"):       # the worker server's imports: makes no output
         lambda: True,
-    ("sigprop.cli", "theory_commands"):         # the command line: no step
+    ("sigprop.cli", "build_parser"):            # the command line's modules: no step
+        lambda: True,
+    ("sigprop.tools.theory_cli", "theory_commands"):  # the theory commands: no step
         lambda: True,
 }
 

@@ -29,7 +29,7 @@ def _copy_template(repo, kind: str, **study_keys):
     """The template package and study file copied under ``kind`` (a small grid), as the docs
     say; ``study_keys`` set further keys of the study file."""
     shutil.copytree(repo / "sigprop/studies/template", repo / f"sigprop/studies/{kind}")
-    study = yaml.safe_load((repo / "config/studies/template.yaml").read_text())
+    study = yaml.safe_load((repo / "sigprop/studies/template/study.yaml").read_text())
     study.update(name=kind, kind=kind, **study_keys)
     block = study["scales"]["quick"]["blocks"][0]
     block["fixed"]["width"], block["fixed"]["depth"] = 64, 4

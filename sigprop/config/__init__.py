@@ -31,7 +31,7 @@ from .grid import (IMAGE_ARCHS, KNOWN_ACTIVATIONS, KNOWN_ARCHS, KNOWN_PRUNE_SCOP
 from .resources import (DEFAULT_SHARD_RESOURCES, MAX_MEM_MB, MAX_RUNTIME_MIN, load_resources,
                         shard_request)
 from .study import (DEFAULT_MAX_RUNS, Study, build_study, check_scale_overrides, load_run,
-                    shard_sizer)
+                    shard_sizer, study_path)
 
 __all__ = [
     "fc_input_dim", "train_size", "width_for_params", "check_data_options", "MESSAGE_CHARS",
@@ -41,5 +41,5 @@ __all__ = [
     "check_kind", "check_runs", "count_runs", "derive", "expand_blocks", "expand_runs",
     "run_labels", "steps_for_epochs", "DEFAULT_SHARD_RESOURCES", "MAX_MEM_MB", "MAX_RUNTIME_MIN",
     "load_resources", "shard_request", "DEFAULT_MAX_RUNS", "Study", "build_study",
-    "check_scale_overrides", "load_run", "shard_sizer",
+    "check_scale_overrides", "load_run", "shard_sizer", "study_path",
 ]

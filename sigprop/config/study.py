@@ -225,6 +225,17 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
                  labels, params, smoke=bool(smoke))
 
 
+def study_path(studies_dir: str | Path, name: str) -> Path:
+    """Study ``name``'s file: ``<studies_dir>/<name>.yaml`` (relative to the working directory)
+    when it exists, else the ``study.yaml`` kept in the package of a study found outside
+    sigprop (:func:`sigprop.registry.study_file`); the first path when neither exists, so that
+    reading it names the file the config asks for."""
+    path = Path(studies_dir) / f"{name}.yaml"
+    if not path.exists() and name in registry.kinds():
+        return registry.study_file(name) or path
+    return path
+
+
 def load_run(config: dict, sources: ConfigSources, validate, results: str | Path | None = None
              ) -> dict:
     """Check the run's config in place as the workflow does before building any job, then
@@ -245,7 +256,7 @@ def load_run(config: dict, sources: ConfigSources, validate, results: str | Path
     check_scale_overrides(config, sources)
     studies = {}
     for name in config["studies"]:
-        path = Path(config["studies_dir"]) / f"{name}.yaml"   # relative to the working directory
+        path = study_path(config["studies_dir"], name)
         cfg = load_yaml(path)
         validate(cfg, "study.schema.yaml", str(path))
         scale = (config.get("scale_overrides") or {}).get(name, config["scale"])

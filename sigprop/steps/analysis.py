@@ -119,7 +119,7 @@ def claims(kind: str, study: str, params_json: str, expect_json: str, runs: str,
     r, t = read_inputs(study, expect_json, runs, theory, p.digest())
     df = fn(r, t, p, **_layers(fn, layers, study))
     design = json.loads(design_json)
-    where = f"study {study} (sigprop/studies/{kind}/claims.py)"
+    where = f"study {study} ({registry.module_of(kind)}.claims)"
     C.check_table(df, where, paper=design.get("paper") or None)
     df = C.mark_exploratory(df, design.get("changes") or [])
     df = reading.apply(df, design.get("scale", ""), design.get("regime"), design.get("depends_on"),
@@ -262,7 +262,7 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
     tables.write_atomic(df, out, {"kind": "paper_claims", "paper": paper,
                                   "studies": sorted(studies)})
     note = papers.coverage_note(json.loads(coverage_json))
-    atomic.write_text(html, to_html(df, title=f"Claims: {papers.title(paper)}"
+    atomic.write_text(html, to_html(df, title=f"Claims: {papers.title(paper, registry.declared_papers())}"
                                               + (f" ({note})" if note else "")))
     if summary is not None:
         committed, prov = committed_claims(list(evidence), list(provenance),
@@ -273,8 +273,8 @@ def paper_claims(paper: str, paths: list[str], studies: list[str], out: str, htm
 
             from sigprop.claims.trend import read_trend
             trend = pd.concat([read_trend(t) for t in trends], ignore_index=True)
-        atomic.write_text(summary, referee_summary(papers.title(paper),
-                                                   papers.CITATIONS.get(paper, ""), df,
+        atomic.write_text(summary, referee_summary(papers.title(paper, registry.declared_papers()),
+                                                   papers.citation(paper, registry.declared_papers()), df,
                                                    json.loads(info_json), committed, prov,
                                                    partial=note, trends=trend))
     log.info("%d rows from %d studies: %s", len(df), df.study.nunique(), tally(df))
@@ -330,7 +330,7 @@ def paper_front(paper: str, claims_path: str, studies: list[str], info_json: str
     m = verdict_matrix(claims, committed)
     scale_names = {k: str(v.get("scale", "")).split(" ")[0] for k, v in info.items()}
     run_label = "/".join(dict.fromkeys(scale_names.values())) or "this run"
-    title = papers.title(paper)
+    title = papers.title(paper, registry.declared_papers())
     note = papers.coverage_note(json.loads(coverage_json))
     n = len(studies)
     of = "study" if n == 1 else "studies"
@@ -365,7 +365,7 @@ def paper_table(paper: str, table: str, claims_path: str, studies: list[str], md
     claims = read_paper_claims(paper, claims_path, studies)
     parts = papers.table_function(paper, table)(claims)
     note = papers.coverage_note(json.loads(coverage_json))
-    write_table(parts, md, csv, title=f"{papers.title(paper)}: {table}"
+    write_table(parts, md, csv, title=f"{papers.title(paper, registry.declared_papers())}: {table}"
                 + (f" ({note})" if note else ""))
     log.info("%s: %s", table, {k: len(v) for k, v in parts.items()})
     return parts
