@@ -19,6 +19,7 @@ import re
 import sys
 from pathlib import Path
 
+COMMANDS = ("new-study",)
 TEMPLATE = Path(__file__).resolve().parents[1] / "studies" / "template"
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 PAPER_ID = re.compile(r"^[0-9]{3}$")
@@ -124,8 +125,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run)
 
 
-def _run(args) -> int:
-    args = vars(args) if not isinstance(args, dict) else args
+def _run(args: dict) -> int:
     try:
         root = write_study(args["name"], args["paper"], args["dest"], args["citation"],
                            args["title"])
