@@ -1,7 +1,10 @@
-"""`sigprop theory ...` prints JSON for every theory command."""
+"""The `sigprop` command: its registry of command modules, `sigprop theory ...` printing JSON for
+every theory command, and the benches under `sigprop bench <what>`."""
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
 import subprocess
 import sys
@@ -11,13 +14,86 @@ import pytest
 from conftest import REPO
 
 from sigprop import cli
+from sigprop.tools import theory_cli
 
-COMMANDS = cli.theory_commands()
+COMMANDS = theory_cli.theory_commands()
+TOP_LEVEL = ("theory", "bench", "params", "plan", "gpu-check", "claims-doc", "compare",
+             "evidence", "ladder", "stand-ins")
+"""Top-level commands there must be (a module added to ``cli.COMMAND_MODULES`` adds more)."""
+BENCHES = ("shard", "threads", "profile", "dag", "alloc", "sweep", "reruns")
+
+
+def _named() -> list[str]:
+    """The commands the modules of ``cli.COMMAND_MODULES`` name, in order."""
+    return [c for m in cli.COMMAND_MODULES for c in importlib.import_module(m).COMMANDS]
+
+
+def _sigprop(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sigprop.cli", *argv], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_help_lists_every_command_and_imports_no_torch():
+    """``sigprop --help`` lists every top-level command; building the parser (every command
+    module imported) loads no torch or matplotlib."""
+    p = _sigprop("--help")
+    assert p.returncode == 0, p.stderr
+    listed = p.stdout.split("positional arguments:")[1]
+    assert all(f"\n    {c} " in listed for c in _named()), p.stdout
+    code = ("import sys\nfrom sigprop import cli\ncli.build_parser()\n"
+            "print(sorted({'torch', 'matplotlib'} & set(sys.modules)))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("name", cli.COMMAND_MODULES)
+def test_each_module_registers_exactly_the_commands_it_names(name):
+    """``register`` adds the commands of the module's ``COMMANDS``, no other, each with a
+    handler (``bench``'s are on its benches)."""
+    module = importlib.import_module(name)
+    assert getattr(module, "COMMANDS", None), f"{name}: name its commands in COMMANDS"
+    sub = argparse.ArgumentParser().add_subparsers()
+    module.register(sub)
+    assert tuple(sub.choices) == tuple(module.COMMANDS)
+    for command, parser in sub.choices.items():
+        if command == "bench":
+            continue
+        assert callable(parser.get_default("func")), command
+
+
+def test_the_modules_give_the_top_level_commands_once():
+    named = _named()
+    assert len(set(named)) == len(named) and set(TOP_LEVEL) <= set(named), named
+
+
+def test_bench_help_lists_the_seven_benches_each_with_a_handler():
+    p = _sigprop("bench", "--help")
+    assert p.returncode == 0, p.stderr
+    assert all(f"\n    {b} " in p.stdout for b in BENCHES), p.stdout
+    parser = cli.build_parser()
+    for b in BENCHES:
+        args = parser.parse_args(["bench", b] + (["width_batch"] if b in ("threads", "profile")
+                                                  else []))
+        assert callable(args.func) and args.prog == f"sigprop bench {b}", b
+
+
+def test_cli_module_stays_a_small_registry():
+    assert len((REPO / "sigprop/cli.py").read_text().splitlines()) < 200
+
+
+@pytest.mark.parametrize("old", ["bench-threads", "profile-shard", "bench-dag", "bench-alloc",
+                                 "bench-sweep", "rerun-table"])
+def test_the_old_bench_names_are_refused(old):
+    """The benches are ``sigprop bench <what>``; their old top-level names get argparse's usual
+    error (usage, invalid choice, exit status 2)."""
+    p = _sigprop(old, "--help")
+    assert p.returncode == 2 and p.stdout == "", p.stdout
+    assert p.stderr.startswith("usage: sigprop ") and f"invalid choice: '{old}'" in p.stderr
 
 
 def test_every_theory_module_declares_commands():
     modules = {c["module"] for c in COMMANDS.values()}
-    assert modules == set(cli.THEORY_MODULES)
+    assert modules == set(theory_cli.THEORY_MODULES)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -52,8 +128,9 @@ def test_bad_values_give_a_clear_error():
 
 
 def test_bench_command_prints_both_timings():
-    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench", "--widths", "16", "--models", "3",
-                        "--depth", "2", "--steps", "2", "--batch", "8", "--device", "cpu"],
+    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench", "shard", "--widths", "16",
+                        "--models", "3", "--depth", "2", "--steps", "2", "--batch", "8",
+                        "--device", "cpu"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
@@ -83,7 +160,7 @@ def test_bench_flops_are_counted_from_shapes_as_torch_counts_them():
 
 
 def test_bench_sweep_command_times_the_three_layouts():
-    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench-sweep", "--batches", "8,32",
+    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench", "sweep", "--batches", "8,32",
                         "--models-per-batch", "2", "--epochs", "0.1", "--device", "cpu", "--repeats", "1"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -140,20 +217,20 @@ def test_bench_threads_times_a_shard_in_each_arrangement(tmp_path):
 
 
 def test_bench_alloc_times_both_threads_with_huge_pages_off_and_on(capsys):
-    assert cli.main(["bench-alloc", "--sizes", "8", "--repeats", "2"]) == 0
+    assert cli.main(["bench", "alloc", "--sizes", "8", "--repeats", "2"]) == 0
     res = json.loads(capsys.readouterr().out)
     cases = {(c["huge_pages"], c["where"]): c for c in res["cases"]}
     assert set(cases) == {(False, "main"), (False, "thread"), (True, "main"), (True, "thread")}
     assert all(c["mb"] == 8 and c["ms"] > 0 and c["faults_per_call"] >= 0 for c in cases.values())
-    assert cli.main(["bench-alloc", "--sizes", "0"]) == 2
+    assert cli.main(["bench", "alloc", "--sizes", "0"]) == 2
     assert "sizes must be positive" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, names", [
     (["plan", "--no-calibrate", "--config", "scale"], "--config 'scale'"),
     (["plan", "--no-calibrate", "--config", "scale=huge"], "--config: key 'scale'"),
-    (["profile-shard", "trainable_depth", "--shard", "sbad"], "no shard sbad"),
-    (["bench-dag", "--runs", "-5"], "--runs -5"),
+    (["bench", "profile", "trainable_depth", "--shard", "sbad"], "no shard sbad"),
+    (["bench", "dag", "--runs", "-5"], "--runs -5"),
     (["stand-ins", "/proc/no/such/dir", "--datasets", "mnist"], "/proc/no"),
     (["stand-ins", "out", "--datasets", "mnits"], "mnits"),
     (["claims-doc", "/no/such/papers.md"], "/no/such/papers.md"),
@@ -167,5 +244,6 @@ def test_expected_errors_end_in_one_line_naming_the_input(argv, names, monkeypat
     monkeypatch.delenv("SIGPROP_TRACEBACK", raising=False)
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"sigprop {argv[0]}: ") and "\n" not in err and names in err, err
+    command = " ".join(argv[:2] if argv[0] == "bench" else argv[:1])
+    assert err.startswith(f"sigprop {command}: ") and "\n" not in err and names in err, err
     assert "trainable_depth.yaml" not in err

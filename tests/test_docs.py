@@ -37,7 +37,7 @@ def test_config_readme_names_every_study_key_and_run_field():
 
 
 def test_config_readme_parameter_tables_match_the_code():
-    from sigprop.cli import params_text
+    from sigprop.tools.params_doc import params_text
     m = re.search(r"<!-- params:start -->\n(.*)<!-- params:end -->", CONFIG_README, re.S)
     assert m, "config/README.md lost its params markers"
     assert m.group(1) == params_text(markdown=True), \
@@ -77,7 +77,8 @@ def test_a_module_that_cites_a_paper_names_it_in_its_docstring(path):
 
 
 def test_params_write_replaces_the_block_in_place(tmp_path, capsys):
-    from sigprop.cli import main, params_text
+    from sigprop.cli import main
+    from sigprop.tools.params_doc import params_text
     f = tmp_path / "README.md"
     f.write_text("head\n<!-- params:start -->\nold tables\n<!-- params:end -->\ntail\n")
     assert main(["params", "--write", str(f)]) == 0

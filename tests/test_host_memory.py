@@ -105,7 +105,7 @@ def test_huge_pages_cut_the_page_faults_of_large_tensors_in_a_worker_thread():
     assert asked["thp"] is True and off["thp"] is False
     if host_memory.thp_mode() == "madvise":
         # 32,769 faults a step without (one per 4 KB page of the 128 MB output), a few hundred
-        # with huge pages (`sigprop bench-alloc`, 2026-11-26: 562 for 100 MB, 662 for 300 MB)
+        # with huge pages (`sigprop bench alloc`, 2026-11-26: 562 for 100 MB, 662 for 300 MB)
         assert off["faults_per_step"] > 30_000, off
         assert asked["faults_per_step"] < off["faults_per_step"] / 8, (asked, off)
     else:   # "always": the kernel may use huge pages without being asked

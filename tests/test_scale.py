@@ -1,5 +1,5 @@
 """Scale: a big grid is submitted as shards (one job per shard, not per run), its DAG builds in
-seconds (``sigprop bench-dag`` times it; docs/faults.md has the numbers), and a long shard's
+seconds (``sigprop bench dag`` times it; docs/faults.md has the numbers), and a long shard's
 log shows its progress (steps done, rate).
 
 The tests assert counts, never times.
@@ -54,9 +54,9 @@ def test_grid_study_has_the_requested_runs():
 
 
 def test_ten_thousand_run_grid_is_157_shards_and_157_training_jobs(tmp_path):
-    """``sigprop bench-dag --runs 10000``: the grid expands into ceil(10000 / 64) = 157 shards
+    """``sigprop bench dag --runs 10000``: the grid expands into ceil(10000 / 64) = 157 shards
     and ``snakemake -n`` plans 157 training jobs (and 157 init jobs), not 10,000."""
-    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench-dag", "--runs", "10000",
+    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench", "dag", "--runs", "10000",
                         "--shard-size", "64", "--workdir", str(tmp_path)],
                        capture_output=True, text=True, timeout=600, check=False)
     assert p.returncode == 0, p.stderr[-3000:]

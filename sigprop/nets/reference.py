@@ -2,7 +2,7 @@
 
 Written independently of the stacked implementations (:mod:`sigprop.nets.convnets`,
 :mod:`sigprop.nets.residual`), they serve two purposes: the equivalence tests
-train them with ``torch.optim`` and compare with a shard, and ``sigprop bench``
+train them with ``torch.optim`` and compare with a shard, and ``sigprop bench shard``
 uses them as the one-model-per-trial baseline.  :func:`from_stacked` builds one
 and copies model ``m`` of a shard's initial parameters and buffers into it.
 

@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -45,6 +46,7 @@ from sigprop.claims.committed import (EvidenceError, committed_stamp, declared_r
 from sigprop.data.fetch import sha256_file
 from sigprop.runs import runs_digest, runs_sha256
 
+COMMANDS = ("evidence",)
 EVIDENCE_DIR = Path("docs/evidence/paper-scale")
 GPU_DIR = Path("docs/evidence/gpu")
 LIMIT_S = 3600.0          # what fits in 60 minutes on a 2-core CPU
@@ -332,12 +334,88 @@ def write_views(evidence: str | Path = EVIDENCE_DIR,
                 config_path: str | Path = "config/config.yaml") -> list[Path]:
     """:func:`write_view` for every committed study, against its study file today (the
     committed ``claims.parquet`` and ``provenance.json`` are left as they are)."""
-    from sigprop.config import load_yaml
+    from sigprop.config import load_yaml, study_path
     evidence = Path(evidence)
     cfg = load_yaml(config_path)
     studies_dir = Path(cfg.get("studies_dir", "config/studies"))
     out = []
     for d in sorted(p for p in evidence.iterdir() if p.is_dir()):
-        path = studies_dir / f"{d.name}.yaml"
+        path = study_path(studies_dir, d.name)
         out.append(write_view(d, load_yaml(path) if path.exists() else None))
     return out
+
+
+def register(subparsers) -> None:
+    """``sigprop evidence fits|publish|check|views|seal-gpu``."""
+    ev = subparsers.add_parser(
+        "evidence", help="paper-scale verdicts run on a CPU: what fits, publish, check, views",
+        description="fits: the paper-scale blocks that fit --limit-min on this CPU with no "
+                    "download (from the cost plan).  publish STUDY: copy a paper-scale run's "
+                    "claims to docs/evidence/paper-scale/STUDY/ with provenance (the table "
+                    "stamped with the provenance's digest).  check: every committed table and "
+                    "provenance agree with each other and their folder, and still match the "
+                    "paper-scale config's runs; the GPU evidence under docs/evidence/gpu matches "
+                    "its manifest.  seal-gpu FOLDER: write a GPU evidence folder's manifest "
+                    "(each file's SHA-256), once, when it is committed.  views: "
+                    "regenerate each committed study's claims.md against its study file today "
+                    "(how each row reads at paper scale).  The verdicts of both scales side by "
+                    "side in docs/papers.md: sigprop claims-doc.")
+    ev.add_argument("action", choices=["fits", "publish", "check", "views", "seal-gpu"])
+    ev.add_argument("target", nargs="?", default=None,
+                    help="publish: the study; seal-gpu: the folder")
+    ev.add_argument("--configfile", default="config/config.yaml")
+    ev.add_argument("--results", default="results", help="results folder [default: results]")
+    ev.add_argument("--out", default=None, help="evidence folder [docs/evidence/paper-scale]")
+    ev.add_argument("--wall-seconds", type=float, default=None,
+                    help="publish: the run's measured wall time")
+    ev.add_argument("--command", default="", help="publish: the command that ran it")
+    ev.add_argument("--note", default="", help="publish: e.g. what else ran at the same time")
+    ev.add_argument("--limit-min", type=float, default=60.0, help="fits: minutes [default: 60]")
+    ev.set_defaults(func=main)
+
+
+def main(args: dict) -> int:
+    """Run the action ``args["action"]``: 1 when ``check`` finds a problem, 2 for a missing
+    target or a bad config, study or file."""
+    out = Path(args["out"]) if args["out"] else EVIDENCE_DIR
+    act = args["action"]
+    try:
+        if act == "fits":
+            from sigprop.tools import plan as P
+            studies = paper_studies(args["configfile"])
+            result = P.plan(args["configfile"], ["scale=paper", "smoke=false",
+                                                 "scale_overrides={}"], P.DEFAULT_EFFICIENCY, True)
+            rows = fits(result, studies, args["limit_min"] * 60)
+            print(f"| study | block | runs | shards | CPU (plan) | download | fits "
+                  f"{args['limit_min']:g} min |\n|---|---|---|---|---|---|---|")
+            for r in rows:
+                print(f"| {r['study']} | {r['block']} | {r['runs']} | {r['shards']} | "
+                      f"{r['cpu_s'] / 60:.1f} min{' (proxy)' if r['proxy'] else ''} | "
+                      f"{', '.join(r['downloads']) or '-'} | {'yes' if r['fits'] else 'no'} |")
+            return 0
+        if act == "publish":
+            if not args["target"]:
+                print("sigprop evidence publish: name the study", file=sys.stderr)
+                return 2
+            dest = publish(args["target"], args["results"], out, args["configfile"],
+                           args["wall_seconds"], args["command"], args["note"])
+            print(f"wrote {dest}")
+            return 0
+        if act == "check":
+            problems = check(out, args["configfile"])
+            for p in problems:
+                print(p, file=sys.stderr)
+            return 1 if problems else 0
+        if act == "seal-gpu":
+            if not args["target"]:
+                print("sigprop evidence seal-gpu: name the folder", file=sys.stderr)
+                return 2
+            print(f"wrote {seal_gpu(args['target'])}")
+            return 0
+        written = write_views(out, args["configfile"])
+        for p in written:
+            print(f"wrote {p}")
+        return 0
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        print(f"sigprop evidence {act}: {e}", file=sys.stderr)
+        return 2

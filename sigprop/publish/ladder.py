@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +32,7 @@ from sigprop.tools.compare import compare_frames
 
 from .evidence import checked_claims, git_output, job_seconds, machine, write_committed
 
+COMMANDS = ("ladder",)
 LADDER_DIR = Path("docs/evidence/ladder")
 
 
@@ -47,9 +49,9 @@ def studies_at(config_path: str | Path, names, scale: str) -> dict:
 
 
 def study_file(config_path: str | Path, study: str) -> dict:
-    from sigprop.config import load_yaml
+    from sigprop.config import load_yaml, study_path
     cfg = load_yaml(config_path)
-    return load_yaml(Path(cfg.get("studies_dir", "config/studies")) / f"{study}.yaml")
+    return load_yaml(study_path(cfg.get("studies_dir", "config/studies"), study))
 
 
 def ladder_for(config_path: str | Path, study: str):
@@ -277,3 +279,77 @@ def check(evidence: str | Path = LADDER_DIR,
                             f"recomputed: {'; '.join(diff)}): write it again (sigprop ladder "
                             f"trend {d.name})")
     return problems
+
+
+def register(subparsers) -> None:
+    """``sigprop ladder plan|publish|trend|check``."""
+    ld = subparsers.add_parser(
+        "ladder", help="budget ladders of the training studies: plan, publish, trend, check",
+        description="plan STUDY: the cost plan's projected CPU time of each rung of the study's "
+                    "ladder (its ladder: section).  publish STUDY RUNG: copy a run of that rung "
+                    "(snakemake --config 'studies=[STUDY]' 'scale_overrides={STUDY: RUNG}') to "
+                    "docs/evidence/ladder/STUDY/RUNG/ with provenance.  trend STUDY: every "
+                    "claim's trend across the committed rungs (trend.parquet, trend.md; refused "
+                    "when a rung fails its checks).  check: every committed rung and its "
+                    "provenance agree with each other and their folder and still match the "
+                    "config's runs; each trend table is recomputed from its rungs and compared "
+                    "column by column.")
+    ld.add_argument("action", choices=["plan", "publish", "trend", "check"])
+    ld.add_argument("study", nargs="?", default=None)
+    ld.add_argument("rung", nargs="?", default=None, help="publish: the rung's scale")
+    ld.add_argument("--configfile", default="config/config.yaml")
+    ld.add_argument("--results", default="results", help="results folder [default: results]")
+    ld.add_argument("--out", default="docs/evidence/ladder",
+                    help="evidence folder [default: docs/evidence/ladder]")
+    ld.add_argument("--wall-seconds", type=float, default=None,
+                    help="publish: the run's measured wall time")
+    ld.add_argument("--plan-seconds", type=float, default=None,
+                    help="publish: the plan's projected wall time of the rung (ladder plan)")
+    ld.add_argument("--command", default="", help="publish: the command that ran it")
+    ld.add_argument("--alongside", default="", help="publish: what else ran at the same time")
+    ld.add_argument("--note", default="", help="publish: anything else a reader needs")
+    ld.set_defaults(func=main)
+
+
+def main(args: dict) -> int:
+    """Run the action ``args["action"]``: 1 when ``check`` finds a problem, 2 for a missing
+    study or rung or a bad config, study or file."""
+    act, study = args["action"], args["study"]
+    if act != "check" and not study:
+        print(f"sigprop ladder {act}: name the study", file=sys.stderr)
+        return 2
+    try:
+        if act == "plan":
+            from sigprop.tools import plan as P
+            lad = ladder_for(args["configfile"], study)
+            print(f"| rung | budget ({lad.budget}) | runs | shards | CPU job time (plan) | "
+                  "wall on 2 job slots |\n|---|---|---|---|---|---|")
+            for r in lad.rungs:
+                res = P.plan(args["configfile"], [
+                    "smoke=false", f"studies=[{study}]",
+                    "scale_overrides={" + f"{study}: {r.scale}" + "}"], P.DEFAULT_EFFICIENCY, True)
+                cpu = sum(b["cpu_h_total"] for b in res["blocks"]) * 3600
+                runs = sum(b["runs"] for b in res["blocks"])
+                shards = sum(b["shards"] for b in res["blocks"])
+                print(f"| {r.scale} | {r.budget:g} | {runs} | {shards} | {cpu / 60:.1f} min | "
+                      f"{cpu / 120:.1f} min or more |")
+            return 0
+        if act == "publish":
+            if not args["rung"]:
+                print("sigprop ladder publish: name the rung", file=sys.stderr)
+                return 2
+            dest = publish_rung(study, args["rung"], args["results"], args["out"],
+                                args["configfile"], args["wall_seconds"], args["plan_seconds"],
+                                args["command"], args["alongside"], args["note"])
+            print(f"wrote {dest}")
+            return 0
+        if act == "trend":
+            print(f"wrote {write_trend(study, args['out'], args['configfile'])}")
+            return 0
+        problems = check(Path(args["out"]), args["configfile"])
+        for p in problems:
+            print(p, file=sys.stderr)
+        return 1 if problems else 0
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        print(f"sigprop ladder {act}: {e}", file=sys.stderr)
+        return 2

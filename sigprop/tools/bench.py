@@ -7,9 +7,9 @@ Both sides train the same architecture for the same steps and batch size; the
 JSON gives the wall time of each, their ratio, FLOP/s (FLOPs of one step
 counted from operator shapes by ``torch.utils.flop_counter``), and on a GPU the
 fraction of the device's float32 peak.  It is a benchmark, not a test:
-run it with ``sigprop bench`` and record the output (docs/performance.md).
+run it with ``sigprop bench shard`` and record the output (docs/performance.md).
 
-:func:`dag_bench` (``sigprop bench-dag``) times the other kind of scale: a grid
+:func:`dag_bench` (``sigprop bench dag``) times the other kind of scale: a grid
 of 10,000 runs expanded into shards and its Snakemake DAG built (``-n``), with
 the job count per rule (one training job per shard, not per run).
 
@@ -289,7 +289,7 @@ ISSUE_CASES = [dict(activation=a, width=w, batch=b)
 
 
 # a convolutional shard (grouped convolutions over the model axis) against the loop and
-# torch.func: small enough for a CPU (``sigprop bench --arch resnet32``)
+# torch.func: small enough for a CPU (``sigprop bench shard --arch resnet32``)
 CONV_CASE = dict(arch="resnet32", width=8, depth=1, models=8, batch=32, steps=3,
                  in_shape=(3, 32, 32), activation="relu")
 

@@ -1,5 +1,5 @@
 """What a large CPU allocation costs in the main thread and in a worker thread:
-``sigprop bench-alloc [--sizes 16,100,300] [--repeats 10]``.
+``sigprop bench alloc [--sizes 16,100,300] [--repeats 10]``.
 
 A step run in a thread of the Snakemake process (``SIGPROP_JOB_PROCESSES=0``; by default each
 job runs in the main thread of its own worker process, :mod:`sigprop.steps.workers`) is in a
@@ -58,7 +58,7 @@ print(json.dumps({"keep_freed_memory": kept, "rows": rows}))
 def alloc_bench(sizes: tuple[int, ...] = (16, 100, 300), repeats: int = 10) -> dict:
     """Run :data:`_SCRIPT` with huge pages off and on; see the module docstring."""
     if not sizes or min(sizes) <= 0 or repeats < 1:
-        raise ValueError(f"bench-alloc: sizes must be positive MB and repeats >= 1, got "
+        raise ValueError(f"sigprop bench alloc: sizes must be positive MB and repeats >= 1, got "
                          f"{sizes}, {repeats}")
     from sigprop.tools.bench import machine
     out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
@@ -69,7 +69,8 @@ def alloc_bench(sizes: tuple[int, ...] = (16, 100, 300), repeats: int = 10) -> d
         p = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(list(sizes)),
                             str(repeats)], env=env, capture_output=True, text=True)
         if p.returncode:
-            raise RuntimeError(f"bench-alloc: the measuring interpreter failed:\n{p.stderr[-2000:]}")
+            raise RuntimeError("sigprop bench alloc: the measuring interpreter failed:\n"
+                               f"{p.stderr[-2000:]}")
         res = json.loads(p.stdout.strip().splitlines()[-1])
         out["keep_freed_memory"] = res["keep_freed_memory"]
         out["cases"] += [{"huge_pages": thp == "1", **r} for r in res["rows"]]

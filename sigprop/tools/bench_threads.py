@@ -1,4 +1,4 @@
-"""Why a local run's jobs run in processes: ``sigprop bench-threads STUDY [--shard ID]``.
+"""Why a local run's jobs run in processes: ``sigprop bench threads STUDY [--shard ID]``.
 
 Trains one shard of a study (:func:`sigprop.tools.profile_shard.shard_trainer`, its costliest
 by default) for ``--steps`` steps, one torch thread, after three untimed ones, in four
@@ -60,12 +60,12 @@ def one(arrangement: str, make, steps: int, argv: list[str]) -> float:
             t.join()
         return max(out)
     if arrangement == "two_processes":
-        cmd = [sys.executable, "-m", "sigprop.cli", "bench-threads", *argv,
+        cmd = [sys.executable, "-m", "sigprop.cli", "bench", "threads", *argv,
                "--arrangement", "alone", "--repeats", "1"]
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]
         outs = [json.loads(p.communicate()[0]) for p in procs]
         if any(p.returncode for p in procs):
-            raise SystemExit("bench-threads: a child process failed")
+            raise SystemExit("sigprop bench threads: a child process failed")
         return max(o["arrangements"]["alone"]["s"] for o in outs)
     if arrangement == "beside_python":
         tr, stop = make(), threading.Event()
@@ -83,7 +83,7 @@ def one(arrangement: str, make, steps: int, argv: list[str]) -> float:
         finally:
             stop.set()
             b.join()
-    raise SystemExit(f"bench-threads: unknown arrangement {arrangement!r} "
+    raise SystemExit(f"sigprop bench threads: unknown arrangement {arrangement!r} "
                      f"(known: {', '.join(ARRANGEMENTS)})")
 
 
@@ -100,10 +100,10 @@ def bench(study: str, shard_id: str | None = None, config: list[str] | None = No
 
     def make():
         return shard_trainer(study, shard_id, config, configfile, results=results,
-                             tool="bench-threads")[0]
+                             tool="sigprop bench threads")[0]
 
     probe, st, shard = shard_trainer(study, shard_id, config, configfile, results=results,
-                                     tool="bench-threads")
+                                     tool="sigprop bench threads")
     del probe
     times = {a: [] for a in arrangements}
     for _ in range(repeats):

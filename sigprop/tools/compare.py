@@ -20,11 +20,13 @@ moved and every verdict that changed.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+COMMANDS = ("compare",)
 CLAIM_KEY = ["study", "claim_id"]
 
 KINDS = {
@@ -257,3 +259,37 @@ def summary(before: str | Path, after: str | Path, rtol: float = 0.0,
         table.to_csv(shifts, index=False)
         lines.append(f"claim shifts written to {shifts}")
     return "\n".join(lines), len(diffs)
+
+
+def register(subparsers) -> None:
+    """``sigprop compare BEFORE AFTER``: :func:`summary` printed."""
+    cmp = subparsers.add_parser(
+        "compare", help="compare two results folders' tables and text outputs value by value",
+        description="Compare every table the run writes (claims, merged run tables, theory, "
+                    "shard tables, layer reports, study and paper tables, by key) and its text "
+                    "outputs (summaries, claims pages, paper tables in Markdown, the front page, "
+                    "by content) of two results folders, e.g. before and after a change meant to "
+                    "keep results; print what was compared, each difference and how far each "
+                    "claim's measured value moved in units of its standard error (the claims "
+                    "table's se), with every verdict that changed; exit 1 when there is a "
+                    "difference, 2 when a folder is missing or holds no outputs.")
+    cmp.add_argument("before")
+    cmp.add_argument("after")
+    cmp.add_argument("--rtol", type=float, default=0.0,
+                     help="relative tolerance for numbers [default: 0, exact]")
+    cmp.add_argument("--shifts", metavar="CSV",
+                     help="write every claim row's shift (after - before), its SE and the shift "
+                          "in SE units, with both verdicts, to this CSV file")
+    cmp.set_defaults(func=main)
+
+
+def main(args: dict) -> int:
+    """Print the report: 0 when nothing differs, 1 when something does, 2 for a missing or
+    empty folder."""
+    try:
+        text, n = summary(args["before"], args["after"], args["rtol"], args.get("shifts"))
+    except CompareError as e:
+        print(f"sigprop compare: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    return 1 if n else 0

@@ -3,7 +3,8 @@ paper-scale run is trusted to it, and writes one JSON for docs/performance.md.
 
 It runs, on the device:
 
-1. ``sigprop bench`` (:func:`sigprop.tools.bench.run`: the default fully connected cases, 2 repeats);
+1. ``sigprop bench shard`` (:func:`sigprop.tools.bench.run`: the default fully connected cases,
+   2 repeats);
 2. :func:`compare_family` for every family of :data:`sigprop.nets.families.FAMILIES`: one tiny
    shard (2 models, :data:`FAMILY_CASES`) initialized once on the CPU, trained for a few steps
    on the CPU and on the device from those same weights, with the run table's losses and
@@ -61,6 +62,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from sigprop.tools.json_out import jsonable
 
 CPU = torch.device("cpu")
 N_OUT = 3                        # classes of the tiny comparison data
@@ -477,22 +480,6 @@ def precision_flags() -> dict:
     return flags
 
 
-def jsonable(x):
-    """``x`` with tuples as lists, numpy / torch scalars as Python numbers, paths as strings
-    and non-finite floats as ``"nan"`` / ``"inf"`` / ``"-inf"`` (strict JSON)."""
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, Path):
-        return str(x)
-    if not isinstance(x, (str, bytes, int, float, bool)) and hasattr(x, "tolist"):
-        return jsonable(x.tolist())       # a tensor or numpy array / scalar
-    if isinstance(x, float) and not math.isfinite(x):
-        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    return x
-
-
 def write_json(result: dict, path: str | Path) -> Path:
     """``result`` as strict JSON (:func:`jsonable`), written atomically."""
     from sigprop import atomic
@@ -503,7 +490,7 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
             bench_repeats: int = 2, bench_cases: list[dict] | None = None,
             archs: list[str] | None = None, timed: dict | None = None,
             shards: dict | None = None, log=None) -> dict:
-    """``sigprop bench`` (``bench_cases``, default its default cases, ``bench_repeats``
+    """``sigprop bench shard`` (``bench_cases``, default its default cases, ``bench_repeats``
     repeats), :func:`compare_family` of every family (``archs``, default all) with the CPU as
     the reference and ``device`` as the other side, and :func:`timed_shard` (keyword
     arguments ``timed``) on ``device`` for each ``{study: shard id}`` of ``shards`` (default

@@ -6,7 +6,7 @@ same functions the Snakefile calls (:func:`sigprop.config.build_study`).
 How each number is obtained:
 
 * **FLOPs** are counted from operator shapes (``torch.utils.flop_counter``, as ``sigprop
-  bench`` does) by running one training step of one model of the shard's shape on the ``meta``
+  bench shard`` does) by running one training step of one model of the shard's shape on the ``meta``
   device (no memory, no arithmetic): forward + backward at the shard's (padded) batch, times the
   steps, plus the evaluations (a forward pass over ``min(2048, n_train)`` training and all test
   examples every ``eval_every`` steps), times the models.  A measurement study (task
@@ -45,6 +45,7 @@ import copy
 import dataclasses
 import json
 import math
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -52,6 +53,8 @@ from pathlib import Path
 import yaml
 
 from sigprop.sizing import GPUS, HOST_BASE_MB, dense_peak, gpu_of  # noqa: F401 (re-exported)
+
+COMMANDS = ("plan",)
 
 DEFAULT_EFFICIENCY = 0.3
 """Fraction of a GPU's dense peak a shard is assumed to reach where none was measured: stacked
@@ -643,3 +646,77 @@ def table(p: dict, gpu: str = "A100-80GB") -> str:
     out += ["", efficiency_line(p, gpu) + cpu]
     out += [f"Note: {n}." for n in p["notes"]]
     return "\n".join(out) + "\n"
+
+
+def register(subparsers) -> None:
+    """``sigprop plan``: :func:`plan` as :func:`table` prints it, optionally as JSON and as
+    scheduler requests (:func:`resources`)."""
+    pl = subparsers.add_parser(
+        "plan", help="cost plan: runs, shards, FLOPs, memory, CPU and GPU time per study and block",
+        description="Per study and block of the configured run: runs, shards, FLOPs per shard "
+                    "(counted from operator shapes on the meta device), peak memory per shard, the "
+                    "projected time of a shard on this CPU (calibrated by timing real steps) and "
+                    "on named GPUs (dense peak x efficiency), and the study's GPU-hours.")
+    pl.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="overrides as for snakemake --config, e.g. scale=paper")
+    pl.add_argument("--configfile", default="config/config.yaml")
+    pl.add_argument("--efficiency", type=float, default=None,
+                    help="fraction of a GPU's dense peak assumed [default: sigprop.tools.plan."
+                         "DEFAULT_EFFICIENCY]")
+    pl.add_argument("--gpu", default="A100-80GB", help="the GPU shown in the table's per-block "
+                                                       "columns [default: A100-80GB]")
+    pl.add_argument("--no-calibrate", action="store_true", help="skip the CPU timing")
+    pl.add_argument("--recalibrate", action="store_true",
+                    help="time the CPU again instead of reusing the rates stored in "
+                         "results/plan/cpu_rates.json for this machine and torch version")
+    pl.add_argument("--json", metavar="FILE", help="also write the whole plan as JSON")
+    pl.add_argument("--resources", metavar="FILE",
+                    help="write per-shard scheduler requests (runtime, mem_mb, gpu_mem_mb) for "
+                         "the config's resources_plan")
+    pl.add_argument("--target", default="A100-80GB",
+                    help="what --resources plans for: a GPU of sigprop.tools.plan.GPUS or cpu "
+                         "[default: A100-80GB]")
+    pl.set_defaults(func=main)
+
+
+def main(args: dict) -> int:
+    """Print the plan's table (and write ``--json``, ``--resources``); 2 for a bad
+    ``--efficiency``, ``--gpu`` or ``--target``."""
+    from sigprop import atomic
+    from sigprop.tools.json_out import jsonable
+    eff = args["efficiency"]
+    if eff is not None and not 0 < eff <= 1:
+        print(f"sigprop plan: --efficiency {eff}: expected a fraction in (0, 1]", file=sys.stderr)
+        return 2
+    if args["gpu"] not in GPUS:
+        print(f"sigprop plan: --gpu {args['gpu']}: known GPUs {sorted(GPUS)}", file=sys.stderr)
+        return 2
+    if args["target"] != "cpu" and args["target"] not in GPUS:
+        print(f"sigprop plan: --target {args['target']}: cpu or one of {sorted(GPUS)}",
+              file=sys.stderr)
+        return 2
+    if args["resources"] and args["target"] == "cpu" and args["no_calibrate"]:
+        print("sigprop plan: --target cpu needs the CPU calibration (drop --no-calibrate)",
+              file=sys.stderr)
+        return 2
+    try:
+        measured = {} if eff is not None else measured_efficiencies()
+    except ValueError as e:
+        print(f"sigprop plan: {e}", file=sys.stderr)
+        return 2
+    result = plan(args["configfile"], args["config"], eff, not args["no_calibrate"],
+                  measured=measured, recalibrate=args["recalibrate"])
+    if args["json"]:
+        atomic.write_text(args["json"], json.dumps(jsonable(result), indent=2) + "\n")
+    if args["resources"]:
+        try:
+            res = resources(result, args["target"])
+        except ValueError as e:
+            print(f"sigprop plan: {e}", file=sys.stderr)
+            return 2
+        atomic.write_text(args["resources"], json.dumps(res, indent=2) + "\n")
+        print(f"wrote {args['resources']}: requests of "
+              f"{sum(len(v) for v in res['shards'].values())} shards on {args['target']}",
+              file=sys.stderr)
+    sys.stdout.write(table(result, args["gpu"]))
+    return 0

@@ -1,11 +1,11 @@
-"""Where a training shard's step goes: ``sigprop profile-shard STUDY [--shard ID]``.
+"""Where a training shard's step goes: ``sigprop bench profile STUDY [--shard ID]``.
 
 Builds the study as the workflow does (:func:`sigprop.tools.plan.load`, so ``--config scale=paper``
 works), draws the shard's initial weights, trains ``--warmup`` untimed steps and then
 ``--steps`` steps under ``torch.profiler``, and prints the step time, the host page faults per
 step (the profiler's own allocations included: the trainable_depth shard s6bc70e1f5326 showed
-5,000 to 11,000 a step profiled with freed memory kept; ``sigprop bench``, unprofiled, counts 0
-in every case) and the operators that took most of the self time, as
+5,000 to 11,000 a step profiled with freed memory kept; ``sigprop bench shard``, unprofiled,
+counts 0 in every case) and the operators that took most of the self time, as
 JSON.  Without ``--shard`` it takes the shard with the most FLOPs by :func:`sigprop.tools.plan.shard_costs` (the count ``sigprop plan``
 prints: training steps and evaluations, from the operators' shapes).  The data set is
 the prepared file the workflow writes (``results/data/<name>.npz``, ``snakemake
@@ -34,7 +34,7 @@ def _costliest(config: dict, study) -> str:
 
 def shard_trainer(study: str, shard_id: str | None = None, config: list[str] | None = None,
                   configfile: str = "config/config.yaml", device: str = "cpu",
-                  results: str | Path = "results", tool: str = "profile-shard"):
+                  results: str | Path = "results", tool: str = "sigprop bench profile"):
     """A :class:`ShardTrainer` of one dense shard of ``study`` (default: its costliest), built
     as the workflow builds it, with the study and the shard; ``tool`` names the command in
     errors."""

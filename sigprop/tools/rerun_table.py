@@ -13,7 +13,7 @@ metadata there), :func:`measure`
 
 Run from the repository after a complete default run::
 
-    python -m sigprop.tools.rerun_table > rerun-table.md
+    sigprop bench reruns > rerun-table.md
 
 Nothing in the repository is written; the copy is removed at the end (``--keep`` keeps it).
 """
@@ -142,14 +142,14 @@ def markdown(rows: list[tuple[str, dict[str, int]]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="rerun-table", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="sigprop bench reruns", description=__doc__.split("\n\n")[0])
     ap.add_argument("--repo", default=".", help="the repository, with a finished run (default .)")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy")
     args = ap.parse_args(argv)
     repo = Path(args.repo).resolve()
     if not (repo / ".snakemake").is_dir() or not (repo / "results").is_dir():
-        print(f"rerun-table: {repo}: no results/ and .snakemake/ of a finished run",
+        print(f"sigprop bench reruns: {repo}: no results/ and .snakemake/ of a finished run",
               file=sys.stderr)
         return 2
     tmp = Path(tempfile.mkdtemp(prefix="sigprop-rerun-table-"))

@@ -4,11 +4,11 @@ A training step allocates and frees the same tensors at every step.  With glibc'
 settings, blocks of 128 KB or more (the threshold adapts, up to 32 MB) are ``mmap``-ed and handed
 back to the kernel when freed, and the top of the heap is trimmed when more than twice that is
 free; the next step then takes a page fault for every 4 KB page it touches again.  Measured on the
-2-core machine of docs/performance.md (``sigprop bench``'s tanh, width 256, batch 128 case): about
-78,000 minor page faults a step, for the shard and for the minimal stacked step alike, and about
-15 % of the step's time; shards of 64 width-32 nets took 15-1,000 faults a step (it varies from
-run to run), the minimal step 0-600.  After :func:`keep_freed_memory` the wide steps take none and
-the narrow ones 0-15.
+2-core machine of docs/performance.md (``sigprop bench shard``'s tanh, width 256, batch 128
+case): about 78,000 minor page faults a step, for the shard and for the minimal stacked step
+alike, and about 15 % of the step's time; shards of 64 width-32 nets took 15-1,000 faults a
+step (it varies from run to run), the minimal step 0-600.  After :func:`keep_freed_memory` the
+wide steps take none and the narrow ones 0-15.
 
 The price is that memory freed by one step stays mapped in the process, ready for the next: the
 process's resident size stays at its high-water mark instead of falling between steps.  A job
@@ -24,7 +24,7 @@ That is not enough in a thread other than the main one (a step run in Snakemake'
 each thread its own arena, whose heaps
 are at most 64 MB, so a tensor larger than that is ``mmap``-ed when made and unmapped when freed
 whatever the thresholds say, and the next step faults on every 4 KB page of it again
-(``sigprop bench-alloc``: a 100 MB ``x * 2`` took 25,600 faults and 75 ms a call in a thread,
+(``sigprop bench alloc``: a 100 MB ``x * 2`` took 25,600 faults and 75 ms a call in a thread,
 0 and 10 ms in the main thread).  PyTorch can put CPU tensors of 2 MB or more on transparent
 huge pages (``THP_MEM_ALLOC_ENABLE=1`` in the environment before the run starts; it reads the
 variable once): a fault then maps 2 MB, and the same call took 562 faults and 14 ms in a thread.
@@ -32,7 +32,7 @@ It is not switched on here because it also made some 4-48 MB tensors slower in a
 0.09 -> 1.4 ms a call) and the default run, whose tensors are small, showed no gain (one run,
 not a clean comparison); it is
 worth trying for paper-scale shards whose activations run to hundreds of MB
-(:func:`huge_pages_requested` says whether it is on; ``sigprop bench`` records it).
+(:func:`huge_pages_requested` says whether it is on; ``sigprop bench shard`` records it).
 """
 
 from __future__ import annotations
