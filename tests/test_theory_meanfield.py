@@ -79,7 +79,7 @@ def _simulate_all(cases, theory, seeds=SEEDS):
         g = torch.Generator().manual_seed(seed)
 
         def rn(*shape):
-            return torch.randn(*shape, generator=g, dtype=dt)
+            return torch.randn(*shape, generator=g, dtype=dt)  # noqa: B023 (used in this pass)
 
         state = {}
         for c in cases:
@@ -471,3 +471,58 @@ def test_sigma_w2_for_chi1_hits_other_targets():
                                M.edge_of_chaos_sigma_w2(0.05, 0.9, "tanh"), rtol=0)
     with pytest.raises(ValueError, match="positive"):
         M.sigma_w2_for_chi1(0.0, 0.05, 0.9, "tanh")
+
+
+# ------------------------------------------------------- a point chosen by its q* (derived rule)
+
+
+@pytest.mark.parametrize("act,rho,q_target", [("tanh", 1.0, 0.5), ("tanh", 0.9, 1.2),
+                                              ("erf", 1.0, 2.0)])
+def test_point_for_q_star_holds_its_length_and_chi1_in_simulated_nets(act, rho, q_target):
+    """000 Eqs. 2 and 10: at the (sigma_w2, sigma_b2) solved for q* on the line chi1 = 1,
+    simulated wide dropout layers keep the length q* from layer to layer and grow a random
+    perturbation's squared norm by chi1 = 1 per layer (the layer Jacobian with its dropout mask
+    held): each within 4 SE over 12 independent nets, whose SE resolves a 5 % offset."""
+    from sigprop.theory import activations as A
+    sw, sb = M.point_for_q_star(q_target, rho, act, chi1_target=1.0)
+    assert np.isfinite(sb) and sb >= 0
+    gen = np.random.default_rng(7)
+    n, depth, nets = 1500, 4, 12
+    phi, dphi = A.get(act).phi, A.get(act).dphi
+    q_net, g_net = [], []
+    for _ in range(nets):
+        h = gen.standard_normal(n) * np.sqrt(q_target)
+        q_seen, growth = [], []
+        for _ in range(depth):
+            w = gen.standard_normal((n, n)) * np.sqrt(sw / n)
+            mask = (gen.random(n) < rho) / rho
+            v = gen.standard_normal(n)
+            growth.append(np.sum((w @ (mask * dphi(h) * v)) ** 2) / np.sum(v ** 2))
+            h = w @ (mask * phi(h)) + gen.standard_normal(n) * np.sqrt(sb)
+            q_seen.append(np.mean(h ** 2))
+        q_net.append(np.mean(q_seen) / q_target)
+        g_net.append(np.mean(growth))
+    for x in (np.array(q_net), np.array(g_net)):
+        se = x.std(ddof=1) / np.sqrt(nets)
+        assert 4 * se < 0.05 and abs(x.mean() - 1) <= 4 * se, (x.mean(), se)
+    assert M.chi1(sw, sb, rho, act) == pytest.approx(1.0, rel=1e-6)
+    assert M.q_star(sw, sb, rho, act) == pytest.approx(q_target, rel=1e-6)
+    # sigma_w2 given: only sigma_b2 solved; a sigma_w2 too large for this q* has none
+    sw2, sb2 = M.point_for_q_star(q_target, rho, act, sigma_w2=0.5 * sw)
+    assert sw2 == pytest.approx(0.5 * sw) and M.q_star(sw2, sb2, rho, act) == \
+        pytest.approx(q_target, rel=1e-6)
+    assert np.isnan(M.point_for_q_star(q_target, rho, act, sigma_w2=50.0)[1])
+
+
+def test_derived_q_star_rule_solves_both_fields_on_the_chi1_line():
+    from sigprop.config.grid import derive
+    from sigprop.theory import meanfield
+    run = {"activation": "tanh", "keep_rate": 1.0}
+    out = derive(run, {"sigma_w2": {"chi1": 1.0}, "sigma_b2": {"q_star": 0.5}})
+    assert meanfield.chi1(out["sigma_w2"], out["sigma_b2"], 1.0, "tanh") == pytest.approx(1, 1e-8)
+    assert meanfield.q_star(out["sigma_w2"], out["sigma_b2"], 1.0, "tanh") == \
+        pytest.approx(0.5, rel=1e-8)
+    alone = derive({**run, "sigma_w2": 1.2}, {"sigma_b2": {"q_star": 0.5}})
+    assert set(alone) == {"sigma_b2"}
+    with pytest.raises(ValueError, match="no sigma_b2 >= 0 gives q\\* = 0.5"):
+        derive({**run, "sigma_w2": 50.0}, {"sigma_b2": {"q_star": 0.5}})

@@ -18,8 +18,8 @@ import numpy as np
 from sigprop import registry
 from sigprop.data.sizes import train_size, width_for_params
 from sigprop.runs import MIXED_BATCH_ARCHS, RunSpec
-from .files import ConfigError
 
+from .files import ConfigError
 
 # names of sigprop.nets.families.FAMILIES, kept here so parsing a config needs no torch
 KNOWN_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "resnet18", "resnet34",
@@ -173,12 +173,30 @@ def _chi1_line(chi1: float, sigma_b2: float, keep_rate: float, activation: str) 
     return float(meanfield.sigma_w2_for_chi1(chi1, sigma_b2, keep_rate, activation))
 
 
+def _q_star_point(q_star: float, derived: dict, run: dict, defaults) -> dict:
+    """``{sigma_w2, sigma_b2}`` of a ``sigma_b2: {q_star: v}`` rule (see :func:`derive`)."""
+    from sigprop.theory import meanfield
+    rho = float(run.get("keep_rate", defaults.keep_rate))
+    act = str(run.get("activation", defaults.activation))
+    chi1 = (derived.get("sigma_w2") or {}).get("chi1")
+    if chi1 is not None:
+        sw, sb = meanfield.point_for_q_star(q_star, rho, act, chi1_target=float(chi1))
+    else:
+        sw, sb = meanfield.point_for_q_star(
+            q_star, rho, act, sigma_w2=float(run.get("sigma_w2", defaults.sigma_w2)))
+    return {"sigma_w2": float(sw), "sigma_b2": float(sb)}
+
+
 def derive(run: dict, derived: dict) -> dict:
     """Run fields computed from the others (a block's ``derived:`` mapping).
 
     - ``sigma_w2: {chi1: v}``: σ_w² on the line χ1 = v for the run's activation,
       σ_b² and keep rate (000 Eq. 10; v = 1 is the critical line of 000 §5.1 and
       Fig. 6), solved by :func:`sigprop.theory.meanfield.sigma_w2_for_chi1`;
+    - ``sigma_b2: {q_star: v}``: σ_b² whose length fixed point (000 Eq. 2) is q* = v; with
+      ``sigma_w2: {chi1: c}`` in the same mapping both are solved together, the point of the
+      line χ1 = c with that q* (c = 1: the critical point of 000 §5.1 with a chosen q*), else
+      at the run's σ_w² (:func:`sigprop.theory.meanfield.point_for_q_star`);
     - ``lr: {per_depth: c}``: learning rate c / L (000 §5.2, Fig. 7(d));
     - ``width: {params: p}``: the width K of the ``depth`` L fully connected layers with about p
       weights, ``d_in K + (L-1) K^2 + K d_out = p`` rounded to the nearest integer (004 Sec. 5;
@@ -197,7 +215,14 @@ def derive(run: dict, derived: dict) -> dict:
     defaults = RunSpec()
     for field, spec in derived.items():
         (how, v), = spec.items()
-        if field == "sigma_w2" and how == "chi1":
+        q_star = (derived.get("sigma_b2") or {}).get("q_star")
+        if field in ("sigma_w2", "sigma_b2") and q_star is not None and (
+                field == "sigma_b2" or how == "chi1"):
+            x = _q_star_point(float(q_star), derived, run, defaults)[field]
+            if not np.isfinite(x):
+                raise ValueError(f"derived sigma_b2: no sigma_b2 >= 0 gives q* = {q_star} for "
+                                 f"{run} (derived {derived})")
+        elif field == "sigma_w2" and how == "chi1":
             x = _chi1_line(float(v), float(run.get("sigma_b2", defaults.sigma_b2)),
                            float(run.get("keep_rate", defaults.keep_rate)),
                            str(run.get("activation", defaults.activation)))
@@ -221,7 +246,7 @@ def derive(run: dict, derived: dict) -> dict:
             continue
         else:
             raise ValueError(f"derived {field}: unknown rule '{how}' (known: sigma_w2: {{chi1: v}}, "
-                             "lr: {per_depth: c}, width/head_width: {params: p}, steps/eval_every: {epochs: E})")
+                             "sigma_b2: {q_star: v}, lr: {per_depth: c}, width/head_width: {params: p}, steps/eval_every: {epochs: E})")
         out[field] = float(f"{float(x):.10g}")
     return out
 

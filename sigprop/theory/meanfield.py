@@ -421,6 +421,33 @@ def edge_of_chaos_sigma_w2(sigma_b2, rho, act):
     return sigma_w2_for_chi1(1.0, sigma_b2, rho, act)
 
 
+def point_for_q_star(q_star, rho, act, chi1_target=None, sigma_w2=None):
+    """``(sigma_w2, sigma_b2)`` whose length fixed point (Eq. 2 of 000) is ``q_star``.
+
+    On the line chi_1 = ``chi1_target`` (Eq. 10 of 000; 1 is the critical line of 000 §5.1),
+    both follow in closed form at q = q*: ``sigma_w2 = chi1_target rho / E[phi'(sqrt(q*) z)^2]``
+    and ``sigma_b2 = q* - sigma_w2 / rho E[phi(sqrt(q*) z)^2]``.  Given ``sigma_w2`` instead,
+    only ``sigma_b2`` is solved.  ``sigma_b2`` is NaN where it would be negative: no point of
+    that line (or with that ``sigma_w2``) has this q*.  Exactly one of ``chi1_target`` and
+    ``sigma_w2`` is given.
+    """
+    if (chi1_target is None) == (sigma_w2 is None):
+        raise ValueError("give exactly one of chi1_target and sigma_w2")
+    (q, rho), shape = _arrays(q_star, rho)
+    _check_params(0.0, 0.0, rho)
+    if np.any(q <= 0):
+        raise ValueError(f"q_star must be positive, got {q_star}")
+    if sigma_w2 is None:
+        if np.any(np.asarray(chi1_target, dtype=float) <= 0):
+            raise ValueError(f"target chi1 must be positive, got {chi1_target}")
+        sw = np.asarray(chi1_target, dtype=float) * rho / _act.expect_dphi2(act, q)
+    else:
+        sw = np.broadcast_to(np.asarray(sigma_w2, dtype=float), q.shape).astype(float)
+    sb = q - sw / rho * _act.expect_phi2(act, q)
+    sb = np.where(sb >= 0, sb, np.nan)
+    return _out(sw, shape), _out(sb, shape)
+
+
 def sigma_w2_for_chi1(target, sigma_b2, rho, act):
     """Smallest sigma_w2 at which chi_1 (Eq. 10 of 000) equals ``target``.
 
