@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "sigprop.publish.evidence",       # evidence
     "sigprop.publish.ladder",         # ladder
     "sigprop.tools.stand_ins_cli",    # stand-ins
+    "sigprop.tools.new_study",        # new-study
 )
 """The modules that register the top-level commands, in the order ``sigprop --help`` lists
 them."""
