@@ -23,8 +23,9 @@ def shard_floor(study, shard):
 
     key = (study, shard)
     if key not in _FLOORS:
-        _FLOORS[key] = shard_floor_mb(STUDIES[study], STUDIES[study].shard(shard),
-                                      config["data"]["options"])
+        _FLOORS[key] = shard_floor_mb(
+            STUDIES[study], STUDIES[study].shard(shard), config["data"]["options"]
+        )
     return _FLOORS[key]
 
 
@@ -40,8 +41,16 @@ def shard_resource(stage, name):
 
     def request(wildcards, attempt):
         floor = shard_floor(wildcards.study, wildcards.shard) if name == "mem_mb" else None
-        return shard_request(SHARD_RESOURCES, wildcards.study, wildcards.shard, stage, name,
-                             attempt, floor_mb=floor, local=LOCAL_MEMORY is not None)
+        return shard_request(
+            SHARD_RESOURCES,
+            wildcards.study,
+            wildcards.shard,
+            stage,
+            name,
+            attempt,
+            floor_mb=floor,
+            local=LOCAL_MEMORY is not None,
+        )
 
     return request
 
@@ -70,9 +79,15 @@ def data_expect(wildcards):
     import json
 
     name = study_of(wildcards).shard(wildcards.shard).runs[0].dataset
-    return json.dumps({"name": name, "options": config["data"]["options"].get(name, {}),
-                       "sizes": config["data"]["sizes"].get(name, {}),
-                       "code": studies.step_code("prepare")}, sort_keys=True)
+    return json.dumps(
+        {
+            "name": name,
+            "options": config["data"]["options"].get(name, {}),
+            "sizes": config["data"]["sizes"].get(name, {}),
+            "code": studies.step_code("prepare"),
+        },
+        sort_keys=True,
+    )
 
 
 GPU_LOCKS = "results/.gpu_locks"
@@ -86,7 +101,11 @@ input, passed to their steps)."""
 def shard_masks(wildcards):
     """The prune stage's mask file of a shard with pruned runs (:data:`MASKS`), else none."""
     shard = study_of(wildcards).shard(wildcards.shard)
-    return {"masks": MASKS.format(study=wildcards.study, shard=wildcards.shard)} if shard.pruned else {}
+    return (
+        {"masks": MASKS.format(study=wildcards.study, shard=wildcards.shard)}
+        if shard.pruned
+        else {}
+    )
 
 
 def train_inputs(wildcards):
@@ -137,7 +156,9 @@ def study_figures(name):
 def figure_caption(wildcards):
     from sigprop.figures import rst_literal_text
 
-    return rst_literal_text(studies.spec(study_of(wildcards).kind).figures[wildcards.figure].caption)
+    return rst_literal_text(
+        studies.spec(study_of(wildcards).kind).figures[wildcards.figure].caption
+    )
 
 
 def study_paper(name):
@@ -153,8 +174,9 @@ def paper_summary_info(wildcards):
     """Per study of the paper, what its referee's summary says of it, as JSON."""
     import json
 
-    return json.dumps({n: STUDIES[n].summary_info() for n in paper_studies(wildcards)},
-                      sort_keys=True)
+    return json.dumps(
+        {n: STUDIES[n].summary_info() for n in paper_studies(wildcards)}, sort_keys=True
+    )
 
 
 def paper_coverage(wildcards):
@@ -183,8 +205,13 @@ def paper_claim_expects(wildcards):
     out = {}
     for n in paper_studies(wildcards):
         st = STUDIES[n]
-        out[n] = {"kind": "claims", "study": n, "scale": st.scale,
-                  "runs": json.loads(st.expect())["runs"], "smoke": bool(st.smoke)}
+        out[n] = {
+            "kind": "claims",
+            "study": n,
+            "scale": st.scale,
+            "runs": json.loads(st.expect())["runs"],
+            "smoke": bool(st.smoke),
+        }
     return json.dumps(out, sort_keys=True)
 
 
@@ -194,8 +221,10 @@ def study_regime_json(wildcards):
     import json
 
     info = study_of(wildcards).summary_info()
-    return json.dumps({k: info[k] for k in ("paper_regime", "depends_on", "tolerance_sources",
-                                            "corroborations")}, sort_keys=True)
+    return json.dumps(
+        {k: info[k] for k in ("paper_regime", "depends_on", "tolerance_sources", "corroborations")},
+        sort_keys=True,
+    )
 
 
 def paper_evidence(name):
@@ -203,8 +232,11 @@ def paper_evidence(name):
     studies that have verdicts under docs/evidence/paper-scale (sigprop.publish.evidence)."""
 
     def files(wildcards):
-        return [f"{EVIDENCE}/{n}/{name}" for n in paper_studies(wildcards)
-                if Path(f"{EVIDENCE}/{n}/claims.parquet").exists()]
+        return [
+            f"{EVIDENCE}/{n}/{name}"
+            for n in paper_studies(wildcards)
+            if Path(f"{EVIDENCE}/{n}/claims.parquet").exists()
+        ]
 
     return files
 
@@ -212,16 +244,22 @@ def paper_evidence(name):
 def paper_ladder(wildcards):
     """The committed ladder trends (docs/evidence/ladder/<study>/trend.parquet) of the paper's
     studies that have one (sigprop.publish.ladder)."""
-    return [f"{LADDER}/{n}/trend.parquet" for n in paper_studies(wildcards)
-            if Path(f"{LADDER}/{n}/trend.parquet").exists()]
+    return [
+        f"{LADDER}/{n}/trend.parquet"
+        for n in paper_studies(wildcards)
+        if Path(f"{LADDER}/{n}/trend.parquet").exists()
+    ]
 
 
 def committed_rungs(study):
     """The committed rung files (claims.parquet, provenance.json) of a study's ladder: inputs of
     the jobs that read its trend, which checks the trend against them
     (sigprop.claims.committed.verified_trend), so that a changed rung reruns those jobs."""
-    return sorted(str(f) for f in Path(LADDER, study).glob("*/*")
-                  if f.name in ("claims.parquet", "provenance.json"))
+    return sorted(
+        str(f)
+        for f in Path(LADDER, study).glob("*/*")
+        if f.name in ("claims.parquet", "provenance.json")
+    )
 
 
 def ladder_rungs(wildcards):
@@ -229,8 +267,12 @@ def ladder_rungs(wildcards):
 
 
 def paper_ladder_rungs(wildcards):
-    return [f for n in paper_studies(wildcards) if Path(f"{LADDER}/{n}/trend.parquet").exists()
-            for f in committed_rungs(n)]
+    return [
+        f
+        for n in paper_studies(wildcards)
+        if Path(f"{LADDER}/{n}/trend.parquet").exists()
+        for f in committed_rungs(n)
+    ]
 
 
 def report_category(wildcards):
@@ -253,8 +295,8 @@ def study_subcategory(wildcards):
     return STUDIES[wildcards.study].cfg.get("title", wildcards.study)
 
 
-EVIDENCE = "docs/evidence/paper-scale"   # committed paper-scale claims (sigprop.publish.evidence)
-LADDER = "docs/evidence/ladder"   # committed budget-ladder rungs and trends (sigprop.publish.ladder)
+EVIDENCE = "docs/evidence/paper-scale"  # committed paper-scale claims (sigprop.publish.evidence)
+LADDER = "docs/evidence/ladder"  # committed budget-ladder rungs and trends (sigprop.publish.ladder)
 LADDER_TREND = f"{LADDER}/{{study}}/trend.parquet"
 EVIDENCE_CLAIMS = f"{EVIDENCE}/{{study}}/claims.parquet"
 EVIDENCE_PROVENANCE = f"{EVIDENCE}/{{study}}/provenance.json"
@@ -285,8 +327,12 @@ def all_outputs():
         for table in study_tables(name):
             out += [f"results/{name}/tables/{table}.{ext}" for ext in ("parquet", "md", "csv")]
     for paper in sorted({study_paper(n) for n in STUDIES}):
-        out += [f"results/papers/{paper}/claims.parquet", f"results/papers/{paper}/claims.html",
-                f"results/papers/{paper}/front.html", f"results/papers/{paper}/verdicts.png"]
+        out += [
+            f"results/papers/{paper}/claims.parquet",
+            f"results/papers/{paper}/claims.html",
+            f"results/papers/{paper}/front.html",
+            f"results/papers/{paper}/verdicts.png",
+        ]
         for table in TABLES.get(paper, {}):
             out += [f"results/papers/{paper}/{table}.md", f"results/papers/{paper}/{table}.csv"]
     return out
@@ -296,6 +342,7 @@ def code_of(step):
     """A param holding the digest of the code that makes the step's output for the job's study,
     or for a paper's jobs its studies (sigprop.registry.step_code): an edit of that code reruns
     the job, nothing else does."""
+
     def digest(wildcards):
         if hasattr(wildcards, "study"):
             kind = study_of(wildcards).kind
@@ -304,10 +351,12 @@ def code_of(step):
         else:
             kind = None
         return studies.step_code(step, kind)
+
     return digest
 
 
 # -- data sets (rules/data.smk): a raw file's URL and pinned checksum
+
 
 def raw_files(wildcards):
     spec = registry.get(wildcards.dataset)

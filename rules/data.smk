@@ -8,16 +8,16 @@
 rule fetch_raw:
     output:
         ensure("results/raw/{dataset}/{filename}", sha256=raw_sha256),
+    log:
+        "results/logs/fetch/{dataset}/{filename}.log",
+    cache: "omit-software"
+    retries: 3
+    localrule: True
     params:
         url=raw_url,
         sha256=raw_sha256,
         mirror=config["data"]["mirror"],
         local_dir=config["data"]["local_dir"],
-    retries: 3
-    cache: "omit-software"
-    localrule: True
-    log:
-        "results/logs/fetch/{dataset}/{filename}.log",
     script:
         "../scripts/fetch_raw.py"
 
@@ -28,14 +28,14 @@ rule prepare_dataset:
         raw_files,
     output:
         "results/data/{dataset}.npz",
+    log:
+        "results/logs/data/{dataset}.log",
+    cache: "omit-software"
     params:
         code=code_of("prepare"),
         options=lambda w: config["data"]["options"].get(w.dataset, {}),
         raw_dir=lambda w: f"results/raw/{w.dataset}",
         sha256_overrides=config["data"]["sha256_overrides"],
         sizes=lambda w: config["data"]["sizes"].get(w.dataset, {}),
-    cache: "omit-software"
-    log:
-        "results/logs/data/{dataset}.log",
     script:
         "../scripts/prepare_dataset.py"

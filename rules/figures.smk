@@ -16,19 +16,30 @@ rule figure:
             labels={"study": "{study}", "figure": "{figure}"},
         ),
         pdf="results/{study}/figures/{figure}.pdf",
+    log:
+        "results/logs/{study}/figures/{figure}.log",
+    resources:
+        mem_mb=light_memory,
     params:
         code=code_of("figure"),
         kind=lambda w: study_of(w).kind,
         p=job_params("figure"),
         expect=lambda w: study_of(w).expect(),
         caption=figure_caption,
-    resources:
-        mem_mb=light_memory,
-    log:
-        "results/logs/{study}/figures/{figure}.log",
     run:
-        run_job(log, "sigprop.steps.analysis:figure", params.kind, wildcards.figure, params.p, params.expect,
-                input.runs, input.theory, list(input.layers), output.png, output.pdf)
+        run_job(
+            log,
+            "sigprop.steps.analysis:figure",
+            params.kind,
+            wildcards.figure,
+            params.p,
+            params.expect,
+            input.runs,
+            input.theory,
+            list(input.layers),
+            output.png,
+            output.pdf,
+        )
 
 
 rule claims:
@@ -45,20 +56,31 @@ rule claims:
             subcategory=study_subcategory,
             labels={"study": "{study}", "table": "claims"},
         ),
+    log:
+        "results/logs/{study}/claims.log",
+    resources:
+        mem_mb=light_memory,
     params:
         code=code_of("claims"),
         kind=lambda w: study_of(w).kind,
         p=job_params("claims"),
         expect=lambda w: study_of(w).expect(),
         design=lambda w: study_of(w).design(),
-    resources:
-        mem_mb=light_memory,
-    log:
-        "results/logs/{study}/claims.log",
     run:
-        run_job(log, "sigprop.steps.analysis:claims", params.kind, wildcards.study, params.p, params.expect,
-                input.runs, input.theory, list(input.layers), output.table, output.html,
-                params.design)
+        run_job(
+            log,
+            "sigprop.steps.analysis:claims",
+            params.kind,
+            wildcards.study,
+            params.p,
+            params.expect,
+            input.runs,
+            input.theory,
+            list(input.layers),
+            output.table,
+            output.html,
+            params.design,
+        )
 
 
 # Quick against paper scale in the report: this run's claims beside the paper-scale verdicts
@@ -76,17 +98,26 @@ rule scales:
             subcategory=study_subcategory,
             labels={"study": "{study}", "table": "quick vs paper scale"},
         ),
+    log:
+        "results/logs/{study}/scales.log",
+    resources:
+        mem_mb=light_memory,
     params:
         code=code_of("scales"),
         scale=lambda w: study_of(w).scale,
         regime=lambda w: study_regime_json(w),
-    resources:
-        mem_mb=light_memory,
-    log:
-        "results/logs/{study}/scales.log",
     run:
-        run_job(log, "sigprop.steps.analysis:scales", wildcards.study, params.scale, input.run, input.paper,
-                input.provenance, output[0], params.regime)
+        run_job(
+            log,
+            "sigprop.steps.analysis:scales",
+            wildcards.study,
+            params.scale,
+            input.run,
+            input.paper,
+            input.provenance,
+            output[0],
+            params.regime,
+        )
 
 
 # A study's budget ladder in the report: each claim's statistic against the rung's budget, from
@@ -104,15 +135,21 @@ rule ladder_figure:
             labels={"study": "{study}", "figure": "budget ladder"},
         ),
         pdf="results/{study}/ladder.pdf",
-    params:
-        code=code_of("ladder"),
-    resources:
-        mem_mb=light_memory,
     log:
         "results/logs/{study}/ladder.log",
+    resources:
+        mem_mb=light_memory,
+    params:
+        code=code_of("ladder"),
     run:
-        run_job(log, "sigprop.steps.analysis:ladder_figure", wildcards.study, input.trend,
-                output.png, output.pdf)
+        run_job(
+            log,
+            "sigprop.steps.analysis:ladder_figure",
+            wildcards.study,
+            input.trend,
+            output.png,
+            output.pdf,
+        )
 
 
 rule study_table:
@@ -128,15 +165,25 @@ rule study_table:
             labels={"study": "{study}", "table": "{table}"},
         ),
         csv="results/{study}/tables/{table}.csv",
+    log:
+        "results/logs/{study}/tables/{table}.log",
+    resources:
+        mem_mb=light_memory,
     params:
         code=code_of("table"),
         kind=lambda w: study_of(w).kind,
         p=job_params("table"),
         expect=lambda w: study_of(w).expect(),
-    resources:
-        mem_mb=light_memory,
-    log:
-        "results/logs/{study}/tables/{table}.log",
     run:
-        run_job(log, "sigprop.steps.analysis:study_table", params.kind, wildcards.table, params.p, params.expect,
-                input.runs, output.parquet, output.md, output.csv)
+        run_job(
+            log,
+            "sigprop.steps.analysis:study_table",
+            params.kind,
+            wildcards.table,
+            params.p,
+            params.expect,
+            input.runs,
+            output.parquet,
+            output.md,
+            output.csv,
+        )

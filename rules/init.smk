@@ -11,19 +11,28 @@ rule init_shard:
         data=shard_dataset,
     output:
         temp("results/{study}/init/{shard}.pt"),
+    log:
+        "results/logs/{study}/init/{shard}.log",
+    benchmark:
+        "results/benchmarks/{study}/init/{shard}.tsv"
+    threads: config["threads_per_job"]
+    resources:
+        mem_mb=shard_resource("init", "mem_mb"),
+        runtime=shard_resource("init", "runtime"),
     params:
         code=code_of("init"),
         shard=shard_json,
         device=config["device"],
         data_expect=data_expect,
-    threads: config["threads_per_job"]
-    resources:
-        mem_mb=shard_resource("init", "mem_mb"),
-        runtime=shard_resource("init", "runtime"),
-    log:
-        "results/logs/{study}/init/{shard}.log",
-    benchmark:
-        "results/benchmarks/{study}/init/{shard}.tsv"
     run:
-        run_job(log, "sigprop.steps.shards:init_shard", params.shard, input.data, output[0], device=params.device,
-                threads=threads, gpu_locks=GPU_LOCKS, data_expect=params.data_expect)
+        run_job(
+            log,
+            "sigprop.steps.shards:init_shard",
+            params.shard,
+            input.data,
+            output[0],
+            device=params.device,
+            threads=threads,
+            gpu_locks=GPU_LOCKS,
+            data_expect=params.data_expect,
+        )

@@ -5,10 +5,22 @@
 
 
 rule measure_shard:
+    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
+    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
+    # (tests/test_lint.py)
     input:
         unpack(train_inputs),  # init, data, and the prune stage's masks for pruned shards
     output:
         "results/{study}/measurements/{shard}.parquet",
+    log:
+        "results/logs/{study}/measure/{shard}.log",
+    benchmark:
+        "results/benchmarks/{study}/measure/{shard}.tsv"
+    priority: 2  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
+    threads: config["threads_per_job"]
+    resources:
+        mem_mb=shard_resource("measure", "mem_mb"),
+        runtime=shard_resource("measure", "runtime"),
     params:
         code=code_of("measure"),
         shard=shard_json,
@@ -16,21 +28,20 @@ rule measure_shard:
         p=job_params("measure"),
         device=config["device"],
         data_expect=data_expect,
-    threads: config["threads_per_job"]
-    priority: 2  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
-    resources:
-        mem_mb=shard_resource("measure", "mem_mb"),
-        runtime=shard_resource("measure", "runtime"),
-    log:
-        "results/logs/{study}/measure/{shard}.log",
-    benchmark:
-        "results/benchmarks/{study}/measure/{shard}.tsv"
-    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
-    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
-    # (tests/test_lint.py)
     run:
-        run_job(log, "sigprop.steps.shards:measure_shard", params.kind, params.shard, input.init, output[0],
-                params.p, device=params.device, threads=threads, data_path=input.data,
-                masks_path=input.get("masks"), gpu_locks=GPU_LOCKS,
-                execution_json=study_of(wildcards).execution_json("measure"),
-                data_expect=params.data_expect)
+        run_job(
+            log,
+            "sigprop.steps.shards:measure_shard",
+            params.kind,
+            params.shard,
+            input.init,
+            output[0],
+            params.p,
+            device=params.device,
+            threads=threads,
+            data_path=input.data,
+            masks_path=input.get("masks"),
+            gpu_locks=GPU_LOCKS,
+            execution_json=study_of(wildcards).execution_json("measure"),
+            data_expect=params.data_expect,
+        )

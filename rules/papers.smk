@@ -3,6 +3,9 @@
 
 
 rule paper_claims:
+    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
+    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
+    # (tests/test_lint.py)
     input:
         claims=paper_claims,
         pages=paper_claim_pages,
@@ -20,27 +23,40 @@ rule paper_claims:
             labels={"paper": "{paper}", "table": "claims"},
         ),
         summary="results/papers/{paper}/summary.md",
+    log:
+        "results/logs/papers/{paper}/claims.log",
+    resources:
+        mem_mb=light_memory,
     params:
         code=code_of("paper"),
         studies=paper_studies,
         info=paper_summary_info,
         coverage=paper_coverage,
         expects=paper_claim_expects,
-    resources:
-        mem_mb=light_memory,
-    log:
-        "results/logs/papers/{paper}/claims.log",
-    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
-    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
-    # (tests/test_lint.py)
     run:
-        run_job(log, "sigprop.steps.analysis:paper_claims", wildcards.paper, list(input.claims),
-                list(params.studies), output.table, output.html, output.summary, params.info,
-                list(input.evidence), list(input.provenance), params.coverage,
-                params.expects, list(input.pages), list(input.trends))
+        run_job(
+            log,
+            "sigprop.steps.analysis:paper_claims",
+            wildcards.paper,
+            list(input.claims),
+            list(params.studies),
+            output.table,
+            output.html,
+            output.summary,
+            params.info,
+            list(input.evidence),
+            list(input.provenance),
+            params.coverage,
+            params.expects,
+            list(input.pages),
+            list(input.trends),
+        )
 
 
 rule paper_front:
+    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
+    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
+    # (tests/test_lint.py)
     # The paper's block of the report's front page: its verdict matrix at both scales (this
     # run and the committed paper-scale verdicts), the figure of its tallies, the headline.
     input:
@@ -59,29 +75,34 @@ rule paper_front:
         ),
         pdf="results/papers/{paper}/verdicts.pdf",
         front="results/papers/{paper}/front.html",
+    log:
+        "results/logs/papers/{paper}/front.log",
+    resources:
+        mem_mb=light_memory,
     params:
         code=code_of("paper"),
         studies=paper_studies,
         info=paper_summary_info,
         coverage=paper_coverage,
-    resources:
-        mem_mb=light_memory,
-    log:
-        "results/logs/papers/{paper}/front.log",
-    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
-    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
-    # (tests/test_lint.py)
     run:
-        run_job(log, "sigprop.steps.analysis:paper_front", wildcards.paper, input.claims, list(params.studies),
-                params.info, list(input.evidence), list(input.provenance), output.png,
-                output.pdf, output.front, params.coverage, list(input.trends))
+        run_job(
+            log,
+            "sigprop.steps.analysis:paper_front",
+            wildcards.paper,
+            input.claims,
+            list(params.studies),
+            params.info,
+            list(input.evidence),
+            list(input.provenance),
+            output.png,
+            output.pdf,
+            output.front,
+            params.coverage,
+            list(input.trends),
+        )
 
 
 rule paper_table:
-    # only the paper tables' names (sigprop.papers.TABLES): results/papers/<paper>/summary.md is
-    # paper_claims' output, not a table called "summary"
-    wildcard_constraints:
-        table=PAPER_TABLE_NAMES,
     input:
         "results/papers/{paper}/claims.parquet",
     output:
@@ -93,14 +114,27 @@ rule paper_table:
             labels={"paper": "{paper}", "table": "{table}"},
         ),
         csv="results/papers/{paper}/{table}.csv",
+    log:
+        "results/logs/papers/{paper}/{table}.log",
+    # only the paper tables' names (sigprop.papers.TABLES): results/papers/<paper>/summary.md is
+    # paper_claims' output, not a table called "summary"
+    wildcard_constraints:
+        table=PAPER_TABLE_NAMES,
+    resources:
+        mem_mb=light_memory,
     params:
         code=code_of("paper"),
         studies=paper_studies,
         coverage=paper_coverage,
-    resources:
-        mem_mb=light_memory,
-    log:
-        "results/logs/papers/{paper}/{table}.log",
     run:
-        run_job(log, "sigprop.steps.analysis:paper_table", wildcards.paper, wildcards.table, input[0],
-                list(params.studies), output.md, output.csv, params.coverage)
+        run_job(
+            log,
+            "sigprop.steps.analysis:paper_table",
+            wildcards.paper,
+            wildcards.table,
+            input[0],
+            list(params.studies),
+            output.md,
+            output.csv,
+            params.coverage,
+        )

@@ -10,7 +10,7 @@
 # - Output: results/{study}/masks/{shard}.pt, a torch.save'd {"shard_id", "run_ids", "masks"}
 #   with masks a list aligned with the shard's parameters of None (not pruned) or [M, ...]
 #   bool tensors (all ones for the shard's dense runs); load it with weights_only=True
-#   (sigprop.train.shard.load_masks).  results/{study}/masks/{shard}_layers.parquet: per
+#   (sigprop.train.engine.load_masks).  results/{study}/masks/{shard}_layers.parquet: per
 #   pruned run and prunable layer: n_weights, n_kept, kept_fraction, collapsed
 #   (sigprop.prune.layer_report), with the run's id and pruning fields.
 # - train_shard of a pruned shard gets the mask file as an extra input (train_inputs in
@@ -25,21 +25,31 @@ rule prune_shard:
     output:
         masks=MASKS,
         report="results/{study}/masks/{shard}_layers.parquet",
+    log:
+        "results/logs/{study}/prune/{shard}.log",
+    benchmark:
+        "results/benchmarks/{study}/prune/{shard}.tsv"
+    priority: 1  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
+    threads: config["threads_per_job"]
+    resources:
+        mem_mb=shard_resource("prune", "mem_mb"),
+        runtime=shard_resource("prune", "runtime"),
     params:
         code=code_of("prune"),
         shard=shard_json,
         device=config["device"],
         data_expect=data_expect,
-    threads: config["threads_per_job"]
-    priority: 1  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
-    resources:
-        mem_mb=shard_resource("prune", "mem_mb"),
-        runtime=shard_resource("prune", "runtime"),
-    log:
-        "results/logs/{study}/prune/{shard}.log",
-    benchmark:
-        "results/benchmarks/{study}/prune/{shard}.tsv"
     run:
-        run_job(log, "sigprop.steps.shards:prune_shard", params.shard, input.init, input.data, output.masks,
-                output.report, device=params.device, threads=threads, gpu_locks=GPU_LOCKS,
-                data_expect=params.data_expect)
+        run_job(
+            log,
+            "sigprop.steps.shards:prune_shard",
+            params.shard,
+            input.init,
+            input.data,
+            output.masks,
+            output.report,
+            device=params.device,
+            threads=threads,
+            gpu_locks=GPU_LOCKS,
+            data_expect=params.data_expect,
+        )

@@ -4,15 +4,22 @@
 rule theory:
     output:
         "results/{study}/theory.parquet",
+    log:
+        "results/logs/{study}/theory.log",
+    benchmark:
+        "results/benchmarks/{study}/theory.tsv"
     params:
         code=code_of("theory"),
         kind=lambda w: study_of(w).kind,
         p=job_params("theory"),
         settings=run_settings,
-    log:
-        "results/logs/{study}/theory.log",
-    benchmark:
-        "results/benchmarks/{study}/theory.tsv"
     run:
-        run_job(log, "sigprop.steps.analysis:theory", params.kind, wildcards.study, params.p, params.settings,
-                output[0])
+        run_job(
+            log,
+            "sigprop.steps.analysis:theory",
+            params.kind,
+            wildcards.study,
+            params.p,
+            params.settings,
+            output[0],
+        )

@@ -5,10 +5,22 @@
 
 
 rule train_shard:
+    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
+    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
+    # (tests/test_lint.py)
     input:
         unpack(train_inputs),
     output:
         "results/{study}/runs/{shard}.parquet",
+    log:
+        "results/logs/{study}/train/{shard}.log",
+    benchmark:
+        "results/benchmarks/{study}/train/{shard}.tsv"
+    priority: 2  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
+    threads: config["threads_per_job"]
+    resources:
+        mem_mb=shard_resource("train", "mem_mb"),
+        runtime=shard_resource("train", "runtime"),
     params:
         code=code_of("train"),
         shard=shard_json,
@@ -16,25 +28,24 @@ rule train_shard:
         checkpoint="results/{study}/checkpoints/{shard}.pt",
         eval_splits=lambda w: ",".join(study_of(w).eval_splits),
         data_expect=data_expect,
-    threads: config["threads_per_job"]
-    priority: 2  # ahead of init: a shard's temp init file goes soon (rules/init.smk)
-    resources:
-        mem_mb=shard_resource("train", "mem_mb"),
-        runtime=shard_resource("train", "runtime"),
-    log:
-        "results/logs/{study}/train/{shard}.log",
-    benchmark:
-        "results/benchmarks/{study}/train/{shard}.tsv"
-    # a run: block, not script:, so that a local job starts no interpreter: it is forked from the
-    # preloaded worker server (sigprop/steps/workers.py); long only by the files it names
-    # (tests/test_lint.py)
     run:
-        run_job(log, "sigprop.steps.shards:train_shard", params.shard, input.init, input.data, output[0],
-                checkpoint=params.checkpoint, checkpoint_every=config["checkpoint_every"],
-                device=params.device, threads=threads,
-                eval_splits=tuple(params.eval_splits.split(",")),
-                masks_path=input.get("masks"), gpu_locks=GPU_LOCKS, code=params.code,
-                data_expect=params.data_expect)
+        run_job(
+            log,
+            "sigprop.steps.shards:train_shard",
+            params.shard,
+            input.init,
+            input.data,
+            output[0],
+            checkpoint=params.checkpoint,
+            checkpoint_every=config["checkpoint_every"],
+            device=params.device,
+            threads=threads,
+            eval_splits=tuple(params.eval_splits.split(",")),
+            masks_path=input.get("masks"),
+            gpu_locks=GPU_LOCKS,
+            code=params.code,
+            data_expect=params.data_expect,
+        )
 
 
 rule merge_metrics:
@@ -42,12 +53,12 @@ rule merge_metrics:
         shard_tables,
     output:
         "results/{study}/metrics.parquet",
+    log:
+        "results/logs/{study}/merge_metrics.log",
+    resources:
+        mem_mb=light_memory,
     params:
         code=code_of("merge"),
         manifest=lambda w: study_of(w).manifest(),
-    resources:
-        mem_mb=light_memory,
-    log:
-        "results/logs/{study}/merge_metrics.log",
     run:
         run_job(log, "sigprop.steps.analysis:merge", list(input), params.manifest, output[0])

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 from . import params as P
 
@@ -184,7 +185,7 @@ class Params:
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @classmethod
-    def from_json(cls, spec: StudySpec, text: str) -> "Params":
+    def from_json(cls, spec: StudySpec, text: str) -> Params:
         """The inverse of :meth:`to_json`, with the withheld sections marked."""
         import json
         d = json.loads(text)
@@ -196,7 +197,7 @@ class Params:
         labels = tuple(d["labels"]) if "labels" in d else None
         return cls(study=d["study"], job=job, labels=labels, **kw)
 
-    def for_job(self, job: str) -> "Params":
+    def for_job(self, job: str) -> Params:
         """A copy that carries only what ``job`` reads."""
         if job not in JOB_SECTIONS:
             raise ValueError(f"unknown job '{job}' (known: {', '.join(JOB_SECTIONS)})")

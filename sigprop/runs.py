@@ -108,7 +108,7 @@ class RunSpec:
     _id: str = field(default="", init=False, repr=False, compare=False, hash=False)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RunSpec":
+    def from_dict(cls, d: dict) -> RunSpec:
         unknown = sorted(set(d) - set(FIELD_TYPES))
         if unknown:
             raise ValueError(f"unknown run field(s) {unknown}; known: {sorted(FIELD_TYPES)}")
@@ -175,7 +175,7 @@ class Shard:
                            "runs": [r.non_default() for r in self.runs]}, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "Shard":
+    def from_json(cls, text: str) -> Shard:
         d = json.loads(text)
         shard = cls(d["study"], tuple(RunSpec.from_dict(r) for r in d["runs"]))
         if "shard_id" in d and d["shard_id"] != shard.shard_id:

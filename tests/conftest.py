@@ -101,8 +101,8 @@ def commit_claims(folder: Path, claims, scale: str = "paper", runs=("r0000000000
     ``folder`` = ``<evidence>/<study>``) or ``sigprop ladder publish`` (a rung, ``folder`` =
     ``<ladder>/<study>/<rung>``) writes it, for the claims table ``claims`` of runs ``runs``;
     ``prov`` overrides provenance keys."""
-    from sigprop.runs import runs_digest
     from sigprop.publish.evidence import write_committed
+    from sigprop.runs import runs_digest
     folder = Path(folder)
     study = folder.name if scale == "paper" else folder.parent.name
     base = {"study": study, "scale": scale, "commit": "abc" * 10, "date": "2026-11-24",

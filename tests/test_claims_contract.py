@@ -10,7 +10,6 @@ import itertools
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from sigprop import claims as C
@@ -157,7 +156,6 @@ def test_kendall_law_equals_enumeration_and_a_simulation():
     """The inversion-count recursion gives the law of Kendall's tau that brute-force enumeration
     of the n! orders gives (n <= 7), and at n = 10 (paper scale: one group of 10 nets, 3.6M
     orders) the frequencies of 200,000 random orders lie within 5 SE of it."""
-    import itertools
     import math
     from collections import Counter
     from fractions import Fraction
@@ -390,6 +388,7 @@ def test_shipped_studies_state_when_their_design_was_fixed():
 def test_study_design_json_for_the_claims_job():
     import yaml
     from conftest import REPO
+
     from sigprop.config import build_study
     path = REPO / "config/studies/meanfield_maps.yaml"
     cfg = yaml.safe_load(path.read_text())

@@ -19,7 +19,6 @@ from conftest import REPO, tiny_study, write_config
 
 from sigprop import registry
 
-
 pytestmark = pytest.mark.slow
 
 

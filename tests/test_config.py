@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import run_snakemake, tiny_study, write_config
 
 from sigprop.config import ConfigError, build_study, expand_runs
@@ -94,7 +93,8 @@ def test_derived_width_for_a_weight_count_and_steps_for_epochs():
     runs = expand_runs(study, "quick", "f.yaml")
     for r in runs:   # digits: 64 inputs, 10 classes; 1347 training images, 42 micro-batches of 32
         k = r.width
-        p = lambda k: 64 * k + (r.depth - 1) * k * k + 10 * k
+        def p(k):
+            return 64 * k + (r.depth - 1) * k * k + 10 * k  # noqa: B023 (used in this pass)
         assert abs(p(k) - 4000) <= min(abs(p(k + 1) - 4000), abs(p(k - 1) - 4000))
         assert (r.steps, r.eval_every) == (126, 42)
     assert sorted({(r.depth, r.width) for r in runs}) == [(1, 54), (2, 36), (10, 17)]
@@ -118,8 +118,9 @@ def test_derived_field_rule_errors_name_file_and_block(workdir):
 
 
 def test_shipped_configs_expand():
-    import yaml
     from pathlib import Path
+
+    import yaml
     root = Path(__file__).resolve().parents[1]
     for path in sorted((root / "config/studies").glob("*.yaml")):
         cfg = yaml.safe_load(path.read_text())
@@ -138,7 +139,9 @@ def test_activation_names_agree_across_config_nets_and_theory():
 def test_schema_run_fields_match_runspec():
     """Every RunSpec field is in the study schema (fixed and grid), and nothing else."""
     from pathlib import Path
+
     import yaml
+
     from sigprop.runs import RUN_FIELDS
     schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/study.schema.yaml").read_text())
     names = set(RUN_FIELDS)
@@ -175,8 +178,9 @@ def test_a_billion_laughs_config_is_refused_before_validation(workdir):
 
 
 def test_an_error_message_never_prints_a_large_value_whole():
-    from sigprop.config import MESSAGE_CHARS, explain
     import jsonschema
+
+    from sigprop.config import MESSAGE_CHARS, explain
     try:
         jsonschema.validate({"x": list(range(100_000))}, {"properties": {"x": {"type": "string"}}})
     except jsonschema.ValidationError as e:
@@ -192,6 +196,7 @@ def test_scale_overrides_must_name_a_configured_study(workdir):
 
 def test_resources_plan_values_are_checked_naming_the_file_and_key(tmp_path):
     import json
+
     from sigprop.config import load_resources
     bad = {"mem_mb": "lots"}, {"mem_mb": 1e15}, {"runtime": 0}, {"threads": 4}
     for req in bad:

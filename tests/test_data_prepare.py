@@ -182,7 +182,7 @@ def _step_error(path: Path, expect: dict) -> str:
         init_shard(shard.to_json(), str(path), str(path.parent / "init.pt"), device="cpu",
                    data_expect=json.dumps(expect))
     assert not (path.parent / "init.pt").exists()
-    import pickle       # as a job's worker process sends it to Snakemake's
+    import pickle  # as a job's worker process sends it to Snakemake's
     assert str(pickle.loads(pickle.dumps(e.value))) == str(e.value)
     return str(e.value)
 
@@ -443,8 +443,8 @@ def test_parsed_counts_are_checked(tmp_path, monkeypatch):
 def test_net_outputs_are_classes_or_the_regression_targets_dimension(tmp_path):
     """init sizes the readout by n_outputs: classes for classification, the target's dimension
     for regression (not 1 + the largest target value)."""
-    from sigprop.train.engine import n_outputs
     from sigprop.steps.shards import train_shard
+    from sigprop.train.engine import n_outputs
     got = {}
     for name, opts in (("digits", {}), ("gaussian", {"n": 16, "d": 8}),
                        ("synthetic_regression", {"n_train": 32, "n_test": 8, "d_out": 3})):

@@ -515,8 +515,8 @@ def test_cpu_simulations_under_the_guard():
 def test_workflow_steps_init_prune_train_under_the_guard(tmp_path):
     """``init_shard``, ``prune_shard`` and ``train_shard`` (with a checkpoint) of
     :mod:`sigprop.steps.shards` on a prepared data set, device ``cpu``, under the guard."""
-    from sigprop.steps import shards as workflow_steps
     from sigprop.data.prepare import prepare
+    from sigprop.steps import shards as workflow_steps
     data_path = prepare("digits", tmp_path / "digits.npz")
     base = dict(arch="fc", dataset="digits", width=8, depth=2, activation="relu", batch_size=16,
                 steps=4, eval_every=2, lr=0.05, momentum=0.9)

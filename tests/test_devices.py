@@ -5,33 +5,36 @@ import sys
 import textwrap
 
 import pytest
+from conftest import tiny_study
 
 from sigprop import sizing
 from sigprop.config import build_study
 from sigprop.train import devices
 
-from conftest import tiny_study
-
 
 def test_two_jobs_get_different_gpus_and_a_third_waits(tmp_path):
-    """Each process holds its GPU's lock until it exits (real processes, fake GPU count)."""
+    """Each process holds its GPU's lock until it exits (real processes, fake GPU count); the
+    holders exit when told (their stdin closes), so a slow start under load changes nothing."""
     code = textwrap.dedent(f"""
-        import sys, time
+        import sys
         from sigprop.train import devices
         i = devices.free_gpu_index(2, {str(tmp_path)!r}, wait=0.05, timeout=float(sys.argv[1]))
         print(i, flush=True)
-        time.sleep(float(sys.argv[2]))
+        if sys.argv[2] == "hold":
+            sys.stdin.read()
     """)
-    a = subprocess.Popen([sys.executable, "-c", code, "5", "3"], stdout=subprocess.PIPE, text=True)
-    first = a.stdout.readline().strip()
-    b = subprocess.Popen([sys.executable, "-c", code, "5", "3"], stdout=subprocess.PIPE, text=True)
-    second = b.stdout.readline().strip()
-    assert {first, second} == {"0", "1"}
-    c = subprocess.run([sys.executable, "-c", code, "0.3", "0"], capture_output=True, text=True)
+    holders, held = [], []
+    for _ in range(2):
+        holders.append(subprocess.Popen([sys.executable, "-c", code, "30", "hold"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        held.append(holders[-1].stdout.readline().strip())  # once it holds its GPU
+    assert sorted(held) == ["0", "1"]
+    c = subprocess.run([sys.executable, "-c", code, "0.3", "no"], capture_output=True, text=True)
     assert c.returncode != 0 and "no free GPU" in c.stderr  # both taken: waits, then times out
-    a.wait()
-    b.wait()
-    d = subprocess.run([sys.executable, "-c", code, "1", "0"], capture_output=True, text=True)
+    for h in holders:
+        h.stdin.close()
+        h.wait()
+    d = subprocess.run([sys.executable, "-c", code, "1", "no"], capture_output=True, text=True)
     assert d.stdout.strip() == "0"  # released when the holders exited
 
 
@@ -54,7 +57,8 @@ def test_shard_size_zero_is_chosen_from_the_memory_budget():
     study = tiny_study(fixed={"width": 256}, grid={"depth": [2, 8], "sigma_w2": [1.0, 1.5, 2.0, 2.5]})
     small = build_study("trainable_depth", "f.yaml", study, "quick", 0, memory_budget_mb=8)
     big = build_study("trainable_depth", "f.yaml", study, "quick", 0, memory_budget_mb=8000)
-    sizes = lambda st: sorted(len(s.runs) for s in st.shards)
+    def sizes(st):
+        return sorted(len(s.runs) for s in st.shards)
     assert len(big.shards) == 2  # one shard per depth: everything fits
     assert len(small.shards) > 2 and max(sizes(small)) < 8
     for shard in small.shards:  # a shard fits in half the budget, or holds a single model

@@ -10,23 +10,20 @@ matplotlib.use("Agg")
 
 import jsonschema
 import matplotlib.pyplot as plt
-
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 import yaml
-
 from scipy.stats import kendalltau
 
-from sigprop.claims import check_table, kendall_tau, row, tau_null_law
 from sigprop import registry, tables
+from sigprop.claims import check_table, kendall_tau, row, tau_null_law
 from sigprop.config import build_study, load_yaml
 from sigprop.data.prepare import prepare
 from sigprop.data.sizes import width_for_params
 from sigprop.runs import RunSpec, Shard, settings
-from sigprop.studies.diversity_linear import SPEC, Measure
-from sigprop.studies.diversity_linear import analysis, claims, figures, measure
+from sigprop.studies.diversity_linear import SPEC, Measure, analysis, claims, figures, measure
 from sigprop.studies.diversity_linear import theory as theory_mod
 from sigprop.theory import diversity as th
 
@@ -409,7 +406,7 @@ def test_claims_and_figures(tiny):
     assert t.kind["thm6_expectation"] == "claim"
     decided = t[(t.kind == "claim") & t.verdict.isin(["pass", "fail"])]
     assert np.isfinite(decided.detectable).all() and (decided.test.str.len() > 0).all()
-    for name, spec in SPEC.figures.items():
+    for _name, spec in SPEC.figures.items():
         assert spec.caption
         fig = getattr(figures, spec.function)(runs, theory, s.params.for_job("figure"))
         assert all(ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>")

@@ -20,13 +20,13 @@ from sigprop import registry, tables
 from sigprop.claims import check_table
 from sigprop.config import ConfigError, build_study, load_yaml
 from sigprop.contract import Params
-from sigprop.studies.dropout_ensemble import monte_carlo as mc
-from sigprop.runs import settings
 from sigprop.params import ParamError
+from sigprop.runs import settings
 from sigprop.studies.dropout_ensemble import SPEC, analysis
 from sigprop.studies.dropout_ensemble import claims as study_claims
 from sigprop.studies.dropout_ensemble import figures as study_figures
 from sigprop.studies.dropout_ensemble import measure as study_measure
+from sigprop.studies.dropout_ensemble import monte_carlo as mc
 from sigprop.studies.dropout_ensemble import theory as study_theory
 from sigprop.theory import ensembles
 from sigprop.train.engine import initial_state
@@ -380,6 +380,7 @@ def _check_depends_on_and_figures(cfg: dict, ids, figures, unshown=()):
     disjoint, so no claim relies on their order), the axes and regime keys are
     known axes, and a figure shows each claim."""
     from fnmatch import fnmatchcase
+
     from sigprop.claims.reading import AXES
     dep = cfg["depends_on"]
     for cid in ids:

@@ -17,14 +17,14 @@ import yaml
 from sigprop import registry, tables
 from sigprop.claims import check_table
 from sigprop.config import build_study
-from sigprop.studies.dropout_training import learning as dl
-from sigprop.studies.dropout_training import monte_carlo as mc
 from sigprop.runs import RunSpec, Shard
 from sigprop.studies.dropout_training import SPEC
 from sigprop.studies.dropout_training import analysis as study
 from sigprop.studies.dropout_training import claims as study_claims
 from sigprop.studies.dropout_training import figures as study_figures
+from sigprop.studies.dropout_training import learning as dl
 from sigprop.studies.dropout_training import measure as study_measure
+from sigprop.studies.dropout_training import monte_carlo as mc
 from sigprop.studies.dropout_training import theory as study_theory
 from sigprop.theory import ensembles as ens
 
@@ -180,7 +180,8 @@ def _toy_data(n=160, d=12, seed=0):
     y = rng.integers(0, 3, n)
     centres = rng.uniform(0, 1, (3, d))
     x = np.clip(centres[y] + 0.15 * rng.standard_normal((n, d)), 0, 1)
-    t = lambda v: torch.tensor(v, dtype=DT)
+    def t(v):
+        return torch.tensor(v, dtype=DT)
     return {"x_train": t(x[:120]), "y_train": torch.tensor(y[:120]), "x_test": t(x[120:]),
             "y_test": torch.tensor(y[120:])}
 
@@ -493,6 +494,7 @@ def test_every_test_text_states_the_thresholds_of_its_expected(tiny_seeds):
 
 def test_regime_and_figures_cover_every_claim(tiny_seeds):
     from fnmatch import fnmatchcase
+
     from sigprop.claims import reading
     from sigprop.claims.reading import AXES
     cfg = yaml.safe_load(CFG_PATH.read_text())

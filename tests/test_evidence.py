@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from conftest import REPO, commit_claims
 
+from sigprop.claims import row, sanity
 from sigprop.claims.committed import declared_regime, read_claims
 from sigprop.publish import evidence as E
-from sigprop.claims import row, sanity
 
 COMMITTED = REPO / "docs/evidence/paper-scale"
 CONFIG = REPO / "config/config.yaml"
@@ -114,6 +114,7 @@ def test_docs_show_every_committed_claim_with_its_paper_scale_reading(in_repo):
     paper-scale tables; only the paper side is committed, so this checks that every committed
     claim appears with the reading its committed verdict gives."""
     import yaml
+
     from sigprop.claims.reading import readings
     text = (REPO / "docs/papers.md").read_text()
     for d in (p for p in COMMITTED.iterdir() if p.is_dir()):

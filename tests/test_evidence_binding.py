@@ -19,9 +19,9 @@ from conftest import REPO
 from sigprop import tables
 from sigprop.claims import doc_tables
 from sigprop.claims.trend import read_trend
-from sigprop.steps import analysis
 from sigprop.publish import evidence as E
 from sigprop.publish import ladder as L
+from sigprop.steps import analysis
 
 PAPER = REPO / "docs/evidence/paper-scale"
 LADDER = REPO / "docs/evidence/ladder"

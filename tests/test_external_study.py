@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, SNAKEFILE
+
 from sigprop.tools import new_study
 
 KIND = "toy_sixth"

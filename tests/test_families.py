@@ -22,7 +22,6 @@ forward+backward took 167 / 168 ms (grouped conv) vs 192 / 186 ms (vmap) vs
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -280,9 +279,9 @@ def test_fallback_family_trains_a_shard_initialized_in_another_process():
     """On a cluster the init and train jobs of a shard run in different processes: the
     per-model fallback (``fc_loop``) rebuilds its module from the shapes and trains the same
     rows as when both stages share a process."""
-    from sigprop.tools.bench import gaussian_data
     from sigprop.nets import families
     from sigprop.runs import Shard
+    from sigprop.tools.bench import gaussian_data
     from sigprop.train.engine import ShardTrainer, initial_state
     runs = tuple(Run(arch="fc_loop", width=8, depth=2, activation="tanh", sigma_w2=1.5, seed=i,
                      batch_size=8, steps=4, eval_every=2, lr=0.05, dataset="bench")

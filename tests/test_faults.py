@@ -34,10 +34,9 @@ import torch
 from conftest import REPO, run_snakemake, snakemake_cmd, tiny_study, write_config
 
 from sigprop import registry, tables
-
-from sigprop.tools import bench
 from sigprop.config import build_study
 from sigprop.data.prepare import load as load_dataset
+from sigprop.tools import bench
 from sigprop.train import engine
 
 pytestmark = pytest.mark.slow

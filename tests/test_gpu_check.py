@@ -14,11 +14,10 @@ import pytest
 import torch
 
 from sigprop import cli
-
+from sigprop.nets import families
 from sigprop.tools import bench
 from sigprop.tools import gpu_check as G
 from sigprop.tools import plan as P
-from sigprop.nets import families
 
 
 @pytest.fixture(autouse=True)

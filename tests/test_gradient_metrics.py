@@ -95,7 +95,7 @@ def test_study_measure_theory_claims_and_figures():
            "claims": {"gab_fit_min_from_output": 2, "fit_min_from_output": 2, "n_boot": 20}}
     p = registry.resolve("gradient_metrics", cfg, "quick")
     frames = []
-    for i, (act, sw, keeps) in enumerate([("linear", 0.5, [1.0, 0.8]), ("relu", 1.0, [1.0, 0.9])]):
+    for _i, (act, sw, keeps) in enumerate([("linear", 0.5, [1.0, 0.8]), ("relu", 1.0, [1.0, 0.9])]):
         shard = _shard(act, sw, keeps, range(4), width=16, depth=6, name="gm")
         params, buffers = initial_state(shard, (10,), 3, torch.device("cpu"), torch.float64)
         df = gm_measure.measure(shard, params, buffers, p.for_job("measure"))

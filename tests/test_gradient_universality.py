@@ -187,8 +187,8 @@ def test_claims_rows_and_verdicts(measured):
     # g~_ab rows (measured on the same nets) summary rows that corroborate its g_aa claim
     assert (claims.kind == "claim").sum() == 10          # before the declaration is applied
     import yaml
-
     from conftest import REPO
+
     from sigprop.claims import reading
     cfg = yaml.safe_load((REPO / "config/studies/gradient_universality.yaml").read_text())
     claims = reading.apply(claims, "quick", {}, {}, cfg["tolerance_sources"],

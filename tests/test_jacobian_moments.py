@@ -14,16 +14,16 @@ import pytest
 import torch
 
 from sigprop.config import build_study, load_yaml
-from sigprop.studies.jacobian_moments import jacobians as jm
+from sigprop.data.prepare import load as load_dataset
+from sigprop.data.prepare import prepare
 from sigprop.nets import reference
 from sigprop.registry import resolve
 from sigprop.runs import RunSpec, Shard
 from sigprop.studies.jacobian_moments import SPEC
 from sigprop.studies.jacobian_moments import figures as study_figures
+from sigprop.studies.jacobian_moments import jacobians as jm
 from sigprop.studies.jacobian_moments.analysis import panels, ratio_stats, theory_on
 from sigprop.studies.jacobian_moments.claims import claims_table
-from sigprop.data.prepare import load as load_dataset
-from sigprop.data.prepare import prepare
 from sigprop.studies.jacobian_moments.measure import measure
 from sigprop.studies.jacobian_moments.theory import fig5_alpha, theory_table
 from sigprop.train.engine import initial_state
@@ -464,9 +464,8 @@ def test_paths_through_a_branch_sum_to_the_output_minus_the_skipping_paths():
     """001 Eq. 36 by simulation: f^k (the Euler sum <W^{k,1}, df/dW^{k,1}>) equals f minus the
     output of the same network with branch k's first matrix zeroed (the paths that skip it),
     when the activation pattern elsewhere is unchanged, i.e. exactly for a 1-branch ResNet."""
-    from sigprop.runs import RunSpec
+    from sigprop.runs import RunSpec, Shard
     from sigprop.train.engine import initial_state
-    from sigprop.runs import Shard
     runs = tuple(RunSpec(arch="resnet_fc", width=16, depth=1, branch_depth=2, alpha=0.3,
                          activation="relu", sigma_w2=2.0, sigma_b2=0.0, precision="float64",
                          dataset="gaussian", seed=i) for i in range(4))

@@ -13,9 +13,9 @@ import pytest
 from conftest import REPO, commit_claims
 
 from sigprop.claims import design_changes, row
+from sigprop.claims.trend import read_trend
 from sigprop.config import ConfigError, build_study, load_yaml
 from sigprop.config.ladder import base_scales, is_rung, ladder_of
-from sigprop.claims.trend import read_trend
 from sigprop.publish import ladder as L
 
 COMMITTED = REPO / "docs/evidence/ladder"

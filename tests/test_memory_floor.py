@@ -11,11 +11,11 @@ import pytest
 import torch
 from conftest import run_snakemake, tiny_study, write_config
 
-from sigprop.tools import plan as P
 from sigprop import sizing
 from sigprop.config import DEFAULT_SHARD_RESOURCES, shard_request
 from sigprop.nets import families
 from sigprop.runs import RunSpec
+from sigprop.tools import plan as P
 
 SHAPES = [
     ("fc", dict(width=7, depth=1), (64,), 10),

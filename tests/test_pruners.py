@@ -298,7 +298,8 @@ def test_critical_sparsity_from_scores_equals_scan(pruner):
     for m in range(2):  # the layer that empties first, by the report
         rep = prune.layer_report(prune.masks_from_scores(sc, first[m] / n), flags)
         assert rep[(rep.model == m) & rep.collapsed].param.tolist() == [df.layer[m]]
-    masks_at = lambda s: prune.masks_from_scores(sc, s)
+    def masks_at(s):
+        return prune.masks_from_scores(sc, s)
     bis = prune.critical_sparsity_bisect(masks_at, flags, 2, tol=1e-4)
     lo = (np.array(first) - 0.5) / n  # round-half-up: collapse iff s >= (k_cr - 0.5) / n
     assert np.all(bis >= lo) and np.all(bis <= lo + 1e-4)
@@ -392,7 +393,7 @@ def test_masked_weights_stay_zero_through_sgd():
     a = [(p * mk if mk is not None else p).clone().requires_grad_(True) for p, mk in zip(params, masks)]
     b = [p.clone().requires_grad_(True) for p in params]
     bufs = [mk for mk in masks if mk is not None]
-    for step in range(4):
+    for _step in range(4):
         la = prune.common.loss_sum(fam, runs, prune.common.masked(a, masks), [], x, y, True, keys)
         lb = prune.common.loss_sum(fam, runs, b, bufs, x, y, True, keys)
         ga, gb = torch.autograd.grad(la, a), torch.autograd.grad(lb, b)

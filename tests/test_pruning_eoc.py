@@ -193,6 +193,7 @@ def test_regime_and_figures_cover_every_claim():
     the claims job reads them sorted) and the figure; the quick scale's regime reaches each
     claim, the paper scale is the paper's setup."""
     from fnmatch import fnmatchcase
+
     from sigprop.claims import reading
     from sigprop.claims.reading import AXES
     runs = _runs(_paperlike, acts=("tanh", "elu", "relu"))

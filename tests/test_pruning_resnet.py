@@ -5,23 +5,21 @@ Synthetic run tables and layer reports with known answers; no training (fast).""
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from sigprop import tables
-
-from sigprop.steps import analysis as analysis_steps
 from sigprop import registry as study_registry
+from sigprop import tables
 from sigprop.config import build_study, load_yaml
 from sigprop.data import embedded, registry
 from sigprop.runs import runs_digest
+from sigprop.steps import analysis as analysis_steps
 from sigprop.studies import pruning_resnet as spec
-from sigprop.studies.pruning_resnet import analysis, claims, figures, tables as study_tables
-
+from sigprop.studies.pruning_resnet import analysis, claims, figures
+from sigprop.studies.pruning_resnet import tables as study_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 CFG_PATH = ROOT / "config/studies/pruning_resnet.yaml"
@@ -160,8 +158,10 @@ def test_sections_from_shapes():
 
 def test_layer_claims_pass_and_fail(cfg):
     # ResNet decreasing within sections, Stable flat: uniform claim passes; the reversed case fails
-    steep = lambda i: 0.9 - 0.02 * (i % 11)
-    flat = lambda i: 0.6
+    def steep(i):
+        return 0.9 - 0.02 * (i % 11)
+    def flat(i):
+        return 0.6
     runs = _runs({("resnet32", "snip", 0.9, s): [0.1, 0.5, 0.5] for s in range(3)}
                  | {("stable_resnet32", "sbp_sr", 0.9, s): [0.1, 0.5, 0.5] for s in range(3)})
     for res, stab, want in ((steep, flat, "pass"), (flat, steep, "fail")):
@@ -240,6 +240,7 @@ def test_regime_and_figures_cover_every_claim(cfg, cfg_dict):
     claims job reads them sorted); the layer claims are in the figures (the accuracy claims are
     in the tables); the quick regime reaches every claim, the paper scale is the paper's."""
     from fnmatch import fnmatchcase
+
     from sigprop.claims import reading
     from sigprop.claims.reading import AXES
     runs = pd.concat([_runs({(a, p, sp, s): [0.1, 0.5, 0.5] for s in range(3) for sp in (0.9, 0.98)

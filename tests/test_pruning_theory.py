@@ -56,8 +56,8 @@ def measured(tmp_path_factory):
 def test_per_neuron_fractions_are_the_prune_stage_masks(measured):
     from sigprop import prune
     from sigprop.data.prepare import load
-    from sigprop.train import engine
     from sigprop.prune.stage import shard_masks
+    from sigprop.train import engine
     shard, params, buffers, df, _ = measured
     data = engine.to_data(load(measured[4]), CPU,
                           torch.float64)
@@ -217,8 +217,8 @@ def test_measure_reads_the_prune_stage_masks_when_given(measured, tmp_path):
     """In the workflow the measure job gets the prune stage's mask file (``masks_path``) and
     uses it rather than pruning again; the rows equal those of masks computed in the job."""
     from sigprop.data.prepare import load
-    from sigprop.train import engine
     from sigprop.prune.stage import shard_masks
+    from sigprop.train import engine
     shard, params, buffers, df, path = measured
     data = engine.to_data(load(path), CPU, torch.float64)
     masks = shard_masks(shard, params, buffers, data.x_train, data.y_train)
@@ -260,6 +260,7 @@ def test_equivalence_rows_carry_their_tolerance_as_margin_and_bounds_name_their_
 
 def test_regime_and_figures_cover_every_claim():
     from fnmatch import fnmatchcase
+
     from sigprop.claims import reading
     from sigprop.claims.reading import AXES
     c = claims_table(*_synthetic(), P)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+
 import pytest
 from conftest import REPO, run_snakemake, tiny_study, write_config
 

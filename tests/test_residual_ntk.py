@@ -17,11 +17,10 @@ import yaml
 
 from sigprop import tables
 from sigprop.config import build_study, load_yaml
-from sigprop.studies.residual_ntk import ntk
 from sigprop.nets import families
 from sigprop.registry import resolve
 from sigprop.runs import RunSpec, Shard, settings
-from sigprop.studies.residual_ntk import SPEC
+from sigprop.studies.residual_ntk import SPEC, ntk
 from sigprop.studies.residual_ntk import figures as study_figures
 from sigprop.studies.residual_ntk.claims import claims_table
 from sigprop.studies.residual_ntk.measure import measure

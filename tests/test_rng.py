@@ -31,7 +31,8 @@ def test_streams_models_and_blocks_are_uncorrelated():
     a = rng.uniform(KEYS, 3, torch.arange(100_000)).double() - 0.5
     b = rng.uniform(KEYS, 4, torch.arange(100_000)).double() - 0.5
     lim = 5 / 100_000 ** 0.5  # correlation of independent samples: sd 1/sqrt(n)
-    corr = lambda x, y: float((x * y).mean() / (x.std() * y.std()))
+    def corr(x, y):
+        return float((x * y).mean() / (x.std() * y.std()))
     assert abs(corr(a[0], b[0])) < lim          # streams
     assert abs(corr(a[0], a[1])) < lim          # models
     assert abs(corr(a[0, :-1], a[0, 1:])) < lim  # neighbouring counters

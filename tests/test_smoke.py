@@ -12,12 +12,10 @@ import pytest
 import yaml
 from conftest import REPO, run_snakemake
 
-from sigprop.config import smoke
-from sigprop.train import host_memory
 from sigprop.claims import check_table, row, sanity, tally
-from sigprop.config import build_study, load_yaml
+from sigprop.config import build_study, load_yaml, smoke
 from sigprop.runs import RunSpec
-
+from sigprop.train import host_memory
 
 SMOKE_MEM_MB = 3500
 """The memory the smoke run's jobs may ask for at once (their declared floors, rules/common.smk)."""
@@ -125,8 +123,8 @@ def test_paper_scale_smoke_run_of_every_study(tmp_path):
     """Every study at paper scale, 2 runs per block and 2 steps, on stand-in raw files written
     in the real formats and pinned by checksum: data, init, prune, train or measure, merge,
     theory, figures, claims (all 'smoke'), paper tables and the report."""
-    from sigprop.tools import plan
     from sigprop.data.stand_ins import sizes_for, write_stand_ins
+    from sigprop.tools import plan
     t0 = time.time()
     shutil.copytree(REPO / "config", tmp_path / "config")      # the studies and paper numbers
     cfg = load_yaml(REPO / "config/config.yaml")

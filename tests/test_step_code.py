@@ -112,7 +112,7 @@ def test_captions_sources_and_parameter_docs_are_no_steps_code(pkg):
     # declared source (``spec(kind).source``; claim rows and data sets have their own) or a
     # parameter's doc (sigprop.params.describe)
     closure = set()
-    for step, mods in registry.STEP_CODE.items():
+    for _step, mods in registry.STEP_CODE.items():
         for kind in registry.kinds():
             closure |= set(registry.module_closure(*(m.format(study=registry.module_of(kind))
                                                       for m in mods)))

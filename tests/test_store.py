@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from sigprop import atomic, tables
-from sigprop.steps.logs import explain_failure
 from sigprop.runs import RunSpec, Shard, runs_digest
+from sigprop.steps.logs import explain_failure
 from sigprop.train import engine
 
 
@@ -199,8 +199,9 @@ def test_a_vanished_file_gets_a_plain_explanation():
 
 
 def test_manifest_and_expect_json_are_what_the_checks_read():
-    from sigprop.config import build_study
     from conftest import tiny_study
+
+    from sigprop.config import build_study
     st = build_study("trainable_depth", "f.yaml", tiny_study(), "quick", 2)
     m = json.loads(st.manifest())
     assert m["rule"] == "train_shard" and set(m["shards"]) == {s.shard_id for s in st.shards}
@@ -215,6 +216,7 @@ def test_temporary_files_of_dead_processes_are_removed_at_the_next_start(tmp_pat
     import os
     import subprocess
     import time
+
     from sigprop import atomic
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -268,8 +270,8 @@ def test_a_claims_table_of_another_scale_or_grid_or_none_is_refused(tmp_path):
 
 
 def test_a_claims_page_of_another_study_is_refused(tmp_path):
-    from sigprop.steps.analysis import check_claims_pages
     from sigprop.claims.render import to_html
+    from sigprop.steps.analysis import check_claims_pages
     a = _claims_table(tmp_path / "a" / "claims.parquet", study="s")
     b = _claims_table(tmp_path / "b" / "claims.parquet", study="s", rows=2)
     for t in (a, b):

@@ -224,7 +224,7 @@ def test_thm3_bound_holds_and_thm6_ratio_matches(thm3_measurements):
     (8,8,8,8) 5.86+-0.09 | 5.89 | 2.00 | 8.0;  (8,8,8,8,8) 5.38+-0.08 | 5.36 | 1.75 | 8.1.
     The bound is loose by a factor 2.7-5.6 (margins 3.6-4.9, i.e. > 20 SE).
     """
-    for w, (r, se, bs) in thm3_measurements.items():
+    for w, (r, se, _bs) in thm3_measurements.items():
         exact = D.linear_expected_ratio(w, N_PTS)
         bound = D.linear_lower_bound(w)
         assert abs(r - exact) <= 4 * se, (w, r, se, exact)

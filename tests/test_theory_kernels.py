@@ -143,7 +143,7 @@ def _fd_ntk(f, params, x):
     flat = {k: v.clone() for k, v in params.items()}
     cols = []
     eps = 1e-6
-    for k, v in flat.items():
+    for _k, v in flat.items():
         for i in range(v.numel()):
             vv = v.view(-1)
             old = vv[i].item()

@@ -279,7 +279,7 @@ def test_breakpoint_rule_2d_equals_1d_at_c_equal_1(name):
     at = A.expect_phiphi(name, qq, 2 * qq, 1.0, closed_form=False)
     np.testing.assert_allclose(near, at, rtol=1e-6)
     minus = A.expect_phiphi(name, qq, 2 * qq, -1.0, closed_form=False)
-    ref = [_quad1(lambda u, r=np.sqrt(2): a.phi(u) * a.phi(-r * u), v,
+    ref = [_quad1(lambda u, r=np.sqrt(2): a.phi(u) * a.phi(-r * u), v,  # noqa: B008
                   points=sorted({k / np.sqrt(v) for k in a.breakpoints}
                                 | {-k / np.sqrt(2 * v) for k in a.breakpoints})) for v in qq]
     np.testing.assert_allclose(minus, ref, rtol=1e-10)

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sigprop.studies.trainable_depth import trainability
 from sigprop.registry import resolve
+from sigprop.studies.trainable_depth import trainability
 from sigprop.studies.trainable_depth.analysis import curve
 from sigprop.studies.trainable_depth.claims import claims_table
 from sigprop.studies.trainable_depth.figures import heatmap

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sigprop.studies.training_speed import speed
 from sigprop.registry import resolve
+from sigprop.studies.training_speed import speed
 from sigprop.studies.training_speed.analysis import theory_value
 from sigprop.studies.training_speed.claims import claims_table
 from sigprop.studies.training_speed.figures import tau_curves

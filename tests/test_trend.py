@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from sigprop.claims import row, sanity
-from sigprop.claims.trend import (TREND_COLUMNS, critical, trend_rows, trend_verdict,
-                                  weighted_slope)
+from sigprop.claims.trend import TREND_COLUMNS, critical, trend_rows, trend_verdict, weighted_slope
 
 BUDGETS = [300.0, 1200.0, 4800.0]
 PAPER = 60000.0

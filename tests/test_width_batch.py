@@ -14,9 +14,8 @@ from sigprop import registry
 from sigprop.claims import check_table
 from sigprop.config import expand_runs, load_yaml
 from sigprop.data.sizes import train_size
-from sigprop.studies.width_batch import SPEC
+from sigprop.studies.width_batch import SPEC, claims, figures
 from sigprop.studies.width_batch import analysis as m
-from sigprop.studies.width_batch import claims, figures
 
 ROOT = Path(__file__).resolve().parents[1]
 CFG = {"name": "width_batch", **load_yaml(ROOT / "config/studies/width_batch.yaml")}
@@ -27,7 +26,7 @@ N = train_size("digits")      # 1347
 C = 8                         # micro-batch of the quick config
 
 
-def _run(depth, width, b, lr, seed, acc_of_epoch, loss_of_epoch, evals=np.arange(0, 51)):
+def _run(depth, width, b, lr, seed, acc_of_epoch, loss_of_epoch, evals=np.arange(0, 51)):  # noqa: B008
     """Rows of one run evaluated every 84 micro-steps (half an epoch of 8-example steps)."""
     rid = f"r{depth}_{width}_{b}_{lr}_{seed}"
     steps = evals * 84
@@ -216,6 +215,7 @@ def test_a_partial_tie_keeps_the_tie_aware_null():
     # the null keeps the tie: P(pass | random order) is the share of the 24 orders of the
     # nets' B* (128, 128, 32, 16 over K = 54, 36, 30, 26) whose tau-b reaches 0.3
     from itertools import permutations
+
     from scipy.stats import kendalltau
     x, y = [54, 36, 30, 26], [128, 128, 32, 16]
     share = np.mean([kendalltau(x, q).statistic >= 0.3 - 1e-12 for q in permutations(y)])

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
 from conftest import run_snakemake, snakemake_cmd, tiny_study, write_config
 
 from sigprop.config import build_study

@@ -23,15 +23,51 @@ from __future__ import annotations
 from sigprop.data.sizes import fc_input_dim, train_size, width_for_params
 
 from .data_options import check_data_options
-from .files import (MESSAGE_CHARS, NODE_BUDGET, ConfigError, ConfigSources, check_finite,
-                    check_size, explain, key_path, load_yaml, snakemake_validator, source_of)
-from .grid import (IMAGE_ARCHS, KNOWN_ACTIVATIONS, KNOWN_ARCHS, KNOWN_PRUNE_SCOPES, KNOWN_PRUNERS,
-                   block_datasets, check_kind, check_runs, count_runs, derive, expand_blocks,
-                   expand_runs, run_labels, steps_for_epochs)
-from .resources import (DEFAULT_SHARD_RESOURCES, MAX_MEM_MB, MAX_RUNTIME_MIN, load_resources,
-                        shard_request)
-from .study import (DEFAULT_MAX_RUNS, Study, build_study, check_scale_overrides, load_run,
-                    shard_sizer, study_path)
+from .files import (
+                    MESSAGE_CHARS,
+                    NODE_BUDGET,
+                    ConfigError,
+                    ConfigSources,
+                    check_finite,
+                    check_size,
+                    explain,
+                    key_path,
+                    load_yaml,
+                    snakemake_validator,
+                    source_of,
+)
+from .grid import (
+                    IMAGE_ARCHS,
+                    KNOWN_ACTIVATIONS,
+                    KNOWN_ARCHS,
+                    KNOWN_PRUNE_SCOPES,
+                    KNOWN_PRUNERS,
+                    block_datasets,
+                    check_kind,
+                    check_runs,
+                    count_runs,
+                    derive,
+                    expand_blocks,
+                    expand_runs,
+                    run_labels,
+                    steps_for_epochs,
+)
+from .resources import (
+                    DEFAULT_SHARD_RESOURCES,
+                    MAX_MEM_MB,
+                    MAX_RUNTIME_MIN,
+                    load_resources,
+                    shard_request,
+)
+from .study import (
+                    DEFAULT_MAX_RUNS,
+                    Study,
+                    build_study,
+                    check_scale_overrides,
+                    load_run,
+                    shard_sizer,
+                    study_path,
+)
 
 __all__ = [
     "fc_input_dim", "train_size", "width_for_params", "check_data_options", "MESSAGE_CHARS",

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from .files import ConfigError
 
-
 DEFAULT_SHARD_RESOURCES = {
     "init": {"mem_mb": 4000, "runtime": 30},
     "prune": {"mem_mb": 8000, "runtime": 60},

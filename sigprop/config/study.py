@@ -16,6 +16,7 @@ from sigprop import registry
 from sigprop.contract import JOB_SECTIONS, Params, base_scales
 from sigprop.params import ParamError, execution_values, without_execution
 from sigprop.runs import RunSpec, Shard, make_shards, runs_digest
+
 from .data_options import check_data_options
 from .files import ConfigError, ConfigSources, check_finite, check_size, load_yaml, source_of
 from .grid import block_datasets, check_kind, check_runs, expand_blocks, run_labels

@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 
-
 # allowed values of the generators' options (config data.options; sigprop.config checks them
 # when the DAG is built): (lowest, highest, whether the ends are allowed)
 OPTION_RANGES = {

@@ -60,7 +60,6 @@ import math
 
 from . import stacked
 
-
 # --------------------------------------------------------------------- bodies
 
 def _basic_block(ops, x, run, c_in, c_out, stride, branch_scale):

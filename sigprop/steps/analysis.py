@@ -91,10 +91,10 @@ def figure(kind: str, name: str, params_json: str, expect_json: str, runs: str, 
 def ladder_figure(study: str, trend: str, png: str, pdf: str) -> None:
     """The study's budget-ladder figure from its committed trend table
     (``docs/evidence/ladder/<study>/trend.parquet``, :mod:`sigprop.figures.ladder`)."""
+    from sigprop.claims.trend import read_trend
     from sigprop.figures import save, use_agg
     from sigprop.figures.ladder import ladder_figure as draw
     from sigprop.steps.jobs import FIGURE_LOCK
-    from sigprop.claims.trend import read_trend
     use_agg()
     if Path(trend).parent.name != study:
         raise ValueError(f"{trend}: not the trend of study {study}")

@@ -20,8 +20,7 @@ from sigprop.data.prepare import check as check_dataset
 from sigprop.data.prepare import load as load_dataset
 from sigprop.prune.stage import mask_report, shard_masks, start_params
 from sigprop.runs import Shard
-from sigprop.train import devices, host_memory
-from sigprop.train import engine
+from sigprop.train import devices, engine, host_memory
 
 log = logging.getLogger("sigprop.steps")
 

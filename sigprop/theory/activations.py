@@ -51,8 +51,8 @@ algebraically there, ~1e-3 for elu's ``E[phi'(u1) phi'(u2)]``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import numpy as np
 from scipy.special import erf, erfc, erfcx, expit
@@ -94,18 +94,18 @@ class Activation:
     sup_phi2: float = np.inf
     sup_dphi2: float = 1.0
     quad_scale: float = 1.0  # feature width relative to tanh, for the grid spacing
-    quad_max_half_nodes: Optional[int] = None  # lower grid cap for kinked activations
+    quad_max_half_nodes: int | None = None  # lower grid cap for kinked activations
     # Points (in pre-activation units u) where phi or phi' is not smooth; when
     # non-empty the quadrature path uses the breakpoint-aware composite
     # Gauss--Legendre rule of the quadrature module instead of the uniform grid.
     breakpoints: tuple = ()
     # Width (in u) of the narrowest feature of the smooth pieces next to a
     # breakpoint (1 for elu's e^u); None for polynomial pieces (relu, hard_tanh).
-    breakpoint_width: Optional[float] = None
-    phi2: Optional[Callable] = None  # q -> E[phi(u)^2]
-    dphi2: Optional[Callable] = None  # q -> E[phi'(u)^2]
-    phiphi: Optional[Callable] = None  # (q1, q2, c) -> E[phi(u1) phi(u2)]
-    dphidphi: Optional[Callable] = None  # (q1, q2, c) -> E[phi'(u1) phi'(u2)]
+    breakpoint_width: float | None = None
+    phi2: Callable | None = None  # q -> E[phi(u)^2]
+    dphi2: Callable | None = None  # q -> E[phi'(u)^2]
+    phiphi: Callable | None = None  # (q1, q2, c) -> E[phi(u1) phi(u2)]
+    dphidphi: Callable | None = None  # (q1, q2, c) -> E[phi'(u1) phi'(u2)]
 
     def __iter__(self):
         """Unpack as ``phi, dphi = ACTIVATIONS[name]``."""

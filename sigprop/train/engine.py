@@ -41,9 +41,9 @@ import torch
 import torch.nn.functional as F
 
 from .. import atomic, tables
-from ..tables import rebuild_hint
 from ..nets import families, rng
 from ..runs import MIXED_BATCH_ARCHS, RunSpec, Shard
+from ..tables import rebuild_hint
 from .optim import StackedOptimizer
 
 log = logging.getLogger("sigprop.train")

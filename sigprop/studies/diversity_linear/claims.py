@@ -31,8 +31,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import (FALSE_PASS_MAX, coarse, frame, kendall_tau, pooled, rank_claim, rank_verdict, row,
-                       sanity, tau_null_law)
+from ...claims import (
+    FALSE_PASS_MAX,
+    coarse,
+    frame,
+    kendall_tau,
+    pooled,
+    rank_claim,
+    rank_verdict,
+    row,
+    sanity,
+    tau_null_law,
+)
 from ...theory import diversity as th
 from .analysis import batch_table, init_table, net_table
 

@@ -191,8 +191,8 @@ def init_draws(run, n: int, d: int, draws: int, device, dtype=None, max_elements
     """
     import torch
 
-    from .per_example import fc_grad_norms
     from ...nets import rng
+    from .per_example import fc_grad_norms
     dtype = dtype or torch.float64
     keys = _draw_keys(run, draws, "thm6").to(device)
     dims = net_dims(d, run.width, run.depth)

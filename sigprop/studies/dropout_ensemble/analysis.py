@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import monte_carlo as mc
 from ...theory import ensembles
+from . import monte_carlo as mc
 
 
 def simulations(p) -> dict:

@@ -23,9 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import (below_fraction, control, false_pass_z, frame, row, sanity, z_above,
-                       z_within)
-from . import monte_carlo as mc
+from ...claims import below_fraction, control, false_pass_z, frame, row, sanity, z_above, z_within
 from . import (
     SOURCE_BOUNDS,
     SOURCE_EQ85,
@@ -34,6 +32,7 @@ from . import (
     SOURCE_SAMPLING,
     SOURCE_SIDES,
 )
+from . import monte_carlo as mc
 from .analysis import (
     bounds_sets,
     linear_table,

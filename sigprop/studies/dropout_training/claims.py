@@ -361,9 +361,12 @@ def _rule(cid: str, p):
     names them); None for a sanity row."""
     c = p.claims
     base = cid.split("[")[0]
-    v = lambda r, key: values_of(r).get(key, np.nan)
-    above = lambda t: (lambda r: [r["measured"] - t])
-    below = lambda t: (lambda r: [t - r["measured"]])
+    def v(r, key):
+        return values_of(r).get(key, np.nan)
+    def above(t):
+        return (lambda r: [r["measured"] - t])
+    def below(t):
+        return (lambda r: [t - r["measured"]])
     if base in NESTED:
         return None
     frac = "fraction of (unit, input) pairs"

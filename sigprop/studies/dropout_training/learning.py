@@ -74,7 +74,8 @@ def unit_interval(x_train: np.ndarray, x_test: np.ndarray, per_feature: bool = T
     lo, hi = (a.min(0), a.max(0)) if per_feature else (a.min(), a.max())
     span = np.where(hi > lo, hi - lo, 1.0)
     const = hi <= lo
-    f = lambda z: np.where(const, 0.0, np.clip((z - lo) / span, 0.0, 1.0))
+    def f(z):
+        return np.where(const, 0.0, np.clip((z - lo) / span, 0.0, 1.0))
     return f(a), f(b)
 
 
@@ -201,7 +202,8 @@ class _Recorder:
                 W[l].append(u["W"])
                 if k == 0:
                     q[l] = torch.stack([r["quantiles"][l][0], u["E"], r["quantiles"][l][1]])
-        st = lambda a: [torch.stack(v).cpu().numpy() for v in a]
+        def st(a):
+            return [torch.stack(v).cpu().numpy() for v in a]
         self.traj[step] = {"E": st(E), "V": st(V), "W": st(W), "q": [v.cpu().numpy() for v in q]}
         if step in self.detail and self.mode == "dropout":
             self._detail(step, ws, bs)

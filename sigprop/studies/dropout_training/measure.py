@@ -32,7 +32,8 @@ def load_data(path: str | Path, device, dtype) -> dict:
     ds = load(path)
     per_feature = ds.meta.get("normalization", {}).get("kind", "per_feature") == "per_feature"
     a, b = unit_interval(ds.x_train, ds.x_test, per_feature)
-    t = lambda v: torch.as_tensor(v, dtype=dtype, device=device)
+    def t(v):
+        return torch.as_tensor(v, dtype=dtype, device=device)
     return {"x_train": t(a), "y_train": torch.as_tensor(ds.y_train, device=device).long(),
             "x_test": t(b), "y_test": torch.as_tensor(ds.y_test, device=device).long()}
 

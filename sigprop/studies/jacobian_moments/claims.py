@@ -21,8 +21,8 @@ from .analysis import (
     stack_independent,
     theory_on,
     totals,
-    widths_of,
     wide,
+    widths_of,
 )
 
 SOURCE_THM41 = "001 §5.1, Thm. 4.1, Fig. 4(a)"

@@ -120,7 +120,8 @@ def fig5(runs: pd.DataFrame, theory: pd.DataFrame, p):
         c_per_l = c_per_l or round(w[0] / L[0])
         col, name = COLOURS[arch], ARCH_NAMES[arch]
         lab = f"{name} (slope {s['slope']:.2f} ± {s['slope_se']:.2f})"
-        err = lambda v, se: [v - v * np.exp(-se), v * np.exp(se) - v]
+        def err(v, se):
+            return [v - v * np.exp(-se), v * np.exp(se) - v]
         axes[0].errorbar(L, s["ratio"], yerr=err(s["ratio"], s["se_log_ratio"]), fmt="o-", ms=4,
                          color=col, capsize=2, label=lab)
         axes[1].errorbar(L, s["var"], yerr=err(s["var"], s["se_log_var"]), fmt="o-", ms=4,

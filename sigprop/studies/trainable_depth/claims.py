@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ...claims import false_pass_z, frame, pooled, row
-from . import trainability
-from . import SOURCE
+from . import SOURCE, trainability
 from .analysis import curve
 
 

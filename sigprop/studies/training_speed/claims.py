@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ...claims import false_pass_z, frame, row, z_above
-from . import speed
-from . import SOURCE
+from . import SOURCE, speed
 from .analysis import panels, theory_value
 
 UNIT = "ln ratio of dispersions"

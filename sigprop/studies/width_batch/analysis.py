@@ -31,7 +31,7 @@ def per_run(runs: pd.DataFrame, a) -> pd.DataFrame:
     runs = runs.assign(panel=runs.block.astype(object))
     n_by_ds = {ds: train_size(ds) for ds in runs.dataset.unique()}
     out = []
-    for rid, d in runs.groupby("run_id", sort=False):
+    for _rid, d in runs.groupby("run_id", sort=False):
         f = d.iloc[0]
         n = n_by_ds[f.dataset]
         target = float(targets.get(f.panel, default_target))
