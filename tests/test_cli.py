@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 from sigprop import cli
@@ -171,8 +170,8 @@ def test_bench_sweep_command_times_the_three_layouts():
 
 
 def test_profile_shard_names_where_a_training_step_goes(tmp_path):
-    from sigprop.tools import profile_shard
     from sigprop.data.prepare import prepare
+    from sigprop.tools import profile_shard
     prepare("digits", tmp_path / "data" / "digits.npz")
     out = profile_shard.profile(
         "trainable_depth", config=["studies=[trainable_depth]",

@@ -17,8 +17,8 @@ import sys
 import pytest
 from conftest import snakemake_cmd, tiny_study, write_config
 
-from sigprop.tools import bench
 from sigprop.config import build_study
+from sigprop.tools import bench
 
 pytestmark = pytest.mark.slow
 

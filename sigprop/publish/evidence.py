@@ -41,8 +41,13 @@ from pathlib import Path
 import pandas as pd
 
 from sigprop import tables
-from sigprop.claims.committed import (EvidenceError, committed_stamp, declared_regime,
-                                      read_committed, verified_paper_scale)
+from sigprop.claims.committed import (
+    EvidenceError,
+    committed_stamp,
+    declared_regime,
+    read_committed,
+    verified_paper_scale,
+)
 from sigprop.data.fetch import sha256_file
 from sigprop.runs import runs_digest, runs_sha256
 
@@ -54,8 +59,8 @@ LIMIT_S = 3600.0          # what fits in 60 minutes on a 2-core CPU
 
 def paper_studies(config_path: str | Path = "config/config.yaml", names=None) -> dict:
     """The studies of the config at paper scale (smoke off), by name."""
-    from sigprop.tools import plan
     from sigprop.config import load_yaml
+    from sigprop.tools import plan
     over = ["scale=paper", "smoke=false", "scale_overrides={}"]
     if names is not None:
         known = load_yaml(config_path)["studies"]

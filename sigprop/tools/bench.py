@@ -32,6 +32,7 @@ from sigprop.runs import RunSpec, Shard
 from sigprop.train import devices, host_memory
 from sigprop.train.engine import Data, ShardTrainer, initial_state, set_precision_policy
 
+
 # dense float32 peaks (TFLOP/s, no TF32) of GPUs we may meet; None when unknown
 def sync_device(device: torch.device) -> None:
     if device.type == "cuda":

@@ -329,8 +329,8 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
     Returns ``{"shard", "block", "flops", "costed"}``."""
     import types
 
-    from sigprop.tools import plan as P
     from sigprop.sizing import param_count
+    from sigprop.tools import plan as P
     st, options = _paper(config, study)
     best_in_block: dict = {}
     others = []
@@ -396,9 +396,9 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
     shard's fraction of it; None skips it."""
     import types
 
+    from sigprop.runs import Shard
     from sigprop.tools import bench
     from sigprop.tools import plan as P
-    from sigprop.runs import Shard
     from sigprop.train.engine import ShardTrainer, initial_state, set_precision_policy
     dev = torch.device(device)
     shard, st, options = paper_shard(config, study, shard)
@@ -500,8 +500,8 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
     the others still run.  ``passed``: every family within tolerance and no part failed.
     Written to ``out_json`` (:func:`write_json`) when given, after every part, so that a run
     cut short keeps what it measured.  ``log``: a callable given one line per finished part."""
-    from sigprop.tools import bench
     from sigprop.nets import families
+    from sigprop.tools import bench
     from sigprop.train.engine import set_precision_policy
     log = log or (lambda line: None)
     dev = torch.device(device)

@@ -404,8 +404,8 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
     until one step is at most :data:`CALIBRATION_FLOPS`, timed after a warm-up step."""
     import torch
 
-    from sigprop.tools.bench import gaussian_data
     from sigprop.runs import Shard
+    from sigprop.tools.bench import gaussian_data
     from sigprop.train.engine import ShardTrainer, initial_state, load_state, save_state
     rates = {}
     dev = torch.device("cpu")

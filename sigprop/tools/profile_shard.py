@@ -21,8 +21,7 @@ from pathlib import Path
 import torch
 
 from sigprop.data.prepare import load as load_dataset
-from sigprop.train import devices, host_memory
-from sigprop.train import engine
+from sigprop.train import devices, engine, host_memory
 
 
 def _costliest(config: dict, study) -> str:

@@ -109,7 +109,7 @@ def glibc():
         return None
     try:
         libc = ctypes.CDLL(name)
-        libc.gnu_get_libc_version      # glibc only
+        libc.gnu_get_libc_version  # noqa: B018 (glibc only: the lookup raises elsewhere)
         libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
         return libc
     except (OSError, AttributeError):
