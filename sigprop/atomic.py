@@ -27,7 +27,7 @@ def _no_space(e: BaseException, folder: Path) -> bool:
         return True
     # torch.save's zip writer reports a short write as "unexpected pos N vs M"
     free = _free_bytes(folder)
-    return "unexpected pos" in text and isinstance(free, int) and free < 16 * 2 ** 20
+    return "unexpected pos" in text and isinstance(free, int) and free < 16 * 2**20
 
 
 @contextlib.contextmanager
@@ -46,9 +46,12 @@ def target(path: str | Path, suffix: str = ""):
             tmp.unlink()
         if _no_space(e, path.parent):
             free = _free_bytes(path.parent)
-            raise DiskFullError(errno.ENOSPC, f"no space left on device writing {path} "
-                                f"({free} bytes free in {path.parent}); nothing was written: "
-                                f"free some space and rerun") from e
+            raise DiskFullError(
+                errno.ENOSPC,
+                f"no space left on device writing {path} "
+                f"({free} bytes free in {path.parent}); nothing was written: "
+                f"free some space and rerun",
+            ) from e
         raise
 
 
@@ -57,7 +60,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:          # a process of another user: alive
+    except PermissionError:  # a process of another user: alive
         return True
     return True
 
@@ -74,6 +77,7 @@ def remove_orphans(root: str | Path, min_age_s: float = ORPHAN_AGE_S) -> list[Pa
     ``min_age_s``; returns what it removed.  Files of a living process, this one included, are
     left alone."""
     import time
+
     root = Path(root)
     removed = []
     now = time.time()

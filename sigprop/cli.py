@@ -26,17 +26,17 @@ import os
 import sys
 
 COMMAND_MODULES = (
-    "sigprop.tools.theory_cli",       # theory
-    "sigprop.tools.bench_cli",        # bench <what>
-    "sigprop.tools.params_doc",       # params
-    "sigprop.tools.plan",             # plan
-    "sigprop.tools.gpu_check_cli",    # gpu-check
-    "sigprop.tools.claims_doc",       # claims-doc
-    "sigprop.tools.compare",          # compare
-    "sigprop.publish.evidence",       # evidence
-    "sigprop.publish.ladder",         # ladder
-    "sigprop.tools.stand_ins_cli",    # stand-ins
-    "sigprop.tools.new_study",        # new-study
+    "sigprop.tools.theory_cli",  # theory
+    "sigprop.tools.bench_cli",  # bench <what>
+    "sigprop.tools.params_doc",  # params
+    "sigprop.tools.plan",  # plan
+    "sigprop.tools.gpu_check_cli",  # gpu-check
+    "sigprop.tools.claims_doc",  # claims-doc
+    "sigprop.tools.compare",  # compare
+    "sigprop.publish.evidence",  # evidence
+    "sigprop.publish.ladder",  # ladder
+    "sigprop.tools.stand_ins_cli",  # stand-ins
+    "sigprop.tools.new_study",  # new-study
 )
 """The modules that register the top-level commands, in the order ``sigprop --help`` lists
 them."""
@@ -61,8 +61,9 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``sigprop`` parser: every module of :data:`COMMAND_MODULES` registers its commands."""
-    parser = Parser(prog="sigprop",
-                    description="sigprop: theory predictions and benchmarks as JSON.")
+    parser = Parser(
+        prog="sigprop", description="sigprop: theory predictions and benchmarks as JSON."
+    )
     sub = parser.add_subparsers(dest="group", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)

@@ -40,7 +40,7 @@ from typing import Any, Literal
 from . import params as P
 
 SECTIONS = ("measure", "theory", "analysis", "claims")
-EVAL_SPLITS = ("train", "test")   # the splits a training shard can score at an evaluation
+EVAL_SPLITS = ("train", "test")  # the splits a training shard can score at an evaluation
 
 # which sections each job reads (and so which edits rerun it)
 JOB_SECTIONS = {
@@ -66,6 +66,7 @@ class Figure:
 
     def shows(self, claim_id: str) -> bool:
         import fnmatch
+
         return any(fnmatch.fnmatchcase(str(claim_id), p) for p in self.claims)
 
 
@@ -111,8 +112,9 @@ class StudySpec:
         if self.task not in ("train", "measure"):
             raise ValueError(f"task must be 'train' or 'measure', got {self.task!r}")
         if not self.eval_splits or set(self.eval_splits) - set(EVAL_SPLITS):
-            raise ValueError(f"eval_splits must be a non-empty subset of {EVAL_SPLITS}, "
-                             f"got {self.eval_splits!r}")
+            raise ValueError(
+                f"eval_splits must be a non-empty subset of {EVAL_SPLITS}, got {self.eval_splits!r}"
+            )
         for s in SECTIONS:
             if not dataclasses.is_dataclass(getattr(self, s)):
                 raise TypeError(f"section '{s}' must be a parameter dataclass")
@@ -125,6 +127,7 @@ class StudySpec:
 def _check_defaults(cls: type, where: str) -> None:
     """Every parameter has a default, so a study file may leave any key out."""
     import typing
+
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
@@ -148,7 +151,8 @@ class _Withheld:
         raise WithheldSection(
             f"the {self.job} job does not receive the '{self.section}' parameters (it reads "
             f"{', '.join(JOB_SECTIONS[self.job])}; sigprop.contract.JOB_SECTIONS): "
-            f"'{self.section}.{name}' cannot be used here")
+            f"'{self.section}.{name}' cannot be used here"
+        )
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,7 @@ class Params:
         the value Snakemake compares to decide whether the job reruns.  Mappings keep their
         order (a study may list things in a mapping in the order it draws them)."""
         import json
+
         d = {"study": self.study, "job": self.job}
         for s in JOB_SECTIONS[self.job]:
             d[s] = P.to_dict(getattr(self, s))
@@ -181,6 +186,7 @@ class Params:
         (e.g. the theory table, made from ``measure`` and ``theory``)."""
         import hashlib
         import json
+
         d = {s: P.to_dict(getattr(self, s)) for s in sections}
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -188,12 +194,16 @@ class Params:
     def from_json(cls, spec: StudySpec, text: str) -> Params:
         """The inverse of :meth:`to_json`, with the withheld sections marked."""
         import json
+
         d = json.loads(text)
         job = d["job"]
         kw = {}
         for s in SECTIONS:
-            kw[s] = (P.parse(spec.section_type(s), d[s], s) if s in JOB_SECTIONS[job]
-                     else _Withheld(s, job))
+            kw[s] = (
+                P.parse(spec.section_type(s), d[s], s)
+                if s in JOB_SECTIONS[job]
+                else _Withheld(s, job)
+            )
         labels = tuple(d["labels"]) if "labels" in d else None
         return cls(study=d["study"], job=job, labels=labels, **kw)
 
@@ -201,8 +211,9 @@ class Params:
         """A copy that carries only what ``job`` reads."""
         if job not in JOB_SECTIONS:
             raise ValueError(f"unknown job '{job}' (known: {', '.join(JOB_SECTIONS)})")
-        kw = {s: (getattr(self, s) if s in JOB_SECTIONS[job] else _Withheld(s, job))
-              for s in SECTIONS}
+        kw = {
+            s: (getattr(self, s) if s in JOB_SECTIONS[job] else _Withheld(s, job)) for s in SECTIONS
+        }
         return dataclasses.replace(self, job=job, **kw)
 
 

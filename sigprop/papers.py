@@ -14,16 +14,26 @@ import importlib
 # tests/test_docs.py) and the title the report and summaries show.  Adding a paper is adding
 # its entry here (docs/adding-a-study.md, "A study of a new paper").
 PAPERS = {
-    "000": {"citation": "Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132",
-            "title": "Huang et al., Mean field theory for deep dropout networks"},
-    "001": {"citation": "Littwin, Wolf (2020), arXiv:2001.10460",
-            "title": "Littwin & Wolf, Residual tangent kernels"},
-    "002": {"citation": "Baldi, Sadowski (2014), doi:10.1016/j.artint.2014.02.004",
-            "title": "Baldi & Sadowski, The dropout learning algorithm"},
-    "003": {"citation": "Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797",
-            "title": "Hayou et al., Robust pruning at initialization"},
-    "004": {"citation": "Chen, Wang, Zhao, Papailiopoulos, Koutris (2018), arXiv:1806.03791",
-            "title": "Chen et al., The effect of network width on large-batch training"},
+    "000": {
+        "citation": "Huang, Xu, Du, Zeng, Zhao (2019), arXiv:1912.09132",
+        "title": "Huang et al., Mean field theory for deep dropout networks",
+    },
+    "001": {
+        "citation": "Littwin, Wolf (2020), arXiv:2001.10460",
+        "title": "Littwin & Wolf, Residual tangent kernels",
+    },
+    "002": {
+        "citation": "Baldi, Sadowski (2014), doi:10.1016/j.artint.2014.02.004",
+        "title": "Baldi & Sadowski, The dropout learning algorithm",
+    },
+    "003": {
+        "citation": "Hayou, Ton, Doucet, Teh (2021), arXiv:2002.08797",
+        "title": "Hayou et al., Robust pruning at initialization",
+    },
+    "004": {
+        "citation": "Chen, Wang, Zhao, Papailiopoulos, Koutris (2018), arXiv:1806.03791",
+        "title": "Chen et al., The effect of network width on large-batch training",
+    },
 }
 CITATIONS = {k: v["citation"] for k, v in PAPERS.items()}
 # the identifier a module's docstring must name when it cites the paper by its prefix
@@ -46,8 +56,9 @@ def known(declared: dict | None = None) -> dict[str, dict]:
     out = dict(PAPERS)
     for pid, entry in (declared or {}).items():
         if pid in PAPERS and PAPERS[pid] != entry:
-            raise ValueError(f"paper {pid} is declared by a study package as {entry}, "
-                             f"but it is {PAPERS[pid]}")
+            raise ValueError(
+                f"paper {pid} is declared by a study package as {entry}, but it is {PAPERS[pid]}"
+            )
         out[pid] = entry
     return out
 
@@ -65,7 +76,7 @@ def citation(paper: str, declared: dict | None = None) -> str:
 
 
 def coverage_note(coverage: dict | None) -> str:
-    """"" when a run covers every study of the paper that the config file names, else what it
+    """ "" when a run covers every study of the paper that the config file names, else what it
     covers (``coverage``: ``{"run": [...], "named": [...]}``): a paper's claims, tables,
     summary and front page built from fewer studies say so."""
     if not coverage:
@@ -74,14 +85,18 @@ def coverage_note(coverage: dict | None) -> str:
     missing = [n for n in named if n not in run]
     if not missing:
         return ""
-    return (f"partial: this run covers {', '.join(run)}, {len(run)} of the {len(named)} studies "
-            f"of this paper in the config (not run: {', '.join(missing)})")
+    return (
+        f"partial: this run covers {', '.join(run)}, {len(run)} of the {len(named)} studies "
+        f"of this paper in the config (not run: {', '.join(missing)})"
+    )
 
 
 def table_function(paper: str, name: str):
     try:
         target = TABLES[paper][name]
     except KeyError:
-        raise KeyError(f"paper {paper} has no table '{name}' (known: {sorted(TABLES.get(paper, {}))})") from None
+        raise KeyError(
+            f"paper {paper} has no table '{name}' (known: {sorted(TABLES.get(paper, {}))})"
+        ) from None
     module, fn = target.split(":")
     return getattr(importlib.import_module(module), fn)

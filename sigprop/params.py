@@ -32,10 +32,18 @@ class ParamError(ValueError):
     """A parameter does not fit its declared type; the message names the key path."""
 
 
-def param(default: Any = dataclasses.MISSING, *, ge: float | None = None,
-          gt: float | None = None, le: float | None = None, lt: float | None = None,
-          choices: tuple | None = None, min_len: int | None = None, doc: str = "",
-          execution: bool = False):
+def param(
+    default: Any = dataclasses.MISSING,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    choices: tuple | None = None,
+    min_len: int | None = None,
+    doc: str = "",
+    execution: bool = False,
+):
     """A dataclass field with a default, a range and a one-line description.
 
     ``execution``: the value only sets how the work is carried out (a batch or chunk size), not
@@ -46,8 +54,16 @@ def param(default: Any = dataclasses.MISSING, *, ge: float | None = None,
     so that every instance gets its own; a dict default is copied per instance; a list default
     becomes a tuple (lists parse to tuples).
     """
-    meta = {"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices, "min_len": min_len,
-            "doc": doc, "execution": execution}
+    meta = {
+        "ge": ge,
+        "gt": gt,
+        "le": le,
+        "lt": lt,
+        "choices": choices,
+        "min_len": min_len,
+        "doc": doc,
+        "execution": execution,
+    }
     if dataclasses.is_dataclass(default) and isinstance(default, type):
         return dataclasses.field(default_factory=default, metadata=meta)
     if isinstance(default, dict):
@@ -77,8 +93,10 @@ def parse(cls: type, data: Any, where: str) -> Any:
         near = difflib.get_close_matches(str(k), list(fields), n=1)
         hint = f"; did you mean '{near[0]}'?" if near else ""
         known = ", ".join(fields) or "none"
-        raise ParamError(f"key '{_join(where, k)}': unknown key (value {_show(data[k])}; known "
-                         f"keys: {known}{hint})")
+        raise ParamError(
+            f"key '{_join(where, k)}': unknown key (value {_show(data[k])}; known "
+            f"keys: {known}{hint})"
+        )
     kw = {}
     for name, f in fields.items():
         if name in data:
@@ -111,8 +129,11 @@ def execution_values(block) -> dict:
     of the block) and their values."""
     if not dataclasses.is_dataclass(block):
         return {}
-    return {f.name: getattr(block, f.name) for f in dataclasses.fields(block)
-            if f.metadata.get("execution")}
+    return {
+        f.name: getattr(block, f.name)
+        for f in dataclasses.fields(block)
+        if f.metadata.get("execution")
+    }
 
 
 def without_execution(block):
@@ -120,9 +141,17 @@ def without_execution(block):
     if not dataclasses.is_dataclass(block):
         return block
     fields = {f.name: f for f in dataclasses.fields(block)}
-    return dataclasses.replace(block, **{
-        name: (fields[name].default if fields[name].default is not dataclasses.MISSING
-               else fields[name].default_factory()) for name in execution_values(block)})
+    return dataclasses.replace(
+        block,
+        **{
+            name: (
+                fields[name].default
+                if fields[name].default is not dataclasses.MISSING
+                else fields[name].default_factory()
+            )
+            for name in execution_values(block)
+        },
+    )
 
 
 def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
@@ -130,6 +159,7 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
     items of a list of blocks as ``panels[].activation``, of a mapping as
     ``simulations.<name>.part``), defaults as JSON (for docs and ``sigprop params``)."""
     import json
+
     out = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
@@ -138,7 +168,7 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
         if dataclasses.is_dataclass(t):
             out += describe(t, key)
             continue
-        default = (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         out.append((key, _type_name(t), json.dumps(to_dict(default)), f.metadata.get("doc", "")))
         args = get_args(t)
         if get_origin(t) in (tuple, list) and args and dataclasses.is_dataclass(args[0]):
@@ -158,6 +188,7 @@ def merge(base: dict | None, over: dict | None) -> dict:
 
 # -- checking one value -------------------------------------------------------------------
 
+
 def _value(t: Any, v: Any, where: str, meta: dict | None = None) -> Any:
     meta = meta or {}
     origin = get_origin(t)
@@ -172,15 +203,19 @@ def _value(t: Any, v: Any, where: str, meta: dict | None = None) -> Any:
                 return _value(a, v, where, meta)
             except ParamError as e:
                 errors.append(str(e))
-        raise ParamError(errors[0] if len(errors) == 1 else
-                         f"key '{where}': {_show(v)} is none of {_type_name(t)}")
+        raise ParamError(
+            errors[0]
+            if len(errors) == 1
+            else f"key '{where}': {_show(v)} is none of {_type_name(t)}"
+        )
     if dataclasses.is_dataclass(t):
         return parse(t, to_dict(v) if isinstance(v, t) else v, where)
     if origin is Literal:
         allowed = get_args(t)
         if v not in allowed or isinstance(v, bool) != any(isinstance(a, bool) for a in allowed):
-            raise ParamError(f"key '{where}': {_show(v)} is not one of "
-                             f"{', '.join(repr(a) for a in allowed)}")
+            raise ParamError(
+                f"key '{where}': {_show(v)} is not one of {', '.join(repr(a) for a in allowed)}"
+            )
         return v
     if origin in (tuple, list):
         if not isinstance(v, (list, tuple)):
@@ -188,8 +223,10 @@ def _value(t: Any, v: Any, where: str, meta: dict | None = None) -> Any:
         args = get_args(t)
         item = args[0] if args else Any
         if meta.get("min_len") is not None and len(v) < meta["min_len"]:
-            raise ParamError(f"key '{where}': a list of at least {meta['min_len']} item(s) "
-                             f"is needed, got {len(v)}")
+            raise ParamError(
+                f"key '{where}': a list of at least {meta['min_len']} item(s) "
+                f"is needed, got {len(v)}"
+            )
         inner = {k: meta.get(k) for k in ("ge", "gt", "le", "lt", "choices")}
         return tuple(_value(item, x, f"{where}[{i}]", inner) for i, x in enumerate(v))
     if origin is dict:
@@ -221,18 +258,25 @@ def _value(t: Any, v: Any, where: str, meta: dict | None = None) -> Any:
         if not isinstance(v, str):
             raise ParamError(f"key '{where}': expected a string, got {_show(v)}")
         if meta.get("choices") and v not in meta["choices"]:
-            raise ParamError(f"key '{where}': '{v}' is not one of "
-                             f"{', '.join(map(repr, meta['choices']))}")
+            raise ParamError(
+                f"key '{where}': '{v}' is not one of {', '.join(map(repr, meta['choices']))}"
+            )
         return v
     raise TypeError(f"unsupported parameter type {t!r} at {where}")
 
 
 def _range(v: float, where: str, meta: dict) -> None:
-    for key, ok, word in (("ge", lambda a, b: a >= b, ">="), ("gt", lambda a, b: a > b, ">"),
-                          ("le", lambda a, b: a <= b, "<="), ("lt", lambda a, b: a < b, "<")):
+    for key, ok, word in (
+        ("ge", lambda a, b: a >= b, ">="),
+        ("gt", lambda a, b: a > b, ">"),
+        ("le", lambda a, b: a <= b, "<="),
+        ("lt", lambda a, b: a < b, "<"),
+    ):
         bound = meta.get(key)
         if bound is not None and not ok(v, bound):
-            raise ParamError(f"key '{where}': {_show(v)} is out of range (must be {word} {bound:g})")
+            raise ParamError(
+                f"key '{where}': {_show(v)} is out of range (must be {word} {bound:g})"
+            )
 
 
 def _join(where: str, key: Any) -> str:

@@ -42,7 +42,7 @@ from . import params as P
 from .contract import SECTIONS, Params, StudySpec, base_scales
 
 PACKAGE = "sigprop.studies"
-ENTRY_POINTS = "sigprop.studies"       # the entry-point group of installed study packages
+ENTRY_POINTS = "sigprop.studies"  # the entry-point group of installed study packages
 PATH_VARIABLE = "SIGPROP_STUDIES_PATH"
 
 
@@ -58,14 +58,18 @@ def packages() -> dict[str, str]:
 
     Raises ValueError when two places declare the same kind (naming both)."""
     pkg = importlib.import_module(PACKAGE)
-    found = {m.name: (f"{PACKAGE}.{m.name}", "sigprop/studies")
-             for m in pkgutil.iter_modules(pkg.__path__)
-             if m.ispkg and not m.name.startswith("_")}
+    found = {
+        m.name: (f"{PACKAGE}.{m.name}", "sigprop/studies")
+        for m in pkgutil.iter_modules(pkg.__path__)
+        if m.ispkg and not m.name.startswith("_")
+    }
 
     def add(kind: str, module: str, where: str) -> None:
         if kind in found and found[kind][0] != module:
-            raise ValueError(f"study kind {kind!r} is declared twice: {found[kind][1]} "
-                             f"({found[kind][0]}) and {where} ({module})")
+            raise ValueError(
+                f"study kind {kind!r} is declared twice: {found[kind][1]} "
+                f"({found[kind][0]}) and {where} ({module})"
+            )
         found[kind] = (module, where)
 
     for ep in importlib.metadata.entry_points(group=ENTRY_POINTS):
@@ -138,8 +142,10 @@ def declared_papers() -> dict[str, dict]:
             raise ValueError(f"{mod.__file__}: PAPER lacks {sorted(missing)}")
         pid, entry = str(decl["id"]), {"citation": decl["citation"], "title": decl["title"]}
         if out.get(pid, entry) != entry:
-            raise ValueError(f"{mod.__file__}: PAPER {pid!r} differs from another study's "
-                             f"declaration ({out[pid]})")
+            raise ValueError(
+                f"{mod.__file__}: PAPER {pid!r} differs from another study's "
+                f"declaration ({out[pid]})"
+            )
         out[pid] = entry
     return out
 
@@ -152,8 +158,9 @@ def part(kind: str, module: str) -> ModuleType:
         return importlib.import_module(f"{base}.{module}")
     except ModuleNotFoundError as e:
         if e.name == f"{base}.{module}":
-            raise ModuleNotFoundError(f"study '{kind}' has no module '{module}.py' (the contract: "
-                                      "sigprop/contract.py)") from None
+            raise ModuleNotFoundError(
+                f"study '{kind}' has no module '{module}.py' (the contract: sigprop/contract.py)"
+            ) from None
         raise
 
 
@@ -201,7 +208,7 @@ def resolve(kind: str, study_cfg: dict, scale: str, where: str = "", smoke: bool
         merged = study_cfg.get(section)
         # check each part where it is written, so an error names the key the user typed
         P.parse(s.section_type(section), merged, section)
-        for name in base_scales(scale):       # a ladder rung: the quick scale's, then its own
+        for name in base_scales(scale):  # a ladder rung: the quick scale's, then its own
             over = (scales.get(name) or {}).get(section)
             if over is not None:
                 P.parse(s.section_type(section), over, f"scales.{name}.{section}")
@@ -236,8 +243,7 @@ STEP_CODE = {
     "merge": ("sigprop.steps.analysis", "sigprop.tables"),
     "theory": ("sigprop.steps.analysis", "{study}.theory"),
     "figure": ("sigprop.steps.analysis", "{study}.figures"),
-    "claims": ("sigprop.steps.analysis", "{study}.claims",
-               "{study}.analysis"),
+    "claims": ("sigprop.steps.analysis", "{study}.claims", "{study}.analysis"),
     "table": ("sigprop.steps.analysis", "{study}.tables"),
     "scales": ("sigprop.steps.analysis",),
     "ladder": ("sigprop.steps.analysis", "sigprop.claims.trend", "sigprop.figures.ladder"),
@@ -296,13 +302,15 @@ def step_code(step: str, kind: str | tuple[str, ...] | None = None) -> str:
 # job (a caption reruns its figure, through the param).  The digest depends on Python's version
 # (the shape of its syntax trees): a new interpreter reruns every job once.
 
-_ROOT = Path(__file__).resolve().parent          # the sigprop package
-_BY_NAME = re.compile(r"(sigprop(?:\.\w+)+):\w+")   # a "module:function" string
+_ROOT = Path(__file__).resolve().parent  # the sigprop package
+_BY_NAME = re.compile(r"(sigprop(?:\.\w+)+):\w+")  # a "module:function" string
 # function of the package -> (positions, keywords) of its arguments that hold text for readers
 # (captions, sources, parameter docs), which no step reads
-_TEXT_ARGS = {"sigprop.contract.Figure": ({1}, {"caption"}),
-              "sigprop.contract.StudySpec": (set(), {"source"}),
-              "sigprop.params.param": (set(), {"doc"})}
+_TEXT_ARGS = {
+    "sigprop.contract.Figure": ({1}, {"caption"}),
+    "sigprop.contract.StudySpec": (set(), {"source"}),
+    "sigprop.params.param": (set(), {"doc"}),
+}
 
 
 @functools.cache
@@ -343,10 +351,15 @@ def _is_text(node) -> bool:
     if isinstance(node, ast.Name):
         return True
     if isinstance(node, ast.JoinedStr):
-        return all(isinstance(v, ast.Constant) or (isinstance(v, ast.FormattedValue)
-                                                    and isinstance(v.value, ast.Name)
-                                                    and v.format_spec is None)
-                   for v in node.values)
+        return all(
+            isinstance(v, ast.Constant)
+            or (
+                isinstance(v, ast.FormattedValue)
+                and isinstance(v.value, ast.Name)
+                and v.format_spec is None
+            )
+            for v in node.values
+        )
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _is_text(node.left) and _is_text(node.right)
     return False
@@ -354,12 +367,15 @@ def _is_text(node) -> bool:
 
 def _only_a_string(stmt) -> bool:
     """A statement that is only a string: a docstring, or a string used as a comment."""
-    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-            and isinstance(stmt.value.value, str))
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
 
 
 _TEXT = ast.Constant(value="<text for readers>")
-_STAR = ("*",)      # what a star import (``from m import *``) mentions: every name
+_STAR = ("*",)  # what a star import (``from m import *``) mentions: every name
 
 
 def _from(package: str, node: ast.ImportFrom) -> str:
@@ -367,7 +383,7 @@ def _from(package: str, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
     base = package.split(".")
-    base = base[:len(base) - (node.level - 1)]
+    base = base[: len(base) - (node.level - 1)]
     return ".".join(base + ([node.module] if node.module else []))
 
 
@@ -389,7 +405,9 @@ def _blank_call(node: ast.Call, functions: dict[str, str]) -> None:
     f = node.func
     if isinstance(f, ast.Name) and f.id in functions:
         positions, keywords = _TEXT_ARGS[functions[f.id]]
-        node.args = [_TEXT if i in positions and _is_text(a) else a for i, a in enumerate(node.args)]
+        node.args = [
+            _TEXT if i in positions and _is_text(a) else a for i, a in enumerate(node.args)
+        ]
         for k in node.keywords:
             if k.arg in keywords and _is_text(k.value):
                 k.value = _TEXT
@@ -414,10 +432,10 @@ def _text_binding(stmt) -> str | None:
 class _Module:
     """What the digests need of one module (:func:`_read`)."""
 
-    imports: tuple[str, ...]        # modules of the package it uses (:func:`_imports`)
-    mentions: frozenset[str]        # names it could read from another module
-    text_names: frozenset[str]      # module-level names bound to text it reads nowhere else
-    digest: str                     # SHA-256 of its code (no blanked names)
+    imports: tuple[str, ...]  # modules of the package it uses (:func:`_imports`)
+    mentions: frozenset[str]  # names it could read from another module
+    text_names: frozenset[str]  # module-level names bound to text it reads nowhere else
+    digest: str  # SHA-256 of its code (no blanked names)
 
 
 def _code(name: str, blank: frozenset[str] = frozenset()):
@@ -456,7 +474,7 @@ def _code(name: str, blank: frozenset[str] = frozenset()):
         elif isinstance(node, ast.ImportFrom):
             mod = _from(package, node)
             modules.add(mod)
-            modules.update(f"{mod}.{a.name}" for a in node.names)   # submodules named in the list
+            modules.update(f"{mod}.{a.name}" for a in node.names)  # submodules named in the list
             mentions.update(_STAR if a.name == "*" else a.name for a in node.names)
         todo.extend(ast.iter_child_nodes(node))
     for stmt in tree.body:
@@ -470,7 +488,7 @@ def _read(name: str) -> _Module:
     """:class:`_Module` of module ``name`` (read once per process)."""
     tree, modules, mentions, read = _code(name)
     parts = name.split(".")
-    modules.update(".".join(parts[:i]) for i in range(1, len(parts)))   # parent packages
+    modules.update(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages
     imports = tuple(sorted(m for m in modules if m != name and _module_file(m) is not None))
     bound = {_text_binding(s) for s in tree.body} - {None}
     return _Module(imports, frozenset(mentions), frozenset(bound - read), _dump_digest(tree))
@@ -478,6 +496,7 @@ def _read(name: str) -> _Module:
 
 def _dump_digest(tree: ast.Module) -> str:
     import hashlib
+
     return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
 
 
@@ -514,6 +533,7 @@ def code_digest(*names: str) -> str:
     notes above :data:`_TEXT_ARGS`): a job whose code changed has another digest, so a rule that
     passes it as a param reruns (Snakemake's rerun trigger on params)."""
     import hashlib
+
     mods = module_closure(*names)
     mentioned = frozenset().union(*(_read(m).mentions for m in mods))
     h = hashlib.sha256()

@@ -22,14 +22,34 @@ import operator
 from dataclasses import dataclass, field, fields
 
 # Fields that must be equal for runs to be stacked into one shard.
-SHAPE_FIELDS = ("arch", "dataset", "width", "depth", "branch_depth", "head_depth", "head_width",
-                "activation", "optimizer", "steps", "eval_every", "precision", "micro_batch",
-                "eval_max")
+SHAPE_FIELDS = (
+    "arch",
+    "dataset",
+    "width",
+    "depth",
+    "branch_depth",
+    "head_depth",
+    "head_width",
+    "activation",
+    "optimizer",
+    "steps",
+    "eval_every",
+    "precision",
+    "micro_batch",
+    "eval_max",
+)
 # Families without BatchNorm stack models of different batch sizes: batches are
 # padded to the largest and padded samples get zero weight in the loss.  With
 # BatchNorm, padding would change the batch statistics, so batch_size is a shape.
-MIXED_BATCH_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "vcnn", "lenet",
-                     "fc_loop")
+MIXED_BATCH_ARCHS = (
+    "fc",
+    "resnet_fc",
+    "stable_resnet_fc",
+    "densenet_fc",
+    "vcnn",
+    "lenet",
+    "fc_loop",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +121,8 @@ class RunSpec:
     prune_batch: int = 10
     prune_rounds: int = 100
     micro_batch: int = 0
-    eval_max: int = 0      # examples of each split an evaluation scores, at most (0: no cap)
-    prune_max: int = 0     # examples of the class-balanced scoring batch, at most (0: all)
+    eval_max: int = 0  # examples of each split an evaluation scores, at most (0: no cap)
+    prune_max: int = 0  # examples of the class-balanced scoring batch, at most (0: all)
     # not a run field: the run id, computed on first use (a slot, so a grid of 10^6 runs
     # holds ~0.4 KB per run; see docs/faults.md)
     _id: str = field(default="", init=False, repr=False, compare=False, hash=False)
@@ -139,8 +159,10 @@ class RunSpec:
         (pruners and sparsities are compared on equal data), and a run's batch
         does not depend on the shard it is in.
         """
-        return int(_digest({"prune_batch": [self.dataset, self.seed, self.prune_batch]})[:8],
-                   16) & 0x7FFFFFFF
+        return (
+            int(_digest({"prune_batch": [self.dataset, self.seed, self.prune_batch]})[:8], 16)
+            & 0x7FFFFFFF
+        )
 
     def shape_key(self) -> tuple:
         key = _shape_values(self)
@@ -171,16 +193,23 @@ class Shard:
             return sid
 
     def to_json(self) -> str:
-        return json.dumps({"study": self.study, "shard_id": self.shard_id,
-                           "runs": [r.non_default() for r in self.runs]}, sort_keys=True)
+        return json.dumps(
+            {
+                "study": self.study,
+                "shard_id": self.shard_id,
+                "runs": [r.non_default() for r in self.runs],
+            },
+            sort_keys=True,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Shard:
         d = json.loads(text)
         shard = cls(d["study"], tuple(RunSpec.from_dict(r) for r in d["runs"]))
         if "shard_id" in d and d["shard_id"] != shard.shard_id:
-            raise ValueError(f"shard id mismatch: file says {d['shard_id']}, "
-                             f"members hash to {shard.shard_id}")
+            raise ValueError(
+                f"shard id mismatch: file says {d['shard_id']}, members hash to {shard.shard_id}"
+            )
         return shard
 
 
@@ -225,19 +254,22 @@ def make_shards(study: str, runs: list[RunSpec], shard_size, computed=()) -> lis
         taken: set[str] = set()
         group = []
         for ids in candidates.get(key, ()):
-            if (len(ids) <= size and len(set(ids)) == len(ids)
-                    and all(i in by_id and i not in taken for i in ids)):
+            if (
+                len(ids) <= size
+                and len(set(ids)) == len(ids)
+                and all(i in by_id and i not in taken for i in ids)
+            ):
                 group.append(Shard(study, tuple(by_id[i] for i in ids)))
                 taken.update(ids)
         rest = [r for r in members if r.run_id not in taken]
-        group += [Shard(study, tuple(rest[i:i + size])) for i in range(0, len(rest), size)]
+        group += [Shard(study, tuple(rest[i : i + size])) for i in range(0, len(rest), size)]
         shards += sorted(group, key=lambda s: min(position[r.run_id] for r in s.runs))
     return shards
 
 
 _DEFAULTS = tuple((f.name, f.default) for f in fields(RunSpec) if f.init)
 FIELD_TYPES = {f.name: type(f.default) for f in fields(RunSpec) if f.init}
-RUN_FIELDS = tuple(FIELD_TYPES)   # the run's fields, in order
+RUN_FIELDS = tuple(FIELD_TYPES)  # the run's fields, in order
 _values = operator.attrgetter(*RUN_FIELDS)
 _shape_values = operator.attrgetter(*SHAPE_FIELDS)
 

@@ -40,8 +40,15 @@ def light_job_mb(input_mb: float, limit_mb: int | None = None) -> int:
     return min(mb, int(limit_mb)) if limit_mb else mb
 
 
-def fc_model_bytes(d_in: int, width: int, depth: int, d_out: int, batch: int,
-                   optimizer_slots: int = 1, bytes_per: int = 4) -> int:
+def fc_model_bytes(
+    d_in: int,
+    width: int,
+    depth: int,
+    d_out: int,
+    batch: int,
+    optimizer_slots: int = 1,
+    bytes_per: int = 4,
+) -> int:
     """Training memory of one fully connected model: parameters, gradients, optimizer
     state and the initial copy, plus per-layer activations kept for the backward pass
     (pre-activation, activation, dropout mask)."""
@@ -85,8 +92,9 @@ def param_count(run, in_shape: tuple[int, ...], n_out: int) -> int | None:
     return None
 
 
-def shard_floor_bytes(runs, in_shape: tuple[int, ...], n_out: int,
-                      n_examples: int = 0) -> int | None:
+def shard_floor_bytes(
+    runs, in_shape: tuple[int, ...], n_out: int, n_examples: int = 0
+) -> int | None:
     """The least memory of a shard's heaviest job: every model's parameters and their gradients
     (in the runs' precision) and the data set as float32 (``n_examples`` of ``in_shape``).
     A floor, not a peak: activations, optimizer state and the framework come on top. None when
@@ -108,7 +116,8 @@ def physical_memory_mb() -> int | None:
         pass
     try:
         import os
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2 ** 20
+
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     except (ValueError, OSError, AttributeError):
         return None
 
@@ -126,7 +135,8 @@ def local_memory(resources) -> tuple[int, str] | None:
             f"--resources mem_mb={given:g}: the memory this run's jobs may use together must be "
             "more than 0 MB (every job asks for at least 1 MB, so none could start); give "
             "--resources mem_mb=N with N > 0, or leave mem_mb out of --resources to use this "
-            "machine's memory" + (f" ({total:,} MB)" if total else ""))
+            "machine's memory" + (f" ({total:,} MB)" if total else "")
+        )
     if isinstance(given, (int, float)) and given > 0:
         return int(given), "--resources mem_mb"
     total = physical_memory_mb()
@@ -144,13 +154,15 @@ def floor_rows(studies: dict, shards, floor) -> list[tuple[str, str, str, int, f
         if mb is not None:
             st = studies[name]
             shard = st.shard(shard_id)
-            rows.append((str(st.path), st.labels[shard.runs[0].run_id], shard_id,
-                         len(shard.runs), mb))
+            rows.append(
+                (str(st.path), st.labels[shard.runs[0].run_id], shard_id, len(shard.runs), mb)
+            )
     return rows
 
 
-def too_big(floors: list[tuple[str, str, str, int, float]], limit_mb: float, source: str,
-            shown: int = 5) -> str | None:
+def too_big(
+    floors: list[tuple[str, str, str, int, float]], limit_mb: float, source: str, shown: int = 5
+) -> str | None:
     """The message refusing a run whose shards cannot fit, or None when all fit.
 
     ``floors``: :func:`floor_rows` of the shard jobs that are to run; ``source``: where
@@ -161,19 +173,25 @@ def too_big(floors: list[tuple[str, str, str, int, float]], limit_mb: float, sou
     blocks: dict = {}
     for path, block, shard, models, mb in over:
         blocks.setdefault((path, block), []).append((shard, models, mb))
-    lines = [f"{len(over)} shard(s) in {len(blocks)} block(s) need more memory than the "
-             f"{limit_mb:,.0f} MB this run may use ({source}); no job was started:"]
+    lines = [
+        f"{len(over)} shard(s) in {len(blocks)} block(s) need more memory than the "
+        f"{limit_mb:,.0f} MB this run may use ({source}); no job was started:"
+    ]
     for (path, block), shards in list(blocks.items())[:shown]:
         shard, models, mb = shards[0]
         what = "its one model's" if models == 1 else f"its {models} models'"
         more = f" (and {len(shards) - 1} more shards)" if len(shards) > 1 else ""
-        lines.append(f"  {path}: block '{block}', shard {shard}: at least {mb:,.0f} MB for "
-                     f"{what} parameters and gradients{more}")
+        lines.append(
+            f"  {path}: block '{block}', shard {shard}: at least {mb:,.0f} MB for "
+            f"{what} parameters and gradients{more}"
+        )
     if len(blocks) > shown:
         lines.append(f"  ... and {len(blocks) - shown} more blocks")
-    lines.append("Lower the scale's shard_size in the study file (models per shard; run ids do "
-                 "not depend on it), give the run more memory with --resources mem_mb=N if the "
-                 "machine has it, or run it on a cluster (docs/cluster.md).")
+    lines.append(
+        "Lower the scale's shard_size in the study file (models per shard; run ids do "
+        "not depend on it), give the run more memory with --resources mem_mb=N if the "
+        "machine has it, or run it on a cluster (docs/cluster.md)."
+    )
     return "\n".join(lines)
 
 
@@ -204,5 +222,9 @@ def gpu_of(name: str | None) -> str | None:
 
 def dense_peak(spec: dict, precision: str) -> float:
     """A GPU's dense peak in FLOP/s for a run's precision (bf16 and float32 runs at float32's)."""
-    return spec["tf32" if precision == "tf32" else
-                ("float64" if precision == "float64" else "float32")] * 1e12
+    return (
+        spec[
+            "tf32" if precision == "tf32" else ("float64" if precision == "float64" else "float32")
+        ]
+        * 1e12
+    )

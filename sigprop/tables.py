@@ -27,10 +27,29 @@ from .runs import runs_digest, shard_id_of
 RUN_KEY = ["run_id", "step", "metric"]
 RUN_COLUMNS = ["study", "shard_id", "run_id", "step", "metric", "value"]
 THEORY_COLUMNS = ["study", "quantity", "value"]
-CLAIM_COLUMNS = ["study", "claim_id", "claim", "source", "measured", "expected",
-                 "tolerance", "verdict", "detail", "values", "kind", "test", "detectable",
-                 "exploratory", "margin", "scale", "regime", "se", "tolerance_source",
-                 "false_pass", "reading"]
+CLAIM_COLUMNS = [
+    "study",
+    "claim_id",
+    "claim",
+    "source",
+    "measured",
+    "expected",
+    "tolerance",
+    "verdict",
+    "detail",
+    "values",
+    "kind",
+    "test",
+    "detectable",
+    "exploratory",
+    "margin",
+    "scale",
+    "regime",
+    "se",
+    "tolerance_source",
+    "false_pass",
+    "reading",
+]
 """Columns of a claims table (:func:`sigprop.claims.row`): ``kind`` is ``claim`` (a paper
 statement tested against measurement, which could come out either way), ``beyond`` (a statement
 the paper does not make; ``source`` starts "beyond the paper"), ``sanity`` (an identity,
@@ -57,8 +76,9 @@ class TableError(ValueError):
     """A table is missing, malformed or inconsistent; the message names the path."""
 
 
-def run_rows(shard, long: pd.DataFrame, device: str, tf32: bool = False,
-             order: tuple[str, ...] = ("step",)) -> pd.DataFrame:
+def run_rows(
+    shard, long: pd.DataFrame, device: str, tf32: bool = False, order: tuple[str, ...] = ("step",)
+) -> pd.DataFrame:
     """Long rows of a shard in the run-table schema.
 
     ``long`` has a ``model`` column (index into ``shard.runs``) plus ``metric``,
@@ -85,6 +105,7 @@ STAMP_KEY = b"sigprop"
 def content_digest(df: pd.DataFrame) -> str:
     """SHA-256 (16 hex digits) of a table's columns and values, row order included."""
     import hashlib
+
     h = hashlib.sha256("\0".join(map(str, df.columns)).encode())
     if len(df):
         h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
@@ -100,10 +121,12 @@ def write_atomic(df: pd.DataFrame, path: str | Path, stamp: dict | None = None) 
 
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     table = pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(table.schema.metadata or {})
-    meta[STAMP_KEY] = json.dumps({**(stamp or {}), "rows": len(df),
-                                  "content": content_digest(df)}, sort_keys=True).encode()
+    meta[STAMP_KEY] = json.dumps(
+        {**(stamp or {}), "rows": len(df), "content": content_digest(df)}, sort_keys=True
+    ).encode()
     with atomic.target(path) as tmp:
         pq.write_table(table.replace_schema_metadata(meta), tmp)
     return Path(path)
@@ -114,12 +137,18 @@ def stamp_of(path: str | Path) -> dict | None:
     import json
 
     import pyarrow.parquet as pq
+
     meta = pq.read_schema(path).metadata or {}
     return json.loads(meta[STAMP_KEY]) if STAMP_KEY in meta else None
 
 
-def read(path: str | Path, required: list[str] | None = None, expect: dict | None = None,
-         empty_ok: bool = True, hint: str | None = None) -> pd.DataFrame:
+def read(
+    path: str | Path,
+    required: list[str] | None = None,
+    expect: dict | None = None,
+    empty_ok: bool = True,
+    hint: str | None = None,
+) -> pd.DataFrame:
     """A table, checked: readable, with the ``required`` columns, untouched since it was
     written (its row count and content equal its stamp's, when it has one), made for what
     the reader expects (``expect``: stamp keys and values, e.g. ``{"study": ..., "scale":
@@ -134,15 +163,20 @@ def read(path: str | Path, required: list[str] | None = None, expect: dict | Non
     except FileNotFoundError:
         raise TableError(f"{path}: table not found") from None
     except Exception as e:
-        raise TableError(f"{path}: not a readable Parquet table ({type(e).__name__}: {e})") from None
+        raise TableError(
+            f"{path}: not a readable Parquet table ({type(e).__name__}: {e})"
+        ) from None
     missing = [c for c in (required or []) if c not in df.columns]
     if missing:
         raise TableError(f"{path}: missing column(s) {missing}")
-    if stamp is not None and (stamp.get("rows") != len(df)
-                              or stamp.get("content") != content_digest(df)):
-        raise TableError(f"{path}: changed after it was written ({len(df)} rows, content "
-                         f"{content_digest(df)}; written with {stamp.get('rows')} rows, content "
-                         f"{stamp.get('content')}): {hint}")
+    if stamp is not None and (
+        stamp.get("rows") != len(df) or stamp.get("content") != content_digest(df)
+    ):
+        raise TableError(
+            f"{path}: changed after it was written ({len(df)} rows, content "
+            f"{content_digest(df)}; written with {stamp.get('rows')} rows, content "
+            f"{stamp.get('content')}): {hint}"
+        )
     if expect:
         check_stamp(path, expect, stamp, hint)
     if not empty_ok and not len(df):
@@ -150,19 +184,24 @@ def read(path: str | Path, required: list[str] | None = None, expect: dict | Non
     return df
 
 
-def check_stamp(path: str | Path, expect: dict, stamp: dict | None = None,
-                hint: str | None = None) -> None:
+def check_stamp(
+    path: str | Path, expect: dict, stamp: dict | None = None, hint: str | None = None
+) -> None:
     """The table at ``path`` was made for what ``expect`` names (its stamp's values; the stamp
     read from the file's metadata when not given); ``hint`` as in :func:`read`."""
     stamp = stamp_of(path) if stamp is None else stamp
     hint = hint or rebuild_hint(path)
     if stamp is None:
-        raise TableError(f"{path}: carries no stamp of the workflow that wrote it (another "
-                         f"tool, or an older sigprop): {hint}")
+        raise TableError(
+            f"{path}: carries no stamp of the workflow that wrote it (another "
+            f"tool, or an older sigprop): {hint}"
+        )
     for k, v in expect.items():
         if stamp.get(k) != v:
-            raise TableError(f"{path}: was made for {k} {_short(stamp.get(k))}; the workflow "
-                             f"expects {k} {_short(v)}: {hint}")
+            raise TableError(
+                f"{path}: was made for {k} {_short(stamp.get(k))}; the workflow "
+                f"expects {k} {_short(v)}: {hint}"
+            )
 
 
 def _short(v) -> str:
@@ -174,8 +213,10 @@ def _holds(df: pd.DataFrame) -> str:
     studies = sorted(map(str, set(df.study))) if "study" in df else ["?"]
     shards = sorted(map(str, set(df.shard_id))) if "shard_id" in df else ["?"]
     n = df.run_id.nunique() if "run_id" in df else 0
-    return (f"study {', '.join(studies) or '(none)'}, shard {', '.join(shards[:3]) or '(none)'}"
-            f"{' ...' if len(shards) > 3 else ''}, {n} runs")
+    return (
+        f"study {', '.join(studies) or '(none)'}, shard {', '.join(shards[:3]) or '(none)'}"
+        f"{' ...' if len(shards) > 3 else ''}, {n} runs"
+    )
 
 
 def rebuild_hint(path) -> str:
@@ -199,33 +240,41 @@ def check_shard_table(df: pd.DataFrame, path: str | Path, manifest: dict) -> Non
     rule = manifest.get("rule", "measure_shard or train_shard")
     expected = manifest["shards"].get(sid)
     if expected is None:
-        raise TableError(f"{path}: study '{study}' has no shard {sid} in the current config; "
-                         "the merge was given a file the workflow did not ask for")
+        raise TableError(
+            f"{path}: study '{study}' has no shard {sid} in the current config; "
+            "the merge was given a file the workflow did not ask for"
+        )
     want = {rid for rid, _ in expected}
     got = set(df.run_id)
     if set(df.study) == {study} and set(df.shard_id) == {sid} and got == want:
         return
     parts = []
     if got - want:
-        parts.append(f"{len(got - want)} runs the shard does not have (e.g. {sorted(got - want)[0]})")
+        parts.append(
+            f"{len(got - want)} runs the shard does not have (e.g. {sorted(got - want)[0]})"
+        )
     if want - got:
         parts.append(f"{len(want - got)} of its runs missing (e.g. {sorted(want - got)[0]})")
-    raise TableError(f"{path}: holds {_holds(df)}; the workflow expects shard {sid} of study "
-                     f"{study} with {len(want)} runs" + (f" ({'; '.join(parts)})" if parts else "")
-                     + f". The file was not written for this shard (copied, or left from another "
-                     f"grid): {_rebuild(rule, path)}")
+    raise TableError(
+        f"{path}: holds {_holds(df)}; the workflow expects shard {sid} of study "
+        f"{study} with {len(want)} runs"
+        + (f" ({'; '.join(parts)})" if parts else "")
+        + f". The file was not written for this shard (copied, or left from another "
+        f"grid): {_rebuild(rule, path)}"
+    )
 
 
 def check_runs_table(df: pd.DataFrame, path: str | Path, expect: dict) -> None:
     """A study's merged run table holds exactly the study's runs (``expect``:
     :meth:`sigprop.config.Study.expect`, the study and the digest of its run ids)."""
-    ok = (set(df.study) == {expect["study"]}
-          and runs_digest(df.run_id.unique()) == expect["runs"])
+    ok = set(df.study) == {expect["study"]} and runs_digest(df.run_id.unique()) == expect["runs"]
     if not ok:
-        raise TableError(f"{path}: holds {_holds(df)} (run digest {runs_digest(df.run_id.unique())}); "
-                         f"the workflow expects the {expect['n_runs']} runs of study "
-                         f"{expect['study']} (digest {expect['runs']}): "
-                         f"{_rebuild('merge_metrics', path)}")
+        raise TableError(
+            f"{path}: holds {_holds(df)} (run digest {runs_digest(df.run_id.unique())}); "
+            f"the workflow expects the {expect['n_runs']} runs of study "
+            f"{expect['study']} (digest {expect['runs']}): "
+            f"{_rebuild('merge_metrics', path)}"
+        )
 
 
 def check_study_column(df: pd.DataFrame, path: str | Path, study: str, rule: str) -> None:
@@ -235,16 +284,22 @@ def check_study_column(df: pd.DataFrame, path: str | Path, study: str, rule: str
         return
     got = sorted(map(str, set(df.study))) if "study" in df else []
     if got != [study]:
-        raise TableError(f"{path}: holds rows of study {', '.join(got) or '(none)'}; the workflow "
-                         f"expects study {study}: {_rebuild(rule, path)}")
+        raise TableError(
+            f"{path}: holds rows of study {', '.join(got) or '(none)'}; the workflow "
+            f"expects study {study}: {_rebuild(rule, path)}"
+        )
 
 
 def shard_stamp(shard) -> dict:
     """What a shard table is stamped with: its study, shard id, the digest of its runs and
     their ids in order (which :func:`computed_shards` reads back)."""
-    return {"kind": "shard", "study": shard.study, "shard": shard.shard_id,
-            "runs": runs_digest(r.run_id for r in shard.runs),
-            "members": [r.run_id for r in shard.runs]}
+    return {
+        "kind": "shard",
+        "study": shard.study,
+        "shard": shard.shard_id,
+        "runs": runs_digest(r.run_id for r in shard.runs),
+        "members": [r.run_id for r in shard.runs],
+    }
 
 
 SHARD_FOLDERS = ("runs", "measurements")
@@ -265,8 +320,12 @@ def computed_shards(results: str | Path, study: str) -> list[tuple[str, ...]]:
             except Exception:
                 continue
             ids = stamp.get("members")
-            if (stamp.get("kind") != "shard" or stamp.get("study") != study
-                    or not isinstance(ids, list) or not ids):
+            if (
+                stamp.get("kind") != "shard"
+                or stamp.get("study") != study
+                or not isinstance(ids, list)
+                or not ids
+            ):
                 continue
             if shard_id_of(study, ids) == path.stem == stamp.get("shard"):
                 out.append(tuple(ids))
@@ -286,8 +345,15 @@ def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.Data
             check_shard_table(df, p, manifest)
             sid = Path(p).stem
             want = manifest["shards"].get(sid) or []
-            check_stamp(p, {"kind": "shard", "study": manifest["study"], "shard": sid,
-                            "runs": runs_digest(rid for rid, _ in want)})
+            check_stamp(
+                p,
+                {
+                    "kind": "shard",
+                    "study": manifest["study"],
+                    "shard": sid,
+                    "runs": runs_digest(rid for rid, _ in want),
+                },
+            )
         frames.append(df)
     if not frames:
         raise TableError("no shard tables to merge")
@@ -303,8 +369,9 @@ def merge_runs(paths: list[str | Path], manifest: dict | None = None) -> pd.Data
     return df.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
 
 
-def concat_claims(paths: list[str | Path], studies: list[str] | None = None,
-                  expects: dict | None = None) -> pd.DataFrame:
+def concat_claims(
+    paths: list[str | Path], studies: list[str] | None = None, expects: dict | None = None
+) -> pd.DataFrame:
     """One paper's claims: the studies' claims tables stacked, in the order given.
 
     With ``studies`` (one per path) each table must hold that study's claims; a (study,
@@ -328,6 +395,8 @@ def concat_claims(paths: list[str | Path], studies: list[str] | None = None,
     dup = df.duplicated(["study", "claim_id"], keep=False)
     if dup.any():
         first = df[dup].iloc[0]
-        raise TableError(f"claim {first.study}:{first.claim_id} appears twice in "
-                         f"{', '.join(str(p) for p in paths)}")
+        raise TableError(
+            f"claim {first.study}:{first.claim_id} appears twice in "
+            f"{', '.join(str(p) for p in paths)}"
+        )
     return df

@@ -15,10 +15,19 @@ from cluster.helpers import APT_LOCK_WAIT_S, apt_get, apt_get_cmd
 
 
 def test_every_apt_get_command_waits_for_dpkgs_lock():
-    assert apt_get_cmd("update") == ["apt-get", "-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S}",
-                                     "update"]
-    assert apt_get_cmd("install", "-y", "x", wait_s=12.7)[1:] == \
-        ["-o", "DPkg::Lock::Timeout=12", "install", "-y", "x"]
+    assert apt_get_cmd("update") == [
+        "apt-get",
+        "-o",
+        f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S}",
+        "update",
+    ]
+    assert apt_get_cmd("install", "-y", "x", wait_s=12.7)[1:] == [
+        "-o",
+        "DPkg::Lock::Timeout=12",
+        "install",
+        "-y",
+        "x",
+    ]
     assert APT_LOCK_WAIT_S >= 600
 
 
@@ -29,10 +38,13 @@ def _private_apt(root) -> list[str]:
         (root / d).mkdir(parents=True)
     (root / "dpkg" / "status").write_text("")
     (root / "sources.list").write_text("")
-    return [f"-oDir::State::Lists={root / 'lists'}", f"-oDir::Cache={root / 'cache'}",
-            f"-oDir::State::status={root / 'dpkg' / 'status'}",
-            f"-oDir::Etc::SourceList={root / 'sources.list'}",
-            f"-oDir::Etc::SourceParts={root / 'sources.list.d'}"]
+    return [
+        f"-oDir::State::Lists={root / 'lists'}",
+        f"-oDir::Cache={root / 'cache'}",
+        f"-oDir::State::status={root / 'dpkg' / 'status'}",
+        f"-oDir::Etc::SourceList={root / 'sources.list'}",
+        f"-oDir::Etc::SourceParts={root / 'sources.list.d'}",
+    ]
 
 
 def _lock(path) -> int:
@@ -42,9 +54,14 @@ def _lock(path) -> int:
     return fd
 
 
-@pytest.mark.parametrize("args,lock", [(["update"], "lists/lock"),
-                                       (["install", "-y"], "dpkg/lock-frontend"),
-                                       (["install", "-y"], "cache/archives/lock")])
+@pytest.mark.parametrize(
+    "args,lock",
+    [
+        (["update"], "lists/lock"),
+        (["install", "-y"], "dpkg/lock-frontend"),
+        (["install", "-y"], "cache/archives/lock"),
+    ],
+)
 def test_apt_get_waits_for_a_lock_another_process_holds(tmp_path, args, lock):
     """``apt-get update`` takes the package lists' lock, ``install`` dpkg's and the download
     cache's: with the lock held, apt-get alone fails at once; through apt_get it waits and

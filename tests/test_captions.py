@@ -13,9 +13,14 @@ from sigprop.figures import rst_literal_text
 def _rst_problems(text: str) -> list[str]:
     """Warnings and errors docutils reports while parsing ``text`` (as the report does)."""
     stream = io.StringIO()
-    publish_doctree(text, settings_overrides={"warning_stream": stream,
-                                              "report_level": Reporter.WARNING_LEVEL,
-                                              "halt_level": Reporter.SEVERE_LEVEL + 1})
+    publish_doctree(
+        text,
+        settings_overrides={
+            "warning_stream": stream,
+            "report_level": Reporter.WARNING_LEVEL,
+            "halt_level": Reporter.SEVERE_LEVEL + 1,
+        },
+    )
     return [line for line in stream.getvalue().splitlines() if line.strip()]
 
 

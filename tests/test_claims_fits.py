@@ -19,7 +19,7 @@ def _decays(r, n_inst, depth=30, noise=0.1, seed=0):
     rng = np.random.default_rng(seed)
     layers = np.arange(1, depth + 1)
     mean = r ** (depth - layers)
-    return layers, mean * np.exp(rng.normal(-noise ** 2 / 2, noise, (n_inst, depth)))
+    return layers, mean * np.exp(rng.normal(-(noise**2) / 2, noise, (n_inst, depth)))
 
 
 def test_the_decay_fit_recovers_the_rate_and_its_se_covers_it():
@@ -30,7 +30,7 @@ def test_the_decay_fit_recovers_the_rate_and_its_se_covers_it():
         r, se = decay_rate(v, layers, use, n_boot=100, seed=seed)
         assert abs(r - r_true) < 0.01
         hits += abs(r - r_true) <= 2 * se
-    assert hits / n_sim >= 0.85          # a 2-SE interval covers the rate ~95 % of the time
+    assert hits / n_sim >= 0.85  # a 2-SE interval covers the rate ~95 % of the time
 
 
 def test_the_fit_window_keeps_layers_away_from_the_output():
@@ -55,11 +55,11 @@ def test_equivalence_at_its_margin_passes_at_most_at_its_level(k):
     level = 0.5 * math.erfc(k / math.sqrt(2))
     assert rate <= level + 3 * math.sqrt(level / n)
     inside = [z_equivalent(d, 0.005, margin, k)[0] for d in rng.normal(0.0, 0.005, 2000)]
-    assert inside.count("pass") == 2000                    # a precise zero deviation passes
+    assert inside.count("pass") == 2000  # a precise zero deviation passes
     outside = [z_equivalent(d, 0.005, margin, k)[0] for d in rng.normal(0.3, 0.005, 2000)]
     assert outside.count("fail") == 2000
     noisy = [z_equivalent(d, 0.2, margin, k)[0] for d in rng.normal(0.0, 0.2, 2000)]
-    assert "pass" not in noisy                             # noise never passes
+    assert "pass" not in noisy  # noise never passes
 
 
 def test_equivalence_without_an_se_or_a_margin_is_inconclusive():

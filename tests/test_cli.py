@@ -16,8 +16,18 @@ from sigprop import cli
 from sigprop.tools import theory_cli
 
 COMMANDS = theory_cli.theory_commands()
-TOP_LEVEL = ("theory", "bench", "params", "plan", "gpu-check", "claims-doc", "compare",
-             "evidence", "ladder", "stand-ins")
+TOP_LEVEL = (
+    "theory",
+    "bench",
+    "params",
+    "plan",
+    "gpu-check",
+    "claims-doc",
+    "compare",
+    "evidence",
+    "ladder",
+    "stand-ins",
+)
 """Top-level commands there must be (a module added to ``cli.COMMAND_MODULES`` adds more)."""
 BENCHES = ("shard", "threads", "profile", "dag", "alloc", "sweep", "reruns")
 
@@ -28,8 +38,9 @@ def _named() -> list[str]:
 
 
 def _sigprop(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sigprop.cli", *argv], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "sigprop.cli", *argv], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_help_lists_every_command_and_imports_no_torch():
@@ -39,8 +50,10 @@ def test_help_lists_every_command_and_imports_no_torch():
     assert p.returncode == 0, p.stderr
     listed = p.stdout.split("positional arguments:")[1]
     assert all(f"\n    {c} " in listed for c in _named()), p.stdout
-    code = ("import sys\nfrom sigprop import cli\ncli.build_parser()\n"
-            "print(sorted({'torch', 'matplotlib'} & set(sys.modules)))")
+    code = (
+        "import sys\nfrom sigprop import cli\ncli.build_parser()\n"
+        "print(sorted({'torch', 'matplotlib'} & set(sys.modules)))"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
 
@@ -71,8 +84,9 @@ def test_bench_help_lists_the_seven_benches_each_with_a_handler():
     assert all(f"\n    {b} " in p.stdout for b in BENCHES), p.stdout
     parser = cli.build_parser()
     for b in BENCHES:
-        args = parser.parse_args(["bench", b] + (["width_batch"] if b in ("threads", "profile")
-                                                  else []))
+        args = parser.parse_args(
+            ["bench", b] + (["width_batch"] if b in ("threads", "profile") else [])
+        )
         assert callable(args.func) and args.prog == f"sigprop bench {b}", b
 
 
@@ -80,8 +94,10 @@ def test_cli_module_stays_a_small_registry():
     assert len((REPO / "sigprop/cli.py").read_text().splitlines()) < 200
 
 
-@pytest.mark.parametrize("old", ["bench-threads", "profile-shard", "bench-dag", "bench-alloc",
-                                 "bench-sweep", "rerun-table"])
+@pytest.mark.parametrize(
+    "old",
+    ["bench-threads", "profile-shard", "bench-dag", "bench-alloc", "bench-sweep", "rerun-table"],
+)
 def test_the_old_bench_names_are_refused(old):
     """The benches are ``sigprop bench <what>``; their old top-level names get argparse's usual
     error (usage, invalid choice, exit status 2)."""
@@ -98,8 +114,11 @@ def test_every_theory_module_declares_commands():
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_each_command_runs_with_defaults_and_prints_json(name, capsys):
     cmd = COMMANDS[name]
-    missing = [p for p, s in cmd.get("params", {}).items() if s.get("default") is None
-               and not s.get("optional", False)]
+    missing = [
+        p
+        for p, s in cmd.get("params", {}).items()
+        if s.get("default") is None and not s.get("optional", False)
+    ]
     assert not missing, f"{name}: give every parameter a default so the command demonstrates itself"
     assert cli.main(["theory", name]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -107,30 +126,72 @@ def test_each_command_runs_with_defaults_and_prints_json(name, capsys):
 
 
 def test_entry_point_help_and_a_command():
-    help_ = subprocess.run([sys.executable, "-m", "sigprop.cli", "theory", "--help"],
-                           capture_output=True, text=True)
+    help_ = subprocess.run(
+        [sys.executable, "-m", "sigprop.cli", "theory", "--help"], capture_output=True, text=True
+    )
     assert help_.returncode == 0 and "meanfield" in help_.stdout and "eoc" in help_.stdout
-    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "theory", "eoc", "--act", "relu",
-                        "--rho", "1,0.5", "--sigma-b2", "0"], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sigprop.cli",
+            "theory",
+            "eoc",
+            "--act",
+            "relu",
+            "--rho",
+            "1,0.5",
+            "--sigma-b2",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)["result"]
     assert res["sigma_w2"] == [[pytest.approx(2.0)], [pytest.approx(1.0)]]  # relu EOC: 2 rho
 
 
 def test_bad_values_give_a_clear_error():
-    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "theory", "meanfield", "--sigma-b2", "x"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "sigprop.cli", "theory", "meanfield", "--sigma-b2", "x"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode != 0 and "--sigma_b2: expected float" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "theory", "meanfield", "--act", "tahn"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "sigprop.cli", "theory", "meanfield", "--act", "tahn"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and "tahn" in p.stderr
 
 
 def test_bench_command_prints_both_timings():
-    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench", "shard", "--widths", "16",
-                        "--models", "3", "--depth", "2", "--steps", "2", "--batch", "8",
-                        "--device", "cpu"],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sigprop.cli",
+            "bench",
+            "shard",
+            "--widths",
+            "16",
+            "--models",
+            "3",
+            "--depth",
+            "2",
+            "--steps",
+            "2",
+            "--batch",
+            "8",
+            "--device",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     res = out["results"][0]
@@ -149,6 +210,7 @@ def test_bench_flops_are_counted_from_shapes_as_torch_counts_them():
     import torch
 
     from sigprop.tools.bench import _step_flops, fc_step_flops
+
     layers, d = [], 20
     for _ in range(3):
         layers += [torch.nn.Linear(d, 12), torch.nn.Tanh()]
@@ -159,9 +221,28 @@ def test_bench_flops_are_counted_from_shapes_as_torch_counts_them():
 
 
 def test_bench_sweep_command_times_the_three_layouts():
-    p = subprocess.run([sys.executable, "-m", "sigprop.cli", "bench", "sweep", "--batches", "8,32",
-                        "--models-per-batch", "2", "--epochs", "0.1", "--device", "cpu", "--repeats", "1"],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sigprop.cli",
+            "bench",
+            "sweep",
+            "--batches",
+            "8,32",
+            "--models-per-batch",
+            "2",
+            "--epochs",
+            "0.1",
+            "--device",
+            "cpu",
+            "--repeats",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)
     assert res["models"] == 4 and res["per_batch_jobs"] == 2 and res["micro_batch"] == 8
@@ -172,40 +253,63 @@ def test_bench_sweep_command_times_the_three_layouts():
 def test_profile_shard_names_where_a_training_step_goes(tmp_path):
     from sigprop.data.prepare import prepare
     from sigprop.tools import profile_shard
+
     prepare("digits", tmp_path / "data" / "digits.npz")
     out = profile_shard.profile(
-        "trainable_depth", config=["studies=[trainable_depth]",
-                                   f"studies_dir={REPO / 'config/studies'}"],
-        configfile=str(REPO / "config/config.yaml"), steps=2, warmup=1, results=tmp_path)
+        "trainable_depth",
+        config=["studies=[trainable_depth]", f"studies_dir={REPO / 'config/studies'}"],
+        configfile=str(REPO / "config/config.yaml"),
+        steps=2,
+        warmup=1,
+        results=tmp_path,
+    )
     assert out["study"] == "trainable_depth" and out["models"] > 1 and out["depth"] == 64
     # without --shard: the shard with the most FLOPs by `sigprop plan`'s count
     from sigprop.tools import plan
-    cfg, studies = plan.load(REPO / "config/config.yaml",
-                             ["studies=[trainable_depth]", f"studies_dir={REPO / 'config/studies'}"])
-    flops = {r["shard"]: r["flops"] for r in
-             plan.shard_costs(studies["trainable_depth"], cfg["data"]["options"])}
+
+    cfg, studies = plan.load(
+        REPO / "config/config.yaml",
+        ["studies=[trainable_depth]", f"studies_dir={REPO / 'config/studies'}"],
+    )
+    flops = {
+        r["shard"]: r["flops"]
+        for r in plan.shard_costs(studies["trainable_depth"], cfg["data"]["options"])
+    }
     assert len(flops) > 1 and flops[out["shard"]] == max(flops.values())
     assert out["step_ms_profiled"] > 0 and out["page_faults_per_step"] >= 0
     ops = {o["op"]: o for o in out["ops"]}
-    assert "aten::bmm" in ops and "aten::tanh" in ops       # a tanh fc net's step
+    assert "aten::bmm" in ops and "aten::tanh" in ops  # a tanh fc net's step
     assert all(0 < o["self_fraction"] <= 1 for o in out["ops"])
     with pytest.raises(SystemExit, match="digits.npz is missing"):
-        profile_shard.profile("trainable_depth", config=[f"studies_dir={REPO / 'config/studies'}"],
-                              configfile=str(REPO / "config/config.yaml"),
-                              results=tmp_path / "none")
+        profile_shard.profile(
+            "trainable_depth",
+            config=[f"studies_dir={REPO / 'config/studies'}"],
+            configfile=str(REPO / "config/config.yaml"),
+            results=tmp_path / "none",
+        )
     with pytest.raises(SystemExit, match="does not train"):
-        profile_shard.profile("meanfield_maps", config=[f"studies_dir={REPO / 'config/studies'}"],
-                              configfile=str(REPO / "config/config.yaml"), results=tmp_path)
+        profile_shard.profile(
+            "meanfield_maps",
+            config=[f"studies_dir={REPO / 'config/studies'}"],
+            configfile=str(REPO / "config/config.yaml"),
+            results=tmp_path,
+        )
 
 
 def test_bench_threads_times_a_shard_in_each_arrangement(tmp_path):
     from sigprop.data.prepare import prepare
     from sigprop.tools import bench_threads
+
     prepare("digits", tmp_path / "data" / "digits.npz")
     out = bench_threads.bench(
-        "width_batch", config=["studies=[width_batch]", f"studies_dir={REPO / 'config/studies'}"],
-        configfile=str(REPO / "config/config.yaml"), steps=3, repeats=2,
-        arrangements=("alone", "two_threads", "beside_python"), results=str(tmp_path))
+        "width_batch",
+        config=["studies=[width_batch]", f"studies_dir={REPO / 'config/studies'}"],
+        configfile=str(REPO / "config/config.yaml"),
+        steps=3,
+        repeats=2,
+        arrangements=("alone", "two_threads", "beside_python"),
+        results=str(tmp_path),
+    )
     assert out["study"] == "width_batch" and out["models"] > 1 and out["steps"] == 3
     arr = out["arrangements"]
     assert set(arr) == {"alone", "two_threads", "beside_python"}
@@ -225,16 +329,19 @@ def test_bench_alloc_times_both_threads_with_huge_pages_off_and_on(capsys):
     assert "sizes must be positive" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, names", [
-    (["plan", "--no-calibrate", "--config", "scale"], "--config 'scale'"),
-    (["plan", "--no-calibrate", "--config", "scale=huge"], "--config: key 'scale'"),
-    (["bench", "profile", "trainable_depth", "--shard", "sbad"], "no shard sbad"),
-    (["bench", "dag", "--runs", "-5"], "--runs -5"),
-    (["stand-ins", "/proc/no/such/dir", "--datasets", "mnist"], "/proc/no"),
-    (["stand-ins", "out", "--datasets", "mnits"], "mnits"),
-    (["claims-doc", "/no/such/papers.md"], "/no/such/papers.md"),
-    (["compare", "/no/a", "/no/b"], "/no/a"),
-])
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["plan", "--no-calibrate", "--config", "scale"], "--config 'scale'"),
+        (["plan", "--no-calibrate", "--config", "scale=huge"], "--config: key 'scale'"),
+        (["bench", "profile", "trainable_depth", "--shard", "sbad"], "no shard sbad"),
+        (["bench", "dag", "--runs", "-5"], "--runs -5"),
+        (["stand-ins", "/proc/no/such/dir", "--datasets", "mnist"], "/proc/no"),
+        (["stand-ins", "out", "--datasets", "mnits"], "mnits"),
+        (["claims-doc", "/no/such/papers.md"], "/no/such/papers.md"),
+        (["compare", "/no/a", "/no/b"], "/no/a"),
+    ],
+)
 def test_expected_errors_end_in_one_line_naming_the_input(argv, names, monkeypatch, capsys):
     """A bad argument, config value, name or path ends the command with exit status 2 and one
     line on stderr that names it (before: a traceback; `plan --config scale=huge` blamed a study

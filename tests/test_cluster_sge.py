@@ -49,10 +49,15 @@ def _preseed() -> str:
     name Grid Engine's own gethostname gives) as its master."""
     p = subprocess.run(["hostname", "-f"], check=False, capture_output=True, text=True)
     master = p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else socket.gethostname()
-    return "".join(f"{pkg} shared/{key}\n"
-                   for pkg in ("gridengine-common", *PACKAGES)
-                   for key in ("gridengineconfig boolean true", "gridenginecell string default",
-                               f"gridenginemaster string {master}"))
+    return "".join(
+        f"{pkg} shared/{key}\n"
+        for pkg in ("gridengine-common", *PACKAGES)
+        for key in (
+            "gridengineconfig boolean true",
+            "gridenginecell string default",
+            f"gridenginemaster string {master}",
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +69,9 @@ def sge(tmp_path_factory):
     up = run_script("sge_up.sh", str(folder))
     try:
         assert up.returncode == 0, f"sge_up.sh failed:\n{up.stdout}\n{up.stderr}"
-        print(f"SGE: apt install {install_s:.1f} s, daemons up "
-              f"{time.time() - t0 - install_s:.1f} s")
+        print(
+            f"SGE: apt install {install_s:.1f} s, daemons up {time.time() - t0 - install_s:.1f} s"
+        )
         yield dict(os.environ, SGE_ROOT="/var/lib/gridengine", SGE_CELL="default")
     finally:
         run_script("sge_down.sh")
@@ -74,28 +80,44 @@ def sge(tmp_path_factory):
 def _qsub_line(tmp_path, props: dict, **env) -> list[str]:
     script = tmp_path / "job.sh"
     script.write_text(f"#!/bin/sh\n# properties = {json.dumps(props)}\necho hi\n")
-    p = subprocess.run([sys.executable, str(PROFILES / "sge" / "qsub.py"), str(script)],
-                       capture_output=True, text=True, check=True,
-                       env=dict(os.environ, SIGPROP_SGE_DRYRUN="1", **env))
+    p = subprocess.run(
+        [sys.executable, str(PROFILES / "sge" / "qsub.py"), str(script)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, SIGPROP_SGE_DRYRUN="1", **env),
+    )
     return p.stdout.split()
 
 
 def test_qsub_maps_threads_memory_time_and_gpus(tmp_path):
     """qsub.py turns the profile's resources into -pe/-l (memory per slot, h_rt in s)."""
     req = profile_resources("sge", "train_shard", attempt=2)
-    line = _qsub_line(tmp_path, {"type": "single", "rule": "train_shard", "threads": 4,
-                                 "resources": req})
+    line = _qsub_line(
+        tmp_path, {"type": "single", "rule": "train_shard", "threads": 4, "resources": req}
+    )
     assert line[0] == "qsub" and line[-1].endswith("job.sh")
-    assert line[line.index("-pe") + 1:line.index("-pe") + 3] == ["smp", "4"]
+    assert line[line.index("-pe") + 1 : line.index("-pe") + 3] == ["smp", "4"]
     limits = dict(kv.split("=") for kv in line[line.index("-l") + 1].split(","))
-    assert limits == {"mem_free": f"{-(-req['mem_mb'] // 4)}M",
-                      "h_rt": str(req["runtime"] * 60), "gpu": "1"}
+    assert limits == {
+        "mem_free": f"{-(-req['mem_mb'] // 4)}M",
+        "h_rt": str(req["runtime"] * 60),
+        "gpu": "1",
+    }
     assert line[line.index("-N") + 1] == "smk.train_shard"
     # a one-thread CPU job: no parallel environment, no GPU; site settings from the environment
-    cpu = _qsub_line(tmp_path, {"type": "group", "groupid": "study_outputs", "threads": 1,
-                                "resources": profile_resources("sge", None)},
-                     SIGPROP_SGE_MEM="h_vmem", SIGPROP_SGE_QUEUE="short.q",
-                     SIGPROP_SGE_EXTRA="-l scratch=1G")
+    cpu = _qsub_line(
+        tmp_path,
+        {
+            "type": "group",
+            "groupid": "study_outputs",
+            "threads": 1,
+            "resources": profile_resources("sge", None),
+        },
+        SIGPROP_SGE_MEM="h_vmem",
+        SIGPROP_SGE_QUEUE="short.q",
+        SIGPROP_SGE_EXTRA="-l scratch=1G",
+    )
     assert "-pe" not in cpu and "gpu" not in " ".join(cpu)
     assert cpu[cpu.index("-l") + 1] == "h_vmem=1000M,h_rt=1200"
     assert cpu[cpu.index("-q") + 1] == "short.q" and cpu[-3:-1] == ["-l", "scratch=1G"]
@@ -116,13 +138,24 @@ def test_quick_study_through_sge_profile_equals_local_run(sge, tmp_path, tmp_pat
     assert len(ids) == len(set(ids)) >= 6, out[-3000:]
     slots = {}
     for jid in ids:
-        acct = subprocess.run(["qacct", "-j", jid], env=env, check=False, capture_output=True,
-                              text=True).stdout
-        rec = dict(line.split(None, 1) for line in acct.splitlines() if len(line.split(None, 1)) == 2)
-        assert rec.get("failed", "").strip() == "0" and rec.get("exit_status", "").strip() == "0", acct
+        acct = subprocess.run(
+            ["qacct", "-j", jid], env=env, check=False, capture_output=True, text=True
+        ).stdout
+        rec = dict(
+            line.split(None, 1) for line in acct.splitlines() if len(line.split(None, 1)) == 2
+        )
+        assert rec.get("failed", "").strip() == "0" and rec.get("exit_status", "").strip() == "0", (
+            acct
+        )
         slots.setdefault(rec["jobname"].strip(), []).append(int(rec["slots"]))
-    assert set(slots) == {"smk.prepare_dataset", "smk.theory", "smk.init_shard",
-                          "smk.train_shard", "smk.study_outputs", "smk.paper_outputs"}, slots
+    assert set(slots) == {
+        "smk.prepare_dataset",
+        "smk.theory",
+        "smk.init_shard",
+        "smk.train_shard",
+        "smk.study_outputs",
+        "smk.paper_outputs",
+    }, slots
     n_shards = len(list(want.glob("trainable_depth/runs/*.parquet")))
     assert slots["smk.train_shard"] == slots["smk.init_shard"] == [4] * n_shards
     assert slots["smk.theory"] == [1]

@@ -50,8 +50,9 @@ def slurm(tmp_path_factory):
         pytest.skip(up.stderr.strip())
     try:
         assert up.returncode == 0, f"slurm_up.sh failed:\n{up.stdout}\n{up.stderr}"
-        print(f"SLURM: apt install {install_s:.1f} s, daemons up "
-              f"{time.time() - t0 - install_s:.1f} s")
+        print(
+            f"SLURM: apt install {install_s:.1f} s, daemons up {time.time() - t0 - install_s:.1f} s"
+        )
         yield dict(os.environ, SLURM_CONF=str(folder / "slurm.conf")), folder
     finally:
         run_script("slurm_down.sh", str(folder))
@@ -59,8 +60,9 @@ def slurm(tmp_path_factory):
 
 def _jobs(env: dict) -> list[dict]:
     """Every job the controller knows (MinJobAge keeps finished ones), as key=value dicts."""
-    out = subprocess.run(["scontrol", "show", "job", "-o"], env=env, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["scontrol", "show", "job", "-o"], env=env, capture_output=True, text=True, check=True
+    ).stdout
     jobs = []
     for line in out.splitlines():
         if line.strip() and "JobId=" in line:
@@ -98,22 +100,32 @@ def test_quick_study_through_slurm_profile_equals_local_run(slurm, tmp_path, tmp
     cfg = write_config(work, study())
     plan_file = work / "resources.json"
     from sigprop.cli import main as sigprop_main
-    assert sigprop_main(["plan", "--configfile", str(cfg), "--no-calibrate",
-                         "--resources", str(plan_file)]) == 0
+
+    assert (
+        sigprop_main(
+            ["plan", "--configfile", str(cfg), "--no-calibrate", "--resources", str(plan_file)]
+        )
+        == 0
+    )
     plan = json.loads(plan_file.read_text())["shards"]["trainable_depth"]
     cfg = write_config(work, study(), resources_plan=str(plan_file))
-    overlay = write_overlay(tmp_path / "overlay", {
-        "slurm-status-command": "squeue",            # no accounting database here
-        "slurm-init-seconds-before-status-checks": 2,  # <= MinJobAge / 3
-        "slurm-keep-successful-logs": True,
-    })
+    overlay = write_overlay(
+        tmp_path / "overlay",
+        {
+            "slurm-status-command": "squeue",  # no accounting database here
+            "slurm-init-seconds-before-status-checks": 2,  # <= MinJobAge / 3
+            "slurm-keep-successful-logs": True,
+        },
+    )
     out, seconds = run_profile(work, cfg, env, PROFILES / "slurm", overlay)
     print(f"SLURM run: {seconds:.1f} s")
 
     # every job went through sbatch: ids in Snakemake's log, submissions in slurmctld's
     run_id = re.search(r"SLURM run ID: (\S+)", out).group(1)
     submitted = set(re.findall(r"has been submitted with SLURM jobid (\d+)", out))
-    arrays = set(re.findall(r"Submitted array job with Snakemake IDs \S+ and SLURM job ID (\d+)", out))
+    arrays = set(
+        re.findall(r"Submitted array job with Snakemake IDs \S+ and SLURM job ID (\d+)", out)
+    )
     assert submitted and arrays, out[-3000:]  # at least init_shard's array
     submitted |= arrays
     ctld = (folder / "log" / "slurmctld.log").read_text()
@@ -121,15 +133,22 @@ def test_quick_study_through_slurm_profile_equals_local_run(slurm, tmp_path, tmp
         assert re.search(rf"_slurm_rpc_submit_batch_job: JobId={jid}\b", ctld), jid
     jobs = [j for j in _jobs(env) if j.get("JobName") == run_id]
     assert {j.get("ArrayJobId", j["JobId"]) for j in jobs} == submitted
-    assert all(j["JobState"] == "COMPLETED" for j in jobs), [(j["JobId"], j["JobState"]) for j in jobs]
+    assert all(j["JobState"] == "COMPLETED" for j in jobs), [
+        (j["JobId"], j["JobState"]) for j in jobs
+    ]
     by_rule: dict[str, list[dict]] = {}
     for j in jobs:
         by_rule.setdefault(_rule(j), []).append(j)
     # one job per rule, one array per shard rule, and the profile's groups: a study's merge,
     # figure and claims in one job, a paper's claims, table and front page in another
-    assert set(by_rule) == {"prepare_dataset", "theory", "init_shard", "train_shard",
-                            "study_outputs_claims_figure_merge_metrics",
-                            "paper_outputs_paper_claims_paper_front_paper_table"}, sorted(by_rule)
+    assert set(by_rule) == {
+        "prepare_dataset",
+        "theory",
+        "init_shard",
+        "train_shard",
+        "study_outputs_claims_figure_merge_metrics",
+        "paper_outputs_paper_claims_paper_front_paper_table",
+    }, sorted(by_rule)
 
     # init_shard's shards (all ready when the data set is) went out as one job array;
     # train_shard's form an array only when they become ready at the same status check
@@ -141,16 +160,18 @@ def test_quick_study_through_slurm_profile_equals_local_run(slurm, tmp_path, tmp
     for rule in ("init_shard", "train_shard"):
         tasks = by_rule[rule]
         assert len(tasks) == n_shards == 2
-        reqs = [profile_resources("slurm", rule, 1, {"trainable_depth": plan}, "trainable_depth",
-                                  shard) for shard in plan]
+        reqs = [
+            profile_resources("slurm", rule, 1, {"trainable_depth": plan}, "trainable_depth", shard)
+            for shard in plan
+        ]
         req = reqs[0]
-        default = profile_resources("slurm", rule)       # without the plan
+        default = profile_resources("slurm", rule)  # without the plan
         for t in tasks:
             assert t["TresPerJob"] == f"gres:gpu:{req['gpu']}", t
             assert t["CpusPerTres"] == f"gres:gpu:{req['cpus_per_gpu']}", t
             assert int(t["NumCPUs"]) == req["cpus_per_gpu"] * req["gpu"]
             mem = int(t["MinMemoryNode"].rstrip("M"))
-            assert mem >= min(r["mem_mb"] for r in reqs)     # + the array payload
+            assert mem >= min(r["mem_mb"] for r in reqs)  # + the array payload
             assert mem < default["mem_mb"], "the plan's memory, not the default's"
             assert _minutes(t["TimeLimit"]) in {r["runtime"] for r in reqs}
     # CPU jobs: one CPU, no GPU, the default resources

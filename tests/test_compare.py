@@ -11,8 +11,10 @@ from sigprop.tools.compare import compare
 
 
 def _claims(root, measured=0.5, verdict="pass", extra=False):
-    rows = [row("s", "a[x]", "c", "src", measured, ">= 0.4", 0.1, verdict, "d"),
-            row("s", "b", "c", "src", np.nan, "", 0.0, "inconclusive", "")]
+    rows = [
+        row("s", "a[x]", "c", "src", measured, ">= 0.4", 0.1, verdict, "d"),
+        row("s", "b", "c", "src", np.nan, "", 0.0, "inconclusive", ""),
+    ]
     if extra:
         rows.append(row("s", "c", "c", "src", 1.0, "", 0.0, "pass", ""))
     (root / "s").mkdir(parents=True, exist_ok=True)
@@ -50,12 +52,21 @@ def _run(root, scale=1.0, theory=1.0, summary="**000** quick scale: 1 claims\n")
     s = root / "s"
     (s / "runs").mkdir(parents=True, exist_ok=True)
     (root / "papers" / "000").mkdir(parents=True, exist_ok=True)
-    runs = pd.DataFrame({"study": "s", "shard_id": "sa", "run_id": ["r1", "r1", "r2"],
-                         "step": [0, 10, 0], "metric": "loss", "value": np.array([1.0, 0.5, 2.0]) * scale})
+    runs = pd.DataFrame(
+        {
+            "study": "s",
+            "shard_id": "sa",
+            "run_id": ["r1", "r1", "r2"],
+            "step": [0, 10, 0],
+            "metric": "loss",
+            "value": np.array([1.0, 0.5, 2.0]) * scale,
+        }
+    )
     runs.to_parquet(s / "runs" / "sa.parquet")
     runs.assign(block="b").to_parquet(s / "metrics.parquet")
-    pd.DataFrame({"study": "s", "quantity": ["q", "q"], "depth": [1, 2],
-                  "value": [0.5 * theory, 0.7]}).to_parquet(s / "theory.parquet")
+    pd.DataFrame(
+        {"study": "s", "quantity": ["q", "q"], "depth": [1, 2], "value": [0.5 * theory, 0.7]}
+    ).to_parquet(s / "theory.parquet")
     _claims(root)
     (s / "claims.html").write_text("<html>claims</html>\n")
     (root / "papers" / "000" / "summary.md").write_text(summary)
@@ -69,14 +80,18 @@ def test_every_table_and_text_output_is_compared(tmp_path, capsys):
     assert compare(tmp_path / "a", tmp_path / "b") == {}
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
-    assert ("compared 1 claims, 1 merged run tables, 1 theory tables, 1 shard tables, "
-            "2 text outputs") in out
+    assert (
+        "compared 1 claims, 1 merged run tables, 1 theory tables, 1 shard tables, 2 text outputs"
+    ) in out
     _run(tmp_path / "c", scale=1.5)
     d = compare(tmp_path / "a", tmp_path / "c")
     assert set(d) == {"s/metrics.parquet", "s/runs/sa.parquet"}
     assert "('r1', 10, 'loss'): value: 0.5 -> 0.75" in d["s/metrics.parquet"]
     _run(tmp_path / "d", theory=2.0)
-    assert "('s', 'q', 1): value: 0.5 -> 1.0" in compare(tmp_path / "a", tmp_path / "d")["s/theory.parquet"]
+    assert (
+        "('s', 'q', 1): value: 0.5 -> 1.0"
+        in compare(tmp_path / "a", tmp_path / "d")["s/theory.parquet"]
+    )
     _run(tmp_path / "e", summary="**000** quick scale: 2 claims\n")
     assert compare(tmp_path / "a", tmp_path / "e")["papers/000/summary.md"][0].startswith("line 1:")
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "e")]) == 1
@@ -93,14 +108,18 @@ def test_a_missing_or_empty_folder_is_an_error_not_a_match(tmp_path, capsys):
 
 def _seeded(root, measured, se, verdict):
     (root / "s").mkdir(parents=True, exist_ok=True)
-    frame([row("s", "moved", "c", "src", measured, "> 0", 0.0, verdict, "", se=se),
-           row("s", "still", "c", "src", 2.0, "> 0", 0.0, "pass", "", se=0.5),
-           row("s", "rank", "c", "src", 0.6, "> 0", 0.0, "pass", "")]
-          ).to_parquet(root / "s" / "claims.parquet")
+    frame(
+        [
+            row("s", "moved", "c", "src", measured, "> 0", 0.0, verdict, "", se=se),
+            row("s", "still", "c", "src", 2.0, "> 0", 0.0, "pass", "", se=0.5),
+            row("s", "rank", "c", "src", 0.6, "> 0", 0.0, "pass", ""),
+        ]
+    ).to_parquet(root / "s" / "claims.parquet")
 
 
 def test_claim_shifts_are_stated_in_units_of_the_rows_own_se(tmp_path, capsys):
     from sigprop.tools.compare import claim_shifts
+
     _seeded(tmp_path / "a", 1.0, 0.2, "inconclusive")
     _seeded(tmp_path / "b", 1.5, 0.4, "pass")
     sh = claim_shifts(tmp_path / "a", tmp_path / "b").set_index("claim_id")
@@ -118,6 +137,7 @@ def test_claim_shifts_are_stated_in_units_of_the_rows_own_se(tmp_path, capsys):
 
 def test_a_row_that_moves_without_an_se_says_so(tmp_path, capsys):
     from sigprop.tools.compare import claim_shifts
+
     _seeded(tmp_path / "a", 1.0, float("nan"), "pass")
     _seeded(tmp_path / "b", 1.1, float("nan"), "pass")
     sh = claim_shifts(tmp_path / "a", tmp_path / "b").set_index("claim_id")
@@ -130,12 +150,13 @@ def test_a_row_that_moves_without_an_se_says_so(tmp_path, capsys):
 
 def test_a_table_written_before_the_se_column_uses_the_other_runs_se(tmp_path):
     from sigprop.tools.compare import claim_shifts
+
     _seeded(tmp_path / "a", 1.0, 0.2, "pass")
     _seeded(tmp_path / "b", 1.6, 0.3, "pass")
     old = pd.read_parquet(tmp_path / "a" / "s" / "claims.parquet").drop(columns=["se"])
     old.to_parquet(tmp_path / "a" / "s" / "claims.parquet")
     sh = claim_shifts(tmp_path / "a", tmp_path / "b").set_index("claim_id")
-    assert np.isclose(sh.loc["moved", "shift_se"], 2.0)      # (1.6 - 1.0) / 0.3
+    assert np.isclose(sh.loc["moved", "shift_se"], 2.0)  # (1.6 - 1.0) / 0.3
 
 
 def test_a_column_whose_dtype_changed_is_a_difference(tmp_path, capsys):
@@ -156,7 +177,8 @@ def test_a_column_whose_dtype_changed_is_a_difference(tmp_path, capsys):
     assert set(d) == {"s/metrics.parquet", "s/theory.parquet"}
     for side, col in (("a", 1), ("b", 1.0)):
         (tmp_path / side / "papers" / "000" / "table1.csv").write_text(f"x,y\n{col},z\n")
-    assert compare(tmp_path / "a", tmp_path / "b")["papers/000/table1.csv"] == \
-        ["x: dtype int64 -> float64"]
+    assert compare(tmp_path / "a", tmp_path / "b")["papers/000/table1.csv"] == [
+        "x: dtype int64 -> float64"
+    ]
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     assert "value: dtype float64 -> " in capsys.readouterr().out

@@ -46,27 +46,30 @@ def test_defaults_parse_and_round_trip():
     assert to_dict(parse(Section, {"z_max": 3}, "a")) == to_dict(Section())
 
 
-@pytest.mark.parametrize("data,key,words", [
-    ({"zmax": 2.0}, "analysis.zmax", ["unknown key", "did you mean 'z_max'", "2.0"]),
-    ({"z_max": "three"}, "analysis.z_max", ["expected a number", "'three'"]),
-    ({"z_max": -1}, "analysis.z_max", ["out of range", "> 0"]),
-    ({"z_max": float("nan")}, "analysis.z_max", ["not a finite number"]),
-    ({"z_max": float("inf")}, "analysis.z_max", ["not a finite number"]),
-    ({"n_boot": 2.5}, "analysis.n_boot", ["expected an integer", "2.5"]),
-    ({"n_boot": True}, "analysis.n_boot", ["expected an integer"]),
-    ({"probes": 1.0}, "analysis.probes", ["expected a list"]),
-    ({"probes": []}, "analysis.probes", ["at least 1"]),
-    ({"probes": [1.0, float("nan")]}, "analysis.probes[1]", ["not a finite number"]),
-    ({"probes": [1.0, -2.0]}, "analysis.probes[1]", ["out of range"]),
-    ({"kind": "x"}, "analysis.kind", ["not one of", "'q'"]),
-    ({"name": "elu"}, "analysis.name", ["not one of"]),
-    ({"cap": 0}, "analysis.cap", ["out of range"]),
-    ({"inner": {"rate": 2.0}}, "analysis.inner.rate", ["out of range", "<= 1"]),
-    ({"inner": {"rat": 0.2}}, "analysis.inner.rat", ["unknown key", "did you mean 'rate'"]),
-    ({"items": [{"rate": 0.2}, {"rate": 0}]}, "analysis.items[1].rate", ["out of range"]),
-    ({"table": {"a": {"rate": "x"}}}, "analysis.table.a.rate", ["expected a number"]),
-    ({"flag": "yes"}, "analysis.flag", ["expected true or false"]),
-])
+@pytest.mark.parametrize(
+    "data,key,words",
+    [
+        ({"zmax": 2.0}, "analysis.zmax", ["unknown key", "did you mean 'z_max'", "2.0"]),
+        ({"z_max": "three"}, "analysis.z_max", ["expected a number", "'three'"]),
+        ({"z_max": -1}, "analysis.z_max", ["out of range", "> 0"]),
+        ({"z_max": float("nan")}, "analysis.z_max", ["not a finite number"]),
+        ({"z_max": float("inf")}, "analysis.z_max", ["not a finite number"]),
+        ({"n_boot": 2.5}, "analysis.n_boot", ["expected an integer", "2.5"]),
+        ({"n_boot": True}, "analysis.n_boot", ["expected an integer"]),
+        ({"probes": 1.0}, "analysis.probes", ["expected a list"]),
+        ({"probes": []}, "analysis.probes", ["at least 1"]),
+        ({"probes": [1.0, float("nan")]}, "analysis.probes[1]", ["not a finite number"]),
+        ({"probes": [1.0, -2.0]}, "analysis.probes[1]", ["out of range"]),
+        ({"kind": "x"}, "analysis.kind", ["not one of", "'q'"]),
+        ({"name": "elu"}, "analysis.name", ["not one of"]),
+        ({"cap": 0}, "analysis.cap", ["out of range"]),
+        ({"inner": {"rate": 2.0}}, "analysis.inner.rate", ["out of range", "<= 1"]),
+        ({"inner": {"rat": 0.2}}, "analysis.inner.rat", ["unknown key", "did you mean 'rate'"]),
+        ({"items": [{"rate": 0.2}, {"rate": 0}]}, "analysis.items[1].rate", ["out of range"]),
+        ({"table": {"a": {"rate": "x"}}}, "analysis.table.a.rate", ["expected a number"]),
+        ({"flag": "yes"}, "analysis.flag", ["expected true or false"]),
+    ],
+)
 def test_bad_values_name_the_key_path(data, key, words):
     with pytest.raises(ParamError) as e:
         parse(Section, data, "analysis")
@@ -77,8 +80,10 @@ def test_bad_values_name_the_key_path(data, key, words):
 
 
 def test_merge_and_describe():
-    assert merge({"a": {"x": 1, "y": 2}, "b": [1]}, {"a": {"y": 3}, "b": [2]}) == \
-        {"a": {"x": 1, "y": 3}, "b": [2]}
+    assert merge({"a": {"x": 1, "y": 2}, "b": [1]}, {"a": {"y": 3}, "b": [2]}) == {
+        "a": {"x": 1, "y": 3},
+        "b": [2],
+    }
     rows = {r[0]: r for r in describe(Section)}
     assert rows["inner.rate"][1:] == ("float", "0.5", "a fraction")
     assert rows["probes"][1:3] == ("list of float", "[0.5, 1.0]")
@@ -86,13 +91,19 @@ def test_merge_and_describe():
     assert rows["cap"][1:3] == ("float or null", "null")
 
 
-SPEC = StudySpec(task="measure", source="test", figures={"f": Figure("fig", "caption")},
-                 measure=Section, claims=Inner)
+SPEC = StudySpec(
+    task="measure",
+    source="test",
+    figures={"f": Figure("fig", "caption")},
+    measure=Section,
+    claims=Inner,
+)
 
 
 def test_each_job_gets_only_its_sections():
-    p = Params(study="s", measure=Section(), theory=NoParams(), analysis=NoParams(),
-               claims=Inner(0.2))
+    p = Params(
+        study="s", measure=Section(), theory=NoParams(), analysis=NoParams(), claims=Inner(0.2)
+    )
     for job, sections in JOB_SECTIONS.items():
         q = Params.from_json(SPEC, p.for_job(job).to_json())
         assert json.loads(q.to_json()).keys() == {"study", "job", *sections}
@@ -100,8 +111,9 @@ def test_each_job_gets_only_its_sections():
             if s in sections:
                 assert getattr(q, s) == getattr(p, s)
             else:
-                with pytest.raises(WithheldSection, match=f"the {job} job does not receive "
-                                                          f"the '{s}' parameters"):
+                with pytest.raises(
+                    WithheldSection, match=f"the {job} job does not receive the '{s}' parameters"
+                ):
                     getattr(q, s).anything  # noqa: B018 (the access raises)
     # the claims section reaches only the claims job: a tolerance edit reruns nothing else
     assert [j for j, s in JOB_SECTIONS.items() if "claims" in s and j != "all"] == ["claims"]
@@ -136,8 +148,9 @@ KINDS = registry.kinds()
 def test_studies_are_found_without_a_list():
     assert "meanfield_maps" in KINDS
     shipped = {p.stem for p in (REPO / "config/studies").glob("*.yaml")}
-    kinds_used = {yaml.safe_load((REPO / f"config/studies/{n}.yaml").read_text())["kind"]
-                  for n in shipped}
+    kinds_used = {
+        yaml.safe_load((REPO / f"config/studies/{n}.yaml").read_text())["kind"] for n in shipped
+    }
     assert kinds_used <= set(KINDS)
 
 
@@ -151,8 +164,11 @@ def test_study_package_meets_the_contract(kind):
         assert fig.caption.strip()
     fn = registry.claims_function(kind)
     assert list(inspect.signature(fn).parameters)[:3] == ["runs", "theory", "p"]
-    assert list(inspect.signature(registry.theory_function(kind)).parameters) == \
-        ["study", "p", "settings"]
+    assert list(inspect.signature(registry.theory_function(kind)).parameters) == [
+        "study",
+        "p",
+        "settings",
+    ]
     if s.task == "measure":
         params = list(inspect.signature(registry.measure_function(kind)).parameters)
         assert params == ["shard", "params", "buffers", "p", "device", "data_path", "masks_path"]
@@ -166,10 +182,13 @@ def test_study_package_meets_the_contract(kind):
 
 def test_a_measure_job_gets_its_labels_only_when_the_study_reads_them():
     from sigprop.config import build_study
+
     cfg = yaml.safe_load((REPO / "config/studies/dropout_ensemble.yaml").read_text())
     st = build_study("dropout_ensemble", "f.yaml", cfg, "quick", 64)
     shard = st.shards[0]
-    p = Params.from_json(registry.spec("dropout_ensemble"), st.job_params("measure", shard.shard_id))
+    p = Params.from_json(
+        registry.spec("dropout_ensemble"), st.job_params("measure", shard.shard_id)
+    )
     assert p.labels == tuple(st.labels[r.run_id] for r in shard.runs)
     maps = yaml.safe_load((REPO / "config/studies/meanfield_maps.yaml").read_text())
     st = build_study("meanfield_maps", "f.yaml", maps, "quick", 64)

@@ -132,18 +132,34 @@ def test_fetch_dataset_with_override(tmp_path, source, monkeypatch):
     monkeypatch.setitem(registry.DATASETS, "tiny_imagenet", spec)
     with pytest.raises(F.UnpinnedChecksumError):
         F.fetch_dataset("tiny_imagenet", tmp_path / "raw", mirror=str(path.parent))
-    got = F.fetch_dataset("tiny_imagenet", tmp_path / "raw", mirror=str(path.parent),
-                          sha256_overrides={"blob.bin": digest.upper()})
+    got = F.fetch_dataset(
+        "tiny_imagenet",
+        tmp_path / "raw",
+        mirror=str(path.parent),
+        sha256_overrides={"blob.bin": digest.upper()},
+    )
     assert got == [tmp_path / "raw" / "blob.bin"]
 
 
 # --- registry ------------------------------------------------------------------------
 
+
 def test_registry_names_and_unknown():
-    assert registry.names("embedded") == ["digits", "digits_images", "gaussian", "synthetic_regression"]
+    assert registry.names("embedded") == [
+        "digits",
+        "digits_images",
+        "gaussian",
+        "synthetic_regression",
+    ]
     assert set(registry.names("download")) == {
-        "mnist", "fashion_mnist", "emnist_balanced", "cifar10", "cifar100", "gisette",
-        "tiny_imagenet"}
+        "mnist",
+        "fashion_mnist",
+        "emnist_balanced",
+        "cifar10",
+        "cifar100",
+        "gisette",
+        "tiny_imagenet",
+    }
     with pytest.raises(KeyError, match="known datasets: cifar10"):
         registry.get("imagenet")
     with pytest.raises(ValueError):
@@ -166,5 +182,9 @@ def test_registry_pins_are_well_formed():
         assert registry.get(name).files == ()
     assert registry.get("cifar10").files[0].filename == "cifar-10-binary.tar.gz"
     assert [f.filename for f in registry.get("gisette").files] == [
-        "gisette_train.data", "gisette_train.labels", "gisette_valid.data", "gisette_valid.labels"]
+        "gisette_train.data",
+        "gisette_train.labels",
+        "gisette_valid.data",
+        "gisette_valid.labels",
+    ]
     assert registry.get("emnist_balanced").n_classes == 47

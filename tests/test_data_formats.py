@@ -19,7 +19,8 @@ def _helpers():
     name = "_sigprop_test_data_helpers"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("test_data_helpers.py"))
+            name, Path(__file__).with_name("test_data_helpers.py")
+        )
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]
@@ -34,6 +35,7 @@ def rng():
 
 
 # --- IDX -----------------------------------------------------------------
+
 
 def test_idx_uint8_gz_round_trip(tmp_path, rng):
     x = H.images(rng, 5, (28, 28))
@@ -91,6 +93,7 @@ def test_idx_corrupt_gzip(tmp_path, rng):
 
 # --- CIFAR binary -----------------------------------------------------------
 
+
 def _cifar10_parts(rng):
     sizes = [2, 3, 1, 2, 2]
     batches = [(H.images(rng, n, (3, 32, 32)), rng.integers(0, 10, n)) for n in sizes]
@@ -113,6 +116,7 @@ def test_cifar10_round_trip(tmp_path, rng):
 def test_cifar100_returns_fine_labels(tmp_path, rng):
     def part(n):
         return H.images(rng, n, (3, 32, 32)), rng.integers(0, 20, n), rng.integers(20, 100, n)
+
     train, test = part(4), part(2)
     tar = H.write_cifar100_tar(tmp_path / "cifar-100-binary.tar.gz", train, test)
     x_tr, y_tr, x_te, y_te = formats.read_cifar_binary(tar, 100)
@@ -140,6 +144,7 @@ def test_cifar_bad_record_length_and_missing_member(tmp_path, rng):
 
 # --- EMNIST ---------------------------------------------------------------------
 
+
 def test_emnist_images_are_upright(tmp_path, rng):
     x_tr, x_te = H.images(rng, 4, (28, 28)), H.images(rng, 2, (28, 28))
     x_tr[0] = 0
@@ -158,6 +163,7 @@ def test_emnist_images_are_upright(tmp_path, rng):
 
 
 # --- Gisette ----------------------------------------------------------------------
+
 
 def _gisette(rng, n_feat=6):
     x_tr, x_te = rng.integers(0, 1000, (5, n_feat)), rng.integers(0, 1000, (3, n_feat))
@@ -193,6 +199,7 @@ def test_gisette_rejects_bad_labels_and_ragged_rows(tmp_path, rng):
 
 
 # --- Tiny ImageNet -------------------------------------------------------------------
+
 
 def test_tiny_imagenet_round_trip(tmp_path):
     path = H.write_tiny_imagenet_zip(tmp_path / "tiny-imagenet-200.zip", n_train=3)

@@ -22,7 +22,8 @@ def _helpers():
     name = "_sigprop_test_data_helpers"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("test_data_helpers.py"))
+            name, Path(__file__).with_name("test_data_helpers.py")
+        )
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]
@@ -36,6 +37,7 @@ def _sha(path: Path) -> str:
 
 
 # --- embedded sets ------------------------------------------------------------------
+
 
 def test_digits_end_to_end(tmp_path):
     out = prepare("digits", tmp_path / "d" / "digits.npz")
@@ -70,8 +72,15 @@ def test_digits_deterministic_and_seeded(tmp_path):
 
 
 def test_synthetic_regression_shapes_and_determinism(tmp_path):
-    opts = {"n_train": 300, "n_test": 100, "d_in": 8, "d_out": 3, "teacher_depth": 4,
-            "teacher_width": 16, "seed": 5}
+    opts = {
+        "n_train": 300,
+        "n_test": 100,
+        "d_in": 8,
+        "d_out": 3,
+        "teacher_depth": 4,
+        "teacher_width": 16,
+        "seed": 5,
+    }
     a = load(prepare("synthetic_regression", tmp_path / "a.npz", options=opts))
     b = load(prepare("synthetic_regression", tmp_path / "b.npz", options=opts))
     assert a.x_train.shape == (300, 8) and a.x_test.shape == (100, 8)
@@ -87,7 +96,7 @@ def test_synthetic_regression_shapes_and_determinism(tmp_path):
 def test_synthetic_regression_teacher_is_exact_linear_and_scaled():
     x, y, x_te, y_te = embedded.synthetic_regression(n_train=2000, n_test=500, seed=3)
     w = embedded.teacher_weights(32, 4, 3, 32, seed=3)
-    product = w[2] @ w[1] @ w[0] / np.sqrt(32 * 32 ** 2)
+    product = w[2] @ w[1] @ w[0] / np.sqrt(32 * 32**2)
     np.testing.assert_allclose(y, x @ product.T, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(y_te, x_te @ product.T, rtol=1e-4, atol=1e-4)
     assert 0.05 < y.var(0).mean() < 20  # O(1) label variance
@@ -120,24 +129,36 @@ def test_unknown_option_and_dataset(tmp_path):
 
 # --- load() validation ------------------------------------------------------------------
 
+
 def _arrays():
     from sigprop.data.prepare import FORMAT_VERSION, content_digest
-    arrays = {"x_train": np.zeros((4, 3), np.float32), "y_train": np.zeros(4, np.int64),
-              "x_test": np.zeros((2, 3), np.float32), "y_test": np.zeros(2, np.int64)}
-    meta = {"format_version": FORMAT_VERSION, "task": "classification",
-            "content_sha256": content_digest(arrays)}
+
+    arrays = {
+        "x_train": np.zeros((4, 3), np.float32),
+        "y_train": np.zeros(4, np.int64),
+        "x_test": np.zeros((2, 3), np.float32),
+        "y_test": np.zeros(2, np.int64),
+    }
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "task": "classification",
+        "content_sha256": content_digest(arrays),
+    }
     return {**arrays, "meta": np.array(json.dumps(meta))}
 
 
-@pytest.mark.parametrize("change, key", [
-    (lambda a: a.pop("y_test"), "y_test"),
-    (lambda a: a.update(x_train=np.zeros((4, 3))), "x_train"),
-    (lambda a: a.update(y_train=np.zeros(3, np.int64)), "y_train"),
-    (lambda a: a.update(y_test=np.zeros(2, np.float32)), "y_test"),
-    (lambda a: a.update(x_test=np.zeros((2, 5), np.float32)), "x_test"),
-    (lambda a: a.update(meta=np.array("{not json")), "meta"),
-    (lambda a: a.update(meta=np.array([{"task": "x"}], dtype=object)), "meta"),
-])
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        (lambda a: a.pop("y_test"), "y_test"),
+        (lambda a: a.update(x_train=np.zeros((4, 3))), "x_train"),
+        (lambda a: a.update(y_train=np.zeros(3, np.int64)), "y_train"),
+        (lambda a: a.update(y_test=np.zeros(2, np.float32)), "y_test"),
+        (lambda a: a.update(x_test=np.zeros((2, 5), np.float32)), "x_test"),
+        (lambda a: a.update(meta=np.array("{not json")), "meta"),
+        (lambda a: a.update(meta=np.array([{"task": "x"}], dtype=object)), "meta"),
+    ],
+)
 def test_load_rejects_malformed_npz(tmp_path, change, key):
     arrays = _arrays()
     change(arrays)
@@ -163,6 +184,7 @@ def test_load_accepts_good_and_rejects_non_npz(tmp_path):
 
 # --- identity and contents ---------------------------------------------------------------
 
+
 def _rewritten(path: Path, out: Path, change) -> Path:
     """``path``'s arrays and meta, ``change``d, written to ``out`` as a valid .npz."""
     with np.load(path) as z:
@@ -176,13 +198,21 @@ def _step_error(path: Path, expect: dict) -> str:
     """What a shard's init job says of the data set ``path`` made for ``expect``."""
     from sigprop.runs import RunSpec, Shard
     from sigprop.steps.shards import init_shard
-    shard = Shard("s", (RunSpec(width=4, depth=1, steps=2, eval_every=1, batch_size=8,
-                                dataset="digits"),))
+
+    shard = Shard(
+        "s", (RunSpec(width=4, depth=1, steps=2, eval_every=1, batch_size=8, dataset="digits"),)
+    )
     with pytest.raises(ValueError) as e:
-        init_shard(shard.to_json(), str(path), str(path.parent / "init.pt"), device="cpu",
-                   data_expect=json.dumps(expect))
+        init_shard(
+            shard.to_json(),
+            str(path),
+            str(path.parent / "init.pt"),
+            device="cpu",
+            data_expect=json.dumps(expect),
+        )
     assert not (path.parent / "init.pt").exists()
     import pickle  # as a job's worker process sends it to Snakemake's
+
     assert str(pickle.loads(pickle.dumps(e.value))) == str(e.value)
     return str(e.value)
 
@@ -193,14 +223,18 @@ def test_a_file_whose_arrays_changed_after_it_was_written_is_refused(tmp_path):
     naming the file, by load and by every shard step; the file as written is accepted."""
     path = prepare("digits", tmp_path / "made" / "digits.npz")
     good = load(path)
-    permuted = _rewritten(path, tmp_path / "permuted.npz", lambda a: a.update(
-        y_train=np.random.default_rng(0).permutation(a["y_train"])))
+    permuted = _rewritten(
+        path,
+        tmp_path / "permuted.npz",
+        lambda a: a.update(y_train=np.random.default_rng(0).permutation(a["y_train"])),
+    )
     link = tmp_path / "data" / "digits.npz"
     link.parent.mkdir()
     link.symlink_to(permuted)
     for bad in (permuted, link):
-        with pytest.raises(ValueError, match=re.escape(f"{bad}: its arrays are not the ones "
-                                                        "it was written with")):
+        with pytest.raises(
+            ValueError, match=re.escape(f"{bad}: its arrays are not the ones it was written with")
+        ):
             load(bad)
     expect = {"name": "digits", "options": {}, "sizes": {}}
     said = _step_error(link, expect)
@@ -214,17 +248,19 @@ def test_a_file_made_for_another_data_set_or_options_is_refused_naming_the_key(t
     the name the workflow reads (copied or symlinked there): refused naming the file and the
     key; the file made as expected passes."""
     from sigprop.data.prepare import check
+
     expect = {"name": "digits", "options": {}, "sizes": {}, "code": "c1"}
     right = prepare("digits", tmp_path / "right.npz", code="c1")
     assert load(right, expect).meta["name"] == "digits"
     assert check(right, expect)["content_sha256"] == load(right).meta["content_sha256"]
     foreign = {
-        "name": prepare("gaussian", tmp_path / "gaussian.npz", options={"n": 64, "d": 64},
-                        code="c1"),
+        "name": prepare(
+            "gaussian", tmp_path / "gaussian.npz", options={"n": 64, "d": 64}, code="c1"
+        ),
         "options": prepare("digits", tmp_path / "seed1.npz", options={"seed": 1}, code="c1"),
         "code": prepare("digits", tmp_path / "old_code.npz", code="c0"),
     }
-    sized = dict(expect, sizes={"n_train": 512, "n_test": 128})   # a smoke run's stand-in sizes
+    sized = dict(expect, sizes={"n_train": 512, "n_test": 128})  # a smoke run's stand-in sizes
     for key, made in foreign.items():
         at = tmp_path / "data" / key / "digits.npz"
         at.parent.mkdir(parents=True)
@@ -234,9 +270,13 @@ def test_a_file_made_for_another_data_set_or_options_is_refused_naming_the_key(t
                 read(at, expect)
         said = _step_error(at, expect)
         assert said.startswith(f"{at}: made for {key} ") and "rebuild it with" in said
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             f'{right}: made for sizes {{}}; the workflow expects sizes {{"n_test": 128, '
-            f'"n_train": 512}} of data set \'digits\'')):
+            f"\"n_train\": 512}} of data set 'digits'"
+        ),
+    ):
         load(right, sized)
     with pytest.raises(ValueError, match="unknown key 'nmae'"):
         load(right, {"nmae": "digits"})
@@ -258,7 +298,9 @@ def test_a_prepared_file_without_its_identity_is_refused_with_a_rebuild_hint(tmp
     with pytest.raises(ValueError, match=re.escape(f"{path}: written without the identity")):
         load(path)
     said = _step_error(path, {"name": "digits"})
-    assert said.endswith(f"rebuild it with `snakemake --force {path}`") and "format_version 1" in said
+    assert (
+        said.endswith(f"rebuild it with `snakemake --force {path}`") and "format_version 1" in said
+    )
 
 
 @pytest.mark.slow
@@ -271,15 +313,20 @@ def test_a_replaced_data_file_stops_the_shard_that_would_read_it(tmp_path):
     import os
 
     from conftest import run_snakemake, tiny_study, write_config
-    cfg = write_config(tmp_path, tiny_study(grid={"depth": [2], "keep_rate": [1.0],
-                                                  "sigma_w2": [1.0]}))
+
+    cfg = write_config(
+        tmp_path, tiny_study(grid={"depth": [2], "keep_rate": [1.0], "sigma_w2": [1.0]})
+    )
     metrics = "results/trainable_depth/metrics.parquet"
     run_snakemake(tmp_path, cfg, metrics)
     (table,) = (tmp_path / "results/trainable_depth/runs").glob("*.parquet")
     data = tmp_path / "results/data/digits.npz"
     made = data.stat()
-    permuted = _rewritten(data, tmp_path / "permuted.npz", lambda a: a.update(
-        y_train=np.random.default_rng(0).permutation(a["y_train"])))
+    permuted = _rewritten(
+        data,
+        tmp_path / "permuted.npz",
+        lambda a: a.update(y_train=np.random.default_rng(0).permutation(a["y_train"])),
+    )
     data.unlink()
     data.symlink_to(permuted)
     for f in (permuted, data):
@@ -289,10 +336,11 @@ def test_a_replaced_data_file_stops_the_shard_that_would_read_it(tmp_path):
     p = run_snakemake(tmp_path, cfg, "--force", target, check=False)
     out = p.stdout + p.stderr
     assert p.returncode != 0
-    assert "results/data/digits.npz: its arrays are not the ones it was written with" in out, \
-        out[-3000:]
+    assert "results/data/digits.npz: its arrays are not the ones it was written with" in out, out[
+        -3000:
+    ]
     assert "rebuild it with `snakemake --force results/data/digits.npz`" in out
-    assert table.stat().st_mtime_ns == trained           # its init job stopped: no training
+    assert table.stat().st_mtime_ns == trained  # its init job stopped: no training
     run_snakemake(tmp_path, cfg, "--force", "results/data/digits.npz")
     run_snakemake(tmp_path, cfg, "--force", target)
     assert table.stat().st_mtime_ns > trained and not data.is_symlink()
@@ -300,10 +348,12 @@ def test_a_replaced_data_file_stops_the_shard_that_would_read_it(tmp_path):
 
 # --- downloadable sets from tiny raw files ---------------------------------------------
 
+
 def _patch(monkeypatch, name, paths, **changes):
     """Point registry entry ``name`` at the tiny files (their digests; no size checks)."""
-    files = tuple(registry.RemoteFile(p.name, "https://example.invalid/" + p.name, _sha(p))
-                  for p in paths)
+    files = tuple(
+        registry.RemoteFile(p.name, "https://example.invalid/" + p.name, _sha(p)) for p in paths
+    )
     changes = {"n_train": None, "n_test": None, **changes}
     spec = dataclasses.replace(registry.get(name), files=files, **changes)
     monkeypatch.setitem(registry.DATASETS, name, spec)
@@ -312,9 +362,15 @@ def _patch(monkeypatch, name, paths, **changes):
 def _raw_mnist(raw, rng):
     x_tr, x_te = H.images(rng, 6, (28, 28)), H.images(rng, 3, (28, 28))
     y_tr, y_te = rng.integers(0, 10, 6).astype(np.uint8), rng.integers(0, 10, 3).astype(np.uint8)
-    paths = [H.write_idx(raw / n, a) for n, a in (
-        ("train-images-idx3-ubyte.gz", x_tr), ("train-labels-idx1-ubyte.gz", y_tr),
-        ("t10k-images-idx3-ubyte.gz", x_te), ("t10k-labels-idx1-ubyte.gz", y_te))]
+    paths = [
+        H.write_idx(raw / n, a)
+        for n, a in (
+            ("train-images-idx3-ubyte.gz", x_tr),
+            ("train-labels-idx1-ubyte.gz", y_tr),
+            ("t10k-images-idx3-ubyte.gz", x_te),
+            ("t10k-labels-idx1-ubyte.gz", y_te),
+        )
+    ]
     return paths, (x_tr[:, None], y_tr, x_te[:, None], y_te), {}
 
 
@@ -336,6 +392,7 @@ def _raw_cifar10(raw, rng):
 def _raw_cifar100(raw, rng):
     def part(n):
         return H.images(rng, n, (3, 32, 32)), rng.integers(0, 20, n), rng.integers(0, 100, n)
+
     train, test = part(6), part(2)
     path = H.write_cifar100_tar(raw / "cifar-100-binary.tar.gz", train, test)
     return [path], (train[0], train[2], test[0], test[2]), {}
@@ -354,8 +411,14 @@ def _raw_tiny(raw, rng):
     return [path], formats.read_tiny_imagenet(path), {}
 
 
-RAW = {"mnist": _raw_mnist, "emnist_balanced": _raw_emnist, "cifar10": _raw_cifar10,
-       "cifar100": _raw_cifar100, "gisette": _raw_gisette, "tiny_imagenet": _raw_tiny}
+RAW = {
+    "mnist": _raw_mnist,
+    "emnist_balanced": _raw_emnist,
+    "cifar10": _raw_cifar10,
+    "cifar100": _raw_cifar100,
+    "gisette": _raw_gisette,
+    "tiny_imagenet": _raw_tiny,
+}
 
 
 @pytest.mark.parametrize("name", sorted(RAW))
@@ -426,8 +489,9 @@ def test_unpinned_raw_file_needs_override(tmp_path, monkeypatch):
     assert spec.files[0].sha256 == ""
     with pytest.raises(UnpinnedChecksumError, match="sha256_overrides"):
         prepare("tiny_imagenet", tmp_path / "t.npz", raw_dir=raw)
-    out = prepare("tiny_imagenet", tmp_path / "t.npz", raw_dir=raw,
-                  sha256_overrides={path.name: _sha(path)})
+    out = prepare(
+        "tiny_imagenet", tmp_path / "t.npz", raw_dir=raw, sha256_overrides={path.name: _sha(path)}
+    )
     assert load(out).x_train.shape == (2, 3, 64, 64)
 
 
@@ -445,14 +509,26 @@ def test_net_outputs_are_classes_or_the_regression_targets_dimension(tmp_path):
     for regression (not 1 + the largest target value)."""
     from sigprop.steps.shards import train_shard
     from sigprop.train.engine import n_outputs
+
     got = {}
-    for name, opts in (("digits", {}), ("gaussian", {"n": 16, "d": 8}),
-                       ("synthetic_regression", {"n_train": 32, "n_test": 8, "d_out": 3})):
+    for name, opts in (
+        ("digits", {}),
+        ("gaussian", {"n": 16, "d": 8}),
+        ("synthetic_regression", {"n_train": 32, "n_test": 8, "d_out": 3}),
+    ):
         out = prepare(name, tmp_path / f"{name}.npz", options=opts)
         got[name] = n_outputs(load(out))
     assert got == {"digits": 10, "gaussian": 1, "synthetic_regression": 3}
-    with pytest.raises(ValueError, match="regression data set; the shard trainer trains classifiers"):
+    with pytest.raises(
+        ValueError, match="regression data set; the shard trainer trains classifiers"
+    ):
         from sigprop.runs import RunSpec, Shard
+
         shard = Shard("t", (RunSpec(dataset="gaussian"),)).to_json()
-        train_shard(shard, "unused.pt", str(tmp_path / "gaussian.npz"), str(tmp_path / "o.parquet"),
-                    device="cpu")
+        train_shard(
+            shard,
+            "unused.pt",
+            str(tmp_path / "gaussian.npz"),
+            str(tmp_path / "o.parquet"),
+            device="cpu",
+        )

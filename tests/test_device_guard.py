@@ -92,8 +92,9 @@ def _data(in_shape, n_train=32, n_test=16, classes=N_OUT, seed=0, dtype=torch.fl
 
 # -- negative control ---------------------------------------------------------------------------
 
+
 def _leaky(x: torch.Tensor) -> torch.Tensor:
-    return x + torch.zeros(3)                     # no device: the default device's
+    return x + torch.zeros(3)  # no device: the default device's
 
 
 def _tight(x: torch.Tensor) -> torch.Tensor:
@@ -142,8 +143,9 @@ def test_every_family_has_a_case():
 
 
 def _family_runs(arch, kw, **more):
-    base = dict(arch=arch, dataset="toy", batch_size=8, steps=3, eval_every=2, lr=1e-2,
-                sigma_b2=0.05, **kw)
+    base = dict(
+        arch=arch, dataset="toy", batch_size=8, steps=3, eval_every=2, lr=1e-2, sigma_b2=0.05, **kw
+    )
     base.update(more)
     return (RunSpec(**base, sigma_w2=2.0, seed=0), RunSpec(**base, sigma_w2=1.5, seed=1))
 
@@ -171,9 +173,21 @@ def test_family_inits_and_trains_under_the_guard(arch):
 
 # -- trainer paths --------------------------------------------------------------------------------
 
+
 def _fc_runs(per_model=({}, {}), **kw):
-    base = dict(arch="fc", dataset="toy", width=8, depth=2, activation="tanh", batch_size=8,
-                steps=6, eval_every=2, lr=0.05, sigma_w2=1.5, sigma_b2=0.05)
+    base = dict(
+        arch="fc",
+        dataset="toy",
+        width=8,
+        depth=2,
+        activation="tanh",
+        batch_size=8,
+        steps=6,
+        eval_every=2,
+        lr=0.05,
+        sigma_w2=1.5,
+        sigma_b2=0.05,
+    )
     base.update(kw)
     return tuple(RunSpec(**{**base, **extra}, seed=i) for i, extra in enumerate(per_model))
 
@@ -182,10 +196,14 @@ def _fc_runs(per_model=({}, {}), **kw):
 TRAINER_PATHS = {
     "micro_batch": (dict(micro_batch=4), ({"batch_size": 8}, {"batch_size": 4})),
     "mixed_batch": ({}, ({"batch_size": 8}, {"batch_size": 4})),
-    "lr_schedule": (dict(lr_milestones="0.5, 5", lr_step_every=2, lr_gamma=0.5),
-                    ({"lr": 0.05}, {"lr": 0.02})),
-    "momentum_nesterov_decay": (dict(momentum=0.9, nesterov=True, weight_decay=1e-3),
-                                ({}, {"momentum": 0.0})),
+    "lr_schedule": (
+        dict(lr_milestones="0.5, 5", lr_step_every=2, lr_gamma=0.5),
+        ({"lr": 0.05}, {"lr": 0.02}),
+    ),
+    "momentum_nesterov_decay": (
+        dict(momentum=0.9, nesterov=True, weight_decay=1e-3),
+        ({}, {"momentum": 0.0}),
+    ),
     "rmsprop": (dict(optimizer="rmsprop", lr=1e-3, weight_decay=1e-4), ({}, {})),
     "target_acc": ({}, ({"target_acc": 0.01}, {"target_loss": 1e-6})),
     "diverged": (dict(activation="relu"), ({"lr": 1e30, "sigma_w2": 50.0}, {})),
@@ -212,8 +230,10 @@ def test_trainer_path_under_the_guard_equals_the_unguarded_run(path):
 
 def _random_masks(params, keep=0.6, seed=1):
     g = torch.Generator(device=CPU).manual_seed(seed)
-    return [(torch.rand(p.shape, generator=g, device=CPU) < keep) if p.dim() >= 3 else None
-            for p in params]
+    return [
+        (torch.rand(p.shape, generator=g, device=CPU) < keep) if p.dim() >= 3 else None
+        for p in params
+    ]
 
 
 @pytest.mark.parametrize("arch", ["fc", "vcnn", "resnet32"])
@@ -227,11 +247,13 @@ def test_masked_training_under_the_guard(arch):
         trainer = ShardTrainer(shard, data, params, CPU, buffers=buffers, masks=masks)
         df = trainer.run(progress_every=1e9)
         _assert_cpu((trainer.params, trainer.masks), "masked shard")
-    ref = ShardTrainer(shard, data, params, CPU, buffers=buffers, masks=masks).run(progress_every=1e9)
+    ref = ShardTrainer(shard, data, params, CPU, buffers=buffers, masks=masks).run(
+        progress_every=1e9
+    )
     pd.testing.assert_frame_equal(df, ref)
     for p, m in zip(trainer.params, masks):
         if m is not None:
-            assert not p.detach()[~m].any()       # masked weights stay exactly zero
+            assert not p.detach()[~m].any()  # masked weights stay exactly zero
 
 
 class _Killed(Exception):
@@ -256,6 +278,7 @@ def test_resume_from_a_checkpoint_under_the_guard(tmp_path, micro):
             if first.step == 5:
                 raise _Killed
             step()
+
         first.train_step = killed_after_5
         with pytest.raises(_Killed):
             first.run(progress_every=1e9)
@@ -271,9 +294,13 @@ def test_resume_from_a_checkpoint_under_the_guard(tmp_path, micro):
 
 RESCALABLE = ("fc", "vcnn", "lenet", "vgg16")
 # (pruner, family): every pruner on a fully connected and a conv family (sbp_sr: Stable ResNets)
-PRUNE_CASES = ([(p, a) for p in prune.PRUNERS if p != "sbp_sr" for a in ("fc", "vcnn")]
-               + [("snip", "resnet32"), ("grasp", "resnet_fc"), ("synflow", "resnet32"),
-                  ("sbp_sr", "stable_resnet32"), ("sbp_sr", "stable_resnet_fc")])
+PRUNE_CASES = [(p, a) for p in prune.PRUNERS if p != "sbp_sr" for a in ("fc", "vcnn")] + [
+    ("snip", "resnet32"),
+    ("grasp", "resnet_fc"),
+    ("synflow", "resnet32"),
+    ("sbp_sr", "stable_resnet32"),
+    ("sbp_sr", "stable_resnet_fc"),
+]
 
 
 def test_every_pruner_has_a_case():
@@ -282,8 +309,9 @@ def test_every_pruner_has_a_case():
 
 def _pruned_shard(pruner, arch, **more):
     kw, _ = FAMILY_CASES[arch]
-    prune_fields = dict(pruner=pruner, sparsity=0.6, prune_batch=2, prune_rounds=3,
-                        prune_rescale=arch in RESCALABLE)
+    prune_fields = dict(
+        pruner=pruner, sparsity=0.6, prune_batch=2, prune_rounds=3, prune_rescale=arch in RESCALABLE
+    )
     runs = _family_runs(arch, kw, steps=2, **more)
     return Shard("guard", (dataclasses.replace(runs[0], **prune_fields), runs[1]))
 
@@ -329,22 +357,39 @@ def test_scores_thresholds_and_rescaling_under_the_guard():
         flags = prune.prunable("vcnn", params)
         out = {}
         for pruner in ("snip", "grasp"):
-            out[pruner] = prune.compute_scores(pruner, fam, runs, params, buffers, x, y,
-                                               batched=True, dtype=torch.float64)
-        out["synflow"] = prune.compute_scores("synflow", "vcnn", runs, params, buffers,
-                                              in_shape=in_shape)
-        out["layerwise"] = prune.compute_masks("magnitude", fam, runs, params, buffers, x, y,
-                                               [0.3, 0.5], scope="layerwise")
-        out["synflow_masks"] = prune.compute_masks("synflow", fam, runs, params, buffers, None,
-                                                   None, 0.5, rounds=2, in_shape=in_shape,
-                                                   batched=True)
+            out[pruner] = prune.compute_scores(
+                pruner, fam, runs, params, buffers, x, y, batched=True, dtype=torch.float64
+            )
+        out["synflow"] = prune.compute_scores(
+            "synflow", "vcnn", runs, params, buffers, in_shape=in_shape
+        )
+        out["layerwise"] = prune.compute_masks(
+            "magnitude", fam, runs, params, buffers, x, y, [0.3, 0.5], scope="layerwise"
+        )
+        out["synflow_masks"] = prune.compute_masks(
+            "synflow",
+            fam,
+            runs,
+            params,
+            buffers,
+            None,
+            None,
+            0.5,
+            rounds=2,
+            in_shape=in_shape,
+            batched=True,
+        )
         cr = prune.critical_sparsity_from_scores(out["snip"])
         out["collapsed"] = prune.critical_sparsity(out["layerwise"], flags)
         bis = prune.critical_sparsity_bisect(
             lambda s: prune.compute_masks("magnitude", fam, runs, params, buffers, x, y, s),
-            flags, len(runs), tol=0.05)
-        out["rho"] = prune.rescaling_factors("vcnn", params, out["layerwise"], sigma_w2=2.0,
-                                             per="layer")
+            flags,
+            len(runs),
+            tol=0.05,
+        )
+        out["rho"] = prune.rescaling_factors(
+            "vcnn", params, out["layerwise"], sigma_w2=2.0, per="layer"
+        )
         out["rescaled"] = prune.rescale("vcnn", params, out["layerwise"])
         rep = prune.layer_report(out["layerwise"], flags)
         _assert_cpu(out, "prune")
@@ -353,19 +398,29 @@ def test_scores_thresholds_and_rescaling_under_the_guard():
 
 # -- measurements (sigprop.measure) --------------------------------------------------------------
 
+
 def _init(runs, in_shape, n_out=N_OUT, dtype=torch.float64):
     return initial_state(Shard("guard", runs), in_shape, n_out, CPU, dtype)
 
 
 def _dropout_fc_runs(**kw):
-    base = dict(arch="fc", dataset="toy", width=8, depth=3, activation="tanh", sigma_b2=0.05,
-                keep_rate=0.9, precision="float64")
+    base = dict(
+        arch="fc",
+        dataset="toy",
+        width=8,
+        depth=3,
+        activation="tanh",
+        sigma_b2=0.05,
+        keep_rate=0.9,
+        precision="float64",
+    )
     base.update(kw)
     return (RunSpec(**base, sigma_w2=1.5, seed=0), RunSpec(**base, sigma_w2=2.0, seed=1))
 
 
 def test_maps_gradients_and_gradient_runs_under_the_guard():
     from sigprop.measure import gradient_runs, gradients, maps
+
     runs = _dropout_fc_runs()
     shard = Shard("guard", runs)
     params, _ = _init(runs, (8,))
@@ -385,18 +440,31 @@ def test_maps_gradients_and_gradient_runs_under_the_guard():
 @pytest.mark.parametrize("arch", ["resnet_fc", "densenet_fc", "fc"])
 def test_jacobians_under_the_guard(arch):
     from sigprop.studies.jacobian_moments import jacobians
+
     kw = dict(width=6, depth=2, activation="relu", precision="float64")
     if arch == "resnet_fc":
         kw.update(branch_depth=2, alpha=0.5)
-    runs = (RunSpec(arch=arch, sigma_w2=2.0, seed=0, lr=0.5, **kw),
-            RunSpec(arch=arch, sigma_w2=1.5, seed=1, lr=0.5, **kw))
+    runs = (
+        RunSpec(arch=arch, sigma_w2=2.0, seed=0, lr=0.5, **kw),
+        RunSpec(arch=arch, sigma_w2=1.5, seed=1, lr=0.5, **kw),
+    )
     params, _ = _init(runs, (5,), n_out=2)
     data = _data((5,), n_train=12, n_test=4, classes=2, dtype=torch.float64)
     with meta_default():
         r = jacobians.jacobian_moments(arch, runs, params, chunk=1)
         eta = torch.tensor([r_.lr for r_ in runs], dtype=torch.float64, device=CPU)
-        k = jacobians.train_kernel_change(arch, runs, params, data.x_train, data.y_train,
-                                          data.x_test[:3], steps=2, batch=4, eta=eta, n_eval=8)
+        k = jacobians.train_kernel_change(
+            arch,
+            runs,
+            params,
+            data.x_train,
+            data.y_train,
+            data.x_test[:3],
+            steps=2,
+            batch=4,
+            eta=eta,
+            n_eval=8,
+        )
     assert np.isfinite(r["jac_sq_total"]).all() and ("f_reduced" in r) == (arch == "resnet_fc")
     assert np.isfinite(k["ntk_rel_change"]).all()
     ref = jacobians.jacobian_moments(arch, runs, params, chunk=1)
@@ -408,8 +476,22 @@ def test_jacobians_under_the_guard(arch):
 @pytest.mark.parametrize("method", ["vp", "jacobian"])
 def test_ntk_under_the_guard(arch, method):
     from sigprop.studies.residual_ntk import ntk
-    runs = tuple(RunSpec(arch=arch, width=6, depth=2, branch_depth=2, alpha=0.3, activation="relu",
-                         sigma_w2=2.0, sigma_b2=0.0, precision="float64", seed=s) for s in range(2))
+
+    runs = tuple(
+        RunSpec(
+            arch=arch,
+            width=6,
+            depth=2,
+            branch_depth=2,
+            alpha=0.3,
+            activation="relu",
+            sigma_w2=2.0,
+            sigma_b2=0.0,
+            precision="float64",
+            seed=s,
+        )
+        for s in range(2)
+    )
     params, _ = _init(runs, (7,), n_out=1)
     with meta_default():
         x1, x2 = ntk.fig2_probe_inputs(np.linspace(0, np.pi, 3), 7, 2.0, torch.float64)
@@ -422,34 +504,81 @@ def test_ntk_under_the_guard(arch, method):
 def test_dropout_learning_and_dropout_mc_under_the_guard():
     from sigprop.studies.dropout_training import learning as dl
     from sigprop.studies.dropout_training import monte_carlo as mc
-    run = RunSpec(arch="fc", dataset="toy", width=4, depth=2, activation="sigmoid", keep_rate=0.5,
-                  steps=2, eval_every=1, lr=0.1, momentum=0.5, batch_size=4, weight_decay=1e-4,
-                  precision="float64", sigma_b2=0.05, sigma_w2=1.0)
+
+    run = RunSpec(
+        arch="fc",
+        dataset="toy",
+        width=4,
+        depth=2,
+        activation="sigmoid",
+        keep_rate=0.5,
+        steps=2,
+        eval_every=1,
+        lr=0.1,
+        momentum=0.5,
+        batch_size=4,
+        weight_decay=1e-4,
+        precision="float64",
+        sigma_b2=0.05,
+        sigma_w2=1.0,
+    )
     params, _ = _init((run,), (5,))
     ws, bs = mc.split_params(params, 0)
     d = _data((5,), n_train=12, n_test=6, dtype=torch.float64)
-    data = {"x_train": d.x_train.sigmoid(), "y_train": d.y_train,
-            "x_test": d.x_test.sigmoid(), "y_test": d.y_test}
-    p = {"n_inputs": 2, "mc_samples": 16, "mc_samples_trajectory": 8, "mc_chunk": 0,
-         "pairs_per_layer": 2, "sparsity_inputs": 4, "mc_eval_samples": 2,
-         "active_threshold": 0.5, "sparse_threshold": 0.1, "hist_bins": 4}
+    data = {
+        "x_train": d.x_train.sigmoid(),
+        "y_train": d.y_train,
+        "x_test": d.x_test.sigmoid(),
+        "y_test": d.y_test,
+    }
+    p = {
+        "n_inputs": 2,
+        "mc_samples": 16,
+        "mc_samples_trajectory": 8,
+        "mc_chunk": 0,
+        "pairs_per_layer": 2,
+        "sparsity_inputs": 4,
+        "mc_eval_samples": 2,
+        "active_threshold": 0.5,
+        "sparse_threshold": 0.1,
+        "hist_bins": 4,
+    }
     with meta_default():
         rows = dl.measure_run(ws, bs, data, run, p, 0.8, CPU)
         keeps = mc.layer_keeps(len(ws), 0.8, 0.5)
-        st = mc.mc_input_stats(ws, bs, data["x_test"][0], keeps, 12,
-                               mc.seeded_generator(run.key, 1, CPU), "dropin", chunk=5)
+        st = mc.mc_input_stats(
+            ws,
+            bs,
+            data["x_test"][0],
+            keeps,
+            12,
+            mc.seeded_generator(run.key, 1, CPU),
+            "dropin",
+            chunk=5,
+        )
         _assert_cpu(st, "mc_input_stats")
     assert {"E", "V", "test_acc_mc", "dropin_traj_V", "act_hist"} <= set(rows.metric)
     det = rows[~rows.metric.str.endswith("seconds")].reset_index(drop=True)
     ref = dl.measure_run(ws, bs, data, run, p, 0.8, CPU)
-    pd.testing.assert_frame_equal(det, ref[~ref.metric.str.endswith("seconds")]
-                                  .reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        det, ref[~ref.metric.str.endswith("seconds")].reset_index(drop=True)
+    )
 
 
 def test_ensembles_mc_under_the_guard():
     from sigprop.studies.dropout_ensemble import monte_carlo as mc
-    runs = (RunSpec(arch="fc", width=5, depth=2, activation="linear", keep_rate=0.5,
-                    precision="float64", seed=0),)
+
+    runs = (
+        RunSpec(
+            arch="fc",
+            width=5,
+            depth=2,
+            activation="linear",
+            keep_rate=0.5,
+            precision="float64",
+            seed=0,
+        ),
+    )
     params, _ = _init(runs, (4,), n_out=2)
     with meta_default():
         ws, bs = mc.fc_layers(params, 0)
@@ -465,6 +594,7 @@ def test_ensembles_mc_under_the_guard():
 
 def test_per_example_gradient_norms_under_the_guard():
     from sigprop.studies.diversity_linear import per_example as pe
+
     runs = _dropout_fc_runs(keep_rate=1.0, depth=2, width=4)
     params, _ = _init(runs, (3,), n_out=2)
     g = torch.Generator(device=CPU).manual_seed(0)
@@ -487,6 +617,7 @@ def test_run_table_measures_under_the_guard():
     trained under the guard."""
     from sigprop.studies.trainable_depth import trainability
     from sigprop.studies.training_speed import speed
+
     runs = _fc_runs(({"target_acc": 0.01}, {"target_acc": 0.99}))
     data = _data((6,))
     with meta_default():
@@ -503,6 +634,7 @@ def test_cpu_simulations_under_the_guard():
     """The CPU-only torch code of the theory and the per-example benchmark name their device."""
     from sigprop.studies.diversity_linear import per_example as pe
     from sigprop.theory import gradients as theory
+
     with meta_default():
         sim = theory.simulate_linear_dropout(6, 2, 0.5, 0.05, [1.0, 0.8], 3, seed=0, chunk=2)
         bench = pe.benchmark(n=8, d=3, width=4, depth=1, chunk=4, naive_examples=4, reps=1)
@@ -512,27 +644,49 @@ def test_cpu_simulations_under_the_guard():
 
 # -- the workflow's shard steps ------------------------------------------------------------------
 
+
 def test_workflow_steps_init_prune_train_under_the_guard(tmp_path):
     """``init_shard``, ``prune_shard`` and ``train_shard`` (with a checkpoint) of
     :mod:`sigprop.steps.shards` on a prepared data set, device ``cpu``, under the guard."""
     from sigprop.data.prepare import prepare
     from sigprop.steps import shards as workflow_steps
+
     data_path = prepare("digits", tmp_path / "digits.npz")
-    base = dict(arch="fc", dataset="digits", width=8, depth=2, activation="relu", batch_size=16,
-                steps=4, eval_every=2, lr=0.05, momentum=0.9)
-    runs = (RunSpec(**base, seed=0),
-            RunSpec(**base, seed=1, pruner="snip", sparsity=0.5, prune_batch=2,
-                    prune_rescale=True))
+    base = dict(
+        arch="fc",
+        dataset="digits",
+        width=8,
+        depth=2,
+        activation="relu",
+        batch_size=16,
+        steps=4,
+        eval_every=2,
+        lr=0.05,
+        momentum=0.9,
+    )
+    runs = (
+        RunSpec(**base, seed=0),
+        RunSpec(**base, seed=1, pruner="snip", sparsity=0.5, prune_batch=2, prune_rescale=True),
+    )
     shard = Shard("guard", runs)
     js = shard.to_json()
     init, masks, report = tmp_path / "init.pt", tmp_path / "masks.pt", tmp_path / "report.parquet"
     out, ck = tmp_path / "runs.parquet", tmp_path / "ck.pt"
     with meta_default():
         workflow_steps.init_shard(js, str(data_path), str(init), device="cpu")
-        workflow_steps.prune_shard(js, str(init), str(data_path), str(masks), str(report),
-                                   device="cpu")
-        workflow_steps.train_shard(js, str(init), str(data_path), str(out), checkpoint=str(ck),
-                                   checkpoint_every=2, device="cpu", masks_path=str(masks))
+        workflow_steps.prune_shard(
+            js, str(init), str(data_path), str(masks), str(report), device="cpu"
+        )
+        workflow_steps.train_shard(
+            js,
+            str(init),
+            str(data_path),
+            str(out),
+            checkpoint=str(ck),
+            checkpoint_every=2,
+            device="cpu",
+            masks_path=str(masks),
+        )
     df = pd.read_parquet(out)
     assert {"train_acc", "test_loss"} <= set(df.metric) and not ck.exists()
-    assert len(pd.read_parquet(report)) == 3          # the pruned model's 3 layers
+    assert len(pd.read_parquet(report)) == 3  # the pruned model's 3 layers

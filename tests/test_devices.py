@@ -25,8 +25,14 @@ def test_two_jobs_get_different_gpus_and_a_third_waits(tmp_path):
     """)
     holders, held = [], []
     for _ in range(2):
-        holders.append(subprocess.Popen([sys.executable, "-c", code, "30", "hold"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        holders.append(
+            subprocess.Popen(
+                [sys.executable, "-c", code, "30", "hold"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
         held.append(holders[-1].stdout.readline().strip())  # once it holds its GPU
     assert sorted(held) == ["0", "1"]
     c = subprocess.run([sys.executable, "-c", code, "0.3", "no"], capture_output=True, text=True)
@@ -40,6 +46,7 @@ def test_two_jobs_get_different_gpus_and_a_third_waits(tmp_path):
 
 def test_explicit_cuda_request_without_cuda_is_an_error():
     import torch
+
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     with pytest.raises(ValueError, match="CUDA is not available"):
@@ -54,11 +61,15 @@ def test_fc_memory_estimate_counts_parameters_and_activations():
 
 
 def test_shard_size_zero_is_chosen_from_the_memory_budget():
-    study = tiny_study(fixed={"width": 256}, grid={"depth": [2, 8], "sigma_w2": [1.0, 1.5, 2.0, 2.5]})
+    study = tiny_study(
+        fixed={"width": 256}, grid={"depth": [2, 8], "sigma_w2": [1.0, 1.5, 2.0, 2.5]}
+    )
     small = build_study("trainable_depth", "f.yaml", study, "quick", 0, memory_budget_mb=8)
     big = build_study("trainable_depth", "f.yaml", study, "quick", 0, memory_budget_mb=8000)
+
     def sizes(st):
         return sorted(len(s.runs) for s in st.shards)
+
     assert len(big.shards) == 2  # one shard per depth: everything fits
     assert len(small.shards) > 2 and max(sizes(small)) < 8
     for shard in small.shards:  # a shard fits in half the budget, or holds a single model

@@ -11,8 +11,10 @@ import yaml
 from sigprop.papers import PAPERS
 
 REPO = Path(__file__).resolve().parents[1]
-WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-         "fifteen sixteen seventeen eighteen nineteen twenty").split()
+WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+).split()
 
 
 def counts(text: str, noun: str) -> list[int]:
@@ -39,8 +41,9 @@ def test_the_reader_finds_counts_across_line_breaks():
 def test_the_number_of_papers_is_the_papers_declared():
     readme = (REPO / "README.md").read_text()
     papers_md = (REPO / "docs" / "papers.md").read_text()
-    found = counts(readme.split("\n## ", 1)[0], "papers") + counts(papers_md.splitlines()[0],
-                                                                   "papers")
+    found = counts(readme.split("\n## ", 1)[0], "papers") + counts(
+        papers_md.splitlines()[0], "papers"
+    )
     assert found and set(found) == {len(PAPERS)}, found
 
 
@@ -54,6 +57,9 @@ def test_the_number_of_paper_scale_studies_is_the_committed_evidence():
     text = (REPO / "docs" / "papers.md").read_text()
     m = re.search(r"\b(\w+) studies need neither a GPU nor a download at paper scale", text)
     assert m, "docs/papers.md no longer states how many studies have paper-scale verdicts"
-    committed = [d for d in (REPO / "docs" / "evidence" / "paper-scale").iterdir()
-                 if (d / "claims.parquet").is_file()]
+    committed = [
+        d
+        for d in (REPO / "docs" / "evidence" / "paper-scale").iterdir()
+        if (d / "claims.parquet").is_file()
+    ]
     assert WORDS.index(m.group(1).lower()) == len(committed)

@@ -29,8 +29,11 @@ def test_config_readme_names_every_study_key_and_run_field():
     keys = [k for k in schema["properties"] if k != "scales"]
     keys += list(schema["$defs"]["scale"]["properties"])
     keys += list(schema["$defs"]["scale"]["properties"]["blocks"]["items"]["properties"])
-    keys += list(schema["$defs"]["scale"]["properties"]["blocks"]["items"]["properties"]
-                 ["derived"]["properties"])
+    keys += list(
+        schema["$defs"]["scale"]["properties"]["blocks"]["items"]["properties"]["derived"][
+            "properties"
+        ]
+    )
     keys += list(RUN_FIELDS)
     missing = sorted({k for k in keys if not re.search(rf"[`.]{re.escape(k)}\b", CONFIG_README)})
     assert not missing, missing
@@ -38,10 +41,12 @@ def test_config_readme_names_every_study_key_and_run_field():
 
 def test_config_readme_parameter_tables_match_the_code():
     from sigprop.tools.params_doc import params_text
+
     m = re.search(r"<!-- params:start -->\n(.*)<!-- params:end -->", CONFIG_README, re.S)
     assert m, "config/README.md lost its params markers"
-    assert m.group(1) == params_text(markdown=True), \
+    assert m.group(1) == params_text(markdown=True), (
         "config/README.md is stale: regenerate its study parameters with `sigprop params --write`"
+    )
 
 
 def test_papers_doc_lists_each_citation():
@@ -51,8 +56,10 @@ def test_papers_doc_lists_each_citation():
         assert ident in row, (prefix, ident)
 
 
-PREFIX_CITE = re.compile(r"\b(00[0-4])(?:'s)? (?:Eqs?\.|Figs?\.|Secs?\.|§|Thms?\.|Tables?|Props?\.|"
-                         r"Def\.|Alg\.|Cor\.|Lemma|Appendix|App\.)")
+PREFIX_CITE = re.compile(
+    r"\b(00[0-4])(?:'s)? (?:Eqs?\.|Figs?\.|Secs?\.|§|Thms?\.|Tables?|Props?\.|"
+    r"Def\.|Alg\.|Cor\.|Lemma|Appendix|App\.)"
+)
 
 
 def _modules():
@@ -64,26 +71,32 @@ def test_a_module_that_cites_a_paper_names_it_in_its_docstring(path):
     """``000 Eq. 2`` in a module means the module's docstring names paper 000 in full (its
     arXiv id, or the DOI of 002), and nothing cites a file outside the repository."""
     text = path.read_text()
-    assert ("shared/seeds" not in text and "../shared" not in text
-            and not re.search(r"00[0-4]_[0-9a-f]{16}\.txt", text)), \
-        f"{path}: cites a file outside the repository; cite the paper (docs/papers.md)"
+    assert (
+        "shared/seeds" not in text
+        and "../shared" not in text
+        and not re.search(r"00[0-4]_[0-9a-f]{16}\.txt", text)
+    ), f"{path}: cites a file outside the repository; cite the paper (docs/papers.md)"
     cited = sorted(set(PREFIX_CITE.findall(text)))
     if not cited:
         return
     doc = ast.get_docstring(ast.parse(text)) or ""
     missing = [c for c in cited if papers.IDENTIFIERS[c] not in doc]
-    assert not missing, (f"{path.relative_to(REPO)} cites paper(s) {missing} but its module "
-                         f"docstring does not name them ({[papers.CITATIONS[c] for c in missing]})")
+    assert not missing, (
+        f"{path.relative_to(REPO)} cites paper(s) {missing} but its module "
+        f"docstring does not name them ({[papers.CITATIONS[c] for c in missing]})"
+    )
 
 
 def test_params_write_replaces_the_block_in_place(tmp_path, capsys):
     from sigprop.cli import main
     from sigprop.tools.params_doc import params_text
+
     f = tmp_path / "README.md"
     f.write_text("head\n<!-- params:start -->\nold tables\n<!-- params:end -->\ntail\n")
     assert main(["params", "--write", str(f)]) == 0
-    assert f.read_text() == ("head\n<!-- params:start -->\n" + params_text(markdown=True)
-                             + "<!-- params:end -->\ntail\n")
+    assert f.read_text() == (
+        "head\n<!-- params:start -->\n" + params_text(markdown=True) + "<!-- params:end -->\ntail\n"
+    )
     assert main(["params", "--write", str(f)]) == 0
     assert "already up to date" in capsys.readouterr().err
     f.write_text("no markers\n")

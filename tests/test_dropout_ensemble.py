@@ -60,22 +60,32 @@ def test_linear_mc_agrees_with_exact_and_rejects_wrong_moments():
     keeps = mc.layer_keeps(0.8, 0.5, len(ws))
     ex = mc.exact_linear_moments(ws, bs, keeps, x)
     sim = mc.linear_mc(ws, bs, keeps, x, 20000, key=12345, cov_units=5)
-    z_mean = np.concatenate([mc.z_scores(s["mean"], s["mean_se"], m) for s, m in zip(sim, ex["mean"])])
-    z_var = np.concatenate([mc.z_scores(s["var"], s["var_se"], np.diag(c)) for s, c in zip(sim, ex["cov"])])
-    z_cov = np.concatenate([mc.z_scores(s["cov"], s["cov_se"], c[s["pair_i"], s["pair_j"]])
-                            for s, c in zip(sim, ex["cov"])])
+    z_mean = np.concatenate(
+        [mc.z_scores(s["mean"], s["mean_se"], m) for s, m in zip(sim, ex["mean"])]
+    )
+    z_var = np.concatenate(
+        [mc.z_scores(s["var"], s["var_se"], np.diag(c)) for s, c in zip(sim, ex["cov"])]
+    )
+    z_cov = np.concatenate(
+        [
+            mc.z_scores(s["cov"], s["cov_se"], c[s["pair_i"], s["pair_j"]])
+            for s, c in zip(sim, ex["cov"])
+        ]
+    )
     assert len(z_mean) == len(z_var) == 28 and len(z_cov) == 2 * 10 + 6
     # 28 (26) roughly normal z's: |z| > 4.5 by chance has p < 2e-4
     for z in (z_mean, z_var, z_cov):
         assert np.abs(z).max() < 4.5, z
         assert mc.within_fraction(z, 3.0) >= 0.9
     # wrong expectations are rejected by the same data
-    naive = np.concatenate([mc.z_scores(s["mean"], s["mean_se"], m)
-                            for s, m in zip(sim, mc.unscaled_means(ws, bs, x))])
+    naive = np.concatenate(
+        [mc.z_scores(s["mean"], s["mean_se"], m) for s, m in zip(sim, mc.unscaled_means(ws, bs, x))]
+    )
     assert mc.within_fraction(naive, 3.0) < 0.5 and np.median(np.abs(naive)) > 10
-    wrong_var = np.concatenate([mc.z_scores(s["var"], s["var_se"], 0.9 * np.diag(c))
-                                for s, c in zip(sim, ex["cov"])])
-    assert np.sqrt(np.mean(wrong_var ** 2)) > 4
+    wrong_var = np.concatenate(
+        [mc.z_scores(s["var"], s["var_se"], 0.9 * np.diag(c)) for s, c in zip(sim, ex["cov"])]
+    )
+    assert np.sqrt(np.mean(wrong_var**2)) > 4
     # the masks are a function of the key only
     again = mc.linear_mc(ws, bs, keeps, x, 20000, key=12345, cov_units=5)
     other = mc.linear_mc(ws, bs, keeps, x, 20000, key=54321, cov_units=5)
@@ -98,9 +108,10 @@ def test_set_statistics_identities_and_sides():
     state = rng.bit_generator.state
     O = mc.logistic_sets(rng, mu, sd, 64)
     assert O.shape == (500, 64) and (mu >= -4).all() and (sd <= 2).all()
-    rng.bit_generator.state = state                                   # chunked: same numbers
-    chunks = np.concatenate([mc.logistic_sets(rng, mu[a:a + 150], sd[a:a + 150], 64)
-                             for a in range(0, 500, 150)])
+    rng.bit_generator.state = state  # chunked: same numbers
+    chunks = np.concatenate(
+        [mc.logistic_sets(rng, mu[a : a + 150], sd[a : a + 150], 64) for a in range(0, 500, 150)]
+    )
     np.testing.assert_array_equal(chunks, O)
     st = mc.set_statistics(O)
     w = ensembles.weighted_means(O)
@@ -111,8 +122,8 @@ def test_set_statistics_identities_and_sides():
     np.testing.assert_allclose(st["V"], O.var(-1), atol=1e-15)
     low, high = st["O_max"] <= 0.5, st["O_min"] >= 0.5
     assert low.sum() > 20 and high.sum() > 20
-    assert np.all(st["NWGM"][low] <= st["E"][low] + 1e-12)      # Eq. 81
-    assert np.all(st["NWGM"][high] >= st["E"][high] - 1e-12)    # Eq. 82
+    assert np.all(st["NWGM"][low] <= st["E"][low] + 1e-12)  # Eq. 81
+    assert np.all(st["NWGM"][high] >= st["E"][high] - 1e-12)  # Eq. 82
     diff = st["E_minus_NWGM"]
     assert mc.bound_fraction(diff, np.full(500, 1.0)) == 1.0
     assert mc.bound_fraction(diff, np.zeros(500)) < 0.2
@@ -121,9 +132,14 @@ def test_set_statistics_identities_and_sides():
 # ----------------------------------------------------------------- Sec. 9, sampling distributions
 
 
-@pytest.mark.parametrize("spec", [{"dist": "uniform", "low": 0.0, "high": 0.5},
-                                  {"dist": "normal", "mean": 0.25, "sd": 0.05},
-                                  {"dist": "normal", "mean": 0.1, "sd": 0.2}])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"dist": "uniform", "low": 0.0, "high": 0.5},
+        {"dist": "normal", "mean": 0.25, "sd": 0.05},
+        {"dist": "normal", "mean": 0.1, "sd": 0.2},
+    ],
+)
 def test_draws_match_population_moments(spec):
     x = mc.draw_values(mc.generator(3, mc.STREAM_SAMPLING), spec, (200000,))
     assert (x > 0).all() and (x < 1).all()
@@ -137,9 +153,12 @@ def test_draws_match_population_moments(spec):
 
 def test_population_moments_closed_forms():
     pm = mc.population_moments({"dist": "uniform", "low": 0.0, "high": 1.0})
-    np.testing.assert_allclose([pm["mu_O"], pm["var_O"], pm["mu_S"], pm["var_S"]],
-                               [0.5, 1 / 12, 0.0, np.pi ** 2 / 3], atol=1e-9)
-    np.testing.assert_allclose(pm["C2_eq104"], np.pi ** 2 / 48, rtol=1e-9)
+    np.testing.assert_allclose(
+        [pm["mu_O"], pm["var_O"], pm["mu_S"], pm["var_S"]],
+        [0.5, 1 / 12, 0.0, np.pi**2 / 3],
+        atol=1e-9,
+    )
+    np.testing.assert_allclose(pm["C2_eq104"], np.pi**2 / 48, rtol=1e-9)
     with pytest.raises(ValueError):
         mc.population_moments({"dist": "beta"})
 
@@ -147,7 +166,7 @@ def test_population_moments_closed_forms():
 def test_sampling_experiment_and_statistics():
     spec = {"dist": "uniform", "low": 0.0, "high": 1.0}
     r = mc.sampling_experiment(mc.generator(1, mc.STREAM_SAMPLING), spec, 1, 50)
-    np.testing.assert_allclose(r["E_S"], r["NWGM_S"])                       # m = 1: identical
+    np.testing.assert_allclose(r["E_S"], r["NWGM_S"])  # m = 1: identical
     rng = np.random.default_rng(0)
     a = rng.standard_normal(20000)
     b = 0.6 * a + 0.8 * rng.standard_normal(20000)
@@ -180,12 +199,15 @@ def _measure_all(cfg):
     for sh in s.shards:
         dtype = torch.float64 if sh.runs[0].precision == "float64" else torch.float32
         params, buffers = initial_state(sh, (16,), 1, torch.device("cpu"), dtype)
-        p = Params.from_json(registry.spec("dropout_ensemble"), s.job_params("measure", sh.shard_id))
+        p = Params.from_json(
+            registry.spec("dropout_ensemble"), s.job_params("measure", sh.shard_id)
+        )
         frames.append(study_measure.measure(sh, params, buffers, p))
     runs = pd.concat(frames, ignore_index=True)
-    runs["block"] = runs.run_id.map(s.labels).astype("string")    # as the merge labels them
-    theory = study_theory.theory_table("dropout_ensemble", s.params.for_job("theory"),
-                                       settings(s.runs))
+    runs["block"] = runs.run_id.map(s.labels).astype("string")  # as the merge labels them
+    theory = study_theory.theory_table(
+        "dropout_ensemble", s.params.for_job("theory"), settings(s.runs)
+    )
     return s, runs, theory
 
 
@@ -205,33 +227,62 @@ def test_study_rows_theory_and_claims(tiny):
     assert set(tables.THEORY_COLUMNS) <= set(theory.columns)
     claims = study_claims.claims_table(runs, theory, s.params.for_job("claims"))
     ids = set(claims.claim_id)
-    assert {"bound2_fig81", "bound3_fig82", "bound1_eq87", "eq85_second_order", "eq202_second_order",
-            "nwgm_side_eqs81_82", "bound2_argmax", "bound3_argmax", "linear_mean_eq24",
-            "linear_var_eq25", "linear_cov_eq25", "linear_unscaled_rejected",
-            "corr_close_to_one[U(0,1)]", "cov_decays_as_inv_m[N(0.25,0.05)]",
-            "no_bias_at_half[U(0,1)]", "bias_small[U(0,0.5)]", "c1_equals_c2[N(0.5,0.1)]",
-            "nwgm_approx_normal[U(0,0.5)]"} <= ids
+    assert {
+        "bound2_fig81",
+        "bound3_fig82",
+        "bound1_eq87",
+        "eq85_second_order",
+        "eq202_second_order",
+        "nwgm_side_eqs81_82",
+        "bound2_argmax",
+        "bound3_argmax",
+        "linear_mean_eq24",
+        "linear_var_eq25",
+        "linear_cov_eq25",
+        "linear_unscaled_rejected",
+        "corr_close_to_one[U(0,1)]",
+        "cov_decays_as_inv_m[N(0.25,0.05)]",
+        "no_bias_at_half[U(0,1)]",
+        "bias_small[U(0,0.5)]",
+        "c1_equals_c2[N(0.5,0.1)]",
+        "nwgm_approx_normal[U(0,0.5)]",
+    } <= ids
     assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
-    check_table(claims, "dropout_ensemble")       # every claim names its test and its power
+    check_table(claims, "dropout_ensemble")  # every claim names its test and its power
     v = claims.set_index("claim_id").verdict
     kind = claims.set_index("claim_id").kind
     # exact identities and inequalities hold; Eq. 85 misses the factor 1/(2E(1-E)) >= 2
-    for cid in ("linear_mean_eq24", "linear_unscaled_rejected", "nwgm_side_eqs81_82",
-                "bound2_argmax", "bound3_argmax"):
+    for cid in (
+        "linear_mean_eq24",
+        "linear_unscaled_rejected",
+        "nwgm_side_eqs81_82",
+        "bound2_argmax",
+        "bound3_argmax",
+    ):
         assert v[cid] == "pass", claims.set_index("claim_id").loc[cid].detail
     assert v["eq85_second_order"] == "fail"
     assert claims.set_index("claim_id").measured["eq85_second_order"] > 2
     # theorems, our own curves' maximisers and nested bounds are sanity rows; the test's power
     # against the unscaled network is a control that states its resolution
-    sanity_ids = {"nwgm_side_eqs81_82", "bound2_argmax", "bound3_argmax", "bound2_fig81",
-                  "bound3_fig82", "linear_mean_eq24", "linear_var_eq25", "linear_cov_eq25",
-                  "no_bias_at_half[U(0,1)]"}
+    sanity_ids = {
+        "nwgm_side_eqs81_82",
+        "bound2_argmax",
+        "bound3_argmax",
+        "bound2_fig81",
+        "bound3_fig82",
+        "linear_mean_eq24",
+        "linear_var_eq25",
+        "linear_cov_eq25",
+        "no_bias_at_half[U(0,1)]",
+    }
     # the covariance of means of m iid draws falls as 1/m by construction: a sanity row
     sanity_ids |= {i for i in ids if i.startswith("cov_decays_as_inv_m")}
     assert set(kind[kind == "sanity"].index) == sanity_ids | {"no_bias_at_half[N(0.5,0.1)]"} & ids
     assert kind["linear_unscaled_rejected"] == "control"
     assert np.isfinite(claims.set_index("claim_id").detectable["linear_unscaled_rejected"])
-    assert kind["eq85_second_order"] == kind["bound1_eq87"] == kind["bias_small[U(0,0.5)]"] == "claim"
+    assert (
+        kind["eq85_second_order"] == kind["bound1_eq87"] == kind["bias_small[U(0,0.5)]"] == "claim"
+    )
     c = claims[claims.kind == "claim"]
     assert (c.test.str.len() > 0).all()
     decided = c[c.verdict.isin(["pass", "fail"])]
@@ -241,9 +292,9 @@ def test_study_rows_theory_and_claims(tiny):
 def test_power_helpers_fail_inconclusive_and_pass():
     # an equivalence claim passes only when k SE fits inside the tolerance ...
     assert study_claims._band(0.05, 0.01, 0.1, 3)[0] == "pass"
-    assert study_claims._band(0.05, 0.05, 0.1, 3)[0] == "inconclusive"       # 3 SE > tolerance
-    assert study_claims._band(0.3, 0.05, 0.1, 3)[0] == "fail"                # beyond tol + 3 SE
-    assert study_claims._band(0.12, 0.01, 0.1, 3)[0] == "inconclusive"       # within noise of tol
+    assert study_claims._band(0.05, 0.05, 0.1, 3)[0] == "inconclusive"  # 3 SE > tolerance
+    assert study_claims._band(0.3, 0.05, 0.1, 3)[0] == "fail"  # beyond tol + 3 SE
+    assert study_claims._band(0.12, 0.01, 0.1, 3)[0] == "inconclusive"  # within noise of tol
     assert study_claims._band(0.05, np.nan, 0.1, 3)[0] == "inconclusive"
     # ... and "at every m" needs every margin above k SE
     assert study_claims._all_above([0.1, 0.2], [0.01, 0.01], 3)[0] == "pass"
@@ -257,7 +308,10 @@ def test_claims_fail_on_a_shifted_theory(tiny):
     # a wrong closed form of the maximiser fails its sanity row
     th = theory.copy()
     th.loc[th.quantity == "argmax_bound2", "value"] += 0.01
-    assert study_claims.claims_table(runs, th, p).set_index("claim_id").verdict["bound2_argmax"] == "fail"
+    assert (
+        study_claims.claims_table(runs, th, p).set_index("claim_id").verdict["bound2_argmax"]
+        == "fail"
+    )
     # a population Eq. 104 value 50% off fails the claim (C2 is in the theory table)
     th = theory.copy()
     th.loc[th.quantity == "C2_eq104", "value"] *= 1.5
@@ -309,25 +363,32 @@ def test_config_validates_and_expands_at_both_scales():
     # a block whose label names no simulation stops the build, naming the key and the label
     bad = copy.deepcopy(cfg)
     bad["scales"]["quick"]["blocks"][0]["label"] = "nonsense"
-    with pytest.raises(ConfigError, match=r"key 'measure.simulations': no simulation for the "
-                                          r"block label\(s\) \['nonsense'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"key 'measure.simulations': no simulation for the "
+        r"block label\(s\) \['nonsense'\]",
+    ):
         build_study("dropout_ensemble", CONFIG, bad, "quick", 64)
     runs = pd.DataFrame({"run_id": ["r1"], "block": ["nonsense"]})
     with pytest.raises(ValueError, match="name no entry"):
         analysis.with_labels(runs, registry.resolve("dropout_ensemble", cfg, "quick"))
     with pytest.raises(ValueError, match="names no entry"):
-        study_measure.simulation_of("nonsense", registry.resolve("dropout_ensemble", cfg,
-                                                                 "quick").measure)
+        study_measure.simulation_of(
+            "nonsense", registry.resolve("dropout_ensemble", cfg, "quick").measure
+        )
     # simulations are checked when the config is read
-    for sim, msg in (({"label": "x", "part": "bounds", "mu": [0.0, 1.0]}, "needs sd"),
-                     ({"label": "x", "part": "sampling", "dist": "normal", "mean": 0.5,
-                       "sd": [0.0, 1.0]}, "one number"),
-                     ({"label": "x", "part": "nonsense"}, "not one of")):
+    for sim, msg in (
+        ({"label": "x", "part": "bounds", "mu": [0.0, 1.0]}, "needs sd"),
+        (
+            {"label": "x", "part": "sampling", "dist": "normal", "mean": 0.5, "sd": [0.0, 1.0]},
+            "one number",
+        ),
+        ({"label": "x", "part": "nonsense"}, "not one of"),
+    ):
         bad = copy.deepcopy(cfg)
         bad["measure"]["simulations"] = [sim]
         with pytest.raises(ParamError, match=msg):
             registry.resolve("dropout_ensemble", bad, "quick")
-
 
 
 # ----------------------------------------------------------------- margins, regimes, figures
@@ -341,16 +402,18 @@ def test_equivalence_claims_carry_their_tolerance_as_margin(tiny):
     s, runs, theory = tiny
     p = s.params.for_job("claims")
     c = study_claims.claims_table(runs, theory, p)
-    tol = {"eq85_second_order": p.claims.bounds.ratio_tolerance,
-           "eq202_second_order": p.claims.bounds.ratio_tolerance,
-           "var_nwgm_eq104": p.claims.sampling.var_rel_tolerance,
-           "c1_equals_c2": p.claims.sampling.var_rel_tolerance}
+    tol = {
+        "eq85_second_order": p.claims.bounds.ratio_tolerance,
+        "eq202_second_order": p.claims.bounds.ratio_tolerance,
+        "var_nwgm_eq104": p.claims.sampling.var_rel_tolerance,
+        "c1_equals_c2": p.claims.sampling.var_rel_tolerance,
+    }
     for r in c.itertuples():
         base = r.claim_id.split("[")[0]
         if base in EQUIVALENCE:
             assert r.margin == pytest.approx(tol[base]), r.claim_id
             assert "equivalence margin" in r.test
-        else:                       # one-sided thresholds cleared by 3 SE, sanity rows: no margin
+        else:  # one-sided thresholds cleared by 3 SE, sanity rows: no margin
             assert np.isnan(r.margin), r.claim_id
         if base == BY_CONSTRUCTION:
             assert r.kind == "sanity", r.claim_id
@@ -382,6 +445,7 @@ def _check_depends_on_and_figures(cfg: dict, ids, figures, unshown=()):
     from fnmatch import fnmatchcase
 
     from sigprop.claims.reading import AXES
+
     dep = cfg["depends_on"]
     for cid in ids:
         hits = [pat for pat in dep if fnmatchcase(cid, pat)]
@@ -395,6 +459,7 @@ def _check_depends_on_and_figures(cfg: dict, ids, figures, unshown=()):
 
 def test_regime_and_figures_cover_every_claim(tiny):
     from sigprop.claims import reading
+
     s, runs, theory = tiny
     cfg = load_yaml(CONFIG)
     c = study_claims.claims_table(runs, theory, s.params.for_job("claims"))
@@ -405,8 +470,13 @@ def test_regime_and_figures_cover_every_claim(tiny):
     # only Bound 1's synthetic sets differ.  The cov_decays_as_inv_m rows are sanity rows
     # (by construction): they keep an empty regime like every sanity row.
     for scale in ("quick", "paper"):
-        r = reading.apply(c, scale, cfg["scales"][scale].get("regime"), cfg["depends_on"],
-                          cfg["tolerance_sources"]).set_index("claim_id")
+        r = reading.apply(
+            c,
+            scale,
+            cfg["scales"][scale].get("regime"),
+            cfg["depends_on"],
+            cfg["tolerance_sources"],
+        ).set_index("claim_id")
         assert r.regime["eq85_second_order"] == ""
         assert r.tolerance_source["eq85_second_order"].startswith("ours:")
         if r.verdict["eq85_second_order"] == "fail":
@@ -414,10 +484,16 @@ def test_regime_and_figures_cover_every_claim(tiny):
         assert r.regime["bound1_eq87"].startswith("data:")
         assert (r.regime[r.kind == "sanity"] == "").all()
         assert (r.kind[r.index.str.startswith(BY_CONSTRUCTION)] == "sanity").all()
-        sampling = (r.index.str.startswith(("corr_", "var_nwgm", "c1_", "bias_", "nwgm_approx"))
-                    & (r.kind != "sanity").to_numpy())
+        sampling = (
+            r.index.str.startswith(("corr_", "var_nwgm", "c1_", "bias_", "nwgm_approx"))
+            & (r.kind != "sanity").to_numpy()
+        )
         assert sampling.sum() > 0
-        assert (r.regime[sampling] != "").all() if scale == "quick" else (r.regime[sampling] == "").all()
+        assert (
+            (r.regime[sampling] != "").all()
+            if scale == "quick"
+            else (r.regime[sampling] == "").all()
+        )
         # every tested row names where its tolerance comes from
         tested = r[r.kind.isin(["claim", "beyond"])]
         assert tested.tolerance_source.str.match(r"(paper|exact|ours|unverified):").all()

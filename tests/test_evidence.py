@@ -20,28 +20,50 @@ CONFIG = REPO / "config/config.yaml"
 
 @pytest.fixture
 def in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)          # studies_dir in the config is relative to the repository
+    monkeypatch.chdir(REPO)  # studies_dir in the config is relative to the repository
 
 
 def _claims(study, verdicts):
     """A claims table whose claims' tolerances admit none beyond sampling error (``exact``), so
     a fail in the paper's regime contradicts the paper."""
-    return pd.DataFrame([row(study, cid, "a claim", "src", m, 1.0, 0.1, v, test="z",
-                             detectable=0.1, tolerance_source="exact: an equality")
-                         for cid, (v, m) in verdicts.items()]
-                        + [sanity(study, "identity", "an identity", "src", 1.0, 1.0, 0.1, "pass")])
+    return pd.DataFrame(
+        [
+            row(
+                study,
+                cid,
+                "a claim",
+                "src",
+                m,
+                1.0,
+                0.1,
+                v,
+                test="z",
+                detectable=0.1,
+                tolerance_source="exact: an equality",
+            )
+            for cid, (v, m) in verdicts.items()
+        ]
+        + [sanity(study, "identity", "an identity", "src", 1.0, 1.0, 0.1, "pass")]
+    )
 
 
 def test_committed_paper_scale_tables_match_todays_paper_scale_config(in_repo):
     """Every committed study's run ids are those its paper-scale config generates today."""
     dirs = sorted(p.name for p in COMMITTED.iterdir() if p.is_dir())
-    assert {"meanfield_maps", "dropout_ensemble", "residual_ntk", "gradient_universality",
-            "jacobian_moments", "diversity_linear", "gradient_metrics"} <= set(dirs), dirs
+    assert {
+        "meanfield_maps",
+        "dropout_ensemble",
+        "residual_ntk",
+        "gradient_universality",
+        "jacobian_moments",
+        "diversity_linear",
+        "gradient_metrics",
+    } <= set(dirs), dirs
     assert E.check(COMMITTED, CONFIG) == []
     for d in dirs:
         prov = json.loads((COMMITTED / d / "provenance.json").read_text())
         assert prov["scale"] == "paper" and prov["commit"] and prov["wall_s"] > 0
-        assert prov["machine"]["gpu"] is None          # no GPU figure anywhere
+        assert prov["machine"]["gpu"] is None  # no GPU figure anywhere
         assert (COMMITTED / d / "claims.md").read_text().startswith(f"# {d}: paper-scale claims")
 
 
@@ -71,6 +93,7 @@ def test_publish_refuses_results_that_are_not_the_paper_scale_runs(in_repo, tmp_
 
 def test_matrix_flags_changed_verdicts_and_claims_of_one_scale_only():
     from sigprop.claims.matrix import changed, verdict_matrix
+
     q = _claims("s", {"a": ("pass", 1.0), "b": ("fail", 2.0), "only_quick": ("pass", 0.5)})
     p = _claims("s", {"a": ("pass", 1.1), "b": ("inconclusive", 1.5), "only_paper": ("fail", 3.0)})
     m = verdict_matrix(q, p).set_index("claim_id")
@@ -79,7 +102,7 @@ def test_matrix_flags_changed_verdicts_and_claims_of_one_scale_only():
     assert (m.loc["b", "run_verdict"], m.loc["b", "paper_verdict"]) == ("fail", "inconclusive")
     assert m.loc["only_quick", "paper_verdict"] == "-" and m.loc["only_paper", "run_verdict"] == "-"
     assert m.loc["a", "paper_measured"] == pytest.approx(1.1)
-    assert "identity" not in m.index                       # sanity rows are not in the matrix
+    assert "identity" not in m.index  # sanity rows are not in the matrix
 
 
 def test_matrix_shows_an_id_that_is_a_sanity_check_at_one_scale_and_a_claim_at_the_other():
@@ -87,13 +110,18 @@ def test_matrix_shows_an_id_that_is_a_sanity_check_at_one_scale_and_a_claim_at_t
     a Fig. 5 width of its own at paper scale (a claim): the row is a claim, its quick cell says
     it is a sanity check there, and it is no verdict change of a claim."""
     from sigprop.claims.matrix import changed, verdict_matrix
+
     q = _claims("s", {"a": ("pass", 1.0)})
     p = _claims("s", {"a": ("pass", 1.0)})
     p.loc[p.claim_id == "identity", ["kind", "verdict"]] = ["claim", "fail"]
     m = verdict_matrix(q, p)
     r = m.set_index("claim_id").loc["identity"]
-    assert (r.kind, r.run_kind, r.run_reading, r.paper_kind) == ("claim", "sanity", "sanity: pass",
-                                                                  "claim")
+    assert (r.kind, r.run_kind, r.run_reading, r.paper_kind) == (
+        "claim",
+        "sanity",
+        "sanity: pass",
+        "claim",
+    )
     assert not changed(m).any()
 
 
@@ -101,8 +129,9 @@ def test_committed_tables_read_against_the_study_files_paper_regime(in_repo):
     """A committed table without the newer columns reads with margin NaN, scale paper and the
     declared paper-scale regime along each claim's axes."""
     d = COMMITTED / "gradient_universality"
-    df = read_claims(d / "claims.parquet", {"depth": "L = 100; the paper's 200"},
-                       {"power2*": ["depth"]})
+    df = read_claims(
+        d / "claims.parquet", {"depth": "L = 100; the paper's 200"}, {"power2*": ["depth"]}
+    )
     c = df[df.kind == "claim"]
     assert set(df.scale) == {"paper"} and (c.regime == "depth: L = 100; the paper's 200").all()
     plain = read_claims(d / "claims.parquet")
@@ -116,16 +145,20 @@ def test_docs_show_every_committed_claim_with_its_paper_scale_reading(in_repo):
     import yaml
 
     from sigprop.claims.reading import readings
+
     text = (REPO / "docs/papers.md").read_text()
     for d in (p for p in COMMITTED.iterdir() if p.is_dir()):
         cfg = yaml.safe_load((REPO / "config/studies" / f"{d.name}.yaml").read_text())
         paper = read_claims(d / "claims.parquet", *declared_regime(cfg))
         paper = paper.assign(reading=readings(paper))
-        block = text.split(f"<!-- claims:{cfg['paper']}:quick:start -->")[1].split(
-            "<!-- claims:")[0]
+        block = text.split(f"<!-- claims:{cfg['paper']}:quick:start -->")[1].split("<!-- claims:")[
+            0
+        ]
         for r in paper[paper.kind.isin(["claim", "beyond"])].itertuples():
-            line = next((ln for ln in block.splitlines()
-                         if ln.startswith(f"| {d.name} | {r.claim_id} |")), None)
+            line = next(
+                (ln for ln in block.splitlines() if ln.startswith(f"| {d.name} | {r.claim_id} |")),
+                None,
+            )
             assert line is not None, (d.name, r.claim_id)
             cells = [c.strip() for c in line.split(" | ")]
             assert cells[5].startswith(r.reading.split(" at ")[0]), (d.name, r.claim_id, cells)
@@ -134,14 +167,20 @@ def test_docs_show_every_committed_claim_with_its_paper_scale_reading(in_repo):
 def test_report_page_puts_this_run_beside_the_committed_paper_scale(tmp_path):
     from sigprop import tables
     from sigprop.steps import analysis as analysis_steps
+
     q = _claims("s", {"a": ("pass", 1.0), "b": ("fail", 2.0)})
     p = _claims("s", {"a": ("pass", 1.25), "b": ("pass", 0.5)})
     tables.write_atomic(q, tmp_path / "q.parquet")
     commit_claims(tmp_path / "s", p, runs=[f"r{i}" for i in range(7)], wall_s=120.0)
-    t = analysis_steps.scales("s", "quick", str(tmp_path / "q.parquet"),
-                              str(tmp_path / "s" / "claims.parquet"),
-                              str(tmp_path / "s" / "provenance.json"), str(tmp_path / "scales.html"),
-                              json.dumps({"paper_regime": {}, "depends_on": {}}))
+    t = analysis_steps.scales(
+        "s",
+        "quick",
+        str(tmp_path / "q.parquet"),
+        str(tmp_path / "s" / "claims.parquet"),
+        str(tmp_path / "s" / "provenance.json"),
+        str(tmp_path / "scales.html"),
+        json.dumps({"paper_regime": {}, "depends_on": {}}),
+    )
     page = (tmp_path / "scales.html").read_text()
     assert "Claims at both scales whose verdict differs: 1." in page
     assert "quick scale (this run)" in page and "contradicts the paper" in page
@@ -158,6 +197,7 @@ def test_committed_gradient_universality_counts_one_claim_per_group_of_nets(in_r
 
     from sigprop.claims import tally
     from sigprop.claims.committed import declared_regime, read_committed
+
     cfg = yaml.safe_load((REPO / "config/studies/gradient_universality.yaml").read_text())
     df, _ = read_committed(COMMITTED / "gradient_universality", *declared_regime(cfg))
     c = df[df.kind == "claim"]

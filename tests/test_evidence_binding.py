@@ -27,12 +27,12 @@ PAPER = REPO / "docs/evidence/paper-scale"
 LADDER = REPO / "docs/evidence/ladder"
 GPU = REPO / "docs/evidence/gpu"
 CONFIG = REPO / "config/config.yaml"
-FLIP = "eq12_predicts_g_aa[linear, rho=0.8]"      # inconclusive in the committed table
+FLIP = "eq12_predicts_g_aa[linear, rho=0.8]"  # inconclusive in the committed table
 
 
 @pytest.fixture
 def in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)          # studies_dir in the config is relative to the repository
+    monkeypatch.chdir(REPO)  # studies_dir in the config is relative to the repository
 
 
 @pytest.fixture
@@ -55,8 +55,9 @@ def _readers_refuse(folder, match):
     """Every reader of a committed paper-scale table refuses it, naming its file or folder."""
     study = folder.name
     with pytest.raises(ValueError, match=match):
-        analysis.committed_claims([str(folder / "claims.parquet")],
-                                  [str(folder / "provenance.json")], {study: {}})
+        analysis.committed_claims(
+            [str(folder / "claims.parquet")], [str(folder / "provenance.json")], {study: {}}
+        )
     with pytest.raises(ValueError, match=match):
         doc_tables.committed_for([study], folder.parent)
     with pytest.raises(ValueError, match=match):
@@ -110,21 +111,32 @@ def test_the_quick_scale_table_copied_over_the_paper_scale_one_is_refused(in_rep
     """As the claims job of a quick run stamps it (scale quick, the quick runs)."""
     d = paper / "meanfield_maps"
     df = pd.read_parquet(d / "claims.parquet")
-    tables.write_atomic(df, d / "claims.parquet", {"kind": "claims", "study": "meanfield_maps",
-                                                   "scale": "quick", "runs": "0123456789ab",
-                                                   "smoke": False})
+    tables.write_atomic(
+        df,
+        d / "claims.parquet",
+        {
+            "kind": "claims",
+            "study": "meanfield_maps",
+            "scale": "quick",
+            "runs": "0123456789ab",
+            "smoke": False,
+        },
+    )
     _readers_refuse(d, "stamped with scale 'quick'")
     _check_refuses(d, "meanfield_maps/claims.parquet: stamped with scale 'quick'")
 
 
 def test_a_table_moved_to_another_studys_folder_is_refused(in_repo, paper):
-    shutil.copyfile(paper / "jacobian_moments/claims.parquet",
-                    paper / "meanfield_maps/claims.parquet")
+    shutil.copyfile(
+        paper / "jacobian_moments/claims.parquet", paper / "meanfield_maps/claims.parquet"
+    )
     _readers_refuse(paper / "meanfield_maps", "stamped with study 'jacobian_moments'")
 
 
-@pytest.mark.parametrize("key, value", [("commit", "0" * 40), ("wall_s", 1.0),
-                                        ("machine", {"cpu": "a GPU box", "cores": 64})])
+@pytest.mark.parametrize(
+    "key, value",
+    [("commit", "0" * 40), ("wall_s", 1.0), ("machine", {"cpu": "a GPU box", "cores": 64})],
+)
 def test_an_edited_provenance_is_refused(in_repo, paper, key, value):
     pp = paper / "residual_ntk/provenance.json"
     prov = json.loads(pp.read_text())
@@ -140,8 +152,9 @@ def test_a_provenance_without_a_key_names_its_file_and_the_key(in_repo, paper, k
     prov = json.loads(pp.read_text())
     del prov[key]
     pp.write_text(json.dumps(prov))
-    _readers_refuse(paper / "dropout_ensemble",
-                    f"dropout_ensemble/provenance.json: key '{key}' is missing")
+    _readers_refuse(
+        paper / "dropout_ensemble", f"dropout_ensemble/provenance.json: key '{key}' is missing"
+    )
     pp.write_text("{not json")
     _check_refuses(pp.parent, "dropout_ensemble/provenance.json: not readable JSON")
 
@@ -153,16 +166,18 @@ def test_swapped_rungs_are_refused_and_no_trend_is_written_from_them(in_repo, la
     (d / "ladder3").rename(d / "ladder2")
     (d / "tmp").rename(d / "ladder3")
     problems = L.check(ladder, CONFIG)
-    assert any("training_speed/ladder2/provenance.json: key 'study'" in p
-               or "training_speed/ladder2/provenance.json: key 'scale' is 'ladder3'" in p
-               for p in problems), problems
-    assert not any("sigprop ladder trend" in p for p in problems)     # never advised here
+    assert any(
+        "training_speed/ladder2/provenance.json: key 'study'" in p
+        or "training_speed/ladder2/provenance.json: key 'scale' is 'ladder3'" in p
+        for p in problems
+    ), problems
+    assert not any("sigprop ladder trend" in p for p in problems)  # never advised here
     with pytest.raises(ValueError, match="ladder2/provenance.json: key 'scale' is 'ladder3'"):
         L.write_trend("training_speed", ladder, CONFIG)
     assert (d / "trend.parquet").read_bytes() == trend_before
-    assert L.check(ladder, CONFIG)                                   # still refused
+    assert L.check(ladder, CONFIG)  # still refused
     with pytest.raises(ValueError, match="key 'scale' is 'ladder3'"):
-        read_trend(d / "trend.parquet")                              # every reader of the trend
+        read_trend(d / "trend.parquet")  # every reader of the trend
 
 
 def _edit_trend(path):
@@ -181,7 +196,7 @@ def test_an_edited_trend_table_is_refused_by_its_readers_and_the_check(in_repo, 
     with pytest.raises(ValueError, match="changed after it was written"):
         doc_tables.trends_for(["training_speed"], ladder)
     assert any("changed after it was written" in p for p in L.check(ladder, CONFIG))
-    edited.to_parquet(tp)                                           # re-saved by pandas
+    edited.to_parquet(tp)  # re-saved by pandas
     with pytest.raises(ValueError, match="trend.parquet: carries no stamp"):
         read_trend(tp)
 
@@ -191,7 +206,7 @@ def test_a_trend_restamped_to_its_edited_content_differs_from_its_rungs(in_repo,
     tp = ladder / "training_speed/trend.parquet"
     stamp = tables.stamp_of(tp)
     tables.write_atomic(_edit_trend(tp), tp, {k: stamp[k] for k in ("kind", "study", "rungs")})
-    read_trend(tp)                                                   # self-consistent
+    read_trend(tp)  # self-consistent
     problems = L.check(ladder, CONFIG)
     bad = [p for p in problems if "not the trend its committed rungs give today" in p]
     assert bad and "collapse_eta[rho=0.99]: slope: -2.0 -> 0.3827" in bad[0], problems
@@ -202,10 +217,12 @@ def test_a_trend_of_other_rungs_is_refused(in_repo, ladder):
     tp = ladder / "width_batch/trend.parquet"
     stamp = tables.stamp_of(tp)
     rungs = dict(stamp["rungs"], ladder3="0123456789abcdef")
-    tables.write_atomic(pd.read_parquet(tp), tp, {"kind": "trend", "study": "width_batch",
-                                                  "rungs": rungs})
-    with pytest.raises(ValueError, match="computed from a ladder3 rung of content "
-                                         "0123456789abcdef"):
+    tables.write_atomic(
+        pd.read_parquet(tp), tp, {"kind": "trend", "study": "width_batch", "rungs": rungs}
+    )
+    with pytest.raises(
+        ValueError, match="computed from a ladder3 rung of content 0123456789abcdef"
+    ):
         read_trend(tp)
 
 
@@ -216,16 +233,36 @@ def test_paper_claims_refuse_a_tampered_trend(in_repo, ladder, tmp_path):
     q = tmp_path / "q" / "training_speed"
     q.mkdir(parents=True)
     from sigprop.claims import reading
-    claims = reading.apply(pd.read_parquet(LADDER / "training_speed/quick/claims.parquet"), "quick",
-                           {}, {}, [["*", "ours: the rung's tolerances"]])
-    tables.write_atomic(claims, q / "claims.parquet", {"kind": "claims", "study": "training_speed",
-                                                       "scale": "quick", "runs": "x",
-                                                       "smoke": False})
+
+    claims = reading.apply(
+        pd.read_parquet(LADDER / "training_speed/quick/claims.parquet"),
+        "quick",
+        {},
+        {},
+        [["*", "ours: the rung's tolerances"]],
+    )
+    tables.write_atomic(
+        claims,
+        q / "claims.parquet",
+        {
+            "kind": "claims",
+            "study": "training_speed",
+            "scale": "quick",
+            "runs": "x",
+            "smoke": False,
+        },
+    )
     with pytest.raises(ValueError, match="changed after it was written"):
-        analysis.paper_claims("000", [str(q / "claims.parquet")], ["training_speed"],
-                              str(tmp_path / "c.parquet"), str(tmp_path / "c.html"),
-                              str(tmp_path / "summary.md"), json.dumps({"training_speed": {}}),
-                              trends=[str(tp)])
+        analysis.paper_claims(
+            "000",
+            [str(q / "claims.parquet")],
+            ["training_speed"],
+            str(tmp_path / "c.parquet"),
+            str(tmp_path / "c.html"),
+            str(tmp_path / "summary.md"),
+            json.dumps({"training_speed": {}}),
+            trends=[str(tp)],
+        )
     assert not (tmp_path / "summary.md").exists()
 
 
@@ -247,6 +284,7 @@ def test_gpu_evidence_that_differs_from_its_manifest_is_refused(tmp_path):
 def test_an_efficiency_entry_that_is_not_its_sources_is_refused(tmp_path):
     """config/gpu_efficiency.yaml's numbers come from the committed gpu-check JSON they cite."""
     import yaml
+
     root = tmp_path / "repo"
     shutil.copytree(REPO / "docs/evidence/gpu", root / "docs/evidence/gpu")
     (root / "config").mkdir()

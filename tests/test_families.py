@@ -34,7 +34,7 @@ from sigprop.runs import RunSpec
 MEASURED: dict = {}
 
 
-Run = RunSpec   # branch_depth, alpha, head_depth, head_width are RunSpec fields
+Run = RunSpec  # branch_depth, alpha, head_depth, head_width are RunSpec fields
 
 FAMS = {**residual.families(), **convnets.families()}
 
@@ -46,14 +46,24 @@ def _keys(runs):
 def _runs(arch, **kw):
     sw = kw.pop("sigma_w2s", (2.0, 1.5, 2.5))
     extra = kw.pop("per_model", [{}, {}, {}])
-    return [Run(arch=arch, sigma_w2=s, seed=i, sigma_b2=0.05, **kw, **e)
-            for i, (s, e) in enumerate(zip(sw, extra))]
+    return [
+        Run(arch=arch, sigma_w2=s, seed=i, sigma_b2=0.05, **kw, **e)
+        for i, (s, e) in enumerate(zip(sw, extra))
+    ]
 
 
 # arch -> (run kwargs, in_shape)
 CASES = {
-    "resnet_fc": (dict(width=8, depth=3, activation="relu", branch_depth=2,
-                       per_model=[dict(alpha=0.5), dict(alpha=1.0), dict(alpha=0.2)]), (6,)),
+    "resnet_fc": (
+        dict(
+            width=8,
+            depth=3,
+            activation="relu",
+            branch_depth=2,
+            per_model=[dict(alpha=0.5), dict(alpha=1.0), dict(alpha=0.2)],
+        ),
+        (6,),
+    ),
     "stable_resnet_fc": (dict(width=8, depth=4, activation="tanh", branch_depth=3), (2, 3)),
     "densenet_fc": (dict(width=8, depth=3, activation="relu"), (6,)),
     "resnet18": (dict(width=4, activation="relu", head_depth=1, head_width=5), (3, 16, 16)),
@@ -190,7 +200,9 @@ def test_init_independent_of_shard(arch):
 
 
 def test_init_variance_follows_sigma_w2():
-    runs = [Run(arch="vcnn", width=64, depth=2, sigma_w2=s, seed=i) for i, s in enumerate((0.5, 2.0))]
+    runs = [
+        Run(arch="vcnn", width=64, depth=2, sigma_w2=s, seed=i) for i, s in enumerate((0.5, 2.0))
+    ]
     p, _ = FAMS["vcnn"].init(runs, _keys(runs), (16, 8, 8), N_OUT, "cpu", torch.float32)
     w = p[2]  # second conv: fan_in = 64 * 9
     var = w.reshape(2, -1).var(dim=1) * 64 * 9
@@ -241,12 +253,15 @@ class _Count(stacked.Init):
         return torch.empty(self.m, n, device="meta")
 
 
-@pytest.mark.parametrize("arch,in_shape,kw,n_params", [
-    ("lenet", (1, 28, 28), dict(width=500, depth=1), 431_080),     # 004 Table 1: 431k
-    ("resnet18", (3, 32, 32), dict(width=64), 11_173_962),         # 004 Table 1: 11m
-    ("resnet34", (3, 32, 32), dict(width=64), 21_282_122),         # 004 Table 1: 21m
-    ("vgg16", (3, 32, 32), dict(width=64), 14_724_042),        # no conv bias (BN follows)
-])
+@pytest.mark.parametrize(
+    "arch,in_shape,kw,n_params",
+    [
+        ("lenet", (1, 28, 28), dict(width=500, depth=1), 431_080),  # 004 Table 1: 431k
+        ("resnet18", (3, 32, 32), dict(width=64), 11_173_962),  # 004 Table 1: 11m
+        ("resnet34", (3, 32, 32), dict(width=64), 21_282_122),  # 004 Table 1: 21m
+        ("vgg16", (3, 32, 32), dict(width=64), 14_724_042),  # no conv bias (BN follows)
+    ],
+)
 def test_full_size_parameter_counts(arch, in_shape, kw, n_params):
     run = Run(arch=arch, activation="relu", **kw)
     ops = _Count(torch.tensor([0]), [2.0], [0.0], "cpu", torch.float32)
@@ -283,16 +298,33 @@ def test_fallback_family_trains_a_shard_initialized_in_another_process():
     from sigprop.runs import Shard
     from sigprop.tools.bench import gaussian_data
     from sigprop.train.engine import ShardTrainer, initial_state
-    runs = tuple(Run(arch="fc_loop", width=8, depth=2, activation="tanh", sigma_w2=1.5, seed=i,
-                     batch_size=8, steps=4, eval_every=2, lr=0.05, dataset="bench")
-                 for i in range(2))
+
+    runs = tuple(
+        Run(
+            arch="fc_loop",
+            width=8,
+            depth=2,
+            activation="tanh",
+            sigma_w2=1.5,
+            seed=i,
+            batch_size=8,
+            steps=4,
+            eval_every=2,
+            lr=0.05,
+            dataset="bench",
+        )
+        for i in range(2)
+    )
     shard, dev = Shard("t", runs), torch.device("cpu")
     data = gaussian_data(32, (6,), 3, dev)
     params, buffers = initial_state(shard, (6,), 3, dev, torch.float32)
-    same = ShardTrainer(shard, data, [p.clone() for p in params], dev,
-                        buffers=[b.clone() for b in buffers]).run(progress_every=1e9)
-    families.get("fc_loop")._template.clear()          # what a fresh train process sees
-    other = ShardTrainer(shard, data, [p.clone() for p in params], dev,
-                         buffers=[b.clone() for b in buffers]).run(progress_every=1e9)
+    same = ShardTrainer(
+        shard, data, [p.clone() for p in params], dev, buffers=[b.clone() for b in buffers]
+    ).run(progress_every=1e9)
+    families.get("fc_loop")._template.clear()  # what a fresh train process sees
+    other = ShardTrainer(
+        shard, data, [p.clone() for p in params], dev, buffers=[b.clone() for b in buffers]
+    ).run(progress_every=1e9)
     import pandas as pd
+
     pd.testing.assert_frame_equal(same.reset_index(drop=True), other.reset_index(drop=True))

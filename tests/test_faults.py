@@ -43,7 +43,7 @@ pytestmark = pytest.mark.slow
 
 STUDY = "trainable_depth"
 
-SITECUSTOMIZE = '''
+SITECUSTOMIZE = """
 import os
 _shards = [s for s in os.environ.get("FAULT_SHARDS", "").split(",") if s]
 if _shards:
@@ -65,11 +65,13 @@ if _shards:
                         raise RuntimeError(f"injected fault: first attempt of shard {_s} fails")
         return _run_job(log, fn, *args, **kwargs)
     _jobs.run_job = run_job
-'''
+"""
 
 
 def _shards(workdir, study, shard_size):
-    return build_study(STUDY, workdir / "studies" / f"{STUDY}.yaml", study, "quick", shard_size).shards
+    return build_study(
+        STUDY, workdir / "studies" / f"{STUDY}.yaml", study, "quick", shard_size
+    ).shards
 
 
 def _res(workdir, *parts):
@@ -81,8 +83,10 @@ def test_failed_job_is_retried_and_keep_going_finishes_the_independent_jobs(work
     ``--retries 1 --keep-going``: A is retried and succeeds, C and the theory job finish, B is
     tried twice and reported, and nothing that needs B (the merged table) is made.  With the fault
     removed, a rerun trains only B and completes the study."""
-    study = tiny_study(fixed={"steps": 200, "eval_every": 100},
-                       grid={"depth": [2], "keep_rate": [1.0], "sigma_w2": [1.0, 1.5, 2.0]})
+    study = tiny_study(
+        fixed={"steps": 200, "eval_every": 100},
+        grid={"depth": [2], "keep_rate": [1.0], "sigma_w2": [1.0, 1.5, 2.0]},
+    )
     cfg = write_config(workdir, study, shard_size=1, checkpoint_every=50)
     a, b, c = (s.shard_id for s in _shards(workdir, study, 1))
     blocker = _res(workdir, "checkpoints", f"{b}.pt")
@@ -91,11 +95,22 @@ def test_failed_job_is_retried_and_keep_going_finishes_the_independent_jobs(work
     inject.mkdir()
     (inject / "sitecustomize.py").write_text(SITECUSTOMIZE)
     attempts = tmp_path / "attempts.txt"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")])),
-               FAULT_SHARDS=f"{a},{b},{c}", FAULT_FAIL_FIRST=a, FAULT_ATTEMPTS=str(attempts))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")])),
+        FAULT_SHARDS=f"{a},{b},{c}",
+        FAULT_FAIL_FIRST=a,
+        FAULT_ATTEMPTS=str(attempts),
+    )
     targets = [f"results/{STUDY}/metrics.parquet", f"results/{STUDY}/theory.parquet"]
-    p = subprocess.run(snakemake_cmd(workdir, cfg, "--retries", "1", "--keep-going", *targets),
-                       capture_output=True, text=True, env=env, timeout=600, check=False)
+    p = subprocess.run(
+        snakemake_cmd(workdir, cfg, "--retries", "1", "--keep-going", *targets),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     out = p.stdout + p.stderr
     assert p.returncode != 0, out[-3000:]
     tries = attempts.read_text().split()
@@ -142,7 +157,9 @@ def _state(workdir, shard_ids):
     return done, ckpt, set(shard_ids) - started - written
 
 
-def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_run(workdir, tmp_path):
+def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_run(
+    workdir, tmp_path
+):
     """Five two-model shards on two job slots.  The run is frozen (SIGSTOP) once at least one
     shard has finished, one is in flight with a checkpoint and one has not started, then
     SIGKILLed (Snakemake's whole process group).  A rerun with the default profile
@@ -151,16 +168,21 @@ def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_r
     uninterrupted run (trained here, in-process, by the same engine): no row lost, none
     duplicated."""
     steps = 3000
-    study = tiny_study(fixed={"steps": steps, "eval_every": 500},
-                       grid={"depth": [2], "keep_rate": [1.0, 0.9],
-                             "sigma_w2": [1.0, 1.25, 1.5, 1.75, 2.0]})
+    study = tiny_study(
+        fixed={"steps": steps, "eval_every": 500},
+        grid={"depth": [2], "keep_rate": [1.0, 0.9], "sigma_w2": [1.0, 1.25, 1.5, 1.75, 2.0]},
+    )
     settings = {"shard_size": 2, "checkpoint_every": 200}
     cfg = write_config(workdir, study, **settings)
     st = build_study(STUDY, workdir / "studies" / f"{STUDY}.yaml", study, "quick", 2)
     ids = [s.shard_id for s in st.shards]
     assert len(ids) == 5
-    proc = subprocess.Popen(snakemake_cmd(workdir, cfg), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        snakemake_cmd(workdir, cfg),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     t0 = time.time()
     try:
         while True:
@@ -182,7 +204,9 @@ def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_r
     profile = (REPO / "workflow/profiles/default/config.yaml").read_text()
     assert re.search(r"^rerun-incomplete:\s*true", profile, re.MULTILINE)
     run_snakemake(workdir, cfg, "--unlock")
-    again = run_snakemake(workdir, cfg, *(f"results/{STUDY}/{t}.parquet" for t in ("metrics", "claims")))
+    again = run_snakemake(
+        workdir, cfg, *(f"results/{STUDY}/{t}.parquet" for t in ("metrics", "claims"))
+    )
     out = again.stdout + again.stderr
     assert "workflow specific profile" in out and "profiles/default" in out  # its settings apply
     assert bench.job_counts(out)["train_shard"] == len(ids) - len(done)
@@ -199,14 +223,19 @@ def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_r
     # the same shards trained without interruption, in this process (one thread, like the jobs),
     # and merged and judged by the same functions as the workflow's merge_metrics and claims jobs
     ref_paths = []
-    data = engine.to_data(load_dataset(workdir / "results/data/digits.npz"), torch.device("cpu"),
-                          torch.float32)
+    data = engine.to_data(
+        load_dataset(workdir / "results/data/digits.npz"), torch.device("cpu"), torch.float32
+    )
     for shard in st.shards:
-        params, buffers = engine.initial_state(shard, data.in_shape, data.n_classes,
-                                               torch.device("cpu"), torch.float32)
+        params, buffers = engine.initial_state(
+            shard, data.in_shape, data.n_classes, torch.device("cpu"), torch.float32
+        )
         df = engine.ShardTrainer(shard, data, params, torch.device("cpu"), buffers=buffers).run()
-        ref_paths.append(tables.write_atomic(df, tmp_path / "ref" / f"{shard.shard_id}.parquet",
-                                             tables.shard_stamp(shard)))
+        ref_paths.append(
+            tables.write_atomic(
+                df, tmp_path / "ref" / f"{shard.shard_id}.parquet", tables.shard_stamp(shard)
+            )
+        )
     ref = tables.merge_runs(ref_paths, json.loads(st.manifest()))
     got = tables.read(_res(workdir, "metrics.parquet"))
     key = ["run_id", "step", "metric"]
@@ -218,8 +247,9 @@ def test_sigkill_of_the_whole_run_mid_study_then_rerun_equals_an_uninterrupted_r
     want = registry.claims_function(st.kind)(ref, theory, st.params.for_job("claims"))
     claims = tables.read(_res(workdir, "claims.parquet"))
     pd.testing.assert_frame_equal(claims[["claim_id", "verdict"]], want[["claim_id", "verdict"]])
-    np.testing.assert_allclose(claims.measured.astype(float), want.measured.astype(float),
-                               rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(
+        claims.measured.astype(float), want.measured.astype(float), rtol=1e-6, equal_nan=True
+    )
 
 
 def test_corrupt_prepared_dataset_is_rejected_never_trained_on_then_rebuilt(workdir):
@@ -248,6 +278,7 @@ def test_corrupt_prepared_dataset_is_rejected_never_trained_on_then_rebuilt(work
 def test_damaged_prepared_dataset_fails_to_load_naming_it(tmp_path, damage):
     """Truncation breaks the archive; a flipped byte inside an array fails its zip CRC-32."""
     from sigprop.data.prepare import load, prepare
+
     path = prepare("digits", tmp_path / "digits.npz")
     data = bytearray(path.read_bytes())
     if damage == "truncated":
@@ -265,6 +296,7 @@ def test_corrupt_raw_file_in_results_is_rejected_by_prepare_then_refetched(workd
     ``fetch_raw`` fetches a verified copy again.  (Small stand-ins for the Gisette files,
     pinned through ``data.sha256_overrides``.)"""
     from sigprop.data import registry
+
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     pins = {}
@@ -281,10 +313,14 @@ def test_corrupt_raw_file_in_results_is_rejected_by_prepare_then_refetched(workd
     p = run_snakemake(workdir, cfg, "results/data/gisette.npz", check=False)
     out = p.stdout + p.stderr
     assert p.returncode != 0
-    assert "ChecksumError" in out and "gisette_train.data" in out and pins["gisette_train.data"] in out
+    assert (
+        "ChecksumError" in out and "gisette_train.data" in out and pins["gisette_train.data"] in out
+    )
     assert not (workdir / "results" / "data" / "gisette.npz").exists()
 
-    again = run_snakemake(workdir, cfg, "results/raw/gisette/gisette_train.data", "--forcerun", "fetch_raw")
+    again = run_snakemake(
+        workdir, cfg, "results/raw/gisette/gisette_train.data", "--forcerun", "fetch_raw"
+    )
     assert bench.job_counts(again.stdout + again.stderr) == {"fetch_raw": 1, "total": 1}
     assert hashlib.sha256(victim.read_bytes()).hexdigest() == pins["gisette_train.data"]
 
@@ -293,10 +329,13 @@ def test_an_uncaught_error_in_a_job_script_is_written_to_the_rules_log(tmp_path)
     """sigprop.steps.logs.script_log: the rule's log says why the job failed, with the traceback."""
     import subprocess
     import sys
+
     log = tmp_path / "job.log"
-    code = ("import types; from sigprop.steps.logs import script_log\n"
-            f"script_log(types.SimpleNamespace(log=[{str(log)!r}]))\n"
-            "raise ValueError('bad shard table x.parquet')\n")
+    code = (
+        "import types; from sigprop.steps.logs import script_log\n"
+        f"script_log(types.SimpleNamespace(log=[{str(log)!r}]))\n"
+        "raise ValueError('bad shard table x.parquet')\n"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 1
     text = log.read_text()
@@ -306,8 +345,10 @@ def test_an_uncaught_error_in_a_job_script_is_written_to_the_rules_log(tmp_path)
 
 # -- the results store checks what it reads (docs/faults.md "Tables filed under the wrong name")
 
+
 def _maps_study():
     import yaml
+
     study = yaml.safe_load((REPO / "config/studies/meanfield_maps.yaml").read_text())
     for block in study["scales"]["quick"]["blocks"]:
         block["fixed"]["width"] = 32
@@ -321,15 +362,19 @@ def test_shard_and_merged_tables_filed_under_the_wrong_name_stop_their_readers(w
     jobs (the runs ask for the claims table, which reads both).  After the suggested `snakemake --force <file>` the run completes with the original
     claims."""
     cfg = write_config(workdir, _maps_study(), data={"options": {"gaussian": {"d": 16}}})
-    claims = "results/meanfield_maps/claims.parquet"     # what reads the tables (no figures)
+    claims = "results/meanfield_maps/claims.parquet"  # what reads the tables (no figures)
     run_snakemake(workdir, cfg, claims)
     res = workdir / "results/meanfield_maps"
     claims0 = pd.read_parquet(res / "claims.parquet")
     shards = sorted((res / "measurements").glob("*.parquet"))
     a, b = shards[0], shards[1]
-    shutil.copy(a, b)                                  # a's rows filed under b's name
+    shutil.copy(a, b)  # a's rows filed under b's name
     p = run_snakemake(workdir, cfg, claims, check=False)
-    out = p.stdout + p.stderr + (workdir / "results/logs/meanfield_maps/merge_metrics.log").read_text()
+    out = (
+        p.stdout
+        + p.stderr
+        + (workdir / "results/logs/meanfield_maps/merge_metrics.log").read_text()
+    )
     assert p.returncode != 0
     assert f"holds study meanfield_maps, shard {a.stem}" in out and f"expects shard {b.stem}" in out
     hint = f"snakemake --force results/meanfield_maps/measurements/{b.name}"
@@ -358,24 +403,27 @@ def test_bad_data_options_from_the_command_line_stop_before_any_job_and_delete_n
     data = workdir / "results/data/digits.npz"
     before = data.stat().st_mtime_ns
     # --config gives nested values as strings: '-5' is coerced, then refused as out of range
-    p = run_snakemake(workdir, cfg, "--config", "data={options: {digits: {test_fraction: -5}}}",
-                      check=False)
+    p = run_snakemake(
+        workdir, cfg, "--config", "data={options: {digits: {test_fraction: -5}}}", check=False
+    )
     out = p.stdout + p.stderr
     assert p.returncode != 0
-    assert "--config: key 'data.options.digits.test_fraction': '-5' is out of range" in out, out[-2000:]
+    assert "--config: key 'data.options.digits.test_fraction': '-5' is out of range" in out, out[
+        -2000:
+    ]
     p = run_snakemake(workdir, cfg, "--config", "memory_budget_mb=nan", check=False)
     assert "--config: key 'memory_budget_mb': nan is not a finite number" in p.stdout + p.stderr
-    assert data.stat().st_mtime_ns == before            # nothing computed was deleted
+    assert data.stat().st_mtime_ns == before  # nothing computed was deleted
     assert not (workdir / "results/trainable_depth").exists()
 
 
-VANISH = '''
+VANISH = """
 import atexit, os, sys
 if sys.argv and sys.argv[0].endswith(".prepare_dataset.py"):
     # the data set the job just wrote disappears before Snakemake looks at it
     atexit.register(lambda: os.path.exists("results/data/digits.npz")
                     and os.remove("results/data/digits.npz"))
-'''
+"""
 
 
 def test_a_file_that_vanishes_mid_run_is_explained_not_blamed_on_latency(workdir, tmp_path):
@@ -385,14 +433,23 @@ def test_a_file_that_vanishes_mid_run_is_explained_not_blamed_on_latency(workdir
     inject.mkdir()
     (inject / "sitecustomize.py").write_text(VANISH)
     cfg = write_config(workdir)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(inject),
-                                                                    os.environ.get("PYTHONPATH")])))
-    p = subprocess.run(snakemake_cmd(workdir, cfg, "results/data/digits.npz", "--latency-wait", "1"),
-                       capture_output=True, text=True, env=env, timeout=300)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")])),
+    )
+    p = subprocess.run(
+        snakemake_cmd(workdir, cfg, "results/data/digits.npz", "--latency-wait", "1"),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     out = p.stdout + p.stderr
     assert p.returncode != 0 and "latency" in out
-    assert "sigprop: Snakemake could not find file(s) it had planned with: " \
-           "results/data/digits.npz" in out, out[-3000:]
+    assert (
+        "sigprop: Snakemake could not find file(s) it had planned with: "
+        "results/data/digits.npz" in out
+    ), out[-3000:]
     assert "run `snakemake` again" in out
     run_snakemake(workdir, cfg, "results/data/digits.npz")
     assert (workdir / "results/data/digits.npz").exists()
@@ -405,6 +462,7 @@ def test_an_error_in_a_run_block_job_is_written_to_the_jobs_log(tmp_path):
     import threading
 
     from sigprop.steps.jobs import run_job
+
     a, b = tmp_path / "a.log", tmp_path / "b.log"
 
     def work(name):
@@ -412,6 +470,7 @@ def test_an_error_in_a_run_block_job_is_written_to_the_jobs_log(tmp_path):
 
     def fail():
         raise ValueError("bad shard table x.parquet")
+
     threads = [threading.Thread(target=run_job, args=([str(p)], work, p.stem)) for p in (a, b)]
     for t in threads:
         t.start()
@@ -426,8 +485,11 @@ def test_an_error_in_a_run_block_job_is_written_to_the_jobs_log(tmp_path):
 
 
 def _files(workdir) -> dict:
-    return {str(p.relative_to(workdir)): p.stat().st_mtime_ns
-            for p in (workdir / "results").rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(workdir)): p.stat().st_mtime_ns
+        for p in (workdir / "results").rglob("*")
+        if p.is_file()
+    }
 
 
 def test_a_shard_too_big_for_the_machine_is_refused_before_any_job_and_loses_nothing(workdir):
@@ -441,8 +503,11 @@ def test_a_shard_too_big_for_the_machine_is_refused_before_any_job_and_loses_not
     run_snakemake(workdir, cfg, target)
     before = _files(workdir)
     healthy = st["scales"]["quick"]["blocks"][0]
-    big = {"label": "huge", "fixed": dict(healthy["fixed"], width=100_000),
-           "grid": {"keep_rate": [1.0], "depth": [60], "sigma_w2": [1.0]}}
+    big = {
+        "label": "huge",
+        "fixed": dict(healthy["fixed"], width=100_000),
+        "grid": {"keep_rate": [1.0], "depth": [60], "sigma_w2": [1.0]},
+    }
     st["scales"]["quick"]["blocks"] = [healthy, big]
     cfg = write_config(workdir, st, shard_size=4)
     p = run_snakemake(workdir, cfg, target, check=False)
@@ -451,7 +516,7 @@ def test_a_shard_too_big_for_the_machine_is_refused_before_any_job_and_loses_not
     assert "trainable_depth.yaml: block 'huge', shard" in out, out[-3000:]
     assert "no job was started" in out and "--resources mem_mb" in out
     assert not re.search(r"^\s*(local)?rule \w+:", p.stdout + p.stderr, re.M), out[-3000:]
-    assert _files(workdir) == before                    # nothing deleted, rewritten or added
+    assert _files(workdir) == before  # nothing deleted, rewritten or added
     locks = workdir / ".snakemake" / "locks"
     assert not locks.exists() or not any(locks.iterdir())
     # the oversized block removed again: the next run is up to date, no --unlock needed

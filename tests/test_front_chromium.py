@@ -36,32 +36,51 @@ def _browser() -> str:
 
 def _page(tmp_path: Path) -> Path:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    run = reading.apply(C.frame([_row("a", "pass"), _row("b", "fail"), _row("c", "fail"),
-                                 _row("d", "fail")]), "quick", {"depth": "L = 40, not 200"},
-                        {"b": ["depth"], "c": [], "d": []}, SOURCES)
+
+    run = reading.apply(
+        C.frame([_row("a", "pass"), _row("b", "fail"), _row("c", "fail"), _row("d", "fail")]),
+        "quick",
+        {"depth": "L = 40, not 200"},
+        {"b": ["depth"], "c": [], "d": []},
+        SOURCES,
+    )
     paper = reading.apply(C.frame([_row("a", "pass")]), "paper", {}, {}, SOURCES)
     m = verdict_matrix(run, paper)
     fig = tally_figure(m, "000 A paper", "quick", {"run": "1 of 1 study", "paper": "1 of 1 study"})
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=80)
     plt.close(fig)
-    block = front_block("000", "000 A paper", m,
-                        "quick scale (1 of 1 study; digits): 4 claims: COUNTS-FIRST",
-                        buf.getvalue(), {"s": "quick"},
-                        {"s": {"fig_a": Figure("f", "cap", claims=("a",))}}, {"s"},
-                        trends={("s", "a"): _trend("a", "flat")})
+    block = front_block(
+        "000",
+        "000 A paper",
+        m,
+        "quick scale (1 of 1 study; digits): 4 claims: COUNTS-FIRST",
+        buf.getvalue(),
+        {"s": "quick"},
+        {"s": {"fig_a": Figure("f", "cap", claims=("a",))}},
+        {"s"},
+        trends={("s", "a"): _trend("a", "flat")},
+    )
     page = tmp_path / "front.html"
-    page.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
-                    + block + "</body></html>\n")
+    page.write_text(
+        "<!doctype html><html><head><meta charset='utf-8'></head><body>"
+        + block
+        + "</body></html>\n"
+    )
     return page
 
 
 def _chromium(browser: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
-                           "--disable-dev-shm-usage", *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_rendered_front_page_leads_with_the_counts_and_shows_the_ladder_column(tmp_path):
@@ -79,6 +98,7 @@ def test_the_rendered_front_page_leads_with_the_counts_and_shows_the_ladder_colu
     r = _chromium(browser, f"--screenshot={shot}", "--window-size=1200,900", page.as_uri())
     assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
     from PIL import Image
+
     img = Image.open(shot).convert("L")
     lo, hi = img.getextrema()
     assert hi - lo > 100, "the screenshot is blank"

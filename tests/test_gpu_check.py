@@ -34,7 +34,7 @@ def test_every_family_has_a_case_and_a_tolerance():
     assert set(G.FAMILY_CASES) == set(families.FAMILIES)
     assert {c[2] for c in G.FAMILY_CASES.values()} <= set(G.TOLERANCES)
     for tol in G.TOLERANCES.values():
-        assert tol.loss_rtol < 1e-2 and tol.param_rtol <= 1e-2   # tighter than TF32 drift
+        assert tol.loss_rtol < 1e-2 and tol.param_rtol <= 1e-2  # tighter than TF32 drift
 
 
 @pytest.mark.parametrize("arch", sorted(G.FAMILY_CASES))
@@ -46,7 +46,7 @@ def test_cpu_against_cpu_agrees_for_every_family(arch):
     assert r["losses"]["max_abs"] == 0.0 and r["parameters"]["max_abs"] == 0.0
     assert all(c["max_abs"] == 0.0 for c in r["accuracies"].values())
     tol = G.TOLERANCES[G.FAMILY_CASES[arch][2]]
-    assert r["tolerance"]["loss_rtol"] == tol.loss_rtol          # the tolerance is reported
+    assert r["tolerance"]["loss_rtol"] == tol.loss_rtol  # the tolerance is reported
     assert r["tolerance"]["precision"] == tol.precision
 
 
@@ -61,6 +61,7 @@ def _perturb_second_side(monkeypatch, offset: float):
         if len(calls) == 2:
             params = [p + offset for p in params]
         return train(shard, data, params, buffers, device)
+
     monkeypatch.setattr(G, "_train", shifted)
     return calls
 
@@ -89,6 +90,7 @@ def test_a_different_seed_fails():
     shard, in_shape, tol = G.family_shard("fc")
     dtype = torch.float32
     from sigprop.train.engine import initial_state
+
     params, buffers = initial_state(shard, in_shape, G.N_OUT, G.CPU, dtype)
     df_a, _, _ = G._train(shard, G.tiny_data(in_shape, dtype, seed=0), params, buffers, G.CPU)
     df_b, _, _ = G._train(shard, G.tiny_data(in_shape, dtype, seed=1), params, buffers, G.CPU)
@@ -100,9 +102,9 @@ def test_close_and_compare_states_arithmetic():
     c = G.close([1.0, 2.0, math.nan], [1.0, 2.002, math.nan], rtol=1e-3, atol=0.0)
     assert c["n"] == 3 and c["max_abs"] == pytest.approx(0.002)
     assert c["max_rel"] == pytest.approx(0.002 / 2.002)
-    assert c["worst"] == pytest.approx(0.002 / (1e-3 * 2.002))     # just under 1
+    assert c["worst"] == pytest.approx(0.002 / (1e-3 * 2.002))  # just under 1
     assert c["worst"] < 1
-    assert G.close([math.nan], [1.0], 1e-3, 1e-6)["worst"] == math.inf     # NaN on one side
+    assert G.close([math.nan], [1.0], 1e-3, 1e-6)["worst"] == math.inf  # NaN on one side
     a = [torch.tensor([1.0, -3.0]), torch.tensor([0.0])]
     b = [torch.tensor([1.0, -3.03]), torch.tensor([0.001])]
     s = G.compare_states(a, b, rtol=1e-2)
@@ -144,8 +146,12 @@ def test_timed_shard_on_the_cpu_against_the_plan():
     out = G.timed_shard("cpu", **TIMED)
     shard, st, options = G.paper_shard()
     r0 = shard.runs[0]
-    assert (out["study"], out["arch"], out["width"], out["depth"]) == \
-        ("trainable_depth", "fc", r0.width, r0.depth)
+    assert (out["study"], out["arch"], out["width"], out["depth"]) == (
+        "trainable_depth",
+        "fc",
+        r0.width,
+        r0.depth,
+    )
     assert st.scale == "paper" and out["block"] == st.labels[r0.run_id]
     in_shape, n_out, _, _ = P.dataset_dims(r0.dataset, options)
     assert out["in_shape"] == list(in_shape) and out["models_in_shard"] == len(shard.runs)
@@ -153,27 +159,31 @@ def test_timed_shard_on_the_cpu_against_the_plan():
     assert out["step_flops_per_model"] == pytest.approx(cost.step_flops)
     assert out["flops"] == pytest.approx(2 * 2 * cost.step_flops)
     assert out["gflops"] == pytest.approx(out["flops"] / out["seconds"] / 1e9)
-    assert out["gpu_key"] is None and "projected_s" not in out       # the CPU is no plan GPU
-    one = types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task,
-                                eval_splits=st.eval_splits)
-    full = P.shard_costs(one, options)[0]       # the plan's costs of that one shard
+    assert out["gpu_key"] is None and "projected_s" not in out  # the CPU is no plan GPU
+    one = types.SimpleNamespace(
+        shards=[shard], labels=st.labels, task=st.task, eval_splits=st.eval_splits
+    )
+    full = P.shard_costs(one, options)[0]  # the plan's costs of that one shard
     assert out["full_shard"]["flops"] == pytest.approx(full["flops"])
     for g, spec in P.GPUS.items():
         assert out["full_shard"]["projected_s"][g] == pytest.approx(
-            full["flops"] / (spec["float32"] * 1e12 * P.DEFAULT_EFFICIENCY))
+            full["flops"] / (spec["float32"] * 1e12 * P.DEFAULT_EFFICIENCY)
+        )
     assert out["fraction_of_matmul"] > 0
     named = G.timed_shard("cpu", gpu_name="NVIDIA H100 80GB HBM3", efficiency=0.5, **TIMED)
     assert named["gpu_key"] == "H100-SXM-80GB"
     assert named["projected_s"] == pytest.approx(
-        named["flops"] / (P.GPUS["H100-SXM-80GB"]["float32"] * 1e12 * 0.5))
+        named["flops"] / (P.GPUS["H100-SXM-80GB"]["float32"] * 1e12 * 0.5)
+    )
 
 
 def test_run_all_writes_one_json(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "matmul_peak", lambda dev, n=2048, repeats=5: 1e10)
     case = dict(width=8, depth=2, models=2, batch=8, steps=2, baselines=("loop",))
     out = tmp_path / "gpu_check.json"
-    r = G.run_all("cpu", out, bench_repeats=1, bench_cases=[case], archs=["fc", "vcnn"],
-                  timed=TIMED)
+    r = G.run_all(
+        "cpu", out, bench_repeats=1, bench_cases=[case], archs=["fc", "vcnn"], timed=TIMED
+    )
     assert r["passed"] and r["errors"] == {}
     d = json.loads(out.read_text())
     assert d["command"] == "sigprop gpu-check" and d["device"] == "cpu"
@@ -183,27 +193,37 @@ def test_run_all_writes_one_json(tmp_path, monkeypatch):
     assert set(d["families"]) == {"fc", "vcnn"} and d["failed_families"] == []
     assert set(d["timed_shards"]) == {"trainable_depth"}
     assert d["timed_shards"]["trainable_depth"]["study"] == "trainable_depth"
-    assert d["efficiency"] == {"by_study": {}, "by_family": {}}     # the CPU is no plan GPU
+    assert d["efficiency"] == {"by_study": {}, "by_family": {}}  # the CPU is no plan GPU
     assert "passed" in G.summary(r)
 
 
 def test_run_all_records_a_failing_part(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("no such kernel")
+
     monkeypatch.setattr(bench, "run", boom)
     monkeypatch.setattr(G, "timed_shard", boom)
     r = G.run_all("cpu", tmp_path / "x.json", archs=["fc"])
     assert not r["passed"]
-    assert r["errors"] == {"bench": "RuntimeError: no such kernel",
-                           "timed_shard[trainable_depth]": "RuntimeError: no such kernel"}
+    assert r["errors"] == {
+        "bench": "RuntimeError: no such kernel",
+        "timed_shard[trainable_depth]": "RuntimeError: no such kernel",
+    }
     assert r["families"]["fc"]["passed"]
     assert json.loads((tmp_path / "x.json").read_text())["passed"] is False
 
 
 def test_jsonable_is_strict_json():
     import numpy as np
-    x = G.jsonable({"a": (1, np.float32(0.5)), "b": math.nan, "c": torch.tensor([1.0, math.inf]),
-                    "d": np.int64(3)})
+
+    x = G.jsonable(
+        {
+            "a": (1, np.float32(0.5)),
+            "b": math.nan,
+            "c": torch.tensor([1.0, math.inf]),
+            "d": np.int64(3),
+        }
+    )
     assert x == {"a": [1, 0.5], "b": "nan", "c": [1.0, "inf"], "d": 3}
     json.dumps(x, allow_nan=False)
 
@@ -233,33 +253,53 @@ def test_timed_shard_times_the_named_shard():
 def test_costliest_shard_is_the_plans_costliest():
     """The ranking that needs no tracing keeps the shard the plan finds costliest."""
     import types
+
     st, options = G._paper(None, "dropout_training")
-    rows = P.shard_costs(types.SimpleNamespace(shards=st.shards, labels=st.labels, task=st.task,
-                                               eval_splits=st.eval_splits), options)
+    rows = P.shard_costs(
+        types.SimpleNamespace(
+            shards=st.shards, labels=st.labels, task=st.task, eval_splits=st.eval_splits
+        ),
+        options,
+    )
     most = max(r["flops"] for r in rows)
     got = G.costliest_shard("dropout_training", candidates=1)
     assert got["flops"] == pytest.approx(most)
-    assert got["shard"] in {r["shard"] for r in rows if r["flops"] == most}    # ties: any
+    assert got["shard"] in {r["shard"] for r in rows if r["flops"] == most}  # ties: any
     assert got["costed"] <= got["shards"] == len(st.shards)
 
 
 def _fake_result(tmp_path):
     def t(study, arch, eff, flops):
-        return {"study": study, "arch": arch, "implied_efficiency": eff,
-                "full_shard": {"flops": flops}}
-    return {"gpu_key": "H100-SXM-80GB", "device_name": "NVIDIA H100 80GB HBM3",
-            "date": "2026-11-26 10:00:00", "commit": "abc1234", "torch": "2.11.0",
-            "cuda": "13.0",
-            "timed_shards": {"trainable_depth": t("trainable_depth", "fc", 0.2, 1e15),
-                             "dropout_training": t("dropout_training", "fc", 0.05, 1e12),
-                             "pruning_resnet": t("pruning_resnet", "resnet32", 0.4, 1e14),
-                             "width_batch": {"study": "width_batch", "arch": "fc"}}}
+        return {
+            "study": study,
+            "arch": arch,
+            "implied_efficiency": eff,
+            "full_shard": {"flops": flops},
+        }
+
+    return {
+        "gpu_key": "H100-SXM-80GB",
+        "device_name": "NVIDIA H100 80GB HBM3",
+        "date": "2026-11-26 10:00:00",
+        "commit": "abc1234",
+        "torch": "2.11.0",
+        "cuda": "13.0",
+        "timed_shards": {
+            "trainable_depth": t("trainable_depth", "fc", 0.2, 1e15),
+            "dropout_training": t("dropout_training", "fc", 0.05, 1e12),
+            "pruning_resnet": t("pruning_resnet", "resnet32", 0.4, 1e14),
+            "width_batch": {"study": "width_batch", "arch": "fc"},
+        },
+    }
 
 
 def test_measured_efficiency_per_study_and_family(tmp_path):
     eff = G.measured_efficiency(_fake_result(tmp_path))
-    assert eff["by_study"] == {"trainable_depth": 0.2, "dropout_training": 0.05,
-                               "pruning_resnet": 0.4}
+    assert eff["by_study"] == {
+        "trainable_depth": 0.2,
+        "dropout_training": 0.05,
+        "pruning_resnet": 0.4,
+    }
     # a family's value is its costliest timed shard's
     assert eff["by_family"] == {"fc": 0.2, "resnet32": 0.4}
 
@@ -267,8 +307,14 @@ def test_measured_efficiency_per_study_and_family(tmp_path):
 def test_a_gpu_the_plan_learned_of_later_gets_its_efficiency_from_the_measured_rate():
     """A check run on a GPU missing from the plan's table (no projection in the JSON) is
     recorded once the table has it: achieved FLOP/s over the dense float32 peak."""
-    t = {"study": "pruning_eoc", "arch": "fc", "flops": 4.0e12, "seconds": 2.0,
-         "precision": "float32", "full_shard": {"flops": 1e15}}
+    t = {
+        "study": "pruning_eoc",
+        "arch": "fc",
+        "flops": 4.0e12,
+        "seconds": 2.0,
+        "precision": "float32",
+        "full_shard": {"flops": 1e15},
+    }
     result = {"gpu_key": None, "device_name": "NVIDIA H200", "timed_shards": {"pruning_eoc": t}}
     eff = G.measured_efficiency(result)["by_study"]["pruning_eoc"]
     assert eff == pytest.approx(2.0e12 / (P.GPUS["H200-SXM-141GB"]["float32"] * 1e12))
@@ -286,8 +332,7 @@ def test_record_writes_what_the_plan_reads(tmp_path):
     assert got["H100-SXM-80GB"]["source"] == "docs/evidence/gpu/x.json"
     assert P.efficiency_for(got, "H100-SXM-80GB", "dropout_training", "fc") == (0.05, "study")
     assert P.efficiency_for(got, "H100-SXM-80GB", "training_speed", "fc") == (0.2, "family")
-    assert P.efficiency_for(got, "H100-SXM-80GB", "x", "vgg16") == (P.DEFAULT_EFFICIENCY,
-                                                                   "assumed")
+    assert P.efficiency_for(got, "H100-SXM-80GB", "x", "vgg16") == (P.DEFAULT_EFFICIENCY, "assumed")
     assert P.efficiency_for(got, "A100-80GB", "trainable_depth", "fc")[1] == "assumed"
     cpu = _fake_result(tmp_path) | {"gpu_key": None, "device_name": None}
     js.write_text(json.dumps(cpu))
@@ -295,11 +340,14 @@ def test_record_writes_what_the_plan_reads(tmp_path):
         G.record(js, yml)
 
 
-@pytest.mark.parametrize("text, match", [
-    ("H100-SXM-80GB:\n  by_family: {fc: 1.5}\n", "H100-SXM-80GB.by_family.fc: 1.5"),
-    ("H100-SXM-80GB:\n  by_study: {x: lots}\n", "H100-SXM-80GB.by_study.x: 'lots'"),
-    ("B200:\n  by_family: {fc: 0.5}\n", "'B200' is no GPU"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("H100-SXM-80GB:\n  by_family: {fc: 1.5}\n", "H100-SXM-80GB.by_family.fc: 1.5"),
+        ("H100-SXM-80GB:\n  by_study: {x: lots}\n", "H100-SXM-80GB.by_study.x: 'lots'"),
+        ("B200:\n  by_family: {fc: 0.5}\n", "'B200' is no GPU"),
+    ],
+)
 def test_a_bad_efficiency_file_names_the_file_and_key(tmp_path, text, match):
     yml = tmp_path / "gpu_efficiency.yaml"
     yml.write_text(text)
@@ -309,8 +357,10 @@ def test_a_bad_efficiency_file_names_the_file_and_key(tmp_path, text, match):
 
 
 def test_the_shards_option_names_training_studies():
-    assert G.parse_shards("trainable_depth=s1, pruning_eoc=") == {"trainable_depth": "s1",
-                                                                  "pruning_eoc": ""}
+    assert G.parse_shards("trainable_depth=s1, pruning_eoc=") == {
+        "trainable_depth": "s1",
+        "pruning_eoc": "",
+    }
     with pytest.raises(ValueError, match="'meanfield_maps' is not a training study"):
         G.parse_shards("meanfield_maps=s1")
 

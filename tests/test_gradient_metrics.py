@@ -28,9 +28,24 @@ KEYS = ["activation", "sigma_w2", "sigma_b2", "keep_rate"]
 
 
 def _shard(act, sw, keeps, seeds, width, depth, name="t"):
-    runs = tuple(RunSpec(arch="fc", dataset="gaussian", width=width, depth=depth, activation=act,
-                         sigma_w2=sw, sigma_b2=0.1, keep_rate=k, precision="float64", steps=1,
-                         eval_every=1, seed=s) for k in keeps for s in seeds)
+    runs = tuple(
+        RunSpec(
+            arch="fc",
+            dataset="gaussian",
+            width=width,
+            depth=depth,
+            activation=act,
+            sigma_w2=sw,
+            sigma_b2=0.1,
+            keep_rate=k,
+            precision="float64",
+            steps=1,
+            eval_every=1,
+            seed=s,
+        )
+        for k in keeps
+        for s in seeds
+    )
     return Shard(name, runs)
 
 
@@ -44,14 +59,16 @@ def test_metrics_equal_the_materialized_weight_gradients():
     x = activations.get("tanh")(fixed_point_inputs(runs, 7))
     keys = torch.tensor([r.key for r in runs])
     keep = torch.tensor([r.keep_rate for r in runs], dtype=torch.float64)
-    zL = fc.preactivations(ps, x, "tanh", keep, keys, step=0)[-2]     # last hidden layer
+    zL = fc.preactivations(ps, x, "tanh", keep, keys, step=0)[-2]  # last hidden layer
     ws = ps[0:-2:2]
     ga = torch.autograd.grad(zL[:, 0].pow(2).sum(), ws, retain_graph=True)
     gb = torch.autograd.grad(zL[:, 1].pow(2).sum(), ws)
     for l, (a, b) in enumerate(zip(ga, gb)):
-        want = {"g_aa": 0.5 * (a.pow(2).mean((1, 2)) + b.pow(2).mean((1, 2))),
-                "g_ab": (a * b).mean((1, 2)).abs(),
-                "g_ab_abs": (a * b).abs().mean((1, 2))}
+        want = {
+            "g_aa": 0.5 * (a.pow(2).mean((1, 2)) + b.pow(2).mean((1, 2))),
+            "g_ab": (a * b).mean((1, 2)).abs(),
+            "g_ab_abs": (a * b).abs().mean((1, 2)),
+        }
         for k, v in want.items():
             np.testing.assert_allclose(g[k][:, l], v.numpy(), rtol=1e-10, atol=0)
     assert g["g_aa"].shape == (len(runs), 3)
@@ -79,7 +96,7 @@ def test_g_aa_agrees_with_eq_12_in_linear_nets():
 
 
 def test_rate_verdict_states_its_power():
-    k, rtol, chi1 = 3.0, 0.02, 0.5                     # scientific tolerance 0.01
+    k, rtol, chi1 = 3.0, 0.02, 0.5  # scientific tolerance 0.01
     v, test, det = gm_claims.rate_verdict(0.505, 0.002, chi1, k, rtol)
     assert v == "pass" and det == 0.01 and "bootstrap SE" in test
     assert gm_claims.rate_verdict(0.52, 0.002, chi1, k, rtol)[0] == "fail"
@@ -91,8 +108,11 @@ def test_rate_verdict_states_its_power():
 
 
 def test_study_measure_theory_claims_and_figures():
-    cfg = {"name": "gm", "theory": {"layers_from_output": 20},
-           "claims": {"gab_fit_min_from_output": 2, "fit_min_from_output": 2, "n_boot": 20}}
+    cfg = {
+        "name": "gm",
+        "theory": {"layers_from_output": 20},
+        "claims": {"gab_fit_min_from_output": 2, "fit_min_from_output": 2, "n_boot": 20},
+    }
     p = registry.resolve("gradient_metrics", cfg, "quick")
     frames = []
     for _i, (act, sw, keeps) in enumerate([("linear", 0.5, [1.0, 0.8]), ("relu", 1.0, [1.0, 0.9])]):
@@ -101,24 +121,43 @@ def test_study_measure_theory_claims_and_figures():
         df = gm_measure.measure(shard, params, buffers, p.for_job("measure"))
         frames.append(df)
     runs = pd.concat(frames, ignore_index=True)
-    assert {"study", "shard_id", "run_id", "step", "metric", "value", "probe", "layer",
-            "keep_rate", "activation"} <= set(runs.columns)
+    assert {
+        "study",
+        "shard_id",
+        "run_id",
+        "step",
+        "metric",
+        "value",
+        "probe",
+        "layer",
+        "keep_rate",
+        "activation",
+    } <= set(runs.columns)
     assert set(runs.metric) == {"g_aa", "g_ab", "g_ab_abs", "g_ab_signed"}
     assert (runs.step == 0).all() and (runs.probe == 0).all()
     assert sorted(runs.layer.unique()) == list(range(1, 7))
-    assert len(runs) == 16 * 6 * 4 and np.isfinite(runs.value).all() and (runs.value[runs.metric != "g_ab_signed"] >= 0).all()
+    assert (
+        len(runs) == 16 * 6 * 4
+        and np.isfinite(runs.value).all()
+        and (runs.value[runs.metric != "g_ab_signed"] >= 0).all()
+    )
     settings = [dict(zip(KEYS, t)) for t in runs[KEYS].drop_duplicates().itertuples(index=False)]
     theory = gm_theory.theory_table("gm", p.for_job("theory"), settings)
     assert {"q_star", "c_star", "chi1", "chi2", "g_aa_eq12", "g_ab_eq12"} <= set(theory.quantity)
     lin = {"activation": "linear", "sigma_w2": 0.5, "sigma_b2": 0.1, "keep_rate": 0.8, "depth": 6}
-    np.testing.assert_allclose(gm_analysis.theory_curve(theory, lin, "g_aa_eq12", np.arange(1, 7)),
-                               tg.g_aa(np.arange(1, 7), 6, 0.5, 0.1, 0.8))
+    np.testing.assert_allclose(
+        gm_analysis.theory_curve(theory, lin, "g_aa_eq12", np.arange(1, 7)),
+        tg.g_aa(np.arange(1, 7), 6, 0.5, 0.1, 0.8),
+    )
     assert np.isclose(gm_analysis.theory_value(theory, lin, "chi1"), 0.5 / 0.8)
     claims = gm_claims.claims_table(runs, theory, p.for_job("claims"))
     ids = list(claims.claim_id)
     assert sum(i.startswith("eq12_predicts_g_aa") for i in ids) == 2
     assert ids.count("g_ab_follows_chi1[linear, rho=0.8]") == 1
-    assert "g_aa_decays_at_chi1[relu, rho=0.9]" in ids and "g_ab_abs_decays_at_chi1[relu, rho=0.9]" in ids
+    assert (
+        "g_aa_decays_at_chi1[relu, rho=0.9]" in ids
+        and "g_ab_abs_decays_at_chi1[relu, rho=0.9]" in ids
+    )
     assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
     check_table(claims, "gradient_metrics test")
     by = claims.set_index("claim_id")
@@ -136,11 +175,13 @@ def test_study_measure_theory_claims_and_figures():
     assert not ((eq12.verdict == "pass") & (eq12.detectable > 0.1)).any()
     chi = {q: gm_analysis.theory_value(theory, lin, q) for q in ("chi1", "chi2")}
     assert by.loc["g_ab_follows_chi1[linear, rho=0.8]", "margin"] == pytest.approx(
-        abs(chi["chi1"] - chi["chi2"]) / 2)
+        abs(chi["chi1"] - chi["chi2"]) / 2
+    )
     relu = {"activation": "relu", "sigma_w2": 1.0, "sigma_b2": 0.1, "keep_rate": 0.9}
     assert by.loc["g_aa_decays_at_chi1[relu, rho=0.9]", "margin"] == pytest.approx(
-        0.02 * gm_analysis.theory_value(theory, relu, "chi1"))
-    assert np.isnan(by.loc["g_ab_abs_decays_at_chi1[relu, rho=1]", "margin"])   # sanity row
+        0.02 * gm_analysis.theory_value(theory, relu, "chi1")
+    )
+    assert np.isnan(by.loc["g_ab_abs_decays_at_chi1[relu, rho=1]", "margin"])  # sanity row
     assert set(SPEC.figures) == {"gradient_metrics_linear", "gradient_metrics_activations"}
     for fig in SPEC.figures.values():
         assert fig.caption
@@ -150,8 +191,9 @@ def test_study_measure_theory_claims_and_figures():
 def _eq12_runs(rel_noise: float, n: int = 30, L: int = 20, seed: int = 0) -> tuple:
     """Synthetic g_aa of linear nets (rho = 1) scattered multiplicatively around Eq. 12, with
     a per-network factor shared by the layers (as the layers of one net share it)."""
-    p = registry.resolve("gradient_metrics", {"name": "gm", "theory": {"layers_from_output": L}},
-                         "quick")
+    p = registry.resolve(
+        "gradient_metrics", {"name": "gm", "theory": {"layers_from_output": L}}, "quick"
+    )
     s = {"activation": "linear", "sigma_w2": 0.5, "sigma_b2": 0.1, "keep_rate": 1.0}
     theory = gm_theory.theory_table("gm", p.for_job("theory"), [s])
     layers = np.arange(1, L + 1)
@@ -161,8 +203,17 @@ def _eq12_runs(rel_noise: float, n: int = 30, L: int = 20, seed: int = 0) -> tup
     for i in range(n):
         z = 0.7 * rng.standard_normal() + 0.7 * rng.standard_normal(L)
         v = th * np.exp(rel_noise * z - (rel_noise * 0.99) ** 2 / 2)
-        rows += [{**s, "depth": L, "run_id": f"r{i}", "metric": "g_aa", "layer": int(l),
-                  "value": float(x)} for l, x in zip(layers, v)]
+        rows += [
+            {
+                **s,
+                "depth": L,
+                "run_id": f"r{i}",
+                "metric": "g_aa",
+                "layer": int(l),
+                "value": float(x),
+            }
+            for l, x in zip(layers, v)
+        ]
     return pd.DataFrame(rows), theory, p.for_job("claims")
 
 
@@ -170,13 +221,16 @@ def test_eq12_pass_needs_the_detectable_offset_within_the_margin():
     """Eq. 12 is an equivalence claim with a 10 % relative-offset margin: the joint test that
     finds no deviation passes only when it could have found one of 10 %."""
     runs, theory, p = _eq12_runs(0.03)
-    r = gm_claims.claims_table(runs, theory, p).set_index("claim_id").loc[
-        "eq12_predicts_g_aa[linear, rho=1]"]
+    r = (
+        gm_claims.claims_table(runs, theory, p)
+        .set_index("claim_id")
+        .loc["eq12_predicts_g_aa[linear, rho=1]"]
+    )
     assert r.verdict == "pass" and r.detectable <= r.margin == 0.1
     runs, theory, p = _eq12_runs(0.6)
     df = gm_claims.claims_table(runs, theory, p)
     check_table(df, "gradient_metrics test")
     r = df.set_index("claim_id").loc["eq12_predicts_g_aa[linear, rho=1]"]
-    assert r.measured <= r.tolerance                # the joint test finds no deviation
+    assert r.measured <= r.tolerance  # the joint test finds no deviation
     assert r.detectable > 0.1 and r.verdict == "inconclusive"
     assert "cannot resolve the margin" in r.test

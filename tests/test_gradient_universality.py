@@ -68,8 +68,8 @@ def test_span_and_drift_are_what_the_power_reads():
     layer, |p - 2| = |drift| / span exactly (span: decades of m over the fitted layers; drift:
     the line of log10(V/m^2) on the layer, farthest minus nearest to the output)."""
     layers = np.arange(1, 41)
-    m = 0.6 ** (40 - layers)                       # chi_1 = 0.6: m shrinks away from the output
-    V = 0.3 * m ** 1.8                             # V/m^2 = 0.3 m^-0.2 grows away from the output
+    m = 0.6 ** (40 - layers)  # chi_1 = 0.6: m shrinks away from the output
+    V = 0.3 * m**1.8  # V/m^2 = 0.3 m^-0.2 grows away from the output
     span = study.span_decades(m, V)
     drift = study.drift_decades(m, V, layers)
     assert span == pytest.approx(39 * np.log10(1 / 0.6))
@@ -78,7 +78,7 @@ def test_span_and_drift_are_what_the_power_reads():
     assert abs(p - 2) == pytest.approx(drift / span)
     # the same drift over a mean that spans a tenth of the decades moves p ten times as far
     m2 = 0.95 ** (40 - layers)
-    V2 = 0.3 * m2 ** 2 * 10 ** (drift * (40 - layers) / 39)
+    V2 = 0.3 * m2**2 * 10 ** (drift * (40 - layers) / 39)
     assert study.drift_decades(m2, V2, layers) == pytest.approx(drift)
     p2 = study.fit_power(m2, V2)[0]
     assert abs(p2 - 2) == pytest.approx(drift / study.span_decades(m2, V2))
@@ -92,7 +92,7 @@ def test_span_and_drift_are_what_the_power_reads():
 
 def test_fit_power_skips_nonpositive_points_and_needs_three():
     m = np.array([1e-3, 1e-2, 0.0, 1e-1, 1.0])
-    V = 0.3 * m ** 2
+    V = 0.3 * m**2
     V[1] = -1.0
     p, a, n = study.fit_power(m, V)
     assert n == 3 and p == pytest.approx(2.0) and a == pytest.approx(0.3)
@@ -120,28 +120,50 @@ def test_a_pass_needs_the_se_to_resolve_the_tolerance():
 
 
 def _shard(act, sw, keeps, widths, seeds, depth=6):
-    runs = tuple(RunSpec(arch="fc", dataset="gaussian", width=w, depth=depth, activation=act,
-                         sigma_w2=sw, sigma_b2=0.1, keep_rate=k, precision="float64", steps=1,
-                         eval_every=1, seed=s) for w in widths for k in keeps for s in seeds)
+    runs = tuple(
+        RunSpec(
+            arch="fc",
+            dataset="gaussian",
+            width=w,
+            depth=depth,
+            activation=act,
+            sigma_w2=sw,
+            sigma_b2=0.1,
+            keep_rate=k,
+            precision="float64",
+            steps=1,
+            eval_every=1,
+            seed=s,
+        )
+        for w in widths
+        for k in keeps
+        for s in seeds
+    )
     return Shard("gu", runs)
 
 
 @pytest.fixture(scope="module")
 def measured():
-    cfg = {"name": "gu", "theory": {"power": 2.0},
-           "analysis": {"widths": {"activation": "tanh", "sigma_w2": 1.4, "keep_rate": 0.9}},
-           "claims": {**AN, "n_boot": 20}}
+    cfg = {
+        "name": "gu",
+        "theory": {"power": 2.0},
+        "analysis": {"widths": {"activation": "tanh", "sigma_w2": 1.4, "keep_rate": 0.9}},
+        "claims": {**AN, "n_boot": 20},
+    }
     p = registry.resolve("gradient_universality", cfg, "quick")
-    shards = [_shard("linear", 0.5, [1.0, 0.8], [16], range(6)),
-              _shard("tanh", 1.4, [0.9], [16], range(6)),
-              _shard("tanh", 1.4, [0.9], [8], range(6))]
+    shards = [
+        _shard("linear", 0.5, [1.0, 0.8], [16], range(6)),
+        _shard("tanh", 1.4, [0.9], [16], range(6)),
+        _shard("tanh", 1.4, [0.9], [8], range(6)),
+    ]
     frames = []
     for sh in shards:
         params, buffers = initial_state(sh, (10,), 1, torch.device("cpu"), torch.float64)
         frames.append(gu_measure.measure(sh, params, buffers, p.for_job("measure")))
     runs = pd.concat(frames, ignore_index=True)
-    theory = gu_theory.theory_table("gu", p.for_job("theory"),
-                                    settings([r for sh in shards for r in sh.runs]))
+    theory = gu_theory.theory_table(
+        "gu", p.for_job("theory"), settings([r for sh in shards for r in sh.runs])
+    )
     return runs, theory, p
 
 
@@ -151,7 +173,9 @@ def test_theory_table(measured):
     assert study.expected_power(theory) == 2.0
     lin = theory[(theory.activation == "linear") & np.isclose(theory.keep_rate, 0.8)]
     assert float(lin[lin.quantity == "chi1"].value.iloc[0]) == pytest.approx(0.5 / 0.8)
-    assert float(lin[lin.quantity == "q_star"].value.iloc[0]) == pytest.approx(0.1 / (1 - 0.5 / 0.8))
+    assert float(lin[lin.quantity == "q_star"].value.iloc[0]) == pytest.approx(
+        0.1 / (1 - 0.5 / 0.8)
+    )
     assert {"q_star", "c_star", "chi1", "chi2"} <= set(theory.quantity)
 
 
@@ -174,37 +198,57 @@ def test_claims_rows_and_verdicts(measured):
     # one measurement, one counted row: rho = 1, c* = 1 linear nets have g_ab = g~_ab = g_aa
     # (both inputs coincide), and the Fig. 5 group at the Fig. 4 width (16) is the Fig. 4 tanh
     # group: those copies are sanity rows that check the identity on the data
-    copies = ["power2[g_ab, linear, rho=1]", "power2[g_ab_abs, linear, rho=1]",
-              "power2_width[g_aa, N=16]", "power2_width[g_ab, N=16]", "power2_width[g_ab_abs, N=16]"]
+    copies = [
+        "power2[g_ab, linear, rho=1]",
+        "power2[g_ab_abs, linear, rho=1]",
+        "power2_width[g_aa, N=16]",
+        "power2_width[g_ab, N=16]",
+        "power2_width[g_ab_abs, N=16]",
+    ]
     assert all(kinds[c] == "sanity" for c in copies) and (by.loc[copies, "verdict"] == "pass").all()
-    assert np.allclose(by.loc[copies[:2], "measured"], by.loc["power2[g_aa, linear, rho=1]", "measured"])
-    assert np.allclose(by.loc[copies[2:], "measured"],
-                       by.loc[["power2[g_aa, tanh, rho=0.9]", "power2[g_ab, tanh, rho=0.9]",
-                               "power2[g_ab_abs, tanh, rho=0.9]"], "measured"])
+    assert np.allclose(
+        by.loc[copies[:2], "measured"], by.loc["power2[g_aa, linear, rho=1]", "measured"]
+    )
+    assert np.allclose(
+        by.loc[copies[2:], "measured"],
+        by.loc[
+            [
+                "power2[g_aa, tanh, rho=0.9]",
+                "power2[g_ab, tanh, rho=0.9]",
+                "power2[g_ab_abs, tanh, rho=0.9]",
+            ],
+            "measured",
+        ],
+    )
     summaries = [i for i in ids if i.startswith(("power2_all", "power2_pooled"))]
     assert all(kinds[i] == "summary" for i in summaries) and len(summaries) == 8
     # one group of nets is one measurement: the study file's corroborations make its g_ab and
     # g~_ab rows (measured on the same nets) summary rows that corroborate its g_aa claim
-    assert (claims.kind == "claim").sum() == 10          # before the declaration is applied
+    assert (claims.kind == "claim").sum() == 10  # before the declaration is applied
     import yaml
     from conftest import REPO
 
     from sigprop.claims import reading
+
     cfg = yaml.safe_load((REPO / "config/studies/gradient_universality.yaml").read_text())
-    claims = reading.apply(claims, "quick", {}, {}, cfg["tolerance_sources"],
-                           cfg["corroborations"])
+    claims = reading.apply(claims, "quick", {}, {}, cfg["tolerance_sources"], cfg["corroborations"])
     kinds = claims.set_index("claim_id").kind.to_dict()
     counted = claims[claims.kind == "claim"]
     assert len(counted) == 4 and tally(claims)["claims"] == 4 and tally(claims)["sanity"] == 5
     assert counted.claim_id.str.startswith(("power2[g_aa, ", "power2_width[g_aa, ")).all()
-    assert set(counted.claim_id) == {"power2[g_aa, linear, rho=1]", "power2[g_aa, linear, rho=0.8]",
-                                     "power2[g_aa, tanh, rho=0.9]", "power2_width[g_aa, N=8]"}
+    assert set(counted.claim_id) == {
+        "power2[g_aa, linear, rho=1]",
+        "power2[g_aa, linear, rho=0.8]",
+        "power2[g_aa, tanh, rho=0.9]",
+        "power2_width[g_aa, N=8]",
+    }
     fit_ids = claims.claim_id.str.startswith(("power2[", "power2_width["))
     corroborate = claims[fit_ids & (claims.kind == "summary")]
     assert len(corroborate) == 6
     assert not corroborate.claim_id.str.contains("[g_aa, ", regex=False).any()
-    assert corroborate.claim.str.contains("(corroboration, not counted: the g_ab and g~_ab powers",
-                                          regex=False).all()
+    assert corroborate.claim.str.contains(
+        "(corroboration, not counted: the g_ab and g~_ab powers", regex=False
+    ).all()
     # the fitted-power rows, counted or corroborating, all follow the same test
     groups = claims[fit_ids & claims.kind.isin(["claim", "summary"])]
     assert len(groups) == 10
@@ -232,15 +276,28 @@ def test_claims_rows_and_verdicts(measured):
     fig4 = groups[groups.claim_id.str.startswith("power2[")]
     overall = by.loc["power2_all_activations"]
     assert overall.measured == pytest.approx(np.mean(fig4.verdict == "pass"))
-    want = ("fail" if (fig4.verdict == "fail").any() else
-            "inconclusive" if (fig4.verdict == "inconclusive").any() else "pass")
+    want = (
+        "fail"
+        if (fig4.verdict == "fail").any()
+        else "inconclusive"
+        if (fig4.verdict == "inconclusive").any()
+        else "pass"
+    )
     assert overall.verdict == want
     # the Fig. 5 summary counts the width-16 groups once each, with their Fig. 4 verdicts
-    fig5 = [(i, by.loc[i, "verdict"]) for i in ids
-            if i.startswith("power2_width[") and kinds[i] in ("claim", "summary")]
-    fig5 += [(i, by.loc[i, "verdict"]) for i in ("power2[g_aa, tanh, rho=0.9]",
-                                                 "power2[g_ab, tanh, rho=0.9]",
-                                                 "power2[g_ab_abs, tanh, rho=0.9]")]
+    fig5 = [
+        (i, by.loc[i, "verdict"])
+        for i in ids
+        if i.startswith("power2_width[") and kinds[i] in ("claim", "summary")
+    ]
+    fig5 += [
+        (i, by.loc[i, "verdict"])
+        for i in (
+            "power2[g_aa, tanh, rho=0.9]",
+            "power2[g_ab, tanh, rho=0.9]",
+            "power2[g_ab_abs, tanh, rho=0.9]",
+        )
+    ]
     w = by.loc["power2_all_widths"]
     assert f"of {len(fig5)} groups" in w.detail
     assert w.measured == pytest.approx(np.mean([v == "pass" for _, v in fig5]))
@@ -248,7 +305,10 @@ def test_claims_rows_and_verdicts(measured):
 
 def test_figures(measured):
     runs, theory, p = measured
-    assert set(SPEC.figures) == {"gradient_universality_activations", "gradient_universality_widths"}
+    assert set(SPEC.figures) == {
+        "gradient_universality_activations",
+        "gradient_universality_widths",
+    }
     for spec_fig in SPEC.figures.values():
         assert spec_fig.caption
         fig = getattr(gu_figures, spec_fig.function)(runs, theory, p.for_job("figure"))
@@ -257,8 +317,10 @@ def test_figures(measured):
         plt.close(fig)
 
 
-@pytest.mark.parametrize("scale,n_fig4,widths,depth", [("quick", 12, [50, 100, 200], 40),
-                                                       ("paper", 12, [100, 200, 500, 1000], 200)])
+@pytest.mark.parametrize(
+    "scale,n_fig4,widths,depth",
+    [("quick", 12, [50, 100, 200], 40), ("paper", 12, [100, 200, 500, 1000], 200)],
+)
 def test_shipped_config_expands(scale, n_fig4, widths, depth):
     cfg = yaml.safe_load((ROOT / "config/studies/gradient_universality.yaml").read_text())
     st = build_study("gradient_universality", "gradient_universality.yaml", cfg, scale, 64)

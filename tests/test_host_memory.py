@@ -38,8 +38,9 @@ def _faults(env_value: str) -> dict:
     # 4 KB pages even where the user runs the tests with PyTorch's huge pages on, so that the
     # fault counts mean the same thing
     env = {**os.environ, host_memory.ENV: env_value, host_memory.THP_ENV: "0"}
-    out = subprocess.run([sys.executable, "-c", STEP_SCRIPT], env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", STEP_SCRIPT], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -91,13 +92,16 @@ print(json.dumps({"thp": thp, **out}))
 
 def _thread_faults(env_value: str) -> dict:
     env = {**os.environ, host_memory.THP_ENV: env_value}
-    out = subprocess.run([sys.executable, "-c", THREAD_SCRIPT], env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", THREAD_SCRIPT], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(host_memory.thp_mode() not in ("madvise", "always"),
-                    reason="the kernel has no transparent huge pages on request")
+@pytest.mark.skipif(
+    host_memory.thp_mode() not in ("madvise", "always"),
+    reason="the kernel has no transparent huge pages on request",
+)
 def test_huge_pages_cut_the_page_faults_of_large_tensors_in_a_worker_thread():
     """Without huge pages a 128 MB tensor made in a worker thread faults on every page at every
     step (the thread's arena cannot keep it); with THP_MEM_ALLOC_ENABLE=1 (opt-in) far less."""
@@ -108,7 +112,7 @@ def test_huge_pages_cut_the_page_faults_of_large_tensors_in_a_worker_thread():
         # with huge pages (`sigprop bench alloc`, 2026-11-26: 562 for 100 MB, 662 for 300 MB)
         assert off["faults_per_step"] > 30_000, off
         assert asked["faults_per_step"] < off["faults_per_step"] / 8, (asked, off)
-    else:   # "always": the kernel may use huge pages without being asked
+    else:  # "always": the kernel may use huge pages without being asked
         assert asked["faults_per_step"] <= off["faults_per_step"], (asked, off)
 
 

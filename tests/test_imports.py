@@ -145,9 +145,13 @@ def _in(module: str, package: str) -> bool:
 def test_steps_and_tools_do_not_import_each_other():
     """What the rules run (``sigprop.steps``) and the command-line tools (``sigprop.tools``) are
     separate: neither imports the other."""
-    wrong = [f"{m} imports {d}" for m, deps in GRAPH.items() for d in deps
-             for a, b in (("sigprop.steps", "sigprop.tools"), ("sigprop.tools", "sigprop.steps"))
-             if _in(m, a) and _in(d, b)]
+    wrong = [
+        f"{m} imports {d}"
+        for m, deps in GRAPH.items()
+        for d in deps
+        for a, b in (("sigprop.steps", "sigprop.tools"), ("sigprop.tools", "sigprop.steps"))
+        if _in(m, a) and _in(d, b)
+    ]
     assert not wrong, "\n".join(sorted(wrong))
 
 
@@ -169,8 +173,11 @@ def _users(module: str) -> set[str]:
 def test_shared_measurements_serve_two_studies_or_more():
     """A module of ``sigprop.measure`` is used by at least two studies; a measurement that
     serves one study lives in that study's package."""
-    single = {m: sorted(_users(m)) for m in GRAPH
-              if _in(m, "sigprop.measure") and m != "sigprop.measure" and len(_users(m)) < 2}
+    single = {
+        m: sorted(_users(m))
+        for m in GRAPH
+        if _in(m, "sigprop.measure") and m != "sigprop.measure" and len(_users(m)) < 2
+    }
     assert not single, single
 
 
@@ -221,8 +228,9 @@ def test_every_module_imports_on_its_own():
     """Each module imports first, in an interpreter where no other sigprop module is loaded
     (third-party packages stay loaded between modules, to keep this fast)."""
     names = sorted(MODULES)
-    p = subprocess.run([sys.executable, "-c", ALONE, *names], capture_output=True, text=True,
-                       timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-c", ALONE, *names], capture_output=True, text=True, timeout=600
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == "", p.stdout
 
@@ -243,9 +251,14 @@ def private_uses(path: Path) -> list[str]:
                 else:
                     modules.add(a.asname or a.name)
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
-                and not node.attr.startswith("__") and isinstance(node.value, ast.Name)
-                and node.value.id in modules and node.value.id not in ("torch", "np", "os", "sys")):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.value.id not in ("torch", "np", "os", "sys")
+        ):
             found.append(f"{node.value.id}.{node.attr}")
     return found
 
@@ -258,6 +271,8 @@ def test_no_module_uses_another_modules_private_names():
 
 def test_the_private_name_check_catches_both_forms(tmp_path):
     f = tmp_path / "m.py"
-    f.write_text("from . import plan as P\nfrom .bench import _data\nP._peak(1)\n"
-                 "from . import activations as _act\n_act.get('tanh')\n")
+    f.write_text(
+        "from . import plan as P\nfrom .bench import _data\nP._peak(1)\n"
+        "from . import activations as _act\n_act.get('tanh')\n"
+    )
     assert private_uses(f) == ["from .bench import _data", "P._peak"]

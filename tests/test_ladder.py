@@ -25,7 +25,7 @@ TRAINING = ("trainable_depth", "training_speed", "pruning_eoc", "width_batch", "
 
 @pytest.fixture
 def in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)          # studies_dir in the config is relative to the repository
+    monkeypatch.chdir(REPO)  # studies_dir in the config is relative to the repository
 
 
 def _cfg(name="dropout_training"):
@@ -38,13 +38,16 @@ def test_rung_names_and_their_base_scales():
     assert base_scales("ladder3") == ("quick", "ladder3") and base_scales("paper") == ("paper",)
 
 
-@pytest.mark.parametrize("edit, match", [
-    (lambda lad: lad["rungs"].pop(), "at least 3"),
-    (lambda lad: lad["rungs"][0].update(scale="ladder2"), r"rungs\[0\]\.scale"),
-    (lambda lad: lad["rungs"][2].update(budget=100), "grow rung by rung"),
-    (lambda lad: lad.update(paper_budget=10), "paper_budget"),
-    (lambda lad: lad["rungs"][2].update(scale="ladder9"), "no scale 'ladder9'"),
-])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda lad: lad["rungs"].pop(), "at least 3"),
+        (lambda lad: lad["rungs"][0].update(scale="ladder2"), r"rungs\[0\]\.scale"),
+        (lambda lad: lad["rungs"][2].update(budget=100), "grow rung by rung"),
+        (lambda lad: lad.update(paper_budget=10), "paper_budget"),
+        (lambda lad: lad["rungs"][2].update(scale="ladder9"), "no scale 'ladder9'"),
+    ],
+)
 def test_a_bad_ladder_is_refused_naming_its_key(edit, match):
     cfg = copy.deepcopy(_cfg())
     edit(cfg["ladder"])
@@ -65,7 +68,10 @@ def test_a_rung_runs_the_quick_claims_with_its_own_grid():
     quick = build_study("dropout_training", "d.yaml", cfg, "quick", 64)
     rung = build_study("dropout_training", "d.yaml", cfg, "ladder2", 64)
     # the quick scale's claims section (success_acc 0.85, not the paper's 0.97) carries over
-    assert cfg["scales"]["quick"]["claims"]["success_acc"] != cfg["scales"]["paper"]["claims"]["success_acc"]
+    assert (
+        cfg["scales"]["quick"]["claims"]["success_acc"]
+        != cfg["scales"]["paper"]["claims"]["success_acc"]
+    )
     assert rung.params.claims == quick.params.claims
     # the rung's own Monte Carlo sizes are merged over the quick scale's
     assert rung.params.measure.mc_samples == cfg["scales"]["ladder2"]["measure"]["mc_samples"]
@@ -77,18 +83,19 @@ def test_a_rung_runs_the_quick_claims_with_its_own_grid():
     quick_changes = design_changes(cfg["design"], "quick")
     assert all(c in changes for c in quick_changes)
     assert {c["scale"] for c in changes} <= {"quick", "both", "ladder2"}
-    assert [c for c in changes if c not in quick_changes]       # its own redesign
+    assert [c for c in changes if c not in quick_changes]  # its own redesign
 
 
-@pytest.mark.parametrize("name", ["dropout_training", "pruning_eoc", "width_batch", "training_speed",
-                                  "trainable_depth"])
+@pytest.mark.parametrize(
+    "name", ["dropout_training", "pruning_eoc", "width_batch", "training_speed", "trainable_depth"]
+)
 def test_declared_ladders_grow_from_the_quick_design(name):
     cfg = _cfg(name)
     lad = ladder_of(cfg, name)
     assert lad.scales[0] == "quick" and len(lad.rungs) >= 3
     assert lad.fixed and lad.paper_budget > lad.rungs[-1].budget
     seeds = [{r.seed for r in build_study(name, "s.yaml", cfg, s, 64).runs} for s in lad.scales]
-    assert all(s == seeds[0] and len(s) >= 3 for s in seeds)       # seeds as at quick scale
+    assert all(s == seeds[0] and len(s) >= 3 for s in seeds)  # seeds as at quick scale
     assert [len(s) for s in seeds] == [r.seeds for r in lad.rungs]  # the SEs' declared seeds
 
 
@@ -97,13 +104,36 @@ def _rung_results(tmp_path, study, scale, runs):
     by the claims job, the merged table's run ids."""
     from sigprop import tables
     from sigprop.runs import runs_digest
+
     res = tmp_path / "results"
     (res / study).mkdir(parents=True, exist_ok=True)
-    tables.write_atomic(pd.DataFrame([row(study, "c", "a claim", "src", 1.0, 1.0, 0.1, "pass",
-                                          test="z", detectable=0.1, se=0.005)]),
-                        res / study / "claims.parquet",
-                        {"kind": "claims", "study": study, "scale": scale,
-                         "runs": runs_digest(r.run_id for r in runs), "smoke": False})
+    tables.write_atomic(
+        pd.DataFrame(
+            [
+                row(
+                    study,
+                    "c",
+                    "a claim",
+                    "src",
+                    1.0,
+                    1.0,
+                    0.1,
+                    "pass",
+                    test="z",
+                    detectable=0.1,
+                    se=0.005,
+                )
+            ]
+        ),
+        res / study / "claims.parquet",
+        {
+            "kind": "claims",
+            "study": study,
+            "scale": scale,
+            "runs": runs_digest(r.run_id for r in runs),
+            "smoke": False,
+        },
+    )
     pd.DataFrame({"run_id": [r.run_id for r in runs]}).to_parquet(res / study / "metrics.parquet")
     return res
 
@@ -130,19 +160,20 @@ def test_published_rungs_pass_the_check_until_the_config_moves(in_repo, tmp_path
     L.write_trend(study, ev, CONFIG)
     assert L.check(ev, CONFIG) == []
     t = read_trend(ev / study / "trend.parquet")
-    assert t.rungs.iloc[0] == lad.scales and t.direction.iloc[0] == 0    # 1.0 at every rung,
-    assert t.trend.iloc[0] == "inconclusive"     # on its value: no slope is needed to reach it
+    assert t.rungs.iloc[0] == lad.scales and t.direction.iloc[0] == 0  # 1.0 at every rung,
+    assert t.trend.iloc[0] == "inconclusive"  # on its value: no slope is needed to reach it
     prov = json.loads((ev / study / "ladder2/provenance.json").read_text())
     assert prov["scale"] == "ladder2" and prov["budget"] == lad.rungs[1].budget
     assert prov["machine"]["gpu"] is None
     # a rung published, consistently, from runs the config no longer gives
     rung2 = pd.read_parquet(ev / study / "ladder2/claims.parquet")
     shutil.rmtree(ev / study / "ladder2")
-    commit_claims(ev / study / "ladder2", rung2, "ladder2", runs=["other", "runs"],
-                  budget=lad.rungs[1].budget)
+    commit_claims(
+        ev / study / "ladder2", rung2, "ladder2", runs=["other", "runs"], budget=lad.rungs[1].budget
+    )
     problems = L.check(ev, CONFIG)
     assert any("are not those the committed verdicts came from" in p for p in problems)
-    assert not any("sigprop ladder trend" in p for p in problems)   # never advised on bad rungs
+    assert not any("sigprop ladder trend" in p for p in problems)  # never advised on bad rungs
     shutil.rmtree(ev / study / "ladder3")
     with pytest.raises(FileNotFoundError, match="ladder3"):
         L.write_trend(study, ev, CONFIG)
@@ -150,19 +181,32 @@ def test_published_rungs_pass_the_check_until_the_config_moves(in_repo, tmp_path
 
 def _trend_table():
     from sigprop.claims.trend import trend_rows
-    rungs = [(f"r{i}", b, pd.DataFrame([row("s", "c", "a claim", "src", m, 1.0, 0.1, v,
-                                            test="z", detectable=0.1, se=0.01)]))
-             for i, (b, m, v) in enumerate([(1, 0.2, "fail"), (4, 0.5, "fail"), (16, 0.8, "pass")])]
+
+    rungs = [
+        (
+            f"r{i}",
+            b,
+            pd.DataFrame(
+                [row("s", "c", "a claim", "src", m, 1.0, 0.1, v, test="z", detectable=0.1, se=0.01)]
+            ),
+        )
+        for i, (b, m, v) in enumerate([(1, 0.2, "fail"), (4, 0.5, "fail"), (16, 0.8, "pass")])
+    ]
     return trend_rows(rungs, 100.0, seeds=3)
 
 
 def test_referee_summary_and_papers_doc_show_the_trend_beside_the_verdicts():
     from sigprop.claims.doc_tables import block
     from sigprop.claims.summary import referee_summary
-    claims = pd.DataFrame([row("s", "c", "a claim", "src", 0.2, 1.0, 0.1, "fail", test="z",
-                               detectable=0.1, se=0.01),
-                           row("s", "d", "another", "src", 0.2, 1.0, 0.1, "fail", test="z",
-                               detectable=0.1)])
+
+    claims = pd.DataFrame(
+        [
+            row(
+                "s", "c", "a claim", "src", 0.2, 1.0, 0.1, "fail", test="z", detectable=0.1, se=0.01
+            ),
+            row("s", "d", "another", "src", 0.2, 1.0, 0.1, "fail", test="z", detectable=0.1),
+        ]
+    )
     info = {"s": {"scale": "quick", "datasets": ["digits"]}}
     trends = _trend_table()
     text = referee_summary("T", "cite", claims, info, trends=trends)
@@ -178,8 +222,10 @@ def test_referee_summary_and_papers_doc_show_the_trend_beside_the_verdicts():
 
 def test_ladder_figure_draws_one_panel_per_claim_with_the_papers_value():
     import matplotlib
+
     matplotlib.use("Agg")
     from sigprop.figures.ladder import ladder_figure
+
     t = _trend_table()
     fig = ladder_figure(t, "s")
     drawn = [ax for ax in fig.axes if ax.has_data()]
@@ -187,7 +233,7 @@ def test_ladder_figure_draws_one_panel_per_claim_with_the_papers_value():
     ax = drawn[0]
     assert "toward" in ax.get_title() and ax.get_xscale() == "log"
     ys = [tuple(line.get_ydata()) for line in ax.get_lines()]
-    assert (1.0, 1.0) in ys                                          # the paper's value
+    assert (1.0, 1.0) in ys  # the paper's value
 
 
 def test_committed_ladders_match_todays_config_and_give_every_claim_a_trend(in_repo):
@@ -195,9 +241,14 @@ def test_committed_ladders_match_todays_config_and_give_every_claim_a_trend(in_r
     config, and a trend table that gives every claim and beyond row of the lowest rung a trend
     verdict with its slope and SE."""
     from sigprop.claims.trend import TREND_VERDICTS
+
     studies = sorted(p.name for p in COMMITTED.iterdir() if p.is_dir())
-    full = [s for s in studies if len([r for r in (COMMITTED / s).iterdir() if r.is_dir()]) >= 3
-            and (COMMITTED / s / "trend.parquet").exists()]
+    full = [
+        s
+        for s in studies
+        if len([r for r in (COMMITTED / s).iterdir() if r.is_dir()]) >= 3
+        and (COMMITTED / s / "trend.parquet").exists()
+    ]
     assert len(full) >= 4 and set(full) <= set(TRAINING), studies
     assert L.check(COMMITTED, CONFIG) == []
     for s in full:
@@ -216,8 +267,15 @@ def test_trend_page_names_the_seeds_a_rung_left_out_because_they_did_not_train()
     import pandas as pd
 
     from sigprop.publish.ladder import untrained_seeds
-    rows = pd.DataFrame({"test": ["mean over 1 trained seeds ...; 2 untrained seed(s) left out "
-                                  "(seed 0, seed 2)", "mean over 3 seeds ...",
-                                  "x; 2 untrained seed(s) left out (seed 0, seed 2)"]})
+
+    rows = pd.DataFrame(
+        {
+            "test": [
+                "mean over 1 trained seeds ...; 2 untrained seed(s) left out (seed 0, seed 2)",
+                "mean over 3 seeds ...",
+                "x; 2 untrained seed(s) left out (seed 0, seed 2)",
+            ]
+        }
+    )
     assert untrained_seeds(rows) == "seed 0, seed 2 (2 rows)"
     assert untrained_seeds(rows.iloc[[1]]) == ""

@@ -19,8 +19,11 @@ REPO = Path(__file__).resolve().parents[1]
 CONDA = "Specify a conda environment or container for each rule."
 LONG_RUN = "Migrate long run directives into scripts or notebooks"
 JUSTIFIED = {
-    ("fetch_raw", CONDA), ("prepare_dataset", CONDA),
-    ("train_shard", LONG_RUN), ("measure_shard", LONG_RUN), ("paper_claims", LONG_RUN),
+    ("fetch_raw", CONDA),
+    ("prepare_dataset", CONDA),
+    ("train_shard", LONG_RUN),
+    ("measure_shard", LONG_RUN),
+    ("paper_claims", LONG_RUN),
     ("paper_front", LONG_RUN),
 }
 
@@ -40,19 +43,28 @@ def lints(text: str) -> set[tuple[str, str]]:
 
 
 def test_lints_are_the_justified_ones():
-    p = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--cores", "1"],
-                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--lint", "--cores", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     found = lints(p.stdout + p.stderr)
-    assert found, p.stdout + p.stderr          # the parser reads the linter's output
+    assert found, p.stdout + p.stderr  # the parser reads the linter's output
     assert found <= JUSTIFIED, sorted(found - JUSTIFIED)
-    for rule, title in found:                   # justified at the rule, in its file
+    for rule, title in found:  # justified at the rule, in its file
         files = [f for f in (REPO / "rules").glob("*.smk") if f"rule {rule}:" in f.read_text()]
         assert files and "tests/test_lint.py" in files[0].read_text(), (rule, title)
 
 
 def test_the_lint_reader_sees_each_kind():
-    text = ("Lints for snakefile /x/workflow/Snakefile:\n    * Mixed rules and functions in same "
-            "snakefile.:\n      body\nLints for rule a (line 5, /x/rules/a.smk):\n    * "
-            f"{CONDA}:\n      body\n")
-    assert lints(text) == {("Snakefile", "Mixed rules and functions in same snakefile."),
-                           ("a", CONDA)}
+    text = (
+        "Lints for snakefile /x/workflow/Snakefile:\n    * Mixed rules and functions in same "
+        "snakefile.:\n      body\nLints for rule a (line 5, /x/rules/a.smk):\n    * "
+        f"{CONDA}:\n      body\n"
+    )
+    assert lints(text) == {
+        ("Snakefile", "Mixed rules and functions in same snakefile."),
+        ("a", CONDA),
+    }

@@ -18,9 +18,21 @@ def test_probe_inputs_have_exact_length_and_correlation():
 
 
 def test_measured_maps_agree_with_eqs_2_to_4_within_the_standard_error():
-    runs = tuple(RunSpec(arch="fc", dataset="gaussian", width=400, depth=1, activation="tanh",
-                         sigma_w2=2.0, sigma_b2=0.1, keep_rate=0.8, precision="float64", seed=s)
-                 for s in range(40))
+    runs = tuple(
+        RunSpec(
+            arch="fc",
+            dataset="gaussian",
+            width=400,
+            depth=1,
+            activation="tanh",
+            sigma_w2=2.0,
+            sigma_b2=0.1,
+            keep_rate=0.8,
+            precision="float64",
+            seed=s,
+        )
+        for s in range(40)
+    )
     shard = Shard("t", runs)
     params, _ = initial_state(shard, (200,), 1, torch.device("cpu"), torch.float64)
     qs, cs = np.array([0.5, 2.0, 6.0]), np.array([0.2, 0.6, 1.0])
@@ -29,7 +41,10 @@ def test_measured_maps_agree_with_eqs_2_to_4_within_the_standard_error():
     se_q = g.q_out.std() / np.sqrt(g.size())
     se_c = g.c_out.std() / np.sqrt(g.size())
     z_q = (g.q_out.mean() - meanfield.q_map(qs, 2.0, 0.1, 0.8, "tanh")) / se_q
-    z_c = (g.c_out.mean() - np.array([meanfield.c_map(c, q, 2.0, 0.1, 0.8, "tanh") for q, c in zip(qs, cs)])) / se_c
+    z_c = (
+        g.c_out.mean()
+        - np.array([meanfield.c_map(c, q, 2.0, 0.1, 0.8, "tanh") for q, c in zip(qs, cs)])
+    ) / se_c
     # 6 comparisons of means over 40 instantiations: |z| <= 4 fails by chance with p < 4e-4
     assert np.abs(z_q).max() < 4 and np.abs(z_c).max() < 4, (z_q, z_c)
     # with dropout, identical inputs decorrelate: c_out < 1 at c_in = 1 (Eq. 3 has no 1/rho)
@@ -40,10 +55,23 @@ def test_layer_correlations_follow_the_iterated_maps():
     """Every hidden layer's measured length and correlation of an input pair against 000 Eqs.
     2-4 iterated from the first layer's inputs (meanfield.trajectory), with dropout."""
     from sigprop.measure.maps import layer_correlations
+
     sw, sb, rho, depth = 1.6, 0.05, 0.9, 4
-    runs = tuple(RunSpec(arch="fc", dataset="gaussian", width=1000, depth=depth,
-                         activation="tanh", sigma_w2=sw, sigma_b2=sb, keep_rate=rho,
-                         precision="float64", seed=s) for s in range(30))
+    runs = tuple(
+        RunSpec(
+            arch="fc",
+            dataset="gaussian",
+            width=1000,
+            depth=depth,
+            activation="tanh",
+            sigma_w2=sw,
+            sigma_b2=sb,
+            keep_rate=rho,
+            precision="float64",
+            seed=s,
+        )
+        for s in range(30)
+    )
     shard = Shard("t", runs)
     params, _ = initial_state(shard, (1000,), 1, torch.device("cpu"), torch.float64)
     df = layer_correlations(params, runs, q0=1.0, c0=0.5)

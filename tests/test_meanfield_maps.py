@@ -19,9 +19,13 @@ KEEPS = [1.0, 0.7]
 
 
 def _params():
-    cfg = {"name": "mm", "analysis": {"panels": [{"activation": "linear", "map": "q"},
-                                                 {"activation": "relu", "map": "c"}]},
-           "claims": {"n_boot": 500}}
+    cfg = {
+        "name": "mm",
+        "analysis": {
+            "panels": [{"activation": "linear", "map": "q"}, {"activation": "relu", "map": "c"}]
+        },
+        "claims": {"n_boot": 500},
+    }
     return registry.resolve("meanfield_maps", cfg, "quick").for_job("claims")
 
 
@@ -32,9 +36,19 @@ def _runs(n=20, rel_noise=0.02, q_shift=1.0, c_shift=1.0, c_one_gap=None, seed=0
     rows = []
 
     def add(act, rho, s, metric, probe, value):
-        rows.append({"run_id": f"{act}-{rho}-{s}", "seed": s, "activation": act, "sigma_w2": SW,
-                     "sigma_b2": SB, "keep_rate": rho, "probe": probe, "metric": metric,
-                     "value": value})
+        rows.append(
+            {
+                "run_id": f"{act}-{rho}-{s}",
+                "seed": s,
+                "activation": act,
+                "sigma_w2": SW,
+                "sigma_b2": SB,
+                "keep_rate": rho,
+                "probe": probe,
+                "metric": metric,
+                "value": value,
+            }
+        )
 
     for rho in KEEPS:
         for s in range(n):
@@ -42,14 +56,20 @@ def _runs(n=20, rel_noise=0.02, q_shift=1.0, c_shift=1.0, c_one_gap=None, seed=0
             for i, q in enumerate(Q_PROBES):
                 e = 1 + rel_noise * (0.7 * common + 0.7 * rng.standard_normal())
                 add("linear", rho, s, "qmap_in", i, q)
-                add("linear", rho, s, "qmap_out", i,
-                    q_shift * float(meanfield.q_map(q, SW, SB, rho, "linear")) * e)
+                add(
+                    "linear",
+                    rho,
+                    s,
+                    "qmap_out",
+                    i,
+                    q_shift * float(meanfield.q_map(q, SW, SB, rho, "linear")) * e,
+                )
             qc = float(meanfield.q_star(SW, SB, rho, "relu"))
             qc = qc if np.isfinite(qc) else 1000.0
             for i, c in enumerate(C_PROBES):
                 th = float(meanfield.c_map(c, qc, SW, SB, rho, "relu"))
                 if rho == 1.0 and c == 1.0:
-                    out = 1.0                       # identical probes, no mask: exactly 1
+                    out = 1.0  # identical probes, no mask: exactly 1
                 elif c == 1.0 and c_one_gap is not None:
                     out = 1.0 - c_one_gap + 0.01 * rng.standard_normal()
                 else:
@@ -83,8 +103,10 @@ def test_maps_agree_and_rho1_is_a_sanity_row():
     assert "holds by construction" in c.detail
     t = tally(df.reset_index())
     assert t["sanity"] == 2 and t["claims"] == 2 and t["pass"] == 2
-    assert set(df[df.kind == "claim"].index) == {"q_map_matches_simulation[linear]",
-                                                 "c_map_matches_simulation[relu]"}
+    assert set(df[df.kind == "claim"].index) == {
+        "q_map_matches_simulation[linear]",
+        "c_map_matches_simulation[relu]",
+    }
 
 
 @pytest.mark.parametrize("shift", [1.05, 0.95])
@@ -98,11 +120,15 @@ def test_joint_test_fails_on_a_shifted_theory(shift):
 
 def test_c_star_claim_can_fail_and_be_inconclusive():
     # c_out(1) above 1 with dropout: the (sanity) row fails, so it checks the apparatus
-    assert _table(_runs(c_one_gap=-0.05)).loc["c_star_below_one_iff_dropout[relu, rho=0.7]",
-                                              "verdict"] == "fail"
+    assert (
+        _table(_runs(c_one_gap=-0.05)).loc["c_star_below_one_iff_dropout[relu, rho=0.7]", "verdict"]
+        == "fail"
+    )
     # a gap within 3 SE of 0: the design cannot tell
-    assert _table(_runs(c_one_gap=0.002)).loc["c_star_below_one_iff_dropout[relu, rho=0.7]",
-                                              "verdict"] == "inconclusive"
+    assert (
+        _table(_runs(c_one_gap=0.002)).loc["c_star_below_one_iff_dropout[relu, rho=0.7]", "verdict"]
+        == "inconclusive"
+    )
 
 
 def test_a_map_pass_needs_the_detectable_offset_within_the_margin():
@@ -113,7 +139,7 @@ def test_a_map_pass_needs_the_detectable_offset_within_the_margin():
     for cid in ("q_map_matches_simulation[linear]", "c_map_matches_simulation[relu]"):
         r = df.loc[cid]
         assert r.margin == pytest.approx(0.1) and r.detectable > r.margin
-        assert r.measured <= r.tolerance            # the joint test itself finds no deviation
+        assert r.measured <= r.tolerance  # the joint test itself finds no deviation
         assert r.verdict == "inconclusive" and "cannot resolve the margin" in r.test
     # precise instantiations resolve the margin: pass
     r = _table(_runs()).loc["q_map_matches_simulation[linear]"]

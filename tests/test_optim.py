@@ -37,13 +37,15 @@ def _stock(params, grads, lr, steps):
 def test_plain_sgd_fast_path_equals_torch_optim_sgd_bit_for_bit(dtype, one_rate):
     params, grads = _setup(dtype)
     m = params[0].shape[0]
-    lr = (torch.full((m,), 0.0123, dtype=dtype) if one_rate
-          else torch.linspace(0.001, 0.05, m, dtype=dtype))
+    lr = (
+        torch.full((m,), 0.0123, dtype=dtype)
+        if one_rate
+        else torch.linspace(0.001, 0.05, m, dtype=dtype)
+    )
     want = _stock(params, grads, lr, steps=3)
     opt = StackedOptimizer(params, "sgd", torch.zeros(m, dtype=dtype))
     for _ in range(3):
-        opt.step(lr, grads=[g.clone() for g in grads],
-                 lr_scalar=float(lr[0]) if one_rate else None)
+        opt.step(lr, grads=[g.clone() for g in grads], lr_scalar=float(lr[0]) if one_rate else None)
     for p, w in zip(params, want):
         assert torch.equal(p, w)
 

@@ -10,17 +10,50 @@ from sigprop.claims.render import to_markdown, write_table
 
 
 def _claims(boundary_verdict="fail", g_ab_verdict="pass", with_gradients=True):
-    rows = [row("meanfield_maps", "c_map_matches_simulation[relu]", "c", "s", 1.0, "", 0.05, "pass")]
+    rows = [
+        row("meanfield_maps", "c_map_matches_simulation[relu]", "c", "s", 1.0, "", 0.05, "pass")
+    ]
     if with_gradients:
-        rows += [row("gradient_metrics", "g_aa_decays_at_chi1[tanh, rho=1]", "c", "s", 1.0, "", 0.1, "pass"),
-                 row("gradient_metrics", "g_ab_follows_chi1[linear, rho=0.9]", "c", "s", 0.6, "", 0.1,
-                     g_ab_verdict)]
-    errs = {"pass": (0.05, 0.2), "fail": (0.15, 0.075), "inconclusive": (0.1, 0.11)}[boundary_verdict]
+        rows += [
+            row(
+                "gradient_metrics",
+                "g_aa_decays_at_chi1[tanh, rho=1]",
+                "c",
+                "s",
+                1.0,
+                "",
+                0.1,
+                "pass",
+            ),
+            row(
+                "gradient_metrics",
+                "g_ab_follows_chi1[linear, rho=0.9]",
+                "c",
+                "s",
+                0.6,
+                "",
+                0.1,
+                g_ab_verdict,
+            ),
+        ]
+    errs = {"pass": (0.05, 0.2), "fail": (0.15, 0.075), "inconclusive": (0.1, 0.11)}[
+        boundary_verdict
+    ]
     for panel, (e_min, e_6) in (("all", errs), ("(a)", (0.061, 0.0)), ("(e)", (0.1, 0.3))):
         verdict = boundary_verdict if panel == "all" else ("pass" if e_6 - e_min > 0.02 else "fail")
-        rows.append(row("trainable_depth", f"boundary_min12xi_vs_6xi2[{panel}]", "c", "s", e_6 - e_min,
-                        "> 0", 0.02, verdict, values={"err_min_12xi1_12xi2": e_min, "err_6xi2": e_6,
-                                                       "cells": 36}))
+        rows.append(
+            row(
+                "trainable_depth",
+                f"boundary_min12xi_vs_6xi2[{panel}]",
+                "c",
+                "s",
+                e_6 - e_min,
+                "> 0",
+                0.02,
+                verdict,
+                values={"err_min_12xi1_12xi2": e_min, "err_6xi2": e_6, "cells": 36},
+            )
+        )
     return frame(rows)
 
 
@@ -70,15 +103,45 @@ def test_paper_registry():
 
 def test_table7_from_the_pruning_theory_claims():
     from sigprop.claims.critical_sparsity import table7
+
     rows = []
-    for g, (ours, paper_emp, paper_b, printed, sq) in {5.0: (0.91, 0.79, 0.81, 0.598, 0.936),
-                                                       2.0: (0.99, 1.0, 5.77, 0.961, 0.996)}.items():
-        rows.append(row("pruning_theory", f"table7_empirical[gamma={g:g}]", "c", "s", ours, f"{paper_emp:g}",
-                        0.05, "pass" if abs(ours - paper_emp) <= 0.05 else "fail",
-                        values={"gamma": g, "se": 0.002, "seeds": 5, "paper_empirical": paper_emp,
-                                "paper_bound": paper_b, "bound_printed": printed, "bound_sqrt_gamma": sq}))
-        rows.append(row("pruning_theory", f"prop4_bound_holds[printed, gamma={g:g}]", "c", "s", ours, "",
-                        0.0, "pass" if ours <= printed else "fail"))
+    for g, (ours, paper_emp, paper_b, printed, sq) in {
+        5.0: (0.91, 0.79, 0.81, 0.598, 0.936),
+        2.0: (0.99, 1.0, 5.77, 0.961, 0.996),
+    }.items():
+        rows.append(
+            row(
+                "pruning_theory",
+                f"table7_empirical[gamma={g:g}]",
+                "c",
+                "s",
+                ours,
+                f"{paper_emp:g}",
+                0.05,
+                "pass" if abs(ours - paper_emp) <= 0.05 else "fail",
+                values={
+                    "gamma": g,
+                    "se": 0.002,
+                    "seeds": 5,
+                    "paper_empirical": paper_emp,
+                    "paper_bound": paper_b,
+                    "bound_printed": printed,
+                    "bound_sqrt_gamma": sq,
+                },
+            )
+        )
+        rows.append(
+            row(
+                "pruning_theory",
+                f"prop4_bound_holds[printed, gamma={g:g}]",
+                "c",
+                "s",
+                ours,
+                "",
+                0.0,
+                "pass" if ours <= printed else "fail",
+            )
+        )
     t = table7(frame(rows))["table7"]
     assert t.gamma.tolist() == [2.0, 5.0]
     r5 = t.set_index("gamma").loc[5.0]
@@ -91,6 +154,7 @@ def test_the_papers_summary_is_a_target_of_its_own(tmp_path):
     """``results/papers/<paper>/summary.md`` (a documented output) plans the paper's claims job:
     the paper-table rule's ``{table}.md`` matches only the names of sigprop.papers.TABLES."""
     from conftest import run_snakemake, tiny_study, write_config
+
     cfg = write_config(tmp_path, tiny_study())
     p = run_snakemake(tmp_path, cfg, "-n", "results/papers/000/summary.md", check=False)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]

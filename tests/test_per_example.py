@@ -33,8 +33,11 @@ def _data(n, d, k, loss, seed=1, m=None):
     gen = torch.Generator().manual_seed(seed)
     lead = (n,) if m is None else (m, n)
     x = torch.randn(*lead, d, generator=gen, dtype=DT)
-    y = (torch.randn(*lead, k, generator=gen, dtype=DT) if loss == "mse"
-         else torch.randint(0, k, lead, generator=gen))
+    y = (
+        torch.randn(*lead, k, generator=gen, dtype=DT)
+        if loss == "mse"
+        else torch.randint(0, k, lead, generator=gen)
+    )
     return x, y
 
 
@@ -83,8 +86,9 @@ def test_per_model_data_equals_separate_calls():
     func = pe.func_grad_norms(fn, params, x, y, chunk=4, data_per_model=True)
     _close(func, both)
     for m in range(3):
-        one = pe.fc_grad_norms(pe.fc_layers([p[m:m + 1] for p in params], False), x[m], y[m],
-                               "linear", "mse")
+        one = pe.fc_grad_norms(
+            pe.fc_layers([p[m : m + 1] for p in params], False), x[m], y[m], "linear", "mse"
+        )
         torch.testing.assert_close(both.per_example[m], one.per_example[0], rtol=RTOL, atol=0)
         torch.testing.assert_close(both.sum_sq[m], one.sum_sq[0], rtol=RTOL, atol=0)
 
@@ -103,7 +107,7 @@ def test_group_weights_give_the_diversity_of_the_reparametrized_net():
     us = [p / ci for p, ci in zip(params, c)]
     naive_u = pe.naive_grad_norms(fn_u, us, x, y)
     eff = pe.fc_grad_norms(pe.fc_layers(params, False), x, y, "linear", "mse")
-    torch.testing.assert_close(eff.diversity(c ** 2), naive_u.diversity(), rtol=RTOL, atol=0)
+    torch.testing.assert_close(eff.diversity(c**2), naive_u.diversity(), rtol=RTOL, atol=0)
     assert not torch.allclose(eff.diversity(), naive_u.diversity(), rtol=1e-3)
 
 
@@ -114,7 +118,7 @@ def test_a_wrong_delta_rule_is_caught():
     eff = pe.fc_grad_norms(pe.fc_layers(params), x, y, "tanh", "mse")
     naive = pe.naive_grad_norms(pe.fc_loss_fn("tanh", "mse", True), params, x, y)
     bad = pe.GradNorms(eff.per_example.clone(), eff.sum_sq)
-    bad.per_example[..., 2] /= (x ** 2).sum(-1)        # layer 2's weight group without ||a||^2
+    bad.per_example[..., 2] /= (x**2).sum(-1)  # layer 2's weight group without ||a||^2
     with pytest.raises(AssertionError):
         _close(bad, naive)
 

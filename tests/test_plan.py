@@ -17,6 +17,7 @@ from sigprop.tools.bench import fc_step_flops
 
 def test_eval_examples_match_the_engine():
     from sigprop.train import engine as shard
+
     assert P.EVAL_TRAIN_MAX == shard.EVAL_TRAIN_MAX
 
 
@@ -25,9 +26,10 @@ def test_meta_flop_count_equals_the_analytic_count(width, depth, batch):
     run = RunSpec(arch="fc", width=width, depth=depth, batch_size=batch, keep_rate=0.9)
     c = P.shape_cost(run, (20,), 10, batch)
     assert c.step_flops == pytest.approx(fc_step_flops(20, width, depth, 10, batch))
-    assert c.fwd_flops_per_example == pytest.approx(2 * (20 * width + (depth - 1) * width ** 2
-                                                         + width * 10))
-    assert c.params == 20 * width + (depth - 1) * width ** 2 + width * 10 + depth * width + 10
+    assert c.fwd_flops_per_example == pytest.approx(
+        2 * (20 * width + (depth - 1) * width**2 + width * 10)
+    )
+    assert c.params == 20 * width + (depth - 1) * width**2 + width * 10 + depth * width + 10
     # at least pre-activations and activations of every hidden layer are saved
     assert c.act_bytes >= 4 * batch * 2 * width * depth
 
@@ -41,7 +43,9 @@ def test_plan_covers_every_shard_and_projects_gpu_time(tmp_path):
     assert block["shards"] == len(studies["trainable_depth"].shards) >= 3
     t = p["studies"]["trainable_depth"]
     for g, spec in P.GPUS.items():
-        assert t[f"{g}_h_total"] * 3600 == pytest.approx(t["flops_total"] / (spec["float32"] * 1e12 * 0.5))
+        assert t[f"{g}_h_total"] * 3600 == pytest.approx(
+            t["flops_total"] / (spec["float32"] * 1e12 * 0.5)
+        )
     assert p["cpu_rates"]["fc"]["gflops"] > 0 and block["cpu_h_total"] > 0
     # a shard's CPU time is its FLOPs at the rate plus its init stage, per parameter and byte
     rate = p["cpu_rates"]["fc"]
@@ -49,7 +53,7 @@ def test_plan_covers_every_shard_and_projects_gpu_time(tmp_path):
     rows = {r["shard"]: r for r in P.shard_costs(studies["trainable_depth"], {})}
     for s in p["shards"]:
         r = rows[s["shard"]]
-        assert r["param_bytes"] == 4 * r["params"] > 0       # float32 runs
+        assert r["param_bytes"] == 4 * r["params"] > 0  # float32 runs
         flops_s = r["flops"] / (rate["gflops"] * 1e9)
         init_s = r["params"] * rate["init_s_per_param"] + r["param_bytes"] * rate["io_s_per_byte"]
         assert s["cpu_s"] == pytest.approx(flops_s + init_s) and init_s > 0
@@ -66,6 +70,7 @@ def test_plan_overrides_like_snakemake_config(tmp_path):
 
 def test_cli_rejects_an_efficiency_outside_0_1(capsys):
     from sigprop.cli import main
+
     assert main(["plan", "--efficiency", "1.5", "--no-calibrate"]) == 2
     assert "--efficiency 1.5" in capsys.readouterr().err
 
@@ -76,16 +81,18 @@ def test_resources_come_from_the_plan_with_the_stated_safety_factors(tmp_path):
     res = P.resources(p, "A100-80GB")
     for r in p["shards"]:
         got = res["shards"]["trainable_depth"][r["shard"]]
-        assert got["mem_mb"] == -(-(P.SAFETY_MEM * r["peak_bytes"] / 2 ** 20 + P.HOST_BASE_MB) // 1)
-        assert got["runtime"] == max(P.MIN_RUNTIME_MIN,
-                                     -(-(P.SAFETY_TIME * r["A100-80GB_s"] / 60) // 1))
+        assert got["mem_mb"] == -(-(P.SAFETY_MEM * r["peak_bytes"] / 2**20 + P.HOST_BASE_MB) // 1)
+        assert got["runtime"] == max(
+            P.MIN_RUNTIME_MIN, -(-(P.SAFETY_TIME * r["A100-80GB_s"] / 60) // 1)
+        )
         assert got["gpu_mem_mb"] < got["mem_mb"]
     with pytest.raises(ValueError, match="no cpu projection"):
-        P.resources(p, "cpu")                       # not calibrated
+        P.resources(p, "cpu")  # not calibrated
 
 
 def test_rules_read_the_plan_and_stop_on_one_made_for_another_config(tmp_path):
     from sigprop.config import DEFAULT_SHARD_RESOURCES, ConfigError, load_resources, shard_request
+
     cfg = write_config(tmp_path, tiny_study())
     _, studies = P.load(cfg)
     res = P.resources(P.plan(cfg, calibrate_cpu=False), "A100-80GB")
@@ -94,12 +101,18 @@ def test_rules_read_the_plan_and_stop_on_one_made_for_another_config(tmp_path):
     plan = load_resources(path, studies)
     shard = studies["trainable_depth"].shards[0].shard_id
     want = res["shards"]["trainable_depth"][shard]
-    assert shard_request(plan, "trainable_depth", shard, "train", "runtime", 2) == 2 * want["runtime"]
+    assert (
+        shard_request(plan, "trainable_depth", shard, "train", "runtime", 2) == 2 * want["runtime"]
+    )
     assert shard_request(plan, "trainable_depth", shard, "init", "mem_mb", 1) == want["mem_mb"]
-    assert (shard_request(plan, "trainable_depth", shard, "init", "runtime", 3)
-            == 3 * DEFAULT_SHARD_RESOURCES["init"]["runtime"])
-    assert shard_request({}, "trainable_depth", shard, "train", "mem_mb", 1) == \
-        DEFAULT_SHARD_RESOURCES["train"]["mem_mb"]
+    assert (
+        shard_request(plan, "trainable_depth", shard, "init", "runtime", 3)
+        == 3 * DEFAULT_SHARD_RESOURCES["init"]["runtime"]
+    )
+    assert (
+        shard_request({}, "trainable_depth", shard, "train", "mem_mb", 1)
+        == DEFAULT_SHARD_RESOURCES["train"]["mem_mb"]
+    )
     other = write_config(tmp_path / "other", tiny_study(grid={"depth": [4, 5]}))
     _, others = P.load(other)
     with pytest.raises(ConfigError, match=r"resources_plan: .*res.json: plans no requests"):
@@ -113,8 +126,14 @@ def test_rules_read_the_plan_and_stop_on_one_made_for_another_config(tmp_path):
 
 def test_the_plan_uses_measured_efficiencies_where_it_has_them(tmp_path):
     cfg = write_config(tmp_path, tiny_study(), shard_size=3)
-    measured = {"H100-SXM-80GB": {"device": "NVIDIA H100 80GB HBM3", "date": "2026-11-26",
-                                  "commit": "abc1234", "by_family": {"fc": 0.1}}}
+    measured = {
+        "H100-SXM-80GB": {
+            "device": "NVIDIA H100 80GB HBM3",
+            "date": "2026-11-26",
+            "commit": "abc1234",
+            "by_family": {"fc": 0.1},
+        }
+    }
     p = P.plan(cfg, calibrate_cpu=False, measured=measured)
     peak_h = P.GPUS["H100-SXM-80GB"]["float32"] * 1e12
     peak_a = P.GPUS["A100-80GB"]["float32"] * 1e12
@@ -127,7 +146,8 @@ def test_the_plan_uses_measured_efficiencies_where_it_has_them(tmp_path):
     assert "(assumed)" in P.efficiency_line(p, "A100-80GB")
     forced = P.plan(cfg, calibrate_cpu=False, efficiency=0.5, measured=measured)
     assert forced["shards"][0]["H100-SXM-80GB_s"] == pytest.approx(
-        forced["shards"][0]["flops"] / (peak_h * 0.5))
+        forced["shards"][0]["flops"] / (peak_h * 0.5)
+    )
     assert "--efficiency" in P.efficiency_line(forced, "H100-SXM-80GB")
 
 
@@ -135,6 +155,7 @@ def test_the_plan_and_the_snakefile_share_one_config_loader(tmp_path, monkeypatc
     """Both build the run with sigprop.config.load_run: every check the DAG makes, the plan
     makes (a schema default of a study file is filled for both, a bad value refused by both)."""
     from sigprop import config as C
+
     calls = []
     real = C.load_run
     monkeypatch.setattr(C, "load_run", lambda *a, **k: calls.append(a) or real(*a, **k))
@@ -142,8 +163,9 @@ def test_the_plan_and_the_snakefile_share_one_config_loader(tmp_path, monkeypatc
     _, studies = P.load(cfg)
     assert len(calls) == 1 and "trainable_depth" in studies
     snakefile = (Path(__file__).resolve().parents[1] / "workflow" / "Snakefile").read_text()
-    assert re.search(r"STUDIES = load_run\(\s*config,\s*_SOURCES,\s*snakemake_validator\(",
-                     snakefile)
+    assert re.search(
+        r"STUDIES = load_run\(\s*config,\s*_SOURCES,\s*snakemake_validator\(", snakefile
+    )
 
 
 def test_cpu_rates_are_stored_per_machine_and_reused(tmp_path, monkeypatch):
@@ -152,8 +174,11 @@ def test_cpu_rates_are_stored_per_machine_and_reused(tmp_path, monkeypatch):
     again."""
     calls = []
     real = P.calibrate
-    monkeypatch.setattr(P, "calibrate", lambda shapes, *a, **k: calls.append(set(shapes))
-                        or real(shapes, seconds=0.05))
+    monkeypatch.setattr(
+        P,
+        "calibrate",
+        lambda shapes, *a, **k: calls.append(set(shapes)) or real(shapes, seconds=0.05),
+    )
     cfg = write_config(tmp_path, tiny_study(), shard_size=3)
     rates = tmp_path / "plan" / "cpu_rates.json"
     first = P.plan(cfg, efficiency=0.5, rates_file=rates)
@@ -170,20 +195,26 @@ def test_cpu_rates_are_stored_per_machine_and_reused(tmp_path, monkeypatch):
     P.plan(cfg, efficiency=0.5, rates_file=rates)
     assert len(calls) == 3 and json.loads(rates.read_text())["machine"] == P.machine()
     # a grid with another costliest shape is calibrated for that shape
-    P.plan(write_config(tmp_path / "wide", tiny_study(fixed={"width": 64}), shard_size=3),
-           efficiency=0.5, rates_file=rates)
+    P.plan(
+        write_config(tmp_path / "wide", tiny_study(fixed={"width": 64}), shard_size=3),
+        efficiency=0.5,
+        rates_file=rates,
+    )
     assert len(calls) == 4
 
 
-@pytest.mark.parametrize("run, in_shape, n_out", [
-    (RunSpec(arch="fc", width=40, depth=4), (20,), 10),
-    (RunSpec(arch="resnet18", width=8, dataset="cifar10"), (3, 32, 32), 10),
-    (RunSpec(arch="densenet_fc", width=16, depth=3), (20,), 10),
-])
+@pytest.mark.parametrize(
+    "run, in_shape, n_out",
+    [
+        (RunSpec(arch="fc", width=40, depth=4), (20,), 10),
+        (RunSpec(arch="resnet18", width=8, dataset="cifar10"), (3, 32, 32), 10),
+        (RunSpec(arch="densenet_fc", width=16, depth=3), (20,), 10),
+    ],
+)
 def test_costs_extrapolated_in_the_batch_equal_direct_traces(run, in_shape, n_out):
     """A shape met at three or more batches is traced at batches 2 and 3 and extrapolated: the
     FLOPs and saved bytes equal those traced at each batch."""
     costs = P.StepCosts({(P.step_shape(run), in_shape, n_out): {8, 32, 100}})
     for batch in (8, 32, 100):
         assert costs.get(run, in_shape, n_out, batch) == P.shape_cost(run, in_shape, n_out, batch)
-    assert len(costs.cache) == 5                    # batches 2 and 3 traced, three derived
+    assert len(costs.cache) == 5  # batches 2 and 3 traced, three derived

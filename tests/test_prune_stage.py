@@ -53,18 +53,32 @@ def _random_masks(params, keep=0.5, seed=1, which=None):
 
 
 def _fc_runs(**kw):
-    base = dict(dataset="toy", width=16, depth=3, batch_size=16, steps=12, eval_every=4, lr=0.05,
-                momentum=0.9, weight_decay=1e-3, precision="float64")
+    base = dict(
+        dataset="toy",
+        width=16,
+        depth=3,
+        batch_size=16,
+        steps=12,
+        eval_every=4,
+        lr=0.05,
+        momentum=0.9,
+        weight_decay=1e-3,
+        precision="float64",
+    )
     base.update(kw)
     return (RunSpec(**base, seed=0), RunSpec(**{**base, "lr": 0.02}, seed=1))
 
 
 # -- run ids and configuration ---------------------------------------------------------------
 
+
 def test_pruning_fields_keep_old_run_ids_and_enter_new_ones():
     dense = RunSpec(depth=5, sigma_w2=2.0)
     assert dense.non_default() == {"depth": 5, "sigma_w2": 2.0}  # no pruning field is hashed
-    assert dense.run_id == "r" + __import__("hashlib").sha256(b'{"depth":5,"sigma_w2":2.0}').hexdigest()[:12]
+    assert (
+        dense.run_id
+        == "r" + __import__("hashlib").sha256(b'{"depth":5,"sigma_w2":2.0}').hexdigest()[:12]
+    )
     a = RunSpec(depth=5, pruner="magnitude", sparsity=0.5)
     b = RunSpec(depth=5, pruner="magnitude", sparsity=0.7)
     assert len({dense.run_id, a.run_id, b.run_id}) == 3
@@ -73,18 +87,26 @@ def test_pruning_fields_keep_old_run_ids_and_enter_new_ones():
 
 
 def _pruning_study(**fixed):
-    return tiny_study(fixed={"pruner": "magnitude", "sparsity": 0.5, **fixed},
-                      grid={"keep_rate": [1.0], "depth": [2], "sigma_w2": [1.0]})
+    return tiny_study(
+        fixed={"pruner": "magnitude", "sparsity": 0.5, **fixed},
+        grid={"keep_rate": [1.0], "depth": [2], "sigma_w2": [1.0]},
+    )
 
 
 def test_unknown_pruner_names_the_file_and_the_key(tmp_path):
     path = tmp_path / "studies" / "trainable_depth.yaml"
-    with pytest.raises(ConfigError, match=re.escape(
-            f"{path}: key 'scales.quick.blocks[0].fixed.pruner': unknown pruner 'snipp'")):
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            f"{path}: key 'scales.quick.blocks[0].fixed.pruner': unknown pruner 'snipp'"
+        ),
+    ):
         build_study("trainable_depth", path, _pruning_study(pruner="snipp"), "quick", 64)
     study = tiny_study(grid={"pruner": ["magnitude", "grasp2"], "sparsity": [0.5]})
-    with pytest.raises(ConfigError, match=re.escape("key 'scales.quick.blocks[0].grid.pruner': "
-                                                    "unknown pruner 'grasp2'")):
+    with pytest.raises(
+        ConfigError,
+        match=re.escape("key 'scales.quick.blocks[0].grid.pruner': unknown pruner 'grasp2'"),
+    ):
         build_study("trainable_depth", path, study, "quick", 64)
     with pytest.raises(ConfigError, match="sparsity 0.5 without a pruner"):
         build_study("trainable_depth", path, tiny_study(fixed={"sparsity": 0.5}), "quick", 64)
@@ -97,23 +119,29 @@ def test_unknown_pruner_in_the_workflow_is_a_clear_error(workdir):
     cfg = write_config(workdir, _pruning_study(pruner="snipp"))
     p = run_snakemake(workdir, cfg, "-n", check=False)
     assert p.returncode != 0
-    want = f"{workdir / 'studies' / 'trainable_depth.yaml'}: key 'scales.quick.blocks[0].fixed.pruner'"
+    want = (
+        f"{workdir / 'studies' / 'trainable_depth.yaml'}: key 'scales.quick.blocks[0].fixed.pruner'"
+    )
     msg = p.stdout + p.stderr
     assert want in msg and "unknown pruner 'snipp'" in msg, msg[-3000:]
     bad = _pruning_study()
     bad["scales"]["quick"]["blocks"][0]["fixed"]["sparsity"] = 1.5
     cfg = write_config(workdir, bad)
     p = run_snakemake(workdir, cfg, "-n", check=False)
-    assert p.returncode != 0 and "key 'scales.quick.blocks[0].fixed.sparsity'" in p.stdout + p.stderr
+    assert (
+        p.returncode != 0 and "key 'scales.quick.blocks[0].fixed.sparsity'" in p.stdout + p.stderr
+    )
 
 
 def test_config_knows_the_pruners_of_the_package():
     from sigprop import prune
     from sigprop.config import KNOWN_PRUNERS
+
     assert set(KNOWN_PRUNERS) == set(prune.PRUNERS)
 
 
 # -- the trainer with masks ------------------------------------------------------------------
+
 
 def _train(runs, data, masks=None, steps=None, in_shape=(64,), **kw):
     shard = Shard("t", runs)
@@ -154,12 +182,26 @@ def test_masked_fc_weights_stay_exactly_zero_through_training():
     assert not np.allclose(df[first].value, dense[first].value)
 
 
-@pytest.mark.parametrize("arch, side", [("vcnn", 8), ("lenet", 16)])  # digits-shaped; LeNet's two 5x5 convs need 16
+@pytest.mark.parametrize(
+    "arch, side", [("vcnn", 8), ("lenet", 16)]
+)  # digits-shaped; LeNet's two 5x5 convs need 16
 def test_masked_conv_weights_stay_exactly_zero_through_training(arch, side):
     torch.set_num_threads(1)
-    base = dict(arch=arch, dataset="toy", width=4, depth=2, activation="relu", batch_size=8,
-                steps=5, eval_every=5, lr=0.05, momentum=0.9, weight_decay=1e-3,
-                precision="float64", sigma_w2=2.0)
+    base = dict(
+        arch=arch,
+        dataset="toy",
+        width=4,
+        depth=2,
+        activation="relu",
+        batch_size=8,
+        steps=5,
+        eval_every=5,
+        lr=0.05,
+        momentum=0.9,
+        weight_decay=1e-3,
+        precision="float64",
+        sigma_w2=2.0,
+    )
     runs = (RunSpec(**base), RunSpec(**base, seed=1))
     data = _images(side=side)
     params, _ = initial_state(Shard("t", runs), (1, side, side), 3, CPU, torch.float64)
@@ -179,8 +221,12 @@ def test_a_model_trains_with_its_mask_as_alone_and_all_ones_masks_change_nothing
     both = [torch.cat([x, y]) if x is not None else None for x, y in zip(mb, ma)]
     alone = _train((a,), data, ma)[1]
     shard = _train((b, a), data, both)[1]
-    np.testing.assert_allclose(shard[shard.run_id == a.run_id].value.to_numpy(),
-                               alone.value.to_numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        shard[shard.run_id == a.run_id].value.to_numpy(),
+        alone.value.to_numpy(),
+        rtol=1e-10,
+        atol=1e-12,
+    )
     ones = [None if m is None else torch.ones_like(m) for m in both]
     dense, with_ones = _train((b, a), data)[1], _train((b, a), data, ones)[1]
     pd.testing.assert_frame_equal(dense, with_ones)
@@ -212,16 +258,16 @@ def test_masked_shard_resumes_from_checkpoint_and_ignores_other_masks(tmp_path, 
         if t.step % 4 == 0:
             t.evaluate()
             t._save_checkpoint()
-    resumed = ShardTrainer(shard, data, params, CPU, masks=masks, checkpoint=ck,
-                           checkpoint_every=4)
+    resumed = ShardTrainer(shard, data, params, CPU, masks=masks, checkpoint=ck, checkpoint_every=4)
     out = resumed.run()
     assert resumed.step == 12
     np.testing.assert_allclose(out.value.to_numpy(), ref.value.to_numpy(), rtol=1e-12)
     # the same checkpoint with other masks: not resumed, a fresh run with the new masks
     other = _random_masks(params, seed=9)
     with caplog.at_level(logging.WARNING, logger="sigprop.train"):
-        got = ShardTrainer(shard, data, params, CPU, masks=other, checkpoint=ck,
-                           checkpoint_every=100).run()
+        got = ShardTrainer(
+            shard, data, params, CPU, masks=other, checkpoint=ck, checkpoint_every=100
+        ).run()
     assert "other pruning masks" in caplog.text
     fresh = ShardTrainer(shard, data, params, CPU, masks=other).run()
     pd.testing.assert_frame_equal(got, fresh)
@@ -235,13 +281,19 @@ def test_mask_file_round_trip_and_shard_check(tmp_path):
     engine.save_masks(masks, shard, tmp_path / "m.pt")
     got = engine.load_masks(tmp_path / "m.pt", shard)
     assert [g is None for g in got] == [m is None for m in masks]
-    assert all(g.dtype == torch.bool and torch.equal(g, m) for g, m in zip(got, masks) if m is not None)
-    with pytest.raises(ValueError, match=rf"holds the masks of shard {shard.shard_id}; the "
-                                         rf"workflow expects shard {Shard('t', runs[:1]).shard_id}"):
+    assert all(
+        g.dtype == torch.bool and torch.equal(g, m) for g, m in zip(got, masks) if m is not None
+    )
+    with pytest.raises(
+        ValueError,
+        match=rf"holds the masks of shard {shard.shard_id}; the "
+        rf"workflow expects shard {Shard('t', runs[:1]).shard_id}",
+    ):
         engine.load_masks(tmp_path / "m.pt", Shard("t", runs[:1]))
 
 
 # -- masks of a shard: mixed pruners, sparsities and dense runs --------------------------------
+
 
 def _digits_like(n=200, classes=10, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -252,12 +304,15 @@ def _digits_like(n=200, classes=10, seed=0):
 def test_shard_masks_mix_pruners_sparsities_and_dense_runs_per_model():
     from sigprop import prune
     from sigprop.prune.stage import prune_groups, shard_masks
+
     torch.set_num_threads(1)
     base = dict(dataset="digits", width=16, depth=3)
-    runs = (RunSpec(**base, pruner="magnitude", sparsity=0.5),
-            RunSpec(**base),                                           # dense
-            RunSpec(**base, pruner="magnitude", sparsity=0.8, seed=1),
-            RunSpec(**base, pruner="snip", sparsity=0.5, prune_scope="layerwise"))
+    runs = (
+        RunSpec(**base, pruner="magnitude", sparsity=0.5),
+        RunSpec(**base),  # dense
+        RunSpec(**base, pruner="magnitude", sparsity=0.8, seed=1),
+        RunSpec(**base, pruner="snip", sparsity=0.5, prune_scope="layerwise"),
+    )
     shard = Shard("t", runs)
     assert sorted(map(sorted, prune_groups(shard).values())) == [[0], [2], [3]]
     x, y = _digits_like()
@@ -293,8 +348,13 @@ def test_shard_masks_mix_pruners_sparsities_and_dense_runs_per_model():
 def test_start_params_mask_and_rescale_only_the_runs_that_ask():
     """003 Prop. 1 / Alg. 1, variance-preserving: each neuron's kept fan-in has sum W^2 = sigma_w2."""
     from sigprop.prune.stage import shard_masks, start_params
+
     base = dict(dataset="digits", width=16, depth=3, pruner="magnitude", sparsity=0.7)
-    runs = (RunSpec(**base, sigma_w2=1.7, prune_rescale=True), RunSpec(**base), RunSpec(depth=3, width=16))
+    runs = (
+        RunSpec(**base, sigma_w2=1.7, prune_rescale=True),
+        RunSpec(**base),
+        RunSpec(depth=3, width=16),
+    )
     shard = Shard("t", runs)
     params, buffers = initial_state(shard, (64,), 10, CPU, torch.float64)
     x, y = _digits_like()
@@ -311,6 +371,7 @@ def test_start_params_mask_and_rescale_only_the_runs_that_ask():
 
 # -- the real workflow ---------------------------------------------------------------------------
 
+
 def _jobs(output: str, rule: str) -> int:
     m = re.search(rf"^{rule}\s+(\d+)\s*$", output, re.M)
     return int(m.group(1)) if m else 0
@@ -321,10 +382,14 @@ def _workflow_study(sparsity_d2=(0.5, 0.8)):
     dense run (mixed); depth 4 dense only (no prune job)."""
     study = tiny_study(grid={"keep_rate": [1.0], "depth": [2], "sigma_w2": [1.0]})
     fixed = study["scales"]["quick"]["blocks"][0]["fixed"]
-    blocks = [{"fixed": {**fixed, "pruner": "magnitude", "depth": 2},
-               "grid": {"sparsity": list(sparsity_d2)}},
-              {"fixed": {**fixed, "pruner": "magnitude", "depth": 3}, "grid": {"sparsity": [0.5]}},
-              {"fixed": {**fixed}, "grid": {"depth": [3, 4]}}]
+    blocks = [
+        {
+            "fixed": {**fixed, "pruner": "magnitude", "depth": 2},
+            "grid": {"sparsity": list(sparsity_d2)},
+        },
+        {"fixed": {**fixed, "pruner": "magnitude", "depth": 3}, "grid": {"sparsity": [0.5]}},
+        {"fixed": {**fixed}, "grid": {"depth": [3, 4]}},
+    ]
     study["scales"]["quick"]["blocks"] = blocks
     study["scales"]["paper"]["blocks"] = blocks
     return study
@@ -338,6 +403,7 @@ def _mtimes(folder):
 def test_workflow_prunes_once_trains_masked_and_reruns_only_edited_shards(workdir):
     from sigprop.data.prepare import load
     from sigprop.prune.stage import start_params
+
     study = _workflow_study()
     cfg = write_config(workdir, study, shard_size=3)
     target = "results/trainable_depth/metrics.parquet"
@@ -350,7 +416,8 @@ def test_workflow_prunes_once_trains_masked_and_reruns_only_edited_shards(workdi
     res = workdir / "results/trainable_depth"
     masks_dir = res / "masks"
     assert sorted(p.name for p in masks_dir.glob("*.pt")) == sorted(
-        f"{by_depth[d].shard_id}.pt" for d in (2, 3))  # the dense shard has none
+        f"{by_depth[d].shard_id}.pt" for d in (2, 3)
+    )  # the dense shard has none
     assert all((masks_dir / f"{by_depth[d].shard_id}.pt").is_file() for d in (2, 3))
 
     # the per-layer report agrees with the mask file; 0.5 of 656 weights is exactly 328
@@ -371,7 +438,9 @@ def test_workflow_prunes_once_trains_masked_and_reruns_only_edited_shards(workdi
             n = rows.n_weights.sum()
             assert rows.n_kept.sum() == n - int(np.floor(r.sparsity * n + 0.5))
             assert (rows.pruner == "magnitude").all() and (rows.sparsity == r.sparsity).all()
-    half = pd.read_parquet(masks_dir / f"{by_depth[2].shard_id}_layers.parquet").query("sparsity == 0.5")
+    half = pd.read_parquet(masks_dir / f"{by_depth[2].shard_id}_layers.parquet").query(
+        "sparsity == 0.5"
+    )
     assert (half.n_weights.sum(), half.n_kept.sum()) == (64 * 8 + 8 * 8 + 8 * 10, 328)
     # magnitude masks of the shard's initial weights; training used them: the rows equal an
     # in-process masked run, whose masked weights are exactly zero at the end
@@ -408,14 +477,23 @@ def test_workflow_prunes_once_trains_masked_and_reruns_only_edited_shards(workdi
     write_config(workdir, study, shard_size=3)
     p = run_snakemake(workdir, cfg, target)
     out = p.stdout + p.stderr
-    assert (_jobs(out, "init_shard"), _jobs(out, "prune_shard"), _jobs(out, "train_shard")) == (1, 1, 1), out[-3000:]
-    st2 = build_study("trainable_depth", workdir / "studies/trainable_depth.yaml", study, "quick", 3)
+    assert (_jobs(out, "init_shard"), _jobs(out, "prune_shard"), _jobs(out, "train_shard")) == (
+        1,
+        1,
+        1,
+    ), out[-3000:]
+    st2 = build_study(
+        "trainable_depth", workdir / "studies/trainable_depth.yaml", study, "quick", 3
+    )
     new = {s.shard_id for s in st2.shards} - {s.shard_id for s in st.shards}
     assert len(new) == 1 and next(iter(new)) != by_depth[2].shard_id
     after = {**_mtimes(masks_dir), **_mtimes(res / "runs")}
     for d in (3, 4):
-        for name in (f"{by_depth[d].shard_id}.pt", f"{by_depth[d].shard_id}_layers.parquet",
-                     f"{by_depth[d].shard_id}.parquet"):
+        for name in (
+            f"{by_depth[d].shard_id}.pt",
+            f"{by_depth[d].shard_id}_layers.parquet",
+            f"{by_depth[d].shard_id}.parquet",
+        ):
             if name in before:
                 assert after[name] == before[name], name
     merged = pd.read_parquet(res / "metrics.parquet")
@@ -427,6 +505,7 @@ def test_a_pruned_shard_without_its_masks_file_is_refused(tmp_path):
     given one, is refused before anything is read."""
     from sigprop.runs import RunSpec, Shard
     from sigprop.steps.shards import _check_masks
+
     pruned = Shard("s", (RunSpec(arch="fc", width=8, depth=2, pruner="magnitude", sparsity=0.5),))
     dense = Shard("s", (RunSpec(arch="fc", width=8, depth=2),))
     assert pruned.pruned and not dense.pruned
@@ -444,6 +523,7 @@ def test_prune_max_scores_the_first_examples_of_the_class_balanced_batch():
     from sigprop import prune
     from sigprop.nets import families
     from sigprop.prune.stage import shard_masks
+
     torch.set_num_threads(1)
     run = RunSpec(dataset="digits", width=16, depth=3, pruner="snip", sparsity=0.5, prune_max=6)
     x, y = _digits_like()
@@ -452,10 +532,28 @@ def test_prune_max_scores_the_first_examples_of_the_class_balanced_batch():
     got = shard_masks(shard, params, buffers, x, y)
     xb, yb = prune.class_balanced_batch(x, y, run.prune_batch, run.prune_data_key)
     fam = families.get("fc")
-    want = prune.compute_masks("snip", fam, [run], params, buffers, xb[:6].unsqueeze(0),
-                               yb[:6].unsqueeze(0), 0.5, keys=torch.tensor([run.key]))
-    full = prune.compute_masks("snip", fam, [run], params, buffers, xb.unsqueeze(0),
-                               yb.unsqueeze(0), 0.5, keys=torch.tensor([run.key]))
+    want = prune.compute_masks(
+        "snip",
+        fam,
+        [run],
+        params,
+        buffers,
+        xb[:6].unsqueeze(0),
+        yb[:6].unsqueeze(0),
+        0.5,
+        keys=torch.tensor([run.key]),
+    )
+    full = prune.compute_masks(
+        "snip",
+        fam,
+        [run],
+        params,
+        buffers,
+        xb.unsqueeze(0),
+        yb.unsqueeze(0),
+        0.5,
+        keys=torch.tensor([run.key]),
+    )
     assert all((a is None) == (b is None) for a, b in zip(got, want))
     assert all(a is None or torch.equal(a, b) for a, b in zip(got, want))
     assert any(a is not None and not torch.equal(a, b) for a, b in zip(got, full))

@@ -29,7 +29,14 @@ F64 = torch.float64
 
 
 def _runs(arch, n=3, **kw):
-    base = {"arch": arch, "width": 4, "depth": 2, "activation": "relu", "sigma_w2": 2.0, "sigma_b2": 0.05}
+    base = {
+        "arch": arch,
+        "width": 4,
+        "depth": 2,
+        "activation": "relu",
+        "sigma_w2": 2.0,
+        "sigma_b2": 0.05,
+    }
     base.update(kw)
     return tuple(RunSpec(seed=i, **base) for i in range(n))
 
@@ -51,10 +58,19 @@ IMG = (3, 8, 8)
 # ------------------------------------------------------------------ what is prunable
 
 
-@pytest.mark.parametrize("arch,in_shape,n_out", [
-    ("fc", (5,), 3), ("fc", (5,), 1), ("resnet32", IMG, 3), ("stable_resnet32", IMG, 1),
-    ("vgg16", (3, 16, 16), 3), ("vcnn", IMG, 1), ("lenet", (1, 16, 16), 1), ("lenet", (1, 16, 16), 4),
-])
+@pytest.mark.parametrize(
+    "arch,in_shape,n_out",
+    [
+        ("fc", (5,), 3),
+        ("fc", (5,), 1),
+        ("resnet32", IMG, 3),
+        ("stable_resnet32", IMG, 1),
+        ("vgg16", (3, 16, 16), 3),
+        ("vcnn", IMG, 1),
+        ("lenet", (1, 16, 16), 1),
+        ("lenet", (1, 16, 16), 4),
+    ],
+)
 def test_prunable_is_every_conv_and_linear_weight(arch, in_shape, n_out):
     """Flags = the nn.Conv2d / nn.Linear weights of the plain module (the authors' rule)."""
     run = _runs(arch, 1, width=2)[0]
@@ -136,10 +152,14 @@ def test_snip_equals_w_grad_of_plain_module(arch, in_shape):
         mine = [s[m] for s in sc if s is not None]
         assert len(mine) == len(ws)
         for s, w, g in zip(mine, ws, grads):
-            torch.testing.assert_close(s.reshape(w.shape), (w * g).abs().detach(), rtol=1e-9, atol=1e-14)
+            torch.testing.assert_close(
+                s.reshape(w.shape), (w * g).abs().detach(), rtol=1e-9, atol=1e-14
+            )
 
 
-@pytest.mark.parametrize("arch,in_shape,temp", [("fc", (5,), 200.0), ("fc", (5,), 1.0), ("resnet32", IMG, 200.0)])
+@pytest.mark.parametrize(
+    "arch,in_shape,temp", [("fc", (5,), 200.0), ("fc", (5,), 1.0), ("resnet32", IMG, 200.0)]
+)
 def test_grasp_equals_finite_difference_hvp(arch, in_shape, temp):
     """GraSP's S = -w o Hg with Hg from central differences of first-order gradients."""
     runs = _runs(arch, 2, width=2, activation="tanh")
@@ -161,7 +181,7 @@ def test_grasp_equals_finite_difference_hvp(arch, in_shape, temp):
         return out
 
     g = grad(params)
-    eps = 1e-6 / math.sqrt(sum(float((v ** 2).sum()) for v in g))  # FD error ~ eps^2 (checked)
+    eps = 1e-6 / math.sqrt(sum(float((v**2).sum()) for v in g))  # FD error ~ eps^2 (checked)
     it = iter(g)
     step = [next(it) if f else torch.zeros_like(p) for p, f in zip(params, flags)]
     gp = grad([p + eps * d for p, d in zip(params, step)])
@@ -192,8 +212,12 @@ def test_synflow_one_round_is_path_norm():
         for w in reversed(a[1:]):
             u.insert(0, w.T @ u[0])
         for l, w in enumerate(a):
-            torch.testing.assert_close(sc[2 * l][m], w * u[l][:, None] * v[l][None, :], rtol=1e-12, atol=0)
-    masks = prune.compute_masks("synflow", "fc", runs, params, [], torch.zeros(2, 1, 4), None, 0.7, rounds=1)
+            torch.testing.assert_close(
+                sc[2 * l][m], w * u[l][:, None] * v[l][None, :], rtol=1e-12, atol=0
+            )
+    masks = prune.compute_masks(
+        "synflow", "fc", runs, params, [], torch.zeros(2, 1, 4), None, 0.7, rounds=1
+    )
     ref = prune.masks_from_scores(sc, 0.7)
     assert all((a is None and b is None) or torch.equal(a.bool(), b) for a, b in zip(masks, ref))
 
@@ -207,8 +231,19 @@ def test_synflow_iterative_exact_and_nested(scope):
     sp = [0.5, 0.95]
     out = {}
     for r in (1, 4):
-        out[r] = prune.compute_masks("synflow", "resnet32", runs, params, buffers, None, None, sp, scope,
-                                     rounds=r, in_shape=IMG)
+        out[r] = prune.compute_masks(
+            "synflow",
+            "resnet32",
+            runs,
+            params,
+            buffers,
+            None,
+            None,
+            sp,
+            scope,
+            rounds=r,
+            in_shape=IMG,
+        )
         rep = prune.layer_report(out[r], flags)
         for m in range(2):
             removed = (rep[rep.model == m].n_weights - rep[rep.model == m].n_kept).tolist()
@@ -222,8 +257,12 @@ def test_synflow_iterative_exact_and_nested(scope):
     dens = [(1 - s) ** 0.25 for s in sp]
     keys = prune.model_keys(runs, None, CPU)
     fam = families.get("resnet32")
-    first = synflow.masks(fam, runs, params, buffers, IMG, flags, keys, [1 - d for d in dens], scope, 1)
-    second = synflow.masks(fam, runs, params, buffers, IMG, flags, keys, [1 - d ** 2 for d in dens], scope, 2)
+    first = synflow.masks(
+        fam, runs, params, buffers, IMG, flags, keys, [1 - d for d in dens], scope, 1
+    )
+    second = synflow.masks(
+        fam, runs, params, buffers, IMG, flags, keys, [1 - d**2 for d in dens], scope, 2
+    )
     assert all(bool((b <= a).all()) for a, b in zip(first, second) if a is not None)
 
 
@@ -265,14 +304,20 @@ def test_masks_do_not_depend_on_the_shard(pruner, arch, in_shape):
     kw = {"rounds": 3}
     together = prune.compute_masks(pruner, arch, runs, params, buffers, x, y, sp, **kw)
     assert all(torch.equal(a, b) for a, b in zip(before, params + buffers))  # nothing modified
-    batched = prune.compute_masks(pruner, arch, runs, params, buffers, x, y, sp, dtype=F64, batched=True, **kw)
+    batched = prune.compute_masks(
+        pruner, arch, runs, params, buffers, x, y, sp, dtype=F64, batched=True, **kw
+    )
     for m in range(3):
         p1, b1 = _state((runs[m],), in_shape, dtype=torch.float32)
-        alone = prune.compute_masks(pruner, arch, (runs[m],), p1, b1, x[m:m + 1], y[m:m + 1], sp[m], **kw)
+        alone = prune.compute_masks(
+            pruner, arch, (runs[m],), p1, b1, x[m : m + 1], y[m : m + 1], sp[m], **kw
+        )
         for a, t, u in zip(alone, together, batched):
             assert (a is None) == (t is None) == (u is None)
             if a is not None:
-                assert a.dtype == torch.float32 and torch.equal(a[0], t[m]) and torch.equal(a[0], u[m])
+                assert (
+                    a.dtype == torch.float32 and torch.equal(a[0], t[m]) and torch.equal(a[0], u[m])
+                )
 
 
 # ------------------------------------------------------------------ critical sparsity
@@ -298,8 +343,10 @@ def test_critical_sparsity_from_scores_equals_scan(pruner):
     for m in range(2):  # the layer that empties first, by the report
         rep = prune.layer_report(prune.masks_from_scores(sc, first[m] / n), flags)
         assert rep[(rep.model == m) & rep.collapsed].param.tolist() == [df.layer[m]]
+
     def masks_at(s):
         return prune.masks_from_scores(sc, s)
+
     bis = prune.critical_sparsity_bisect(masks_at, flags, 2, tol=1e-4)
     lo = (np.array(first) - 0.5) / n  # round-half-up: collapse iff s >= (k_cr - 0.5) / n
     assert np.all(bis >= lo) and np.all(bis <= lo + 1e-4)
@@ -319,12 +366,14 @@ def test_rescale_fc_matches_theory_and_alg1_row_sums():
             continue
         rho = theory.rescaling_factors(p.numpy(), mk.numpy())
         np.testing.assert_allclose(q.numpy(), rho * mk.numpy() * p.numpy(), rtol=1e-14)
-        rows = (q ** 2).sum(-1)
+        rows = (q**2).sum(-1)
         kept = mk.sum(-1) > 0
-        torch.testing.assert_close(rows[kept], torch.ones_like(rows[kept]))  # Alg. 1: sum_j (rho W)^2 = 1
+        torch.testing.assert_close(
+            rows[kept], torch.ones_like(rows[kept])
+        )  # Alg. 1: sum_j (rho W)^2 = 1
     vp = prune.rescale("fc", params, masks, sigma_w2=[1.7, 2.5])
     for q, mk in zip(vp[0::2], masks[0::2]):
-        rows = (q ** 2).sum(-1)
+        rows = (q**2).sum(-1)
         target = torch.tensor([1.7, 2.5], dtype=F64).view(2, 1).expand_as(rows)
         kept = mk.sum(-1) > 0
         torch.testing.assert_close(rows[kept], target[kept])
@@ -338,11 +387,13 @@ def test_rescale_cnn_per_kernel_position():
     for p, mk, q in zip(params, masks, new):
         if mk is None or p.dim() != 5:
             continue
-        sums = (q ** 2).sum(2)  # over input channels at each (out, kh, kw)
+        sums = (q**2).sum(2)  # over input channels at each (out, kh, kw)
         kept = mk.sum(2) > 0
         torch.testing.assert_close(sums[kept], torch.full_like(sums[kept], 2.0 / 9))
-        torch.testing.assert_close((q ** 2).sum((2, 3, 4))[kept.all(-1).all(-1)],
-                                   torch.full_like((q ** 2).sum((2, 3, 4))[kept.all(-1).all(-1)], 2.0))
+        torch.testing.assert_close(
+            (q**2).sum((2, 3, 4))[kept.all(-1).all(-1)],
+            torch.full_like((q**2).sum((2, 3, 4))[kept.all(-1).all(-1)], 2.0),
+        )
     with pytest.raises(ValueError, match="Prop. 3"):
         prune.rescale("resnet32", params, masks)
 
@@ -390,7 +441,10 @@ def test_masked_weights_stay_zero_through_sgd():
     masks = prune.compute_masks("snip", "fc", runs, params, [], x, y, 0.8)
     fam = families.get("fc")
     keys = prune.model_keys(runs, None, CPU)
-    a = [(p * mk if mk is not None else p).clone().requires_grad_(True) for p, mk in zip(params, masks)]
+    a = [
+        (p * mk if mk is not None else p).clone().requires_grad_(True)
+        for p, mk in zip(params, masks)
+    ]
     b = [p.clone().requires_grad_(True) for p in params]
     bufs = [mk for mk in masks if mk is not None]
     for _step in range(4):

@@ -23,15 +23,20 @@ def test_every_hint_in_the_package_comes_from_one_function():
             if re.search(r"snakemake --force|--forcerun", line) and p.name != "tables.py":
                 found.append(f"{p.relative_to(REPO)}:{i}: {line.strip()}")
     assert not found, found
-    assert rebuild_hint("results/x/claims.parquet") == \
-        "rebuild it with `snakemake --force results/x/claims.parquet`"
+    assert (
+        rebuild_hint("results/x/claims.parquet")
+        == "rebuild it with `snakemake --force results/x/claims.parquet`"
+    )
 
 
 def _planned(out: str) -> dict[str, int]:
     """The job stats of a dry run: rule -> jobs."""
     stats = out.split("Job stats:", 1)[1] if "Job stats:" in out else ""
-    return {m.group(1): int(m.group(2))
-            for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", stats, re.M) if m.group(1) != "total"}
+    return {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", stats, re.M)
+        if m.group(1) != "total"
+    }
 
 
 @pytest.mark.slow
@@ -42,31 +47,37 @@ def test_every_kind_of_hint_plans_one_job(workdir):
     job that writes the file; a shard's masks and table also plan the shard's own initial
     weights, a temporary file removed once the shard has trained (and its masks, made again
     from them bit for bit), and nothing of another shard or study."""
-    study = tiny_study(fixed={"pruner": "magnitude", "sparsity": 0.5},
-                       grid={"keep_rate": [1.0], "depth": [2, 3], "sigma_w2": [1.0]})
+    study = tiny_study(
+        fixed={"pruner": "magnitude", "sparsity": 0.5},
+        grid={"keep_rate": [1.0], "depth": [2, 3], "sigma_w2": [1.0]},
+    )
     cfg = write_config(workdir, study)
     run_snakemake(workdir, cfg)
     res = workdir / "results"
     shard = next((res / "trainable_depth/runs").glob("*.parquet")).stem
-    files = ["results/data/digits.npz",
-             f"results/trainable_depth/init/{shard}.pt",        # temporary: already removed
-             f"results/trainable_depth/masks/{shard}.pt",
-             f"results/trainable_depth/masks/{shard}_layers.parquet",
-             f"results/trainable_depth/runs/{shard}.parquet",
-             "results/trainable_depth/metrics.parquet",
-             "results/trainable_depth/theory.parquet",
-             "results/trainable_depth/claims.parquet",
-             "results/trainable_depth/figures/trainable_depth.png",
-             "results/papers/000/claims.parquet",
-             "results/papers/000/front.html"]
+    files = [
+        "results/data/digits.npz",
+        f"results/trainable_depth/init/{shard}.pt",  # temporary: already removed
+        f"results/trainable_depth/masks/{shard}.pt",
+        f"results/trainable_depth/masks/{shard}_layers.parquet",
+        f"results/trainable_depth/runs/{shard}.parquet",
+        "results/trainable_depth/metrics.parquet",
+        "results/trainable_depth/theory.parquet",
+        "results/trainable_depth/claims.parquet",
+        "results/trainable_depth/figures/trainable_depth.png",
+        "results/papers/000/claims.parquet",
+        "results/papers/000/front.html",
+    ]
     for f in files:
         cmd = re.search(r"`(snakemake [^`]+)`", rebuild_hint(f)).group(1)
         args = shlex.split(cmd)[1:]
         p = run_snakemake(workdir, cfg, "-n", *args)
         out = p.stdout + p.stderr
         jobs = _planned(out)
-        chain = {"/masks/": {"init_shard", "prune_shard"},
-                 "/runs/": {"init_shard", "prune_shard", "train_shard"}}
+        chain = {
+            "/masks/": {"init_shard", "prune_shard"},
+            "/runs/": {"init_shard", "prune_shard", "train_shard"},
+        }
         want = next((v for k, v in chain.items() if k in f), None)
         if want is None:
             assert sum(jobs.values()) == 1, (f, jobs)

@@ -33,10 +33,26 @@ CPU = torch.device("cpu")
 
 
 def _runs(arch, width, depth, m=2, alphas=(0.3,), seeds=range(2), **kw):
-    return tuple(RunSpec(arch=arch, dataset="gaussian", width=width, depth=depth, branch_depth=m,
-                         alpha=a, activation="relu", sigma_w2=2.0, sigma_b2=0.0,
-                         precision="float64", steps=1, eval_every=1, seed=s, **kw)
-                 for a in alphas for s in seeds)
+    return tuple(
+        RunSpec(
+            arch=arch,
+            dataset="gaussian",
+            width=width,
+            depth=depth,
+            branch_depth=m,
+            alpha=a,
+            activation="relu",
+            sigma_w2=2.0,
+            sigma_b2=0.0,
+            precision="float64",
+            steps=1,
+            eval_every=1,
+            seed=s,
+            **kw,
+        )
+        for a in alphas
+        for s in seeds
+    )
 
 
 def _explicit_ntk(arch, runs, params, x1, x2, weights=slice(1, -1)):
@@ -45,15 +61,16 @@ def _explicit_ntk(arch, runs, params, x1, x2, weights=slice(1, -1)):
     fam = families.get(arch)
     out = []
     for k in range(len(runs)):
-        ps = [p[k:k + 1].clone().requires_grad_(True) for p in params]
+        ps = [p[k : k + 1].clone().requires_grad_(True) for p in params]
 
         def jac(x, k=k, ps=ps):
             rows = []
             for i in range(x.shape[0]):
-                y, _ = fam.apply(runs[k:k + 1], ps, [], x[i:i + 1][None], False, None, 0)
+                y, _ = fam.apply(runs[k : k + 1], ps, [], x[i : i + 1][None], False, None, 0)
                 g = torch.autograd.grad(y.sum(), ps[weights])
                 rows.append(torch.cat([t.reshape(-1) for t in g]))
             return torch.stack(rows)
+
         out.append((jac(x1) @ jac(x2).T).detach().numpy())
     return np.stack(out)
 
@@ -74,8 +91,12 @@ def test_ntk_methods_equal_the_explicit_jacobian(arch, m):
     xs = torch.randn(4, 2, 6, generator=gen, dtype=torch.float64)
     got = ntk.empirical_ntk(runs, params, xs, xs)
     for k in range(4):
-        np.testing.assert_allclose(got[k], _explicit_ntk(arch, runs[k:k + 1], [p[k:k + 1] for p in params],
-                                                          xs[k], xs[k])[0], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(
+            got[k],
+            _explicit_ntk(arch, runs[k : k + 1], [p[k : k + 1] for p in params], xs[k], xs[k])[0],
+            rtol=0,
+            atol=1e-10,
+        )
     # W^s and W^f are excluded: the all-weights kernel differs
     every = _explicit_ntk(arch, runs, params, x1, x2, weights=slice(None))
     assert np.abs(every - want).max() > 0.1
@@ -93,7 +114,9 @@ def test_embedded_inputs_are_the_two_dimensional_net():
     fam = families.get("densenet_fc")
     big_out, _ = fam.apply(runs, params, [], x2.expand(3, -1, -1), False, None, 0)
     _, x2_small = kernels.fig2_inputs(theta)
-    small_out, _ = fam.apply(runs, small, [], torch.as_tensor(x2_small).expand(3, -1, -1), False, None, 0)
+    small_out, _ = fam.apply(
+        runs, small, [], torch.as_tensor(x2_small).expand(3, -1, -1), False, None, 0
+    )
     torch.testing.assert_close(big_out, small_out, rtol=1e-12, atol=1e-12)
 
 
@@ -101,11 +124,24 @@ def test_measure_rows_and_homogeneity(tmp_path):
     runs = _runs("resnet_fc", width=8, depth=2, alphas=(0.3, 0.9), seeds=range(3))
     shard = Shard("rn", runs)
     params, buffers = initial_state(shard, (10,), 1, CPU, torch.float64)
-    p = resolve("residual_ntk", {"name": "rn", "measure": {"n_angles": 5, "fig2_input_dim": 2}},
-                "quick")
+    p = resolve(
+        "residual_ntk", {"name": "rn", "measure": {"n_angles": 5, "fig2_input_dim": 2}}, "quick"
+    )
     df = measure(shard, params, buffers, p)
-    assert {"study", "shard_id", "run_id", "step", "metric", "value", "probe", "theta", "alpha",
-            "branch_depth", "width", "depth"} <= set(df.columns)
+    assert {
+        "study",
+        "shard_id",
+        "run_id",
+        "step",
+        "metric",
+        "value",
+        "probe",
+        "theta",
+        "alpha",
+        "branch_depth",
+        "width",
+        "depth",
+    } <= set(df.columns)
     assert set(df.metric) == {"ntk", "ntk_diag"} and len(df) == 6 * (5 + 1)
     a = df[df.metric == "ntk"]
     assert sorted(a.probe.unique()) == list(range(5))
@@ -119,54 +155,92 @@ def test_measure_rows_and_homogeneity(tmp_path):
 
 
 def test_theory_table_quantities():
-    th = resolve("residual_ntk", {"measure": {"n_angles": 5, "fig2_input_dim": 2},
-                                  "theory": {"max_depth": 6,
-                                             "resnet": [{"branch_depth": 2, "alpha": 0.3}]}},
-                 "quick")
+    th = resolve(
+        "residual_ntk",
+        {
+            "measure": {"n_angles": 5, "fig2_input_dim": 2},
+            "theory": {"max_depth": 6, "resnet": [{"branch_depth": 2, "alpha": 0.3}]},
+        },
+        "quick",
+    )
     s = [{"activation": "relu", "sigma_w2": 2.0, "sigma_b2": 0.0, "keep_rate": 1.0}]
     t = theory_table("rn", th, s)
     assert set(tables.THEORY_COLUMNS) <= set(t.columns)
 
     def q(name, arch):
         return t[(t.quantity == name) & (t.arch == arch)].sort_values(["depth", "theta"])
-    np.testing.assert_allclose(q("ntk_diag_eq25", "resnet_fc").value, q("ntk_diag_thm1", "resnet_fc").value,
-                               rtol=1e-7)
-    np.testing.assert_allclose(q("ntk_diag_recursion", "densenet_fc").value,
-                               q("ntk_diag_thm2", "densenet_fc").value, rtol=1e-9)
+
+    np.testing.assert_allclose(
+        q("ntk_diag_eq25", "resnet_fc").value, q("ntk_diag_thm1", "resnet_fc").value, rtol=1e-7
+    )
+    np.testing.assert_allclose(
+        q("ntk_diag_recursion", "densenet_fc").value,
+        q("ntk_diag_thm2", "densenet_fc").value,
+        rtol=1e-9,
+    )
     L = np.arange(1, 7)
-    np.testing.assert_allclose(q("ntk_diag_eq29", "densenet_fc").value,
-                               [np.sum(1 / (np.arange(1, n + 1) + 1)) for n in L])
+    np.testing.assert_allclose(
+        q("ntk_diag_eq29", "densenet_fc").value, [np.sum(1 / (np.arange(1, n + 1) + 1)) for n in L]
+    )
     # Fig. 2 angle 0 is the diagonal at Sigma^0 = 1/2
     ang = q("ntk_angle", "resnet_fc")
-    np.testing.assert_allclose(ang[ang.theta == 0].value, 0.5 * kernels.resnet_ntk_diagonal(L, 2, 0.3),
-                               rtol=1e-7)
+    np.testing.assert_allclose(
+        ang[ang.theta == 0].value, 0.5 * kernels.resnet_ntk_diagonal(L, 2, 0.3), rtol=1e-7
+    )
     assert len(ang) == 6 * 5
     with pytest.raises(ValueError, match="sigma_w2 = 2"):
         theory_table("rn", th, [{**s[0], "sigma_w2": 1.0}])
 
 
 def _tiny_cfg():
-    fixed = {"dataset": "gaussian", "activation": "relu", "sigma_w2": 2.0, "sigma_b2": 0.0,
-             "precision": "float64", "steps": 1, "eval_every": 1}
+    fixed = {
+        "dataset": "gaussian",
+        "activation": "relu",
+        "sigma_w2": 2.0,
+        "sigma_b2": 0.0,
+        "precision": "float64",
+        "steps": 1,
+        "eval_every": 1,
+    }
     blocks = [
-        {"label": "Fig. 2 ResNet", "fixed": {**fixed, "arch": "resnet_fc", "depth": 2, "branch_depth": 2,
-                                             "alpha": 0.5},
-         "grid": {"width": [16, 256], "seed": list(range(24))}},
-        {"label": "Fig. 2 DenseNet", "fixed": {**fixed, "arch": "densenet_fc", "depth": 2},
-         "grid": {"width": [16, 256], "seed": list(range(24))}},
-        {"label": "diagonal ResNet", "fixed": {**fixed, "arch": "resnet_fc", "width": 32, "branch_depth": 2,
-                                               "alpha": 0.5},
-         "grid": {"depth": [1, 3], "seed": list(range(64))}},
-        {"label": "diagonal DenseNet", "fixed": {**fixed, "arch": "densenet_fc", "width": 32},
-         "grid": {"depth": [1, 3], "seed": list(range(64))}},
+        {
+            "label": "Fig. 2 ResNet",
+            "fixed": {**fixed, "arch": "resnet_fc", "depth": 2, "branch_depth": 2, "alpha": 0.5},
+            "grid": {"width": [16, 256], "seed": list(range(24))},
+        },
+        {
+            "label": "Fig. 2 DenseNet",
+            "fixed": {**fixed, "arch": "densenet_fc", "depth": 2},
+            "grid": {"width": [16, 256], "seed": list(range(24))},
+        },
+        {
+            "label": "diagonal ResNet",
+            "fixed": {**fixed, "arch": "resnet_fc", "width": 32, "branch_depth": 2, "alpha": 0.5},
+            "grid": {"depth": [1, 3], "seed": list(range(64))},
+        },
+        {
+            "label": "diagonal DenseNet",
+            "fixed": {**fixed, "arch": "densenet_fc", "width": 32},
+            "grid": {"depth": [1, 3], "seed": list(range(64))},
+        },
     ]
-    return {"name": "residual_ntk", "paper": "001", "kind": "residual_ntk", "title": "tiny",
-            "measure": {"n_angles": 8, "fig2_input_dim": 2},
-            "theory": {"max_depth": 3, "resnet": [{"branch_depth": 2, "alpha": 0.5}]},
-            "analysis": {"faint_samples": 3},
-            "claims": {"z_max": 3.0, "within_fraction": 0.95, "fraction_tolerance": 0.05,
-                       "n_boot": 50, "n_boot_joint": 500},
-            "scales": {"quick": {"blocks": blocks}, "paper": {"blocks": blocks}}}
+    return {
+        "name": "residual_ntk",
+        "paper": "001",
+        "kind": "residual_ntk",
+        "title": "tiny",
+        "measure": {"n_angles": 8, "fig2_input_dim": 2},
+        "theory": {"max_depth": 3, "resnet": [{"branch_depth": 2, "alpha": 0.5}]},
+        "analysis": {"faint_samples": 3},
+        "claims": {
+            "z_max": 3.0,
+            "within_fraction": 0.95,
+            "fraction_tolerance": 0.05,
+            "n_boot": 50,
+            "n_boot_joint": 500,
+        },
+        "scales": {"quick": {"blocks": blocks}, "paper": {"blocks": blocks}},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +252,7 @@ def measured():
         params, buffers = initial_state(sh, (12,), 1, CPU, torch.float64)
         frames.append(measure(sh, params, buffers, st.params.for_job("measure")))
     runs = pd.concat(frames, ignore_index=True)
-    runs["block"] = runs.run_id.map(st.labels)           # as the merge labels the runs
+    runs["block"] = runs.run_id.map(st.labels)  # as the merge labels the runs
     theory = theory_table("residual_ntk", st.params.for_job("theory"), settings(st.runs))
     return runs, theory, st.params
 
@@ -186,6 +260,7 @@ def measured():
 def _with_claims(p, **kw):
     """The claims job's parameters with some ``claims:`` keys replaced."""
     import dataclasses
+
     p = p.for_job("claims")
     return dataclasses.replace(p, claims=dataclasses.replace(p.claims, **kw))
 
@@ -196,8 +271,11 @@ def test_claims_on_a_tiny_measurement(measured):
     assert list(claims.columns) == tables.CLAIM_COLUMNS
     by = claims.set_index("claim_id")
     ids = set(by.index)
-    assert {f"fig2_mean_matches_theory[{a}, n={n}]" for a in ("resnet_fc", "densenet_fc")
-            for n in (16, 256)} <= ids
+    assert {
+        f"fig2_mean_matches_theory[{a}, n={n}]"
+        for a in ("resnet_fc", "densenet_fc")
+        for n in (16, 256)
+    } <= ids
     # one measured SD ratio per architecture, one claim: its exponent (no 'shrinks' row)
     assert not any(i.startswith("fig2_spread_shrinks") for i in ids)
     for a in ("resnet_fc", "densenet_fc"):
@@ -205,12 +283,16 @@ def test_claims_on_a_tiny_measurement(measured):
         v = json.loads(r["values"])
         np.testing.assert_allclose(r["measured"], -np.log(v["ratio"]) / np.log(256 / 16))
         assert r["expected"] == "exponent beta = 0.5" and r["margin"] == 0.1
-        assert r["verdict"] != "fail"           # the nets' SD does scale as n^(-1/2)
-    assert {"eq25_resnet_diagonal[m=2, alpha=0.5]", "eq29_densenet_diagonal_printed",
-            "densenet_diagonal_harmonic"} <= ids
+        assert r["verdict"] != "fail"  # the nets' SD does scale as n^(-1/2)
+    assert {
+        "eq25_resnet_diagonal[m=2, alpha=0.5]",
+        "eq29_densenet_diagonal_printed",
+        "densenet_diagonal_harmonic",
+    } <= ids
     assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
     # the claims contract: every row a claim of 001 with its test and, when decided, its power
     from sigprop.claims import check_table
+
     check_table(claims, "tiny residual_ntk", paper="001")
     assert (claims.kind == "claim").all() and (claims.test.str.len() > 0).all()
     # every equivalence claim states its margin (0.1: a relative offset, or exponent units)
@@ -224,7 +306,9 @@ def test_claims_on_a_tiny_measurement(measured):
     # below the critical value: a pass when the design resolves the 0.1 margin, else inconclusive
     below = fig2.measured <= fig2.tolerance
     assert (fig2.verdict[~below] == "fail").all()
-    assert (fig2.verdict[below] == np.where(fig2.detectable[below] <= 0.1, "pass", "inconclusive")).all()
+    assert (
+        fig2.verdict[below] == np.where(fig2.detectable[below] <= 0.1, "pass", "inconclusive")
+    ).all()
     # the diagonal rows state the threshold the test applies: within_fraction - tolerance
     for cid in ("eq25_resnet_diagonal[m=2, alpha=0.5]", "densenet_diagonal_harmonic"):
         assert by.loc[cid, "expected"].startswith(">= 0.9 of the 2 depths")
@@ -240,7 +324,9 @@ def test_claims_on_a_tiny_measurement(measured):
         assert loose.loc[cid, "verdict"] == "pass"
     assert loose.loc["eq29_densenet_diagonal_printed", "verdict"] == "fail"
     # a wrong kernel (15 % too large) is caught at width 256
-    wrong = theory.assign(value=np.where(theory.quantity == "ntk_angle", 1.15 * theory.value, theory.value))
+    wrong = theory.assign(
+        value=np.where(theory.quantity == "ntk_angle", 1.15 * theory.value, theory.value)
+    )
     bad = claims_table(runs, wrong, p.for_job("claims")).set_index("claim_id")
     assert bad.loc["fig2_mean_matches_theory[resnet_fc, n=256]", "verdict"] == "fail"
     assert bad.loc["fig2_mean_matches_theory[densenet_fc, n=256]", "verdict"] == "fail"
@@ -273,11 +359,17 @@ def test_a_margin_the_design_cannot_resolve_makes_a_pass_inconclusive(measured):
 
 def test_spread_exponent_and_its_delta_method_se():
     from sigprop.studies.residual_ntk.analysis import spread_exponent
+
     b, se = spread_exponent(np.sqrt(50 / 500), 0.02, 50, 500)
     np.testing.assert_allclose(b, 0.5)
     np.testing.assert_allclose(se, 0.02 / (np.sqrt(0.1) * np.log(10)))
     assert spread_exponent(0.1, 0.01, 50, 500)[0] == pytest.approx(1.0)
-    for bad in ((0.0, 0.1, 50, 500), (-0.2, 0.1, 50, 500), (np.nan, 0.1, 50, 500), (0.3, 0.1, 50, 50)):
+    for bad in (
+        (0.0, 0.1, 50, 500),
+        (-0.2, 0.1, 50, 500),
+        (np.nan, 0.1, 50, 500),
+        (0.3, 0.1, 50, 50),
+    ):
         assert all(np.isnan(spread_exponent(*bad)))
 
 
@@ -315,7 +407,9 @@ def test_figures(measured):
 def test_shipped_config_expands(scale, depth, inits):
     path = ROOT / "config/studies/residual_ntk.yaml"
     cfg = load_yaml(path)
-    jsonschema.validate(cfg, yaml.safe_load((ROOT / "workflow/schemas/study.schema.yaml").read_text()))
+    jsonschema.validate(
+        cfg, yaml.safe_load((ROOT / "workflow/schemas/study.schema.yaml").read_text())
+    )
     st = build_study("residual_ntk", path, cfg, scale, 64)
     assert st.kind == "residual_ntk" and cfg["paper"] == "001" and SPEC.task == "measure"
     labels = st.labels
@@ -340,16 +434,22 @@ def test_shipped_regime_and_axes(scale):
     fail of the printed Eq. 29 contradicts the paper at both scales; the Fig. 2 claims depend on
     the depth and alpha that 001 does not state for Fig. 2 (alpha only for the ResNet)."""
     from sigprop.claims.reading import claim_axes, claim_regime, reading, tolerance_source
+
     cfg = load_yaml(ROOT / "config/studies/residual_ntk.yaml")
     regime, dep = cfg["scales"][scale].get("regime") or {}, cfg["depends_on"]
-    for cid in ("eq29_densenet_diagonal_printed", "densenet_diagonal_harmonic",
-                "eq25_resnet_diagonal[m=2, alpha=1]"):
+    for cid in (
+        "eq29_densenet_diagonal_printed",
+        "densenet_diagonal_harmonic",
+        "eq25_resnet_diagonal[m=2, alpha=1]",
+    ):
         assert claim_axes(cid, dep) == () and claim_regime(cid, regime, dep) == ""
     # the diagonal means are exact, so the study file declares no tolerance beyond sampling error
     src = tolerance_source("eq29_densenet_diagonal_printed", cfg["tolerance_sources"])
     assert src.startswith("exact:") and "Thm. 4.1" in src
-    assert reading("fail", claim_regime("eq29_densenet_diagonal_printed", regime, dep),
-                   scale, src) == "contradicts the paper"
+    assert (
+        reading("fail", claim_regime("eq29_densenet_diagonal_printed", regime, dep), scale, src)
+        == "contradicts the paper"
+    )
     res = claim_regime("fig2_mean_matches_theory[resnet_fc, n=50]", regime, dep)
     dense = claim_regime("fig2_spread_scales_as_inv_sqrt_width[densenet_fc]", regime, dep)
     assert "depth:" in res and "alpha" in res and "depth:" in dense and "alpha" not in dense

@@ -16,8 +16,10 @@ def test_run_id_hashes_only_non_default_fields():
 
 def test_run_id_is_stable_across_versions():
     # pinned: changing the hashing scheme would silently orphan every cached result
-    assert RunSpec(depth=5, sigma_w2=2.0).run_id == "r" + __import__("hashlib").sha256(
-        b'{"depth":5,"sigma_w2":2.0}').hexdigest()[:12]
+    assert (
+        RunSpec(depth=5, sigma_w2=2.0).run_id
+        == "r" + __import__("hashlib").sha256(b'{"depth":5,"sigma_w2":2.0}').hexdigest()[:12]
+    )
 
 
 def test_int_and_float_spellings_give_one_id():
@@ -37,7 +39,10 @@ def test_shards_group_by_shape_and_keep_grid_order():
     assert [len(s.runs) for s in shards] == [2, 1, 2, 1]
     assert all(len({r.depth for r in s.runs}) == 1 for s in shards)
     # editing one value in place changes only the shard holding it
-    runs2 = [dataclasses.replace(r, sigma_w2=3.5) if (r.depth, r.sigma_w2) == (3, 3.0) else r for r in runs]
+    runs2 = [
+        dataclasses.replace(r, sigma_w2=3.5) if (r.depth, r.sigma_w2) == (3, 3.0) else r
+        for r in runs
+    ]
     ids1 = {s.shard_id for s in shards}
     ids2 = {s.shard_id for s in make_shards("st", runs2, shard_size=2)}
     assert len(ids1 - ids2) == 1 and len(ids2 - ids1) == 1
@@ -47,9 +52,15 @@ def test_computed_shards_are_kept_when_a_grid_grows():
     """Lengthening a list (seeds, a sigma_w^2) after a run keeps every computed shard: the new
     runs get shards of their own.  Without the computed shards, grid-order chunking would cut
     the longer grid differently and every shard of the group would change."""
+
     def grid(seeds, sigmas):
-        return [RunSpec(depth=d, sigma_w2=s, seed=k) for d in (2, 3) for s in sigmas
-                for k in range(seeds)]
+        return [
+            RunSpec(depth=d, sigma_w2=s, seed=k)
+            for d in (2, 3)
+            for s in sigmas
+            for k in range(seeds)
+        ]
+
     before = make_shards("st", grid(3, (1.0, 2.0)), shard_size=4)
     computed = [[r.run_id for r in s.runs] for s in before]
     for longer in (grid(5, (1.0, 2.0)), grid(3, (1.0, 2.0, 3.0)), grid(5, (1.0, 1.5, 2.0))):
@@ -61,14 +72,18 @@ def test_computed_shards_are_kept_when_a_grid_grows():
         assert sorted(r.run_id for s in after for r in s.runs) == sorted({r.run_id for r in longer})
         assert all(len(s.runs) <= 4 and len({r.depth for r in s.runs}) == 1 for s in after)
         fresh = {s.shard_id for s in make_shards("st", longer, 4)}
-        assert not {b.shard_id for b in before} <= fresh     # grid order alone moves them
+        assert not {b.shard_id for b in before} <= fresh  # grid order alone moves them
     # without computed shards, or with the same ones, the grid's own sharding
     assert make_shards("st", grid(3, (1.0, 2.0)), 4, computed) == before
     # a computed shard that lost a run, or is larger than the size now allowed, is re-cut
     shorter = [r for r in grid(3, (1.0, 2.0)) if r.seed != 0]
     kept = {b.shard_id for b in before if all(r.seed != 0 for r in b.runs)}
-    assert kept and {b.shard_id for b in before} & {
-        s.shard_id for s in make_shards("st", shorter, 4, computed)} == kept
+    assert (
+        kept
+        and {b.shard_id for b in before}
+        & {s.shard_id for s in make_shards("st", shorter, 4, computed)}
+        == kept
+    )
     assert all(len(s.runs) <= 2 for s in make_shards("st", grid(3, (1.0, 2.0)), 2, computed))
 
 
@@ -76,11 +91,14 @@ def test_computed_shards_read_back_from_the_shard_tables(tmp_path):
     import pandas as pd
 
     from sigprop import tables
+
     shards = make_shards("st", [RunSpec(depth=3, seed=k) for k in range(5)], shard_size=2)
     folder = tmp_path / "st" / "runs"
     folder.mkdir(parents=True)
     for s in shards:
-        df = pd.DataFrame({"study": "st", "shard_id": s.shard_id, "run_id": [r.run_id for r in s.runs]})
+        df = pd.DataFrame(
+            {"study": "st", "shard_id": s.shard_id, "run_id": [r.run_id for r in s.runs]}
+        )
         tables.write_atomic(df, folder / f"{s.shard_id}.parquet", tables.shard_stamp(s))
     members = {tuple(r.run_id for r in s.runs) for s in shards}
     assert set(tables.computed_shards(tmp_path, "st")) == members and len(shards) == 3

@@ -26,8 +26,9 @@ def _reference(run: RunSpec, data: Data, steps: int) -> list[torch.Tensor]:
     """Train one model as an ordinary nn.Sequential with torch.optim."""
     key = torch.tensor([run.key])
     dims = fc.layer_dims(data.x_train.shape[1], run.width, run.depth, data.n_classes)
-    p0 = fc.init_params(key, torch.tensor([run.sigma_w2]), torch.tensor([run.sigma_b2]),
-                        [run.init], dims)
+    p0 = fc.init_params(
+        key, torch.tensor([run.sigma_w2]), torch.tensor([run.sigma_b2]), [run.init], dims
+    )
     layers = []
     for i, (din, dout) in enumerate(dims):
         lin = torch.nn.Linear(din, dout)
@@ -47,7 +48,7 @@ def _reference(run: RunSpec, data: Data, steps: int) -> list[torch.Tensor]:
     for step in range(steps):
         epoch, i = divmod(step, nb)
         perm = rng.permutations(key, epoch, n)[0]
-        idx = perm[i * run.batch_size:(i + 1) * run.batch_size]
+        idx = perm[i * run.batch_size : (i + 1) * run.batch_size]
         h, y = data.x_train[idx], data.y_train[idx]
         masks = rng.dropout_masks(key, step, [(run.batch_size, d) for d, _ in dims[:-1]], keep)
         for li, lin in enumerate(model):
@@ -70,15 +71,32 @@ def _reference(run: RunSpec, data: Data, steps: int) -> list[torch.Tensor]:
 @pytest.mark.parametrize("optimizer,momentum", [("sgd", 0.0), ("sgd", 0.9), ("rmsprop", 0.0)])
 def test_shard_equals_separate_models(optimizer, momentum):
     data = _data()
-    base = dict(width=16, depth=3, batch_size=16, steps=12, eval_every=6,
-                optimizer=optimizer, momentum=momentum, dataset="toy")
+    base = dict(
+        width=16,
+        depth=3,
+        batch_size=16,
+        steps=12,
+        eval_every=6,
+        optimizer=optimizer,
+        momentum=momentum,
+        dataset="toy",
+    )
     lr = 1e-3 if optimizer == "rmsprop" else 0.05
-    runs = [RunSpec(**base, sigma_w2=s, keep_rate=k, init=i, lr=lr * f, activation="tanh", seed=j)
-            for j, (s, k, i, f) in enumerate([(1.0, 1.0, "gaussian", 1.0), (2.0, 0.9, "gaussian", 0.5),
-                                              (1.5, 0.8, "orthogonal", 2.0), (3.0, 1.0, "orthogonal", 1.0)])]
+    runs = [
+        RunSpec(**base, sigma_w2=s, keep_rate=k, init=i, lr=lr * f, activation="tanh", seed=j)
+        for j, (s, k, i, f) in enumerate(
+            [
+                (1.0, 1.0, "gaussian", 1.0),
+                (2.0, 0.9, "gaussian", 0.5),
+                (1.5, 0.8, "orthogonal", 2.0),
+                (3.0, 1.0, "orthogonal", 1.0),
+            ]
+        )
+    ]
     shard = Shard("test", tuple(runs))
-    params, _ = initial_state(shard, data.in_shape, data.n_classes, torch.device("cpu"),
-                              torch.float32)
+    params, _ = initial_state(
+        shard, data.in_shape, data.n_classes, torch.device("cpu"), torch.float32
+    )
     tr = ShardTrainer(shard, data, params, torch.device("cpu"))
     tr.run()
     worst = 0.0
@@ -106,18 +124,25 @@ def test_shard_composition_does_not_change_a_run():
         tr = ShardTrainer(shard, data, p, torch.device("cpu"))
         df = tr.run()
         out[len(runs)] = df[df.run_id == a.run_id].reset_index(drop=True)
-    np.testing.assert_allclose(out[1].value.to_numpy(), out[2].value.to_numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        out[1].value.to_numpy(), out[2].value.to_numpy(), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_divergent_model_is_recorded_and_others_continue():
     data = _data()
-    base = dict(width=8, depth=2, batch_size=16, steps=10, eval_every=5, dataset="toy",
-                activation="linear")
+    base = dict(
+        width=8, depth=2, batch_size=16, steps=10, eval_every=5, dataset="toy", activation="linear"
+    )
     ok = RunSpec(**base, lr=0.05)
     bad = RunSpec(**base, lr=1e6, sigma_w2=50.0)
     shard = Shard("t", (ok, bad))
-    tr = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
-                      torch.device("cpu"))
+    tr = ShardTrainer(
+        shard,
+        data,
+        initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
+        torch.device("cpu"),
+    )
     df = tr.run()
     div = df[df.metric == "diverged_step"].set_index("run_id").value
     assert div[ok.run_id] == -1
@@ -129,8 +154,20 @@ def test_divergent_model_is_recorded_and_others_continue():
 def test_weight_decay_nesterov_and_multistep_schedule_match_torch():
     """SGD with weight decay, Nesterov momentum and a multi-step schedule, against torch.optim."""
     data = _data()
-    base = dict(width=8, depth=2, batch_size=16, steps=10, eval_every=5, dataset="toy", lr=0.1,
-                momentum=0.9, nesterov=True, weight_decay=5e-3, lr_milestones="0.5,8", lr_gamma=0.2)
+    base = dict(
+        width=8,
+        depth=2,
+        batch_size=16,
+        steps=10,
+        eval_every=5,
+        dataset="toy",
+        lr=0.1,
+        momentum=0.9,
+        nesterov=True,
+        weight_decay=5e-3,
+        lr_milestones="0.5,8",
+        lr_gamma=0.2,
+    )
     runs = [RunSpec(**base, sigma_w2=s) for s in (1.0, 2.0)]
     shard = Shard("t", tuple(runs))
     params, _ = initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)
@@ -145,8 +182,10 @@ def test_weight_decay_nesterov_and_multistep_schedule_match_torch():
         n = data.x_train.shape[0]
         for step in range(run.steps):
             epoch, i = divmod(step, n // 16)
-            idx = rng.permutations(key, epoch, n)[0][i * 16:(i + 1) * 16]
-            logits = fc.forward([w.unsqueeze(0) for w in ws], data.x_train[idx].unsqueeze(0), "tanh")[0]
+            idx = rng.permutations(key, epoch, n)[0][i * 16 : (i + 1) * 16]
+            logits = fc.forward(
+                [w.unsqueeze(0) for w in ws], data.x_train[idx].unsqueeze(0), "tanh"
+            )[0]
             loss = F.cross_entropy(logits, data.y_train[idx])
             opt.zero_grad()
             loss.backward()
@@ -163,8 +202,12 @@ def test_target_accuracy_stops_a_model_and_records_the_step():
     easy = RunSpec(**base, target_acc=0.5)
     never = RunSpec(**base, target_acc=0.999, sigma_w2=2.0)
     shard = Shard("t", (easy, never))
-    tr = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
-                      torch.device("cpu"))
+    tr = ShardTrainer(
+        shard,
+        data,
+        initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
+        torch.device("cpu"),
+    )
     df = tr.run()
     ts = df[df.metric == "target_step"].set_index("run_id").value
     assert 0 < ts[easy.run_id] < 60 and ts[never.run_id] == -1
@@ -176,8 +219,16 @@ def test_target_accuracy_stops_a_model_and_records_the_step():
 
 def test_pruning_masks_stay_zero_through_training():
     data = _data()
-    run = RunSpec(width=16, depth=2, batch_size=16, steps=10, eval_every=5, dataset="toy", lr=0.1,
-                  momentum=0.9)
+    run = RunSpec(
+        width=16,
+        depth=2,
+        batch_size=16,
+        steps=10,
+        eval_every=5,
+        dataset="toy",
+        lr=0.1,
+        momentum=0.9,
+    )
     shard = Shard("t", (run, RunSpec(**{**run.non_default(), "seed": 1})))
     params, _ = initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)
     g = torch.Generator().manual_seed(0)
@@ -191,11 +242,23 @@ def test_pruning_masks_stay_zero_through_training():
 
 def test_bf16_training_runs_and_is_recorded():
     data = _data()
-    run = RunSpec(width=16, depth=2, batch_size=16, steps=6, eval_every=3, dataset="toy", lr=0.1,
-                  precision="bf16")
+    run = RunSpec(
+        width=16,
+        depth=2,
+        batch_size=16,
+        steps=6,
+        eval_every=3,
+        dataset="toy",
+        lr=0.1,
+        precision="bf16",
+    )
     shard = Shard("t", (run,))
-    tr = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
-                      torch.device("cpu"))
+    tr = ShardTrainer(
+        shard,
+        data,
+        initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
+        torch.device("cpu"),
+    )
     df = tr.run()
     assert set(df.precision) == {"bf16"} and not df.tf32.any()
     assert np.isfinite(df[df.metric == "test_loss"].value).all()
@@ -210,17 +273,29 @@ def test_models_with_different_batch_sizes_share_a_shard_and_train_as_alone():
     alone = {}
     for r in runs:
         shard = Shard("t", (r,))
-        df = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"),
-                                                     torch.float32)[0], torch.device("cpu")).run()
+        df = ShardTrainer(
+            shard,
+            data,
+            initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
+            torch.device("cpu"),
+        ).run()
         alone[r.run_id] = df.value.to_numpy()
     shard = Shard("t", tuple(runs))
-    df = ShardTrainer(shard, data, initial_state(shard, (12,), 4, torch.device("cpu"),
-                                                 torch.float32)[0], torch.device("cpu")).run()
+    df = ShardTrainer(
+        shard,
+        data,
+        initial_state(shard, (12,), 4, torch.device("cpu"), torch.float32)[0],
+        torch.device("cpu"),
+    ).run()
     for r in runs:
-        np.testing.assert_allclose(df[df.run_id == r.run_id].value.to_numpy(), alone[r.run_id],
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            df[df.run_id == r.run_id].value.to_numpy(), alone[r.run_id], rtol=1e-5, atol=1e-6
+        )
     # with BatchNorm the batch size stays part of the shape
-    assert RunSpec(arch="resnet32", batch_size=8).shape_key() != RunSpec(arch="resnet32", batch_size=16).shape_key()
+    assert (
+        RunSpec(arch="resnet32", batch_size=8).shape_key()
+        != RunSpec(arch="resnet32", batch_size=16).shape_key()
+    )
 
 
 @pytest.mark.parametrize("optimizer,momentum", [("sgd", 0.0), ("sgd", 0.9), ("rmsprop", 0.0)])
@@ -231,13 +306,24 @@ def test_micro_batched_shard_equals_each_batch_size_trained_alone(optimizer, mom
     batch-16 model (checkpoint at micro-step 10 of 48) changes nothing."""
     data = _data()
     lr = 1e-3 if optimizer == "rmsprop" else 0.05
-    base = dict(width=16, depth=2, micro_batch=4, steps=48, eval_every=12, optimizer=optimizer,
-                momentum=momentum, dataset="toy", activation="tanh", lr=lr)
+    base = dict(
+        width=16,
+        depth=2,
+        micro_batch=4,
+        steps=48,
+        eval_every=12,
+        optimizer=optimizer,
+        momentum=momentum,
+        dataset="toy",
+        activation="tanh",
+        lr=lr,
+    )
     runs = [RunSpec(**base, batch_size=b, seed=j) for j, b in enumerate((4, 8, 16, 8))]
     shard = Shard("test", tuple(runs))
     assert len({r.shape_key() for r in runs}) == 1
-    params, _ = initial_state(shard, data.in_shape, data.n_classes, torch.device("cpu"),
-                              torch.float32)
+    params, _ = initial_state(
+        shard, data.in_shape, data.n_classes, torch.device("cpu"), torch.float32
+    )
     tr = ShardTrainer(shard, data, [p.clone() for p in params], torch.device("cpu"))
     df = tr.run()
     worst = 0.0
@@ -252,13 +338,25 @@ def test_micro_batched_shard_equals_each_batch_size_trained_alone(optimizer, mom
     assert ((first > 0.3) & (first < 3.0)).all(), first.tolist()
     # resume in the middle of the batch-16 model's accumulation (micro-step 10 = 2 of 4)
     ck = tmp_path / "ck.pt"
-    part = ShardTrainer(shard, data, [p.clone() for p in params], torch.device("cpu"),
-                        checkpoint=ck, checkpoint_every=10)
+    part = ShardTrainer(
+        shard,
+        data,
+        [p.clone() for p in params],
+        torch.device("cpu"),
+        checkpoint=ck,
+        checkpoint_every=10,
+    )
     part.r0 = dataclasses.replace(part.r0, steps=11)  # checkpoint at 10, stop at 11
     part.run()
     assert ck.exists()
-    again = ShardTrainer(shard, data, [p.clone() for p in params], torch.device("cpu"),
-                         checkpoint=ck, checkpoint_every=0)
+    again = ShardTrainer(
+        shard,
+        data,
+        [p.clone() for p in params],
+        torch.device("cpu"),
+        checkpoint=ck,
+        checkpoint_every=0,
+    )
     again.run()
     for p, q in zip(again.params, tr.params):
         torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-6, atol=1e-7)
@@ -266,8 +364,14 @@ def test_micro_batched_shard_equals_each_batch_size_trained_alone(optimizer, mom
 
 def test_micro_batch_must_divide_the_batch_size():
     data = _data()
-    runs = (RunSpec(width=4, depth=1, micro_batch=4, batch_size=6, steps=4, eval_every=2, dataset="toy"),)
+    runs = (
+        RunSpec(
+            width=4, depth=1, micro_batch=4, batch_size=6, steps=4, eval_every=2, dataset="toy"
+        ),
+    )
     shard = Shard("t", runs)
-    params, _ = initial_state(shard, data.in_shape, data.n_classes, torch.device("cpu"), torch.float32)
+    params, _ = initial_state(
+        shard, data.in_shape, data.n_classes, torch.device("cpu"), torch.float32
+    )
     with pytest.raises(ValueError, match="batch_size 6 is not a multiple of micro_batch 4"):
         ShardTrainer(shard, data, params, torch.device("cpu"))

@@ -18,7 +18,7 @@ from conftest import REPO
 
 from sigprop import papers, registry
 
-KINDS = ("meanfield_maps", "trainable_depth")      # a measurement study, a training study
+KINDS = ("meanfield_maps", "trainable_depth")  # a measurement study, a training study
 
 
 def _clear():
@@ -77,8 +77,8 @@ def test_comments_and_docstrings_are_not_code_statements_are(pkg):
         return s.replace("\n\n\n", "\n\n# a comment between two definitions\n\n", 1) + "# the end\n"
 
     def docstring(s):
-        s = s.replace('"""', '"""Edited. ', 1)                  # the module's docstring
-        return re.sub(r'(\n    """)', r'\1Edited too. ', s, count=1)   # a function's
+        s = s.replace('"""', '"""Edited. ', 1)  # the module's docstring
+        return re.sub(r'(\n    """)', r"\1Edited too. ", s, count=1)  # a function's
 
     assert _changed(before, pkg, theory, comment) == []
     assert _changed(before, pkg, theory, docstring) == []
@@ -86,9 +86,11 @@ def test_comments_and_docstrings_are_not_code_statements_are(pkg):
     assert _changed(before, pkg, "claims/render.py", docstring) == []
     # a statement is code: every step whose modules use the module
     changed = _changed(before, pkg, theory, lambda s: s + "\n_rerun_probe = None\n")
-    assert {"theory/meanfield_maps", "train/meanfield_maps", "claims/trainable_depth"} <= set(changed)
+    assert {"theory/meanfield_maps", "train/meanfield_maps", "claims/trainable_depth"} <= set(
+        changed
+    )
     assert "prepare/meanfield_maps" not in changed
-    assert _digests() == before         # the file restored: the digests are what they were
+    assert _digests() == before  # the file restored: the digests are what they were
 
 
 def test_captions_sources_and_parameter_docs_are_no_steps_code(pkg):
@@ -97,16 +99,33 @@ def test_captions_sources_and_parameter_docs_are_no_steps_code(pkg):
     param); a study's SOURCE, which its claims rows carry, is its claims step's code only."""
     before = _digests()
     init = "studies/meanfield_maps/__init__.py"
-    assert _changed(before, pkg, init, lambda s: re.sub(
-        r'(Figure\(\s*"\w+",\s*\(?\s*")', r"\1Edited caption. ", s, count=1)) == []
-    assert _changed(before, pkg, "studies/trainable_depth/__init__.py",
-                    lambda s: s.replace('"Accuracy after', '"Edited. Accuracy after')) == []
+    assert (
+        _changed(
+            before,
+            pkg,
+            init,
+            lambda s: re.sub(r'(Figure\(\s*"\w+",\s*\(?\s*")', r"\1Edited caption. ", s, count=1),
+        )
+        == []
+    )
+    assert (
+        _changed(
+            before,
+            pkg,
+            "studies/trainable_depth/__init__.py",
+            lambda s: s.replace('"Accuracy after', '"Edited. Accuracy after'),
+        )
+        == []
+    )
     assert _changed(before, pkg, init, lambda s: s.replace('doc="', 'doc="Edited. ', 1)) == []
-    assert _changed(before, pkg, init, lambda s: s.replace('SOURCE = "', 'SOURCE = "Edited ', 1)
-                    ) == ["claims/meanfield_maps"]
+    assert _changed(
+        before, pkg, init, lambda s: s.replace('SOURCE = "', 'SOURCE = "Edited ', 1)
+    ) == ["claims/meanfield_maps"]
     # what a figure shows (its claim patterns) is the study's declaration, not text: it reruns
     # what reads the declaration (the front page's links, the study's shards and analysis)
-    changed = _changed(before, pkg, init, lambda s: s.replace('claims=("', 'claims=("x*", "', 1))
+    changed = _changed(
+        before, pkg, init, lambda s: re.sub(r'claims=\(\s*"', 'claims=("x*", "', s, count=1)
+    )
     assert "paper" in changed and "measure/meanfield_maps" in changed
     # the text left out is read by no step: no module a step runs reads a caption, a study's
     # declared source (``spec(kind).source``; claim rows and data sets have their own) or a
@@ -114,19 +133,28 @@ def test_captions_sources_and_parameter_docs_are_no_steps_code(pkg):
     closure = set()
     for _step, mods in registry.STEP_CODE.items():
         for kind in registry.kinds():
-            closure |= set(registry.module_closure(*(m.format(study=registry.module_of(kind))
-                                                      for m in mods)))
+            closure |= set(
+                registry.module_closure(*(m.format(study=registry.module_of(kind)) for m in mods))
+            )
     readers = []
     for name in sorted(closure):
         for node in ast.walk(ast.parse(registry._module_file(name).read_text())):
             if isinstance(node, ast.Attribute) and node.attr == "caption":
                 readers.append(f"{name}: .caption")
-            if isinstance(node, ast.Attribute) and node.attr == "source" and (
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "source"
+                and (
                     (isinstance(node.value, ast.Call) and _callee(node.value) == "spec")
-                    or (isinstance(node.value, ast.Name) and node.value.id == "SPEC")):
+                    or (isinstance(node.value, ast.Name) and node.value.id == "SPEC")
+                )
+            ):
                 readers.append(f"{name}: a study's .source")
-            if isinstance(node, ast.Call) and _callee(node) == "describe" \
-                    and name != "sigprop.params":
+            if (
+                isinstance(node, ast.Call)
+                and _callee(node) == "describe"
+                and name != "sigprop.params"
+            ):
                 readers.append(f"{name}: describe()")
     assert readers == []
 
@@ -140,11 +168,15 @@ def test_modules_loaded_by_name_are_in_the_digest_of_the_steps_that_load_them(pk
     """A paper's tables are functions named "module:function" (sigprop.papers.TABLES) and its
     front page reads its studies' declarations by name: an edit of either reruns the paper."""
     before = _digests()
-    changed = _changed(before, pkg, "claims/depth_scales.py", lambda s: s + "\n_rerun_probe = None\n")
-    assert "paper" in changed and not any(k.startswith(("train/", "init/", "measure/"))
-                                          for k in changed)
-    closure = registry.module_closure(*(m.format(study="sigprop.studies.trainable_depth")
-                                        for m in registry.STEP_CODE["paper"]))
+    changed = _changed(
+        before, pkg, "claims/depth_scales.py", lambda s: s + "\n_rerun_probe = None\n"
+    )
+    assert "paper" in changed and not any(
+        k.startswith(("train/", "init/", "measure/")) for k in changed
+    )
+    closure = registry.module_closure(
+        *(m.format(study="sigprop.studies.trainable_depth") for m in registry.STEP_CODE["paper"])
+    )
     assert "sigprop.studies.trainable_depth" in closure
     with pytest.raises(ValueError, match="step 'paper' runs a study's module"):
         registry.step_code("paper")
@@ -153,8 +185,12 @@ def test_modules_loaded_by_name_are_in_the_digest_of_the_steps_that_load_them(pk
 
 
 def _study_parts() -> set[str]:
-    return {m.rsplit(".", 1)[1] for mods in registry.STEP_CODE.values() for m in mods
-            if m.startswith("{study}.")}
+    return {
+        m.rsplit(".", 1)[1]
+        for mods in registry.STEP_CODE.values()
+        for m in mods
+        if m.startswith("{study}.")
+    }
 
 
 def _table_modules() -> list[str]:
@@ -174,32 +210,35 @@ def _rule_targets() -> list[tuple[str, str]]:
 
 
 def _step_modules(step: str) -> tuple[str, ...]:
-    return registry.module_closure(*(m.format(study="sigprop.studies.trainable_depth")
-                                     for m in registry.STEP_CODE[step]))
+    return registry.module_closure(
+        *(m.format(study="sigprop.studies.trainable_depth") for m in registry.STEP_CODE[step])
+    )
 
 
 # every place in the package that imports a module by name -> why the module it imports is in
 # the digest of the steps that run it, checked
 BY_NAME = {
-    ("sigprop.papers", "table_function"):       # the paper tables' "module:function" strings
-        lambda: all(m in registry.module_closure("sigprop.papers") for m in _table_modules()),
-    ("sigprop.registry", "spec"):               # a study's declaration, read by a paper's front
-        lambda: "{study}" in registry.STEP_CODE["paper"],
-    ("sigprop.registry", "part"):               # a study's parts, each named by its step
-        lambda: _study_parts() >= {"measure", "theory", "figures", "claims", "tables"},
+    ("sigprop.papers", "table_function"):  # the paper tables' "module:function" strings
+    lambda: all(m in registry.module_closure("sigprop.papers") for m in _table_modules()),
+    ("sigprop.registry", "spec"):  # a study's declaration, read by a paper's front
+    lambda: "{study}" in registry.STEP_CODE["paper"],
+    ("sigprop.registry", "part"):  # a study's parts, each named by its step
+    lambda: _study_parts() >= {"measure", "theory", "figures", "claims", "tables"},
     ("sigprop.steps.workers", "step_function"):  # the rules' run_job targets
-        lambda: len(_rule_targets()) >= 10 and all(mod in _step_modules(step)
-                                                   for step, mod in _rule_targets()),
-    ("sigprop.registry", "packages"):           # the sigprop.studies package: names, no code
-        lambda: True,
-    ("sigprop.registry", "declared_papers"):    # a study package's PAPER, read by a paper's steps
-        lambda: "{study}" in registry.STEP_CODE["paper"],
-    ("sigprop.steps.workers", "preload"):       # the worker server's imports: makes no output
-        lambda: True,
-    ("sigprop.cli", "build_parser"):            # the command line's modules: no step
-        lambda: True,
+    lambda: (
+        len(_rule_targets()) >= 10
+        and all(mod in _step_modules(step) for step, mod in _rule_targets())
+    ),
+    ("sigprop.registry", "packages"):  # the sigprop.studies package: names, no code
+    lambda: True,
+    ("sigprop.registry", "declared_papers"):  # a study package's PAPER, read by a paper's steps
+    lambda: "{study}" in registry.STEP_CODE["paper"],
+    ("sigprop.steps.workers", "preload"):  # the worker server's imports: makes no output
+    lambda: True,
+    ("sigprop.cli", "build_parser"):  # the command line's modules: no step
+    lambda: True,
     ("sigprop.tools.theory_cli", "theory_commands"):  # the theory commands: no step
-        lambda: True,
+    lambda: True,
 }
 
 
@@ -245,6 +284,7 @@ def test_the_rerun_tables_edits_apply_and_its_text_edits_are_no_code(pkg):
     apply to the files they name and leave valid Python; those that change only text change no
     step's digest but the claims' (a study's SOURCE), the statements change some."""
     from sigprop.tools import rerun_table as R
+
     before = _digests()
     for label, rel, edit in R.PROBES:
         original = (REPO / rel).read_text()
@@ -257,5 +297,7 @@ def test_the_rerun_tables_edits_apply_and_its_text_edits_are_no_code(pkg):
     assert _changed(before, pkg, "claims/render.py", R._statement)
     stats = "Job stats:\njob       count\n------  -----\nfigure    2\nall       1\ntotal     3\n"
     assert R.planned(stats) == {"figure": 2} and R.planned("Nothing to be done.") == {}
-    assert R.markdown([("`x.py`", {"figure": 2, "claims": 1})]).splitlines()[-1] == \
-        "| `x.py` | figure 2, claims 1 | 3 |"
+    assert (
+        R.markdown([("`x.py`", {"figure": 2, "claims": 1})]).splitlines()[-1]
+        == "| `x.py` | figure 2, claims 1 | 3 |"
+    )

@@ -28,16 +28,22 @@ def _shard(study="s", seeds=(0, 1), width=4) -> Shard:
 
 
 def _table(tmp_path: Path, shard: Shard, name: str | None = None) -> Path:
-    long = pd.DataFrame({"model": list(range(len(shard.runs))), "step": 0,
-                         "metric": "train_acc", "value": 0.5})
-    return tables.write_atomic(tables.run_rows(shard, long, "cpu"),
-                               tmp_path / "runs" / f"{name or shard.shard_id}.parquet",
-                               tables.shard_stamp(shard))
+    long = pd.DataFrame(
+        {"model": list(range(len(shard.runs))), "step": 0, "metric": "train_acc", "value": 0.5}
+    )
+    return tables.write_atomic(
+        tables.run_rows(shard, long, "cpu"),
+        tmp_path / "runs" / f"{name or shard.shard_id}.parquet",
+        tables.shard_stamp(shard),
+    )
 
 
 def _manifest(study: str, shards: list[Shard]) -> dict:
-    return {"study": study, "rule": "train_shard",
-            "shards": {s.shard_id: [[r.run_id, "block 0"] for r in s.runs] for s in shards}}
+    return {
+        "study": study,
+        "rule": "train_shard",
+        "shards": {s.shard_id: [[r.run_id, "block 0"] for r in s.runs] for s in shards},
+    }
 
 
 def test_a_shard_table_under_its_own_name_merges_with_labels(tmp_path):
@@ -48,7 +54,7 @@ def test_a_shard_table_under_its_own_name_merges_with_labels(tmp_path):
 
 def test_a_shard_table_filed_under_another_shards_name_is_refused_naming_both(tmp_path):
     a, b = _shard(seeds=(0, 1)), _shard(seeds=(2, 3))
-    wrong = _table(tmp_path, a, name=b.shard_id)        # a's rows under b's name
+    wrong = _table(tmp_path, a, name=b.shard_id)  # a's rows under b's name
     with pytest.raises(tables.TableError) as e:
         tables.merge_runs([_table(tmp_path, a), wrong], _manifest("s", [a, b]))
     msg = str(e.value)
@@ -58,13 +64,16 @@ def test_a_shard_table_filed_under_another_shards_name_is_refused_naming_both(tm
 
 def test_a_shard_table_of_another_grid_or_study_is_refused(tmp_path):
     a = _shard(seeds=(0, 1, 2))
-    other_grid = _shard(seeds=(0, 1))                    # fewer runs: another shard id
+    other_grid = _shard(seeds=(0, 1))  # fewer runs: another shard id
     f = _table(tmp_path, other_grid, name=a.shard_id)
     with pytest.raises(tables.TableError, match=r"1 of its runs missing"):
         tables.merge_runs([f], _manifest("s", [a]))
     g = _table(tmp_path, _shard(study="residual_ntk", seeds=(0, 1, 2)), name=a.shard_id)
-    with pytest.raises(tables.TableError, match=r"holds study residual_ntk.*expects shard "
-                                                 rf"{a.shard_id} of study s"):
+    with pytest.raises(
+        tables.TableError,
+        match=r"holds study residual_ntk.*expects shard "
+        rf"{a.shard_id} of study s",
+    ):
         tables.merge_runs([g], _manifest("s", [a]))
 
 
@@ -73,15 +82,22 @@ def test_readers_check_the_merged_table_theory_and_claims(tmp_path):
     merged = tables.merge_runs([_table(tmp_path, a)], _manifest("s", [a]))
     expect = {"study": "s", "n_runs": 2, "runs": runs_digest(r.run_id for r in a.runs)}
     tables.check_runs_table(merged, "m.parquet", expect)
-    with pytest.raises(tables.TableError, match=r"m.parquet: holds study s, shard .*, 1 runs.*"
-                                                 r"expects the 2 runs of study s.*snakemake --force "
-                                                 r"m.parquet"):
+    with pytest.raises(
+        tables.TableError,
+        match=r"m.parquet: holds study s, shard .*, 1 runs.*"
+        r"expects the 2 runs of study s.*snakemake --force "
+        r"m.parquet",
+    ):
         tables.check_runs_table(merged[merged.run_id == a.runs[0].run_id], "m.parquet", expect)
-    with pytest.raises(tables.TableError, match=r"t.parquet: holds rows of study other; the "
-                                                 r"workflow expects study s"):
+    with pytest.raises(
+        tables.TableError,
+        match=r"t.parquet: holds rows of study other; the "
+        r"workflow expects study s",
+    ):
         tables.check_study_column(pd.DataFrame({"study": ["other"]}), "t.parquet", "s", "theory")
     # a claims table in the wrong study's folder stops the paper's merge
     from sigprop.claims import frame, row
+
     p = tmp_path / "s" / "claims.parquet"
     p.parent.mkdir()
     frame([row("other", "c", "c", "src", 1.0, "", 0.0, "pass")]).to_parquet(p)
@@ -93,13 +109,19 @@ def test_weights_and_masks_of_another_shard_are_refused(tmp_path):
     a, b = _shard(seeds=(0, 1)), _shard(seeds=(2, 3))
     params = [torch.zeros(2, 3)]
     engine.save_state(params, [], a, tmp_path / "init.pt")
-    with pytest.raises(ValueError, match=rf"holds the initial parameters of shard {a.shard_id}; "
-                                         rf"the workflow expects shard {b.shard_id}.*snakemake --force "
-                                         rf"{tmp_path / 'init.pt'}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"holds the initial parameters of shard {a.shard_id}; "
+        rf"the workflow expects shard {b.shard_id}.*snakemake --force "
+        rf"{tmp_path / 'init.pt'}",
+    ):
         engine.load_state(tmp_path / "init.pt", b)
     engine.save_masks([None], a, tmp_path / "m.pt")
-    with pytest.raises(ValueError, match=rf"holds the masks of shard {a.shard_id}.*snakemake "
-                                         rf"--force {tmp_path / 'm.pt'}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"holds the masks of shard {a.shard_id}.*snakemake "
+        rf"--force {tmp_path / 'm.pt'}",
+    ):
         engine.load_masks(tmp_path / "m.pt", b)
 
 
@@ -115,6 +137,7 @@ def test_a_write_that_fails_leaves_nothing_and_a_full_disk_says_so(tmp_path, mon
 
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
+
     monkeypatch.setattr(os, "replace", full)
     with pytest.raises(atomic.DiskFullError, match=rf"no space left on device writing {target}"):
         if writer == "parquet":
@@ -130,6 +153,7 @@ def test_a_write_that_fails_leaves_nothing_and_a_full_disk_says_so(tmp_path, mon
 def test_any_error_during_a_write_removes_the_temporary_file(tmp_path):
     class Boom(RuntimeError):
         pass
+
     with pytest.raises(Boom):
         with atomic.target(tmp_path / "x.bin") as tmp:
             tmp.write_bytes(b"half")
@@ -141,8 +165,9 @@ def _mount_tmpfs(folder: Path, size: str) -> bool:
     if os.geteuid() != 0 or not shutil.which("mount"):
         return False
     folder.mkdir(parents=True, exist_ok=True)
-    p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                       capture_output=True)
+    p = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True
+    )
     return p.returncode == 0
 
 
@@ -151,16 +176,19 @@ def test_a_real_full_disk_leaves_no_temporary_file(tmp_path):
     message that says the disk is full and names the file; nothing is left on the disk."""
     disk = tmp_path / "small"
     if not _mount_tmpfs(disk, "600k"):
-        pytest.skip("mounting a tmpfs needs root and CAP_SYS_ADMIN here; the injected ENOSPC "
-                    "tests above cover the same code")
+        pytest.skip(
+            "mounting a tmpfs needs root and CAP_SYS_ADMIN here; the injected ENOSPC "
+            "tests above cover the same code"
+        )
     try:
         with pytest.raises(atomic.DiskFullError, match=r"no space left on device writing "):
             engine._atomic_save({"w": torch.zeros(512, 1024)}, disk / "ckpt.pt")
         with pytest.raises(atomic.DiskFullError):
-            tables.write_atomic(pd.DataFrame({"x": range(200_000)}).astype(float),
-                                disk / "t.parquet")
+            tables.write_atomic(
+                pd.DataFrame({"x": range(200_000)}).astype(float), disk / "t.parquet"
+            )
         assert list(disk.iterdir()) == []
-        engine._atomic_save({"w": torch.zeros(8)}, disk / "small.pt")   # room is still there
+        engine._atomic_save({"w": torch.zeros(8)}, disk / "small.pt")  # room is still there
         assert [p.name for p in disk.iterdir()] == ["small.pt"]
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True)
@@ -169,30 +197,37 @@ def test_a_real_full_disk_leaves_no_temporary_file(tmp_path):
 def test_a_checkpoint_of_another_shard_is_never_resumed(tmp_path, caplog):
     from sigprop.data.embedded import digits
     from sigprop.data.prepare import Dataset
+
     a = Shard("s", (RunSpec(width=4, depth=1, steps=4, eval_every=2, batch_size=8, seed=0),))
     b = Shard("s", (RunSpec(width=4, depth=1, steps=4, eval_every=2, batch_size=8, seed=1),))
     x, y, xt, yt = digits()
-    data = engine.to_data(Dataset(x, y, xt, yt, {"name": "digits", "task": "classification",
-                                                 "n_classes": 10}), torch.device("cpu"),
-                          torch.float32)
+    data = engine.to_data(
+        Dataset(x, y, xt, yt, {"name": "digits", "task": "classification", "n_classes": 10}),
+        torch.device("cpu"),
+        torch.float32,
+    )
     ckpt = tmp_path / "ckpt.pt"
     p, bufs = engine.initial_state(a, (64,), 10, torch.device("cpu"), torch.float32)
-    t = engine.ShardTrainer(a, data, p, torch.device("cpu"), buffers=bufs, checkpoint=ckpt,
-                            checkpoint_every=2)
+    t = engine.ShardTrainer(
+        a, data, p, torch.device("cpu"), buffers=bufs, checkpoint=ckpt, checkpoint_every=2
+    )
     t.step = 2
     t._save_checkpoint()
     p, bufs = engine.initial_state(b, (64,), 10, torch.device("cpu"), torch.float32)
-    t = engine.ShardTrainer(b, data, p, torch.device("cpu"), buffers=bufs, checkpoint=ckpt,
-                            checkpoint_every=2)
+    t = engine.ShardTrainer(
+        b, data, p, torch.device("cpu"), buffers=bufs, checkpoint=ckpt, checkpoint_every=2
+    )
     with caplog.at_level("WARNING"):
         t._maybe_resume()
     assert t.step == 0 and "of another shard" in caplog.text
 
 
 def test_a_vanished_file_gets_a_plain_explanation():
-    log = ("MissingOutputException in rule prepare_dataset:\nJob 3 completed successfully, but "
-           "some output files are missing. Missing files after 5 seconds. This might be due to "
-           "filesystem latency.\nresults/data/gaussian.npz\n")
+    log = (
+        "MissingOutputException in rule prepare_dataset:\nJob 3 completed successfully, but "
+        "some output files are missing. Missing files after 5 seconds. This might be due to "
+        "filesystem latency.\nresults/data/gaussian.npz\n"
+    )
     note = explain_failure(log)
     assert "results/data/gaussian.npz" in note and "run `snakemake` again" in note
     assert explain_failure("Error in rule claims: ValueError") == ""
@@ -202,12 +237,16 @@ def test_manifest_and_expect_json_are_what_the_checks_read():
     from conftest import tiny_study
 
     from sigprop.config import build_study
+
     st = build_study("trainable_depth", "f.yaml", tiny_study(), "quick", 2)
     m = json.loads(st.manifest())
     assert m["rule"] == "train_shard" and set(m["shards"]) == {s.shard_id for s in st.shards}
     e = json.loads(st.expect())
-    assert e == {"study": "trainable_depth", "n_runs": len(st.runs),
-                 "runs": runs_digest(r.run_id for r in st.runs)}
+    assert e == {
+        "study": "trainable_depth",
+        "n_runs": len(st.runs),
+        "runs": runs_digest(r.run_id for r in st.runs),
+    }
 
 
 def test_temporary_files_of_dead_processes_are_removed_at_the_next_start(tmp_path):
@@ -218,6 +257,7 @@ def test_temporary_files_of_dead_processes_are_removed_at_the_next_start(tmp_pat
     import time
 
     from sigprop import atomic
+
     dead = subprocess.Popen(["true"])
     dead.wait()
     figs = tmp_path / "results" / "s" / "figures"
@@ -237,24 +277,32 @@ def test_temporary_files_of_dead_processes_are_removed_at_the_next_start(tmp_pat
 
 def _claims_table(path, study="s", scale="quick", runs="abc", rows=1):
     from sigprop.claims import frame, row
-    df = frame([row(study, f"c{i}", "c", "000 Eq. 1", 1.0, "", 0.0, "pass", test="t",
-                    detectable=0.1) for i in range(rows)])
+
+    df = frame(
+        [
+            row(study, f"c{i}", "c", "000 Eq. 1", 1.0, "", 0.0, "pass", test="t", detectable=0.1)
+            for i in range(rows)
+        ]
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
-    return tables.write_atomic(df, path, {"kind": "claims", "study": study, "scale": scale,
-                                          "runs": runs, "smoke": False})
+    return tables.write_atomic(
+        df, path, {"kind": "claims", "study": study, "scale": scale, "runs": runs, "smoke": False}
+    )
 
 
 def test_a_claims_table_of_another_scale_or_grid_or_none_is_refused(tmp_path):
     """The paper's merge checks each claims table's stamp against this run: the same study's
     paper-scale table copied into results/ (before: its 17 values shown as this run's), a
     table of another grid, an empty table, a table written by another tool."""
-    want = {"s": {"kind": "claims", "study": "s", "scale": "quick", "runs": "abc",
-                  "smoke": False}}
+    want = {"s": {"kind": "claims", "study": "s", "scale": "quick", "runs": "abc", "smoke": False}}
     ok = _claims_table(tmp_path / "ok" / "claims.parquet")
     assert len(tables.concat_claims([ok], ["s"], want)) == 1
     paper = _claims_table(tmp_path / "paper" / "claims.parquet", scale="paper")
-    with pytest.raises(tables.TableError, match=r"paper/claims.parquet: was made for scale 'paper'; "
-                                                r"the workflow expects scale 'quick'.*snakemake --force"):
+    with pytest.raises(
+        tables.TableError,
+        match=r"paper/claims.parquet: was made for scale 'paper'; "
+        r"the workflow expects scale 'quick'.*snakemake --force",
+    ):
         tables.concat_claims([paper], ["s"], want)
     grid = _claims_table(tmp_path / "grid" / "claims.parquet", runs="other")
     with pytest.raises(tables.TableError, match="was made for runs 'other'"):
@@ -272,6 +320,7 @@ def test_a_claims_table_of_another_scale_or_grid_or_none_is_refused(tmp_path):
 def test_a_claims_page_of_another_study_is_refused(tmp_path):
     from sigprop.claims.render import to_html
     from sigprop.steps.analysis import check_claims_pages
+
     a = _claims_table(tmp_path / "a" / "claims.parquet", study="s")
     b = _claims_table(tmp_path / "b" / "claims.parquet", study="s", rows=2)
     for t in (a, b):
@@ -288,14 +337,19 @@ def test_a_shard_table_with_rows_deleted_is_refused(tmp_path):
     two verdicts moved): re-saved by pandas it has no stamp; edited keeping the stamp, its
     rows and content no longer match it."""
     import pyarrow.parquet as pq
+
     a = _shard(seeds=(0, 1, 2))
 
-    def table():                  # an evaluation at steps 0 and 10 for each run
-        long = pd.DataFrame({"model": [0, 1, 2] * 2, "step": [0] * 3 + [10] * 3,
-                             "metric": "test_acc", "value": 0.5})
-        return tables.write_atomic(tables.run_rows(a, long, "cpu"),
-                                   tmp_path / "runs" / f"{a.shard_id}.parquet",
-                                   tables.shard_stamp(a))
+    def table():  # an evaluation at steps 0 and 10 for each run
+        long = pd.DataFrame(
+            {"model": [0, 1, 2] * 2, "step": [0] * 3 + [10] * 3, "metric": "test_acc", "value": 0.5}
+        )
+        return tables.write_atomic(
+            tables.run_rows(a, long, "cpu"),
+            tmp_path / "runs" / f"{a.shard_id}.parquet",
+            tables.shard_stamp(a),
+        )
+
     path = table()
     df = pd.read_parquet(path)
     df[~((df.step == 10) & (df.run_id == df.run_id.iloc[0]))].to_parquet(path)
@@ -303,6 +357,6 @@ def test_a_shard_table_with_rows_deleted_is_refused(tmp_path):
         tables.merge_runs([path], _manifest("s", [a]))
     path = table()
     t = pq.read_table(path)
-    pq.write_table(t.slice(1), path)                     # the stamp kept, one row gone
+    pq.write_table(t.slice(1), path)  # the stamp kept, one row gone
     with pytest.raises(tables.TableError, match=r"changed after it was written \(5 rows"):
         tables.merge_runs([path], _manifest("s", [a]))

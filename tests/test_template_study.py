@@ -42,14 +42,38 @@ def _run(repo, tmp_path, kind: str):
     work = tmp_path / "work"
     work.mkdir()
     cfg = work / "config.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "studies": [kind], "studies_dir": str(repo / "config/studies"),
-        "device": "cpu", "checkpoint_every": 0, "data": {"options": {"gaussian": {"d": 32}}}}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "studies": [kind],
+                "studies_dir": str(repo / "config/studies"),
+                "device": "cpu",
+                "checkpoint_every": 0,
+                "data": {"options": {"gaussian": {"d": 32}}},
+            }
+        )
+    )
     env = dict(os.environ, PYTHONPATH=str(repo), PYTHONUNBUFFERED="1")
-    p = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile",
-                        str(repo / "workflow/Snakefile"), "--directory", str(work),
-                        "--configfile", str(cfg), "--cores", "2"],
-                       capture_output=True, text=True, env=env, timeout=600, cwd=work)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(repo / "workflow/Snakefile"),
+            "--directory",
+            str(work),
+            "--configfile",
+            str(cfg),
+            "--cores",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=work,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return work
 
@@ -64,8 +88,10 @@ def test_copied_template_runs_end_to_end_under_a_new_name(tmp_path):
     assert (res / "figures/template.png").stat().st_size > 10_000
     assert (res / "figures/template.pdf").stat().st_size > 0
     claims = pd.read_parquet(res / "claims.parquet")
-    assert list(claims.claim_id) == ["length_follows_q_map[tanh, sigma_w2=1.5]",
-                                     "length_follows_q_map[tanh, sigma_w2=3]"]
+    assert list(claims.claim_id) == [
+        "length_follows_q_map[tanh, sigma_w2=1.5]",
+        "length_follows_q_map[tanh, sigma_w2=3]",
+    ]
     assert set(claims.study) == {"length_probe"}
     assert set(claims.verdict) <= {"pass", "fail"}
     runs = pd.read_parquet(res / "metrics.parquet")
@@ -84,13 +110,18 @@ def test_a_study_of_a_new_paper_runs_by_the_docs_alone(tmp_path):
     _copy_repo(repo)
     _copy_template(repo, "schoenholz_probe", title="Depth scales", paper="005")
     init = repo / "sigprop/studies/schoenholz_probe/__init__.py"
-    init.write_text(init.read_text().replace('SOURCE = "000 Eq. 2 (keep rate 1)"',
-                                             'SOURCE = "005 Eq. 3 (the length map)"'))
+    init.write_text(
+        init.read_text().replace(
+            'SOURCE = "000 Eq. 2 (keep rate 1)"', 'SOURCE = "005 Eq. 3 (the length map)"'
+        )
+    )
     papers = repo / "sigprop/papers.py"
     text = papers.read_text()
-    entry = ('    "005": {"citation": "Schoenholz, Gilmer, Ganguli, Sohl-Dickstein (2017), '
-             'arXiv:1611.01232",\n            "title": "Schoenholz et al., Deep information '
-             'propagation"},\n}\nCITATIONS =')
+    entry = (
+        '    "005": {"citation": "Schoenholz, Gilmer, Ganguli, Sohl-Dickstein (2017), '
+        'arXiv:1611.01232",\n            "title": "Schoenholz et al., Deep information '
+        'propagation"},\n}\nCITATIONS ='
+    )
     assert text.count("}\nCITATIONS =") == 1
     papers.write_text(text.replace("}\nCITATIONS =", entry))
     work = _run(repo, tmp_path, "schoenholz_probe")

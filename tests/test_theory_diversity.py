@@ -28,7 +28,6 @@ from sigprop.theory import diversity as D
 DT = torch.float64
 
 
-
 # --------------------------------------------------------------------------- simulators
 
 
@@ -90,7 +89,9 @@ def _ratio_of_means(G):
     mn, md = num.mean(), den.mean()
     r = mn / md
     c = np.cov(num, den)
-    se = r * np.sqrt(max(c[0, 0] / mn ** 2 + c[1, 1] / md ** 2 - 2 * c[0, 1] / (mn * md), 0.0) / num.size)
+    se = r * np.sqrt(
+        max(c[0, 0] / mn**2 + c[1, 1] / md**2 - 2 * c[0, 1] / (mn * md), 0.0) / num.size
+    )
     bs = D.batch_size_bound(n, D.diversity(G).numpy())
     return r, se, bs
 
@@ -143,8 +144,13 @@ def test_closed_forms_vectorized_and_consistent():
     d = np.array([5.0, 10.0, 100.0])[:, None]
     K = np.array([2.0, 4.0, 16.0, 64.0])[None, :]
     for L in (2, 3, 6):
-        w = np.concatenate([np.broadcast_to(d[..., None], (3, 4, 1)),
-                            np.broadcast_to(K[..., None], (3, 4, L - 1))], axis=-1)
+        w = np.concatenate(
+            [
+                np.broadcast_to(d[..., None], (3, 4, 1)),
+                np.broadcast_to(K[..., None], (3, 4, L - 1)),
+            ],
+            axis=-1,
+        )
         lb = D.linear_lower_bound(w)
         assert lb.shape == (3, 4)
         np.testing.assert_allclose(lb, D.linear_equal_width_lower_bound(d, K, L), rtol=1e-13)
@@ -303,7 +309,9 @@ def test_thm1_two_layer_linear_batch_bound_order():
             med, se = np.array(med), np.array(se)
             # each step: no significant decrease; over the whole K range: a significant increase
             assert np.all(np.diff(med) > -3 * np.hypot(se[1:], se[:-1])), (d, n, med, se)
-            if n == 64:  # the theorem's "sufficiently large n" (n >> d); at n = 8, B_S <= ~n saturates
+            if (
+                n == 64
+            ):  # the theorem's "sufficiently large n" (n >> d); at n = 8, B_S <= ~n saturates
                 assert med[-1] - med[0] > 3 * np.hypot(se[0], se[-1]), (d, n, med, se)
     consts = np.array(consts)
     assert consts.min() > 0.5 and consts.max() < 5.0, np.round(consts, 2)

@@ -50,7 +50,9 @@ def one_thread():
 
 def _net(sigma_w, seed, sigma_b=0.5):
     rng = np.random.default_rng(seed)
-    ws = [rng.normal(0.0, sigma_w / np.sqrt(a), size=(b, a)) for a, b in zip(WIDTHS[:-1], WIDTHS[1:])]
+    ws = [
+        rng.normal(0.0, sigma_w / np.sqrt(a), size=(b, a)) for a, b in zip(WIDTHS[:-1], WIDTHS[1:])
+    ]
     bs = [rng.normal(0.0, sigma_b, size=b) for b in WIDTHS[1:]]
     x = rng.uniform(0.0, 1.0, size=(N_INPUTS, WIDTHS[0]))
     return ws, bs, x
@@ -85,8 +87,19 @@ def logistic_mc():
         nw = T.logistic(Sm)  # Eq. 39: NWGM over the mask distribution = sigma(E[S])
         dphi = nw * (1.0 - nw)
         se_d = (O - dphi * S).std(0, ddof=1) / np.sqrt(N_MC)
-        stats.append({"E": E, "V": V, "Sm": Sm, "se_S": S.std(0, ddof=1) / np.sqrt(N_MC),
-                      "NWGM": nw, "d": E - nw, "se_d": se_d, "W": W, "U": None})
+        stats.append(
+            {
+                "E": E,
+                "V": V,
+                "Sm": Sm,
+                "se_S": S.std(0, ddof=1) / np.sqrt(N_MC),
+                "NWGM": nw,
+                "d": E - nw,
+                "se_d": se_d,
+                "W": W,
+                "U": None,
+            }
+        )
     for st, U in zip(stats, det["U"]):
         st["U"] = U
     return stats
@@ -100,7 +113,7 @@ def test_nwgm_definition_and_logistic_identity():
     S = rng.normal(0.3, 1.5, size=(4, 50))
     P = rng.dirichlet(np.ones(50), size=4)
     O = T.logistic(S)
-    G = np.prod(O ** P, axis=-1)
+    G = np.prod(O**P, axis=-1)
     Gc = np.prod((1 - O) ** P, axis=-1)
     m = T.weighted_means(O, P)
     # algebraic identities: rounding-level tolerance
@@ -110,8 +123,9 @@ def test_nwgm_definition_and_logistic_identity():
     np.testing.assert_allclose(T.nwgm(O, P), T.nwgm_logistic_of_mean((P * S).sum(-1)), rtol=1e-12)
     # general logistic 1/(1 + c e^{-lam S}) (Eqs. 27, 39)
     Oc = T.logistic(S, c=2.5, lam=0.7)
-    np.testing.assert_allclose(T.nwgm(Oc, P), T.nwgm_logistic_of_mean((P * S).sum(-1), 2.5, 0.7),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        T.nwgm(Oc, P), T.nwgm_logistic_of_mean((P * S).sum(-1), 2.5, 0.7), rtol=1e-12
+    )
     # properties 1-4 of Sec. 8: G <= NWGM; NWGM <= E when all O <= 0.5 (Eq. 81), >= when >= 0.5
     assert np.all(m["G"] <= m["NWGM"] + 1e-15)
     low = T.weighted_means(0.5 * O, P)
@@ -176,9 +190,11 @@ def test_first_and_second_order_taylor_1d():
         # FINDING: Eq. 85 (expansion around 0.5) -> 2 E(1-E) times the true leading term
         assert abs(r85[-1] / (2 * sg * (1 - sg)) - 1) < 0.01
         assert r85[-1] < 0.5
-        _report(f"1-D N(mu={mu}, s^2): |E-NWGM| log-log slope {slope:.4f}; (E-NWGM)/s^2 at s=0.05 "
-                f"{coef:.6f} vs sigma''/2 {taylor2:.6f}; Eq202/true {r202[-1]:.4f}; "
-                f"Eq85/true {r85[-1]:.4f} (2E(1-E) = {2 * sg * (1 - sg):.4f})")
+        _report(
+            f"1-D N(mu={mu}, s^2): |E-NWGM| log-log slope {slope:.4f}; (E-NWGM)/s^2 at s=0.05 "
+            f"{coef:.6f} vs sigma''/2 {taylor2:.6f}; Eq202/true {r202[-1]:.4f}; "
+            f"Eq85/true {r85[-1]:.4f} (2E(1-E) = {2 * sg * (1 - sg):.4f})"
+        )
 
 
 def test_eq85_factor_two_near_half_two_point():
@@ -238,10 +254,12 @@ def test_second_order_vs_mc(logistic_mc):
         rel85 = np.abs(d - p85)[sel] / np.abs(d[sel])
         ratio85 = np.median((d / p85)[sel])
         expect85 = np.median(1 / (2 * st["E"] * (1 - st["E"]))[sel])
-        _report(f"layer {layer}: {sel.sum()}/{sel.size} units; MC rel. SE {noise:.4f}; "
-                f"Eq202 rel. err median {np.median(rel202):.3f} (90% {np.quantile(rel202, .9):.3f}); "
-                f"Eq85 rel. err median {np.median(rel85):.3f}; median (E-NWGM)/Eq85 {ratio85:.3f} "
-                f"vs median 1/(2E(1-E)) {expect85:.3f}; mean|E-NWGM| {np.abs(d).mean():.4f}")
+        _report(
+            f"layer {layer}: {sel.sum()}/{sel.size} units; MC rel. SE {noise:.4f}; "
+            f"Eq202 rel. err median {np.median(rel202):.3f} (90% {np.quantile(rel202, 0.9):.3f}); "
+            f"Eq85 rel. err median {np.median(rel85):.3f}; median (E-NWGM)/Eq85 {ratio85:.3f} "
+            f"vs median 1/(2E(1-E)) {expect85:.3f}; mean|E-NWGM| {np.abs(d).mean():.4f}"
+        )
         assert noise < 0.03
         # sign: NWGM below E iff E < 0.5 (text after Eq. 86), on every well-resolved unit
         assert np.all(np.sign(d[sel]) == np.sign(1 - 2 * st["E"][sel]))
@@ -267,7 +285,9 @@ def test_eq87_bound_fractions(logistic_mc):
             tot[k][0] += ok.sum()
             tot[k][1] += ok.size
             fr[k] = ok.mean()
-        _report(f"layer {layer}: fraction within " + ", ".join(f"{k} {v:.3f}" for k, v in fr.items()))
+        _report(
+            f"layer {layer}: fraction within " + ", ".join(f"{k} {v:.3f}" for k, v in fr.items())
+        )
     frac = {k: a / n for k, (a, n) in tot.items()}
     _report(f"all {tot['bound2'][1]} pairs: " + ", ".join(f"{k} {v:.3f}" for k, v in frac.items()))
     # Bounds 1-3 hold for (almost) all neurons, as the paper states (measured: 1.000/1.000/0.993)
@@ -288,8 +308,10 @@ def test_deterministic_forward_vs_mc(logistic_mc):
         alpha = np.abs(st["d"]).mean()
         beta = np.abs(st["NWGM"] - st["W"]).mean()
         err = np.abs(st["E"] - st["W"])
-        _report(f"layer {layer}: mean|alpha|=|E-NWGM| {alpha:.4f}, mean|beta|=|NWGM-W| {beta:.4f}, "
-                f"|E-W| mean {err.mean():.4f} max {err.max():.4f}")
+        _report(
+            f"layer {layer}: mean|alpha|=|E-NWGM| {alpha:.4f}, mean|beta|=|NWGM-W| {beta:.4f}, "
+            f"|E-W| mean {err.mean():.4f} max {err.max():.4f}"
+        )
         if layer > 1:
             assert beta < 0.5 * alpha
         assert err.max() < 0.06  # measured <= 0.04 for sigma_w = 3
@@ -304,11 +326,14 @@ def test_forward_vectorized_over_keep_grid():
     assert lin["cov"][-1].shape == (3, N_INPUTS, WIDTHS[-1], WIDTHS[-1])
     for g in range(3):
         p = float(grid[g, 0, 0])
-        np.testing.assert_allclose(r["W"][-1][g], T.deterministic_forward(ws, bs, [0.8, p, p], x)["W"][-1],
-                                   rtol=1e-13)
-        np.testing.assert_allclose(lin["var"][-1][g],
-                                   T.linear_dropout_expectation(ws, bs, [0.8, p, p], x)["var"][-1],
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            r["W"][-1][g], T.deterministic_forward(ws, bs, [0.8, p, p], x)["W"][-1], rtol=1e-13
+        )
+        np.testing.assert_allclose(
+            lin["var"][-1][g],
+            T.linear_dropout_expectation(ws, bs, [0.8, p, p], x)["var"][-1],
+            rtol=1e-12,
+        )
 
 
 # ------------------------------------------------------------ (c) linear nets: exact vs MC
@@ -328,17 +353,21 @@ def test_linear_exact_vs_mc(one_thread):
     for (S, _), mu, var, cov in zip(layers, ex["mean"], ex["var"], ex["cov"]):
         c = S - S.mean(0)
         v = c.var(0, ddof=1)
-        m4 = (c ** 4).mean(0)
+        m4 = (c**4).mean(0)
         zs["mean"].append(((S.mean(0) - mu) / np.sqrt(v / N_MC)).ravel())
         zs["var"].append(((v - var) / np.sqrt((m4 - v * v) / N_MC)).ravel())
         # covariance of units (0,1), (2,3), ... : SE from the sample of products
         i, j = np.arange(0, 4, 2), np.arange(1, 5, 2)
         prod = c[..., i] * c[..., j]
-        zs["cov"].append(((prod.mean(0) - cov[:, i, j]) / (prod.std(0, ddof=1) / np.sqrt(N_MC))).ravel())
+        zs["cov"].append(
+            ((prod.mean(0) - cov[:, i, j]) / (prod.std(0, ddof=1) / np.sqrt(N_MC))).ravel()
+        )
     for k, z in zs.items():
         z = np.concatenate(z)
         rms = np.sqrt(np.mean(z * z))
-        _report(f"linear net, {k}: {z.size} comparisons, max |z| {np.abs(z).max():.2f}, RMS z {rms:.3f}")
+        _report(
+            f"linear net, {k}: {z.size} comparisons, max |z| {np.abs(z).max():.2f}, RMS z {rms:.3f}"
+        )
         assert np.abs(z).max() < 4.5
         assert 0.75 < rms < 1.25
     # sanity: dropout variance is not negligible here (the check has power)
@@ -364,7 +393,12 @@ def test_cli_commands_json():
         out = cmd["fn"](**kwargs)
         json.dumps(out)
         names.add(cmd["name"])
-    assert names == {"dropout-nwgm", "dropout-eq87-bounds", "dropout-deterministic", "dropout-linear"}
+    assert names == {
+        "dropout-nwgm",
+        "dropout-eq87-bounds",
+        "dropout-deterministic",
+        "dropout-linear",
+    }
     json.dumps(T.CLI_COMMANDS[1]["fn"](E=[0.2, 0.5], V=0.05))
     json.dumps(T.CLI_COMMANDS[0]["fn"](values=[0.2, 0.3, 0.9], probs=[0.2, 0.3, 0.5]))
 
@@ -382,6 +416,9 @@ def test_eq87_bound_fractions_large_weights(one_thread):
         for k in ok:
             ok[k].append((np.abs(E - nw) <= b[k] + 3 * se).ravel())
     frac = {k: np.concatenate(v).mean() for k, v in ok.items()}
-    _report("sigma_w=6, all 325 pairs: fraction within " + ", ".join(f"{k} {v:.3f}" for k, v in frac.items()))
+    _report(
+        "sigma_w=6, all 325 pairs: fraction within "
+        + ", ".join(f"{k} {v:.3f}" for k, v in frac.items())
+    )
     assert frac["bound2"] >= 0.95 and frac["bound3"] >= 0.95
     assert frac["bound1"] < 0.95  # FINDING: Bound 1 fails for a sizeable fraction (measured 14.5 %)

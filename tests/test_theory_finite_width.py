@@ -34,7 +34,6 @@ X = torch.tensor([1.0, 0.0])  # ||x||^2 = 1, sigma0 = x.x/d = 1/2
 SIGMA0 = 0.5
 
 
-
 def _sqnorm(gr):
     return sum((v.reshape(v.shape[0], -1) ** 2).sum(1) for v in gr.values()).double().numpy()
 
@@ -51,12 +50,17 @@ def vanilla_G(S, n, L, seed):
         for l in range(1, L):
             y = math.sqrt(2.0 / n) * (torch.relu(y) @ p[f"W{l}"])
         return math.sqrt(2.0 / n) * (torch.relu(y) @ p["Wf"])
+
     return _sqnorm(vmap(grad(f))(p))
 
 
 def resnet_G(S, n, L, m, alpha, seed):
     g = torch.Generator().manual_seed(seed)
-    tr = {f"W{l}_{h}": torch.randn(S, n, n, generator=g) for l in range(1, L + 1) for h in range(1, m + 1)}
+    tr = {
+        f"W{l}_{h}": torch.randn(S, n, n, generator=g)
+        for l in range(1, L + 1)
+        for h in range(1, m + 1)
+    }
     Ws, Wf = torch.randn(S, 2, n, generator=g), torch.randn(S, n, generator=g)
     c = math.sqrt(alpha / n)
 
@@ -68,6 +72,7 @@ def resnet_G(S, n, L, m, alpha, seed):
                 b = c * ((math.sqrt(2.0) * torch.relu(b)) @ p[f"W{l}_{h}"])
             y = y + b
         return y @ Wf / math.sqrt(n)
+
     return _sqnorm(vmap(grad(f))(tr, Ws, Wf))
 
 
@@ -82,6 +87,7 @@ def densenet_G(S, n, L, seed):
             y = sum(qs[h] @ p[f"W{l}_{h}"] for h in range(l)) / math.sqrt(n * l)
             qs.append(math.sqrt(2.0) * torch.relu(y))
         return y @ Wf / math.sqrt(n)
+
     return _sqnorm(vmap(grad(f))(tr, Ws, Wf))
 
 
@@ -96,7 +102,7 @@ def slope(x, y):
 
 
 def ratio(g):
-    return np.mean(g ** 2) / np.mean(g) ** 2
+    return np.mean(g**2) / np.mean(g) ** 2
 
 
 def var(g):
@@ -113,8 +119,12 @@ def test_curves_and_fit_constant():
     # Cor. 1: alpha = a L^{-1/m} makes Eq. 40 depth independent and O(1/n) (Eq. 41)
     v = F.resnet_variance_cor1(L, 64, 2, 0.3)
     np.testing.assert_allclose(v, v[0], rtol=1e-12)
-    assert F.resnet_variance_cor1(8, 1e6, 2, 0.3) / F.resnet_variance_cor1(8, 1e3, 2, 0.3) == pytest.approx(1e-3, rel=1e-2)
-    np.testing.assert_allclose(F.densenet_variance_cor2(L, 10.0), (np.exp(0.5 / L) - 1) * np.log(L) ** 2)
+    assert F.resnet_variance_cor1(8, 1e6, 2, 0.3) / F.resnet_variance_cor1(
+        8, 1e3, 2, 0.3
+    ) == pytest.approx(1e-3, rel=1e-2)
+    np.testing.assert_allclose(
+        F.densenet_variance_cor2(L, 10.0), (np.exp(0.5 / L) - 1) * np.log(L) ** 2
+    )
     curve = np.array([1.0, 2.0, 4.0])
     assert F.fit_constant(curve, 3.0 * curve) == pytest.approx(3.0)
     # least squares in log space: geometric mean of the ratios

@@ -73,8 +73,9 @@ def test_fixed_points_match_meanfield():
     c = M.c_star(sw, SB, rho, "linear")
     np.testing.assert_allclose(G.q_star_ab_linear(sw, SB, rho) * np.ones_like(q), c * q, rtol=1e-9)
     np.testing.assert_allclose(G.chi1_linear(sw, rho), M.chi1(sw, SB, rho, "linear"), rtol=1e-12)
-    np.testing.assert_allclose(G.chi2_linear(sw, rho) * np.ones_like(q), M.chi2(sw, SB, rho, "linear"),
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        G.chi2_linear(sw, rho) * np.ones_like(q), M.chi2(sw, SB, rho, "linear"), rtol=1e-9
+    )
 
 
 @pytest.mark.parametrize("rho", [1.0, 0.9, 0.7])
@@ -83,9 +84,9 @@ def test_eq12_reproduces_supplement_steps(rho):
     q = SB / (1 - SW / rho)
     qab = SB / (1 - SW)
     s = SW / rho
-    qt = [4 * q, 4 * q / rho * s * (rho + s), 4 * q / rho * s ** 2 * (rho + s + s ** 2)]  # S8-S10
-    t = SW / rho ** 2
-    qtab = [4 * qab, 4 * qab * SW * (1 + t), 4 * qab * SW ** 2 * (1 + t + t ** 2)]  # S21-S23
+    qt = [4 * q, 4 * q / rho * s * (rho + s), 4 * q / rho * s**2 * (rho + s + s**2)]  # S8-S10
+    t = SW / rho**2
+    qtab = [4 * qab, 4 * qab * SW * (1 + t), 4 * qab * SW**2 * (1 + t + t**2)]  # S21-S23
     for k in range(3):
         assert G.q_tilde_aa(10 - k, 10, SW, SB, rho) == pytest.approx(qt[k], rel=1e-13)
         assert G.g_aa(10 - k, 10, SW, SB, rho) == pytest.approx(q / rho * qt[k], rel=1e-13)
@@ -104,7 +105,12 @@ def test_eq12_vectorized_and_geometric_sum():
         for j, r in enumerate(rho.ravel()):
             q = SB / (1 - w / r)
             for k in (0, 1, 7, 30):
-                ref = 4 * (q / r) ** 2 * (w / r) ** k * (r + sum((w / r) ** m for m in range(1, k + 1)))
+                ref = (
+                    4
+                    * (q / r) ** 2
+                    * (w / r) ** k
+                    * (r + sum((w / r) ** m for m in range(1, k + 1)))
+                )
                 assert out[i, j, 30 - k] == pytest.approx(ref, rel=1e-12)
     # rho = 1: c* = 1, q*_ab = q*_aa, so both lines of Eq. (12) coincide
     np.testing.assert_allclose(G.g_ab(l, 30, 0.5, SB, 1.0), G.g_aa(l, 30, 0.5, SB, 1.0), rtol=1e-13)
@@ -259,14 +265,16 @@ def test_simulator_matches_autograd():
         z = z0[a]
         for w, b, p in zip(Wr, bs, ps):
             z = w @ (p[a] * z / rho) + b
-        (z ** 2).sum().backward()
+        (z**2).sum().backward()
         grads.append([w.grad for w in Wr])
     for l in range(1, Ls + 1):
         ga, gb = grads[0][l - 1], grads[1][l - 1]
-        assert sim["g_aa"][0, 0, l - 1] == pytest.approx(float((ga ** 2).mean()), rel=1e-10)
+        assert sim["g_aa"][0, 0, l - 1] == pytest.approx(float((ga**2).mean()), rel=1e-10)
         assert sim["g_ab_signed"][0, 0, l - 1] == pytest.approx(float((ga * gb).mean()), rel=1e-10)
         assert sim["g_ab"][0, 0, l - 1] == pytest.approx(abs(float((ga * gb).mean())), rel=1e-10)
-        assert sim["g_tilde_ab"][0, 0, l - 1] == pytest.approx(float((ga * gb).abs().mean()), rel=1e-10)
+        assert sim["g_tilde_ab"][0, 0, l - 1] == pytest.approx(
+            float((ga * gb).abs().mean()), rel=1e-10
+        )
 
 
 def test_cli_commands_json():

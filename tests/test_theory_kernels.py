@@ -37,7 +37,6 @@ WIDTH = 256
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-
 def fig2_x(thetas):
     """001 Fig. 2 inputs x = [1, 0], x' = [cos t, sin t] stacked as rows."""
     x1, x2 = K.fig2_inputs(thetas)
@@ -71,10 +70,15 @@ def fc_forward(p, x, mask, depth, W_std, b_std, act, keep):
 
 
 def resnet_params(gen, S, d, n, L, m, dtype=torch.float32):
-    fixed = {"Ws": torch.randn(S, d, n, generator=gen, dtype=dtype),
-             "Wf": torch.randn(S, n, generator=gen, dtype=dtype)}
-    train = {f"W{l}_{h}": torch.randn(S, n, n, generator=gen, dtype=dtype)
-             for l in range(1, L + 1) for h in range(1, m + 1)}
+    fixed = {
+        "Ws": torch.randn(S, d, n, generator=gen, dtype=dtype),
+        "Wf": torch.randn(S, n, generator=gen, dtype=dtype),
+    }
+    train = {
+        f"W{l}_{h}": torch.randn(S, n, n, generator=gen, dtype=dtype)
+        for l in range(1, L + 1)
+        for h in range(1, m + 1)
+    }
     return train, fixed
 
 
@@ -92,10 +96,15 @@ def resnet_forward(train, fixed, x, L, m, alpha):
 
 
 def densenet_params(gen, S, d, n, L, dtype=torch.float32):
-    fixed = {"Ws": torch.randn(S, d, n, generator=gen, dtype=dtype),
-             "Wf": torch.randn(S, n, generator=gen, dtype=dtype)}
-    train = {f"W{l}_{h}": torch.randn(S, n, n, generator=gen, dtype=dtype)
-             for l in range(1, L + 1) for h in range(l)}
+    fixed = {
+        "Ws": torch.randn(S, d, n, generator=gen, dtype=dtype),
+        "Wf": torch.randn(S, n, generator=gen, dtype=dtype),
+    }
+    train = {
+        f"W{l}_{h}": torch.randn(S, n, n, generator=gen, dtype=dtype)
+        for l in range(1, L + 1)
+        for h in range(l)
+    }
     return train, fixed
 
 
@@ -116,11 +125,13 @@ def empirical_ntk(f, train, x, extra=(), chunk=25):
     ``f(train, x_i, *extra_i)`` -> scalar; ``train`` and ``extra`` tensors are
     stacked over inits (dim 0), ``extra`` also over examples (dim 1).
     """
+
     def one(p, *ex):
         in_dims = (None, 0) + (0,) * len(ex)
         jac = vmap(jacrev(f), in_dims=in_dims)(p, x, *ex)
         J = torch.cat([j.reshape(x.shape[0], -1) for j in jac.values()], 1)
         return J @ J.T
+
     return vmap(one, chunk_size=chunk)(train, *extra)
 
 
@@ -202,8 +213,8 @@ def test_fc_linear_and_relu_exact_values():
     x = fig2_x([0.5])
     r = K.fc_kernels(x, None, 3, 1.2, 0.0, "linear")
     k0 = x @ x.T / 2
-    np.testing.assert_allclose(r["nngp"], 1.2 ** 8 * k0, rtol=1e-12)
-    np.testing.assert_allclose(r["ntk"], 4 * 1.2 ** 8 * k0, rtol=1e-12)
+    np.testing.assert_allclose(r["nngp"], 1.2**8 * k0, rtol=1e-12)
+    np.testing.assert_allclose(r["ntk"], 4 * 1.2**8 * k0, rtol=1e-12)
     # relu He (W_std = sqrt 2, no bias): diagonal nngp = 2 q0, ntk = (D+1) 2 q0, q0 = 1/2
     r = K.fc_kernels(x, None, 4, np.sqrt(2), 0.0, "relu")
     np.testing.assert_allclose(np.diag(r["nngp"]), 1.0, rtol=1e-12)
@@ -218,14 +229,20 @@ def _fc_mc(act, W_std, b_std, depth, keep, seed, out=32):
     mask = (torch.rand(S, N, depth, WIDTH, generator=gen) < keep).float()
     f0 = lambda p, xi, mi: fc_forward(p, xi, mi, depth, W_std, b_std, act, keep)[0]  # noqa: E731
     ntk = empirical_ntk(f0, p, x, (mask,)).numpy()
-    outs = vmap(vmap(lambda p, xi, mi: fc_forward(p, xi, mi, depth, W_std, b_std, act, keep),
-                     in_dims=(None, 0, 0)), in_dims=(0, None, 0))(p, x, mask)  # (S, N, out)
+    outs = vmap(
+        vmap(
+            lambda p, xi, mi: fc_forward(p, xi, mi, depth, W_std, b_std, act, keep),
+            in_dims=(None, 0, 0),
+        ),
+        in_dims=(0, None, 0),
+    )(p, x, mask)  # (S, N, out)
     nngp = torch.einsum("sio,sjo->sij", outs, outs).numpy() / out  # mean over outputs per init
     return x.numpy(), ntk, nngp
 
 
-@pytest.mark.parametrize("act,W_std,b_std", [("relu", math.sqrt(2), 0.1), ("erf", 1.5, 0.3),
-                                             ("tanh", 1.3, 0.2)])
+@pytest.mark.parametrize(
+    "act,W_std,b_std", [("relu", math.sqrt(2), 0.1), ("erf", 1.5, 0.3), ("tanh", 1.3, 0.2)]
+)
 def test_fc_nngp_ntk_simulation(act, W_std, b_std):
     depth = 2
     x, ntk_s, nngp_s = _fc_mc(act, W_std, b_std, depth, 1.0, seed=1)
@@ -263,6 +280,7 @@ def _resnet_mc(L, m, alpha, seed, thetas=THETAS):
         jac = vmap(jacrev(f), in_dims=(None, 0, None, None))(p, x, Ws, Wf)
         J = torch.cat([j.reshape(x.shape[0], -1) for j in jac.values()], 1)
         return J @ J.T
+
     return x.numpy(), vmap(one, chunk_size=25)(tr, fx["Ws"], fx["Wf"]).numpy()
 
 
@@ -300,6 +318,7 @@ def test_densenet_ntk_simulation():
         jac = vmap(jacrev(f), in_dims=(None, 0, None, None))(p, x, Ws, Wf)
         J = torch.cat([j.reshape(x.shape[0], -1) for j in jac.values()], 1)
         return J @ J.T
+
     G = vmap(one, chunk_size=25)(tr, fx["Ws"], fx["Wf"]).numpy()
     mean, se = stats(G)
     xn = x.numpy()
@@ -322,13 +341,18 @@ def test_closed_form_diagonals_vs_recursions():
         for L in (1, 2, 5, 10):
             for rec in ("eq15", "eq18"):
                 Kr = K.resnet_ntk(x, None, L, m, alphas, sigma_recursion=rec)
-                np.testing.assert_allclose(np.diagonal(Kr, axis1=-2, axis2=-1),
-                                           np.broadcast_to(K.resnet_ntk_diagonal(L, m, alphas, s0)[:, None],
-                                                           (4, len(x))), rtol=1e-7)
+                np.testing.assert_allclose(
+                    np.diagonal(Kr, axis1=-2, axis2=-1),
+                    np.broadcast_to(K.resnet_ntk_diagonal(L, m, alphas, s0)[:, None], (4, len(x))),
+                    rtol=1e-7,
+                )
     Ls = np.arange(1, 16)
     rec = np.array([np.diag(K.densenet_ntk(x, None, L)) for L in Ls])
-    np.testing.assert_allclose(rec, np.broadcast_to(K.densenet_ntk_diagonal(Ls, s0, "recursion")[:, None],
-                                                    rec.shape), rtol=1e-12)
+    np.testing.assert_allclose(
+        rec,
+        np.broadcast_to(K.densenet_ntk_diagonal(Ls, s0, "recursion")[:, None], rec.shape),
+        rtol=1e-12,
+    )
     # finding: Eq. 29 differs from the recursion of Eqs. 26-27 by exactly L/(L+1) (Sigma^0 = 1)
     gap = K.densenet_ntk_diagonal(Ls, 1.0, "recursion") - K.densenet_ntk_diagonal(Ls, 1.0, "paper")
     np.testing.assert_allclose(gap, Ls / (Ls + 1.0), rtol=1e-12)

@@ -33,7 +33,9 @@ from sigprop.nets.activations import get as torch_activation
 from sigprop.theory import meanfield as M
 
 # torch emits this once, from its own forward-AD decompositions (torch.func.jvp)
-pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`torch.jit.script` is deprecated:DeprecationWarning"
+)
 
 N = 2000
 SEEDS = (11, 12, 13, 14)
@@ -90,8 +92,16 @@ def _simulate_all(cases, theory, seeds=SEEDS):
             def zb(cc, qs=qs, ea=ea, xi=xi):
                 return float(np.sqrt(qs)) * (cc * ea + float(np.sqrt(max(0.0, 1 - cc * cc))) * xi)
 
-            Z = torch.cat([float(np.sqrt(Q0)) * rn(NQ, N), float(np.sqrt(qs)) * ea,
-                           zb(cs), zb(cs - DELTA), zb(cfar)], 0)
+            Z = torch.cat(
+                [
+                    float(np.sqrt(Q0)) * rn(NQ, N),
+                    float(np.sqrt(qs)) * ea,
+                    zb(cs),
+                    zb(cs - DELTA),
+                    zb(cfar),
+                ],
+                0,
+            )
             state[c] = {"Z": Z, "V": rn(P, N), "rec": {k: [] for k in out[c]}}
             _record(state[c], sl, np.nan)
         for _ in range(DEPTH):
@@ -102,12 +112,12 @@ def _simulate_all(cases, theory, seeds=SEEDS):
                 phi = torch_activation(act)
                 st = state[c]
                 scale = float(np.sqrt(sw / N)) / rho
-                rows = buf[k * width:(k + 1) * width]
+                rows = buf[k * width : (k + 1) * width]
                 if rho < 1:
                     m = (torch.rand(NQ + 2 * P, N, generator=g) < rho).to(dt) * scale
-                    mb = m[NQ + P:]
-                    mask = torch.cat([m[:NQ + P], mb, mb, mb], 0)  # b, b', b'' share masks
-                    ma = m[NQ:NQ + P]
+                    mb = m[NQ + P :]
+                    mask = torch.cat([m[: NQ + P], mb, mb, mb], 0)  # b, b', b'' share masks
+                    ma = m[NQ : NQ + P]
                 else:
                     mask = ma = torch.tensor(scale, dtype=dt)
                 torch.mul(phi(st["Z"]), mask, out=rows[:ncol])
@@ -117,7 +127,7 @@ def _simulate_all(cases, theory, seeds=SEEDS):
             res = buf @ G.T
             for k, c in enumerate(cases):
                 st = state[c]
-                rows = res[k * width:(k + 1) * width]
+                rows = res[k * width : (k + 1) * width]
                 st["Z"] = rows[:ncol] + float(np.sqrt(c[2])) * gb
                 V = rows[ncol:]
                 ratio = ((V * V).sum() / (st["V"] * st["V"]).sum()).item()
@@ -215,7 +225,7 @@ def test_q_trajectory_and_q_star(case, sims, theory):
     np.testing.assert_allclose(meas, qt, rtol=0.15 if act == "relu" else 0.08)
     qs = theory[case]["q_star"]
     assert abs(qt[-1] / qs - 1) < 0.05  # the theory trajectory itself reaches q*
-    stat = qcol[:, 5:, NQ:NQ + 2 * P].mean()
+    stat = qcol[:, 5:, NQ : NQ + 2 * P].mean()
     assert abs(stat / qs - 1) < 0.03, (stat, qs)
 
 
@@ -285,7 +295,9 @@ def test_c_star_cases_cover_the_claims(theory):
     """The case table contains c* < 1 at rho < 1 in the ordered phase, and c* < 1
     for tanh at rho = 1 in the chaotic phase (000 text below Eq. 4)."""
     ordered_dropout = [c for c in CASES if c[3] < 1 and theory[c]["phase"] == "ordered"]
-    chaotic_plain = [c for c in CASES if c[0] == "tanh" and c[3] == 1 and theory[c]["phase"] == "chaotic"]
+    chaotic_plain = [
+        c for c in CASES if c[0] == "tanh" and c[3] == 1 and theory[c]["phase"] == "chaotic"
+    ]
     assert ordered_dropout and all(theory[c]["c_star"] < 1 for c in ordered_dropout)
     assert chaotic_plain and all(theory[c]["c_star"] < 1 for c in chaotic_plain)
 
@@ -409,8 +421,9 @@ def test_c_star_against_iteration_and_criticality():
     # near criticality 1 - c* ~ 2 (chi1 - 1) / c_map''(1): linear in the distance
     r = (1 - c[5]) / (1 - c[4])
     assert 80 < r < 120
-    np.testing.assert_allclose(M.c_map(c, M.q_star(e + d, SB, 1.0, "tanh"), e + d, SB, 1.0, "tanh"),
-                               c, atol=1e-13)
+    np.testing.assert_allclose(
+        M.c_map(c, M.q_star(e + d, SB, 1.0, "tanh"), e + d, SB, 1.0, "tanh"), c, atol=1e-13
+    )
 
 
 @pytest.mark.parametrize("act", ["tanh", "erf", "hard_tanh", "sigmoid"])
@@ -433,11 +446,17 @@ def test_edge_of_chaos():
         e = M.edge_of_chaos_sigma_w2(sb, rho, act)
         assert e.shape == (3, 4)
         np.testing.assert_allclose(M.chi1(e, sb, rho, act), 1.0, atol=1e-8)
-    np.testing.assert_allclose(M.edge_of_chaos_sigma_w2(sb, rho, "relu"), 2 * rho + 0 * sb, rtol=1e-12)
-    np.testing.assert_allclose(M.edge_of_chaos_sigma_w2(sb, rho, "linear"), rho + 0 * sb, rtol=1e-12)
+    np.testing.assert_allclose(
+        M.edge_of_chaos_sigma_w2(sb, rho, "relu"), 2 * rho + 0 * sb, rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        M.edge_of_chaos_sigma_w2(sb, rho, "linear"), rho + 0 * sb, rtol=1e-12
+    )
     # sigma_b2 = 0: q* = 0 on the ordered side, so chi1 = sw phi'(0)^2 / rho
     np.testing.assert_allclose(M.edge_of_chaos_sigma_w2(0.0, rho, "tanh"), rho, rtol=1e-9)
-    np.testing.assert_allclose(M.edge_of_chaos_sigma_w2(0.0, rho, "erf"), np.pi / 4 * rho, rtol=1e-9)
+    np.testing.assert_allclose(
+        M.edge_of_chaos_sigma_w2(0.0, rho, "erf"), np.pi / 4 * rho, rtol=1e-9
+    )
     # Schoenholz et al. (2017), Fig. 1: tanh, sigma_b2 = 0.05 -> sigma_w2 ~ 1.76
     assert M.edge_of_chaos_sigma_w2(0.05, 1.0, "tanh") == pytest.approx(1.7610, abs=2e-4)
 
@@ -467,8 +486,11 @@ def test_sigma_w2_for_chi1_hits_other_targets():
         sw = M.sigma_w2_for_chi1(t, 0.05, 0.9, act)
         np.testing.assert_allclose(M.chi1(sw, 0.05, 0.9, act), t, rtol=1e-9)
     np.testing.assert_allclose(M.sigma_w2_for_chi1(t, 0.1, 0.8, "relu"), 2 * 0.8 * t, rtol=1e-12)
-    np.testing.assert_allclose(M.sigma_w2_for_chi1(1.0, 0.05, 0.9, "tanh"),
-                               M.edge_of_chaos_sigma_w2(0.05, 0.9, "tanh"), rtol=0)
+    np.testing.assert_allclose(
+        M.sigma_w2_for_chi1(1.0, 0.05, 0.9, "tanh"),
+        M.edge_of_chaos_sigma_w2(0.05, 0.9, "tanh"),
+        rtol=0,
+    )
     with pytest.raises(ValueError, match="positive"):
         M.sigma_w2_for_chi1(0.0, 0.05, 0.9, "tanh")
 
@@ -476,14 +498,16 @@ def test_sigma_w2_for_chi1_hits_other_targets():
 # ------------------------------------------------------- a point chosen by its q* (derived rule)
 
 
-@pytest.mark.parametrize("act,rho,q_target", [("tanh", 1.0, 0.5), ("tanh", 0.9, 1.2),
-                                              ("erf", 1.0, 2.0)])
+@pytest.mark.parametrize(
+    "act,rho,q_target", [("tanh", 1.0, 0.5), ("tanh", 0.9, 1.2), ("erf", 1.0, 2.0)]
+)
 def test_point_for_q_star_holds_its_length_and_chi1_in_simulated_nets(act, rho, q_target):
     """000 Eqs. 2 and 10: at the (sigma_w2, sigma_b2) solved for q* on the line chi1 = 1,
     simulated wide dropout layers keep the length q* from layer to layer and grow a random
     perturbation's squared norm by chi1 = 1 per layer (the layer Jacobian with its dropout mask
     held): each within 4 SE over 12 independent nets, whose SE resolves a 5 % offset."""
     from sigprop.theory import activations as A
+
     sw, sb = M.point_for_q_star(q_target, rho, act, chi1_target=1.0)
     assert np.isfinite(sb) and sb >= 0
     gen = np.random.default_rng(7)
@@ -497,9 +521,9 @@ def test_point_for_q_star_holds_its_length_and_chi1_in_simulated_nets(act, rho, 
             w = gen.standard_normal((n, n)) * np.sqrt(sw / n)
             mask = (gen.random(n) < rho) / rho
             v = gen.standard_normal(n)
-            growth.append(np.sum((w @ (mask * dphi(h) * v)) ** 2) / np.sum(v ** 2))
+            growth.append(np.sum((w @ (mask * dphi(h) * v)) ** 2) / np.sum(v**2))
             h = w @ (mask * phi(h)) + gen.standard_normal(n) * np.sqrt(sb)
-            q_seen.append(np.mean(h ** 2))
+            q_seen.append(np.mean(h**2))
         q_net.append(np.mean(q_seen) / q_target)
         g_net.append(np.mean(growth))
     for x in (np.array(q_net), np.array(g_net)):
@@ -509,19 +533,22 @@ def test_point_for_q_star_holds_its_length_and_chi1_in_simulated_nets(act, rho, 
     assert M.q_star(sw, sb, rho, act) == pytest.approx(q_target, rel=1e-6)
     # sigma_w2 given: only sigma_b2 solved; a sigma_w2 too large for this q* has none
     sw2, sb2 = M.point_for_q_star(q_target, rho, act, sigma_w2=0.5 * sw)
-    assert sw2 == pytest.approx(0.5 * sw) and M.q_star(sw2, sb2, rho, act) == \
-        pytest.approx(q_target, rel=1e-6)
+    assert sw2 == pytest.approx(0.5 * sw) and M.q_star(sw2, sb2, rho, act) == pytest.approx(
+        q_target, rel=1e-6
+    )
     assert np.isnan(M.point_for_q_star(q_target, rho, act, sigma_w2=50.0)[1])
 
 
 def test_derived_q_star_rule_solves_both_fields_on_the_chi1_line():
     from sigprop.config.grid import derive
     from sigprop.theory import meanfield
+
     run = {"activation": "tanh", "keep_rate": 1.0}
     out = derive(run, {"sigma_w2": {"chi1": 1.0}, "sigma_b2": {"q_star": 0.5}})
     assert meanfield.chi1(out["sigma_w2"], out["sigma_b2"], 1.0, "tanh") == pytest.approx(1, 1e-8)
-    assert meanfield.q_star(out["sigma_w2"], out["sigma_b2"], 1.0, "tanh") == \
-        pytest.approx(0.5, rel=1e-8)
+    assert meanfield.q_star(out["sigma_w2"], out["sigma_b2"], 1.0, "tanh") == pytest.approx(
+        0.5, rel=1e-8
+    )
     alone = derive({**run, "sigma_w2": 1.2}, {"sigma_b2": {"q_star": 0.5}})
     assert set(alone) == {"sigma_b2"}
     with pytest.raises(ValueError, match="no sigma_b2 >= 0 gives q\\* = 0.5"):

@@ -50,8 +50,12 @@ def _sbp_scr(depth, width, sw2, sb2, seed, batch=8):
     in the ordered phase scores shrink like chi^{(L-l)/2}.  Returns (s_cr, layer).
     """
     g = torch.Generator().manual_seed(seed)
-    Ws = [(torch.randn(width, width, generator=g, dtype=torch.float64) * np.sqrt(sw2 / width)).requires_grad_()
-          for _ in range(depth)]
+    Ws = [
+        (
+            torch.randn(width, width, generator=g, dtype=torch.float64) * np.sqrt(sw2 / width)
+        ).requires_grad_()
+        for _ in range(depth)
+    ]
     bs = [torch.randn(width, generator=g, dtype=torch.float64) * np.sqrt(sb2) for _ in range(depth)]
     x = torch.randn(batch, width, generator=g, dtype=torch.float64)
     t = torch.randn(batch, width, generator=g, dtype=torch.float64)
@@ -72,8 +76,12 @@ def _sbp_scr(depth, width, sw2, sb2, seed, batch=8):
 
 def test_sbp_kappa_matches_chi1_and_paper_example():
     # kappa = |log chi| / 8 with chi = chi1 (rho = 1); relu: chi = sigma_w2 / 2 exactly.
-    np.testing.assert_allclose(P.sbp_kappa([0.4, 2.0, 3.0], 0.0, "relu"),
-                               np.abs(np.log([0.2, 1.0, 1.5])) / 8, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        P.sbp_kappa([0.4, 2.0, 3.0], 0.0, "relu"),
+        np.abs(np.log([0.2, 1.0, 1.5])) / 8,
+        rtol=1e-12,
+        atol=1e-15,
+    )
     # closed form of the leading term for kappa = 0.2, L = N = 100 (Section 2.2 example):
     sw2 = 2 * np.exp(-1.6)  # relu: chi = e^{-1.6} -> kappa = 0.2
     b_ln = P.critical_sparsity_bound(100, 100, sw2, 0.0, "relu")
@@ -92,7 +100,7 @@ def test_sbp_critical_sparsity_simulation_trends(one_thread):
     """Thm. 1 trends: s_cr falls ~1/L off the EOC (first layer pruned in the ordered
     phase, last in the chaotic phase) and stays ~1 on the EOC.  6 seeds, N = 64."""
     sw_ord = _tanh_sw2_for_chi(np.exp(-1.6))  # kappa = 0.2
-    sw_cha = _tanh_sw2_for_chi(np.exp(1.6))   # kappa = 0.2
+    sw_cha = _tanh_sw2_for_chi(np.exp(1.6))  # kappa = 0.2
     sw_eoc = float(mf.edge_of_chaos_sigma_w2(SB2, 1.0, "tanh"))
     res = {}
     for name, sw2 in (("ordered", sw_ord), ("chaotic", sw_cha), ("eoc", sw_eoc)):
@@ -137,7 +145,9 @@ def test_sbp_critical_sparsity_bound_holds_where_informative(one_thread):
         assert bound < 1
         assert v.mean() + 3 * _se(v) < bound
         # the log10 reading of the paper's example also holds here
-        assert v.mean() + 3 * _se(v) < float(P.critical_sparsity_bound(L, N, sw2, SB2, "tanh", log_base=10))
+        assert v.mean() + 3 * _se(v) < float(
+            P.critical_sparsity_bound(L, N, sw2, SB2, "tanh", log_base=10)
+        )
 
 
 def test_mbp_scr_is_independent_of_sigma_w(one_thread):
@@ -200,7 +210,9 @@ def test_mbp_bound_against_simulation_and_table7():
 
 def test_mbp_x_eps_definition_by_bruteforce():
     """x_eps is the last x where c Q_x <= Q_{1-(1-x)^{gamma^{2-eps}}}: check on a dense linear grid."""
-    _, det = P.mbp_critical_sparsity_bound(5.0, 100, quantile_factor="sqrt_gamma", return_details=True)
+    _, det = P.mbp_critical_sparsity_bound(
+        5.0, 100, quantile_factor="sqrt_gamma", return_details=True
+    )
     g = 5.0 ** (2 - det["eps"])
     x = np.linspace(1e-6, 1 - 1e-6, 200001)
     fail = np.sqrt(5.0) * norm.ppf((1 + x) / 2) <= norm.isf((1 - x) ** g / 2)
@@ -236,19 +248,29 @@ def test_rescaling_restores_preactivation_variance(one_thread):
     kept_row = []
     for seed in range(S):
         g = torch.Generator().manual_seed(seed)
-        Ws = [torch.randn(N, N, generator=g, dtype=torch.float64) * np.sqrt(2.0 / N) for _ in range(L)]
+        Ws = [
+            torch.randn(N, N, generator=g, dtype=torch.float64) * np.sqrt(2.0 / N) for _ in range(L)
+        ]
         x = torch.randn(64, N, generator=g, dtype=torch.float64)
         allw = torch.cat([W.abs().flatten() for W in Ws])
         thr = torch.kthvalue(allw, int(sp * allw.numel())).values
         masks = [(W.abs() > thr).double() for W in Ws]
         q0 = _relu_ffnn_q(Ws, x)
         pruned = [W * m for W, m in zip(Ws, masks)]
-        rho_pv = [P.rescaling_factors(W.numpy(), m.numpy(), sigma_w2=2.0) for W, m in zip(Ws, masks)]
+        rho_pv = [
+            P.rescaling_factors(W.numpy(), m.numpy(), sigma_w2=2.0) for W, m in zip(Ws, masks)
+        ]
         rho_lit = [P.rescaling_factors(W.numpy(), m.numpy()) for W, m in zip(Ws, masks)]
         ratios["none"].append(_relu_ffnn_q(pruned, x) / q0)
-        ratios["pv"].append(_relu_ffnn_q([W * torch.from_numpy(r) for W, r in zip(pruned, rho_pv)], x) / q0)
-        ratios["lit"].append(_relu_ffnn_q([W * torch.from_numpy(r) for W, r in zip(pruned, rho_lit)], x) / q0)
-        kept_row.append(np.mean([float(((W * m) ** 2).sum(1).mean()) / 2.0 for W, m in zip(Ws, masks)]))
+        ratios["pv"].append(
+            _relu_ffnn_q([W * torch.from_numpy(r) for W, r in zip(pruned, rho_pv)], x) / q0
+        )
+        ratios["lit"].append(
+            _relu_ffnn_q([W * torch.from_numpy(r) for W, r in zip(pruned, rho_lit)], x) / q0
+        )
+        kept_row.append(
+            np.mean([float(((W * m) ** 2).sum(1).mean()) / 2.0 for W, m in zip(Ws, masks)])
+        )
     r = {k: np.array(v) for k, v in ratios.items()}
     l = np.arange(1, L + 1)
     # expected Prop. 1 factor vs the simulated E[N W^2 delta] / sigma_w2 (kept fraction 0.2):
@@ -295,7 +317,10 @@ def _resnet_criterion(B, N, sw2, stable, seed):
     """
     g = torch.Generator().manual_seed(seed)
     a = 1 / np.sqrt(B) if stable else 1.0
-    Ws = [(torch.randn(N, N, generator=g, dtype=torch.float64) * np.sqrt(sw2 / N)).requires_grad_() for _ in range(B)]
+    Ws = [
+        (torch.randn(N, N, generator=g, dtype=torch.float64) * np.sqrt(sw2 / N)).requires_grad_()
+        for _ in range(B)
+    ]
     y = torch.randn(N, generator=g, dtype=torch.float64)
     v = torch.randn(N, generator=g, dtype=torch.float64)
     for W in Ws:
@@ -341,7 +366,9 @@ def test_criterion_second_moment_resnet_vs_stable(one_thread):
     assert bm.max() / bm.min() < 1.6
     # Theta(1/B): slope of log m vs log B equals the mean-field slope (-0.865 on this range)
     th = np.log([P.criterion_second_moment(B, sw2, stable=True, width=N)[0] for B in depths])
-    assert np.polyfit(np.log(depths), lms, 1)[0] == pytest.approx(np.polyfit(np.log(depths), th, 1)[0], abs=0.15)
+    assert np.polyfit(np.log(depths), lms, 1)[0] == pytest.approx(
+        np.polyfit(np.log(depths), th, 1)[0], abs=0.15
+    )
 
 
 def test_criterion_second_moment_closed_form_and_quadrature():

@@ -30,8 +30,14 @@ def _quad1(fun, q, points=()):
     pts = sorted({-12.0, 12.0, *[p for p in points if -12 < p < 12]})
     tot = 0.0
     for a, b in zip(pts[:-1], pts[1:]):
-        tot += quad(lambda z: fun(np.sqrt(q) * z) * np.exp(-z * z / 2) / np.sqrt(2 * np.pi),
-                    a, b, epsabs=1e-15, epsrel=1e-13, limit=400)[0]
+        tot += quad(
+            lambda z: fun(np.sqrt(q) * z) * np.exp(-z * z / 2) / np.sqrt(2 * np.pi),
+            a,
+            b,
+            epsabs=1e-15,
+            epsrel=1e-13,
+            limit=400,
+        )[0]
     return tot
 
 
@@ -43,14 +49,15 @@ def test_linear_exact_both_rules():
     # exp(-2 pi^2 / h^2) < 1e-20 for h <= 0.4.
     for rule in (Q.gauss_hermite_1d, Q.gauss_expect_1d):
         np.testing.assert_allclose(rule(lambda u: u * u, QS), QS, rtol=1e-12)
-        np.testing.assert_allclose(rule(lambda u: u ** 4, QS), 3 * QS ** 2, rtol=1e-12)
+        np.testing.assert_allclose(rule(lambda u: u**4, QS), 3 * QS**2, rtol=1e-12)
 
 
 def test_erf_1d_grid_rule_all_q():
     # Default rule of the package: 1e-6 required, ~1e-10 achieved for q <= 50.
     np.testing.assert_allclose(Q.gauss_expect_1d(lambda u: erf(u) ** 2, QS), _erf2(QS), rtol=1e-8)
     np.testing.assert_allclose(
-        Q.gauss_expect_1d(lambda u: 4 / np.pi * np.exp(-2 * u * u), QS), _derf2(QS), rtol=1e-8)
+        Q.gauss_expect_1d(lambda u: 4 / np.pi * np.exp(-2 * u * u), QS), _derf2(QS), rtol=1e-8
+    )
 
 
 def test_erf_1d_gauss_hermite_where_it_converges():
@@ -58,11 +65,14 @@ def test_erf_1d_gauss_hermite_where_it_converges():
     # the integrand varies on the scale 1/sqrt(q) while the nodes near 0 are
     # spaced ~pi/sqrt(2 deg).
     ok = QS <= 10
-    np.testing.assert_allclose(Q.gauss_hermite_1d(lambda u: erf(u) ** 2, QS[ok]), _erf2(QS[ok]),
-                               rtol=1e-6)
     np.testing.assert_allclose(
-        Q.gauss_hermite_1d(lambda u: 4 / np.pi * np.exp(-2 * u * u), QS[ok]), _derf2(QS[ok]),
-        rtol=1e-6)
+        Q.gauss_hermite_1d(lambda u: erf(u) ** 2, QS[ok]), _erf2(QS[ok]), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        Q.gauss_hermite_1d(lambda u: 4 / np.pi * np.exp(-2 * u * u), QS[ok]),
+        _derf2(QS[ok]),
+        rtol=1e-6,
+    )
     # ... and fails at q = 50, which is why it is not the default.
     bad = Q.gauss_hermite_1d(lambda u: 4 / np.pi * np.exp(-2 * u * u), 50.0)
     assert abs(bad / _derf2(50.0) - 1) > 1e-3
@@ -80,9 +90,11 @@ def test_tanh_1d_against_adaptive_quad(q):
 def test_sigmoid_1d_against_adaptive_quad(q):
     # the sigmoid grid is twice as coarse as tanh's (poles twice as far): ~5e-9
     assert A.expect_phi2("sigmoid", q) == pytest.approx(
-        _quad1(lambda u: A.get("sigmoid").phi(u) ** 2, q, points=(0.0,)), rel=1e-9)
+        _quad1(lambda u: A.get("sigmoid").phi(u) ** 2, q, points=(0.0,)), rel=1e-9
+    )
     assert A.expect_dphi2("sigmoid", q) == pytest.approx(
-        _quad1(lambda u: A.get("sigmoid").dphi(u) ** 2, q, points=(0.0,)), rel=2e-8)
+        _quad1(lambda u: A.get("sigmoid").dphi(u) ** 2, q, points=(0.0,)), rel=2e-8
+    )
 
 
 @pytest.mark.parametrize("name", ["hard_tanh", "elu"])
@@ -92,8 +104,12 @@ def test_kinked_1d_closed_forms_against_split_quad(name, q):
     # z = 0 for elu), where it is accurate to ~1e-13.
     a = A.get(name)
     pts = (-1 / np.sqrt(q), 1 / np.sqrt(q)) if name == "hard_tanh" else (0.0,)
-    assert A.expect_phi2(name, q) == pytest.approx(_quad1(lambda u: a.phi(u) ** 2, q, pts), rel=1e-10)
-    assert A.expect_dphi2(name, q) == pytest.approx(_quad1(lambda u: a.dphi(u) ** 2, q, pts), rel=1e-10)
+    assert A.expect_phi2(name, q) == pytest.approx(
+        _quad1(lambda u: a.phi(u) ** 2, q, pts), rel=1e-10
+    )
+    assert A.expect_dphi2(name, q) == pytest.approx(
+        _quad1(lambda u: a.dphi(u) ** 2, q, pts), rel=1e-10
+    )
 
 
 def test_relu_1d_exact_by_symmetry():
@@ -130,8 +146,9 @@ def test_erf_2d_grid_rule_against_closed_form():
     np.testing.assert_allclose(pp, _erf_pp(q1, q2, c), rtol=1e-8, atol=1e-9)
     np.testing.assert_allclose(dd, _erf_dd(q1, q2, c), rtol=1e-8)
     # the closed forms registered in activations agree with these formulas
-    np.testing.assert_allclose(A.expect_phiphi("erf", q1, q2, c), _erf_pp(q1, q2, c), rtol=1e-13,
-                               atol=1e-15)
+    np.testing.assert_allclose(
+        A.expect_phiphi("erf", q1, q2, c), _erf_pp(q1, q2, c), rtol=1e-13, atol=1e-15
+    )
     np.testing.assert_allclose(A.expect_dphidphi("erf", q1, q2, c), _erf_dd(q1, q2, c), rtol=1e-13)
 
 
@@ -139,10 +156,12 @@ def test_erf_2d_gauss_hermite_small_q():
     q1 = np.array([0.1, 0.5, 1.0, 2.0])[:, None]
     c = CS[None, :]
     e = A.get("erf")
-    np.testing.assert_allclose(Q.gauss_hermite_2d(e.phi, e.phi, q1, q1, c), _erf_pp(q1, q1, c),
-                               rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(Q.gauss_hermite_2d(e.dphi, e.dphi, q1, q1, c), _erf_dd(q1, q1, c),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        Q.gauss_hermite_2d(e.phi, e.phi, q1, q1, c), _erf_pp(q1, q1, c), rtol=1e-6, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        Q.gauss_hermite_2d(e.dphi, e.dphi, q1, q1, c), _erf_dd(q1, q1, c), rtol=1e-6
+    )
 
 
 def test_tanh_2d_grid_against_high_degree_gauss_hermite():
@@ -162,10 +181,14 @@ def test_2d_collapses_to_1d_at_c_equal_1():
     # The property the c-map relies on to keep c = 1 an exact fixed point at rho = 1.
     t = A.get("tanh")
     q = np.array([0.01, 0.3, 1.0, 4.0, 30.0])
-    np.testing.assert_allclose(Q.gauss_expect_2d(t.phi, t.phi, q, q, 1.0),
-                               Q.gauss_expect_1d(lambda u: t.phi(u) ** 2, q), rtol=1e-14)
-    np.testing.assert_allclose(A.expect_phiphi("tanh", q, q, 1.0), A.expect_phi2("tanh", q),
-                               rtol=1e-14)
+    np.testing.assert_allclose(
+        Q.gauss_expect_2d(t.phi, t.phi, q, q, 1.0),
+        Q.gauss_expect_1d(lambda u: t.phi(u) ** 2, q),
+        rtol=1e-14,
+    )
+    np.testing.assert_allclose(
+        A.expect_phiphi("tanh", q, q, 1.0), A.expect_phi2("tanh", q), rtol=1e-14
+    )
 
 
 def test_relu_2d_uniform_grid_is_only_second_order():
@@ -182,15 +205,21 @@ def test_relu_2d_uniform_grid_is_only_second_order():
     assert np.max(np.abs(approx - exact) / q1) > 1e-5
     # ... and the error falls at least like h^2 when the spacing is refined 2x.
     qq, cc = 1.0, 0.3
-    e1 = abs(Q.gauss_expect_2d(r.phi, r.phi, qq, qq, cc, h=0.2) - A.expect_phiphi("relu", qq, qq, cc))
-    e2 = abs(Q.gauss_expect_2d(r.phi, r.phi, qq, qq, cc, h=0.1) - A.expect_phiphi("relu", qq, qq, cc))
+    e1 = abs(
+        Q.gauss_expect_2d(r.phi, r.phi, qq, qq, cc, h=0.2) - A.expect_phiphi("relu", qq, qq, cc)
+    )
+    e2 = abs(
+        Q.gauss_expect_2d(r.phi, r.phi, qq, qq, cc, h=0.1) - A.expect_phiphi("relu", qq, qq, cc)
+    )
     assert e2 < e1 / 3.0
     # arc-cosine closed forms: c = 1 gives the 1-D values, c = 0 the product of means
     np.testing.assert_allclose(A.expect_phiphi("relu", 2.0, 2.0, 1.0), 1.0, rtol=1e-15)
-    np.testing.assert_allclose(A.expect_phiphi("relu", 2.0, 3.0, 0.0),
-                               np.sqrt(6.0) / (2 * np.pi), rtol=1e-15)
-    np.testing.assert_allclose(A.expect_dphidphi("relu", 2.0, 3.0, [0.0, 1.0, -1.0]),
-                               [0.25, 0.5, 0.0], atol=1e-15)
+    np.testing.assert_allclose(
+        A.expect_phiphi("relu", 2.0, 3.0, 0.0), np.sqrt(6.0) / (2 * np.pi), rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        A.expect_dphidphi("relu", 2.0, 3.0, [0.0, 1.0, -1.0]), [0.25, 0.5, 0.0], atol=1e-15
+    )
 
 
 # Grid of the acceptance check for the breakpoint rule: q1, q2 in [0.1, 50],
@@ -207,10 +236,12 @@ def test_breakpoint_rule_1d_against_closed_forms(name):
     # q in [0.01, 100]: relu 3e-14 / 1e-15, hard_tanh 2e-14 / 2e-16,
     # elu 4e-14 / 2e-15 (E[phi^2] / E[phi'^2]).
     q = np.concatenate([QS, [100.0]])
-    np.testing.assert_allclose(A.expect_phi2(name, q, closed_form=False), A.expect_phi2(name, q),
-                               rtol=1e-12)
-    np.testing.assert_allclose(A.expect_dphi2(name, q, closed_form=False),
-                               A.expect_dphi2(name, q), rtol=1e-12)
+    np.testing.assert_allclose(
+        A.expect_phi2(name, q, closed_form=False), A.expect_phi2(name, q), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        A.expect_dphi2(name, q, closed_form=False), A.expect_dphi2(name, q), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", ["relu", "hard_tanh"])
@@ -242,25 +273,41 @@ def _elu_2d_reference(f, q1, q2, c):
     def inner(z1):
         zk = -c * z1 / s
         pts = sorted({-12.0, 12.0, *([zk] if abs(zk) < 12 else [])})
-        return sum(quad(lambda z2: f(np.sqrt(q2) * (c * z1 + s * z2)) * norm.pdf(z2), a, b,
-                        epsabs=1e-15, epsrel=1e-13, limit=200)[0]
-                   for a, b in zip(pts[:-1], pts[1:]))
+        return sum(
+            quad(
+                lambda z2: f(np.sqrt(q2) * (c * z1 + s * z2)) * norm.pdf(z2),
+                a,
+                b,
+                epsabs=1e-15,
+                epsrel=1e-13,
+                limit=200,
+            )[0]
+            for a, b in zip(pts[:-1], pts[1:])
+        )
 
-    return sum(quad(lambda z1: f(np.sqrt(q1) * z1) * norm.pdf(z1) * inner(z1), a, b,
-                    epsabs=1e-14, epsrel=1e-12, limit=200)[0]
-               for a, b in ((-12.0, 0.0), (0.0, 12.0)))
+    return sum(
+        quad(
+            lambda z1: f(np.sqrt(q1) * z1) * norm.pdf(z1) * inner(z1),
+            a,
+            b,
+            epsabs=1e-14,
+            epsrel=1e-12,
+            limit=200,
+        )[0]
+        for a, b in ((-12.0, 0.0), (0.0, 12.0))
+    )
 
 
-@pytest.mark.parametrize("q1,q2,c", [(0.5, 0.5, 0.3), (2.0, 1.0, -0.7), (10.0, 10.0, 0.9),
-                                     (50.0, 20.0, 0.99)])
+@pytest.mark.parametrize(
+    "q1,q2,c", [(0.5, 0.5, 0.3), (2.0, 1.0, -0.7), (10.0, 10.0, 0.9), (50.0, 20.0, 0.99)]
+)
 def test_elu_2d_breakpoint_rule_against_adaptive_reference(q1, q2, c):
     # elu has no 2-D closed form.  Measured against the nested adaptive
     # reference at these points: <= 2.5e-15 relative for both E[phi phi] and
     # E[phi' phi'] (the uniform grid: 2e-5 / 5e-3).
     e = A.get("elu")
     for f, expect in ((e.phi, A.expect_phiphi), (e.dphi, A.expect_dphidphi)):
-        assert expect("elu", q1, q2, c) == pytest.approx(_elu_2d_reference(f, q1, q2, c),
-                                                         rel=1e-9)
+        assert expect("elu", q1, q2, c) == pytest.approx(_elu_2d_reference(f, q1, q2, c), rel=1e-9)
 
 
 @pytest.mark.parametrize("name", ["relu", "hard_tanh", "elu"])
@@ -268,10 +315,14 @@ def test_breakpoint_rule_2d_equals_1d_at_c_equal_1(name):
     # The quadrature c-map relies on this (elu: q_aa' by the 1-D rule, q_ab' by
     # the 2-D one): at c = 1, q1 = q2 the two rules agree bit for bit.
     q = np.array([0.0, 0.01, 0.3, 1.0, 4.0, 30.0, 1e4, 1e100])
-    np.testing.assert_array_equal(A.expect_phiphi(name, q, q, 1.0, closed_form=False),
-                                  A.expect_phi2(name, q, closed_form=False))
-    np.testing.assert_array_equal(A.expect_dphidphi(name, q, q, 1.0, closed_form=False),
-                                  A.expect_dphi2(name, q, closed_form=False))
+    np.testing.assert_array_equal(
+        A.expect_phiphi(name, q, q, 1.0, closed_form=False),
+        A.expect_phi2(name, q, closed_form=False),
+    )
+    np.testing.assert_array_equal(
+        A.expect_dphidphi(name, q, q, 1.0, closed_form=False),
+        A.expect_dphi2(name, q, closed_form=False),
+    )
     # and c -> 1, c = -1 join continuously / match the mirrored 1-D integral
     a = A.get(name)
     qq = np.array([0.3, 4.0])
@@ -279,9 +330,17 @@ def test_breakpoint_rule_2d_equals_1d_at_c_equal_1(name):
     at = A.expect_phiphi(name, qq, 2 * qq, 1.0, closed_form=False)
     np.testing.assert_allclose(near, at, rtol=1e-6)
     minus = A.expect_phiphi(name, qq, 2 * qq, -1.0, closed_form=False)
-    ref = [_quad1(lambda u, r=np.sqrt(2): a.phi(u) * a.phi(-r * u), v,  # noqa: B008
-                  points=sorted({k / np.sqrt(v) for k in a.breakpoints}
-                                | {-k / np.sqrt(2 * v) for k in a.breakpoints})) for v in qq]
+    ref = [
+        _quad1(
+            lambda u, r=np.sqrt(2): a.phi(u) * a.phi(-r * u),  # noqa: B008
+            v,
+            points=sorted(
+                {k / np.sqrt(v) for k in a.breakpoints}
+                | {-k / np.sqrt(2 * v) for k in a.breakpoints}
+            ),
+        )
+        for v in qq
+    ]
     np.testing.assert_allclose(minus, ref, rtol=1e-10)
 
 
@@ -290,15 +349,24 @@ def test_breakpoint_rule_edge_cases():
     r = A.get("relu")
     h = A.get("hard_tanh")
     assert Q.breakpoint_expect_1d(lambda u: r.phi(u) ** 2, 0.0, [0.0]) == 0.0
-    out = Q.breakpoint_expect_2d(h.dphi, h.dphi, np.ones((4, 1, 1)), np.ones((1, 3, 1)),
-                                 np.array([0.0, 0.5]), [-1.0, 1.0], [-1.0, 1.0])
+    out = Q.breakpoint_expect_2d(
+        h.dphi,
+        h.dphi,
+        np.ones((4, 1, 1)),
+        np.ones((1, 3, 1)),
+        np.array([0.0, 0.5]),
+        [-1.0, 1.0],
+        [-1.0, 1.0],
+    )
     assert out.shape == (4, 3, 2)
     np.testing.assert_allclose(out[..., 0], erf(1 / np.sqrt(2)) ** 2, rtol=1e-12)
     np.testing.assert_allclose(
         A.expect_dphidphi("hard_tanh", 0.0, [0.0, 1.0], 0.3, closed_form=False),
-        [1.0, erf(1 / np.sqrt(2))], rtol=1e-12)
+        [1.0, erf(1 / np.sqrt(2))],
+        rtol=1e-12,
+    )
     # no breakpoints: a plain composite Gauss-Legendre rule
-    assert Q.breakpoint_expect_1d(lambda u: u ** 4, 2.0) == pytest.approx(12.0, rel=1e-12)
+    assert Q.breakpoint_expect_1d(lambda u: u**4, 2.0) == pytest.approx(12.0, rel=1e-12)
     with pytest.raises(ValueError):
         A.expect_phi2("relu", 1.0, closed_form=False, method="simpson")
 
@@ -313,14 +381,19 @@ def _hard_tanh_pp_reference(q1, q2, c):
     def cond(z1):
         m, sig = np.sqrt(q2) * c * z1, np.sqrt(q2) * s
         al, be = (1 - m) / sig, (-1 - m) / sig
-        return (-norm.cdf(be) + norm.sf(al) + m * (norm.cdf(al) - norm.cdf(be))
-                + sig * (norm.pdf(be) - norm.pdf(al)))
+        return (
+            -norm.cdf(be)
+            + norm.sf(al)
+            + m * (norm.cdf(al) - norm.cdf(be))
+            + sig * (norm.pdf(be) - norm.pdf(al))
+        )
 
     a = 1 / np.sqrt(q1)
     f = lambda z: norm.pdf(z) * np.clip(np.sqrt(q1) * z, -1, 1) * cond(z)  # noqa: E731
     pts = [-12, -a, a, 12]
-    return sum(quad(f, pts[i], pts[i + 1], epsabs=1e-15, epsrel=1e-13, limit=400)[0]
-               for i in range(3))
+    return sum(
+        quad(f, pts[i], pts[i + 1], epsabs=1e-15, epsrel=1e-13, limit=400)[0] for i in range(3)
+    )
 
 
 @pytest.mark.parametrize("q1,q2", [(0.05, 0.05), (0.7, 0.7), (3.0, 1.8), (30.0, 30.0)])
@@ -332,23 +405,35 @@ def test_hard_tanh_2d_semi_analytic(q1, q2):
 
     for c in (-0.9, -0.2, 0.3, 0.8, 0.99, 0.99999):
         assert A.expect_phiphi("hard_tanh", q1, q2, c) == pytest.approx(
-            _hard_tanh_pp_reference(q1, q2, c), abs=1e-9)
+            _hard_tanh_pp_reference(q1, q2, c), abs=1e-9
+        )
     c = 0.6
     k = c * np.sqrt(q1 * q2)
     mvn = multivariate_normal(mean=[0, 0], cov=[[q1, k], [k, q2]])
     rect = mvn.cdf([1, 1]) - mvn.cdf([1, -1]) - mvn.cdf([-1, 1]) + mvn.cdf([-1, -1])
     assert A.expect_dphidphi("hard_tanh", q1, q2, c) == pytest.approx(rect, abs=1e-7)
     # c = 1, q1 = q2: the 1-D closed forms
-    np.testing.assert_allclose(A.expect_phiphi("hard_tanh", q1, q1, 1.0),
-                               A.expect_phi2("hard_tanh", q1), rtol=1e-11)
-    np.testing.assert_allclose(A.expect_dphidphi("hard_tanh", q1, q1, 1.0),
-                               A.expect_dphi2("hard_tanh", q1), rtol=1e-11)
+    np.testing.assert_allclose(
+        A.expect_phiphi("hard_tanh", q1, q1, 1.0), A.expect_phi2("hard_tanh", q1), rtol=1e-11
+    )
+    np.testing.assert_allclose(
+        A.expect_dphidphi("hard_tanh", q1, q1, 1.0), A.expect_dphi2("hard_tanh", q1), rtol=1e-11
+    )
     # the grid rule converges to it only algebraically (jumps/kinks): 1e-2 / 3e-3
     h = A.get("hard_tanh")
-    assert abs(Q.gauss_expect_2d(h.phi, h.phi, q1, q2, 0.5)
-               - A.expect_phiphi("hard_tanh", q1, q2, 0.5)) < 3e-3
-    assert abs(Q.gauss_expect_2d(h.dphi, h.dphi, q1, q2, 0.5)
-               - A.expect_dphidphi("hard_tanh", q1, q2, 0.5)) < 3e-2
+    assert (
+        abs(
+            Q.gauss_expect_2d(h.phi, h.phi, q1, q2, 0.5) - A.expect_phiphi("hard_tanh", q1, q2, 0.5)
+        )
+        < 3e-3
+    )
+    assert (
+        abs(
+            Q.gauss_expect_2d(h.dphi, h.dphi, q1, q2, 0.5)
+            - A.expect_dphidphi("hard_tanh", q1, q2, 0.5)
+        )
+        < 3e-2
+    )
 
 
 def test_broadcasting_and_scalars():

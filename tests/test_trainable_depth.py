@@ -11,8 +11,11 @@ from sigprop.studies.trainable_depth.claims import claims_table
 from sigprop.studies.trainable_depth.figures import heatmap
 from sigprop.studies.trainable_depth.theory import theory_table
 
-CFG = {"name": "td", "analysis": {"metric": "train_acc"},
-       "claims": {"trainable_fraction": 0.5, "error_tolerance": 0.02, "seed_z": 3.0}}
+CFG = {
+    "name": "td",
+    "analysis": {"metric": "train_acc"},
+    "claims": {"trainable_fraction": 0.5, "error_tolerance": 0.02, "seed_z": 3.0},
+}
 P = resolve("trainable_depth", CFG, "quick")
 SW2 = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
 DEPTHS = [4, 8, 16, 24, 32, 48, 64, 96]
@@ -20,9 +23,18 @@ DEPTHS = [4, 8, 16, 24, 32, 48, 64, 96]
 
 @pytest.fixture(scope="module")
 def theory():
-    p = resolve("trainable_depth", {"theory": {"activation": "tanh", "sigma_b2": 0.05,
-                                               "sigma_w2_range": [1.0, 4.0], "points": 61}},
-                "quick")
+    p = resolve(
+        "trainable_depth",
+        {
+            "theory": {
+                "activation": "tanh",
+                "sigma_b2": 0.05,
+                "sigma_w2_range": [1.0, 4.0],
+                "points": 61,
+            }
+        },
+        "quick",
+    )
     return theory_table("td", p, [{"keep_rate": 1.0}, {"keep_rate": 0.98}])
 
 
@@ -38,11 +50,26 @@ def _runs(theory, rule: str, seeds=(0, 1, 2), rules=None) -> pd.DataFrame:
                     acc = 0.95 if d <= f(rho, sw) else 0.11
                     rid = f"r{rho}{sw}{d}s{seed}"
                     for step, v in ((0, 0.1), (300, acc)):
-                        rows.append(dict(study="td", shard_id="s", run_id=rid, step=step,
-                                         metric="train_acc", value=v, keep_rate=rho, sigma_w2=sw,
-                                         depth=d, dataset="digits", sigma_b2=0.05,
-                                         activation="tanh", steps=300, width=8, seed=seed,
-                                         block=f"rho = {rho:g}"))
+                        rows.append(
+                            dict(
+                                study="td",
+                                shard_id="s",
+                                run_id=rid,
+                                step=step,
+                                metric="train_acc",
+                                value=v,
+                                keep_rate=rho,
+                                sigma_w2=sw,
+                                depth=d,
+                                dataset="digits",
+                                sigma_b2=0.05,
+                                activation="tanh",
+                                steps=300,
+                                width=8,
+                                seed=seed,
+                                block=f"rho = {rho:g}",
+                            )
+                        )
     return pd.DataFrame(rows)
 
 
@@ -64,8 +91,9 @@ def test_claim_fails_when_the_boundary_is_6xi2(theory):
     c = claims_table(_runs(theory, "6xi2"), theory, P).set_index("claim_id")
     assert c.loc["boundary_min12xi_vs_6xi2[all]", "verdict"] == "fail"
     from sigprop.claims import check_table, values
+
     check_table(c.reset_index(), "test")
-    v = values(c.loc["boundary_min12xi_vs_6xi2[all]"])      # the keys 000 Table 1 reads
+    v = values(c.loc["boundary_min12xi_vs_6xi2[all]"])  # the keys 000 Table 1 reads
     assert {"err_min_12xi1_12xi2", "err_6xi2", "cells"} <= set(v) and v["err_6xi2"] == 0
     assert v["n_seeds"] == 3
 
@@ -87,13 +115,14 @@ def test_one_seed_has_no_standard_error_and_no_verdict(theory):
 
 def test_the_standard_error_is_at_least_one_cell_per_seed():
     from sigprop.studies.trainable_depth.claims import decide
+
     # identical differences over 3 seeds (sample SE 0): one cell of 30 is not enough
     assert decide(1 / 30, 0.0, 3, 30, 3.0, 0.02)[0] == "inconclusive"
     verdict, margin, se = decide(2 / 30, 0.0, 3, 30, 3.0, 0.02)
     assert verdict == "pass" and se == pytest.approx(1 / (30 * np.sqrt(3)))
     assert margin == pytest.approx(3 * se)
     assert decide(-2 / 30, 0.0, 3, 30, 3.0, 0.02)[0] == "fail"
-    assert decide(0.05, 0.0, 3, 1000, 3.0, 0.02)[1] == pytest.approx(0.02)   # the tolerance floor
+    assert decide(0.05, 0.0, 3, 1000, 3.0, 0.02)[1] == pytest.approx(0.02)  # the tolerance floor
 
 
 def test_a_grid_where_the_two_bounds_agree_detects_nothing(theory):
@@ -103,6 +132,7 @@ def test_a_grid_where_the_two_bounds_agree_detects_nothing(theory):
     SE floor, and no row can pass or fail."""
     from sigprop.claims import check_table, values
     from sigprop.studies.trainable_depth.claims import disagreement
+
     runs = _runs(theory, "min_12xi1_12xi2")
     runs = runs[runs.depth <= 16]
     c = claims_table(runs, theory, P).set_index("claim_id")
@@ -112,8 +142,9 @@ def test_a_grid_where_the_two_bounds_agree_detects_nothing(theory):
     assert "detectable = inf" in c.test.iloc[0]
     check_table(c.reset_index(), "test")
     # the full grid: the rules disagree on some cells, so the rows keep a finite resolution
-    cells = trainability.trainable(trainability.final_accuracy(_runs(theory, "6xi2", seeds=(0,)),
-                                                               "train_acc", 0.1), 0.5, 0.1)
+    cells = trainability.trainable(
+        trainability.final_accuracy(_runs(theory, "6xi2", seeds=(0,)), "train_acc", 0.1), 0.5, 0.1
+    )
     assert 0 < disagreement(cells, curve(theory, "6xi2"), curve(theory, "min_12xi1_12xi2")) < 1
     full = claims_table(_runs(theory, "6xi2"), theory, P)
     assert np.isfinite(full.detectable).all()
@@ -130,6 +161,7 @@ def test_diverged_runs_count_as_chance_and_boundary(theory):
 
 def test_heatmap_figure_builds(theory):
     import matplotlib
+
     fig = heatmap(_runs(theory, "12xi1"), theory, P)
     assert isinstance(fig, matplotlib.figure.Figure)
     panels = [ax for ax in fig.axes if ax.get_title().startswith("rho = ")]
@@ -142,28 +174,66 @@ def test_panels_are_the_config_blocks(theory):
     claim row and fit errors."""
     from sigprop.claims import values
     from sigprop.config import expand_blocks
-    fixed = {"arch": "fc", "dataset": "digits", "width": 8, "activation": "tanh", "sigma_b2": 0.05,
-             "keep_rate": 1.0, "steps": 300, "eval_every": 300}
+
+    fixed = {
+        "arch": "fc",
+        "dataset": "digits",
+        "width": 8,
+        "activation": "tanh",
+        "sigma_b2": 0.05,
+        "keep_rate": 1.0,
+        "steps": 300,
+        "eval_every": 300,
+    }
     grid = {"depth": DEPTHS, "sigma_w2": SW2, "seed": [0, 1, 2]}
-    cfg = {**CFG, "scales": {"quick": {"blocks": [
-        {"label": "(a) gaussian", "fixed": {**fixed, "init": "gaussian"}, "grid": grid},
-        {"label": "(c) orthogonal", "fixed": {**fixed, "init": "orthogonal"}, "grid": grid}]}}}
+    cfg = {
+        **CFG,
+        "scales": {
+            "quick": {
+                "blocks": [
+                    {"label": "(a) gaussian", "fixed": {**fixed, "init": "gaussian"}, "grid": grid},
+                    {
+                        "label": "(c) orthogonal",
+                        "fixed": {**fixed, "init": "orthogonal"},
+                        "grid": grid,
+                    },
+                ]
+            }
+        },
+    }
     p = resolve("trainable_depth", cfg, "quick")
     f6, fmin = curve(theory, "6xi2"), curve(theory, "min_12xi1_12xi2")
     rows = []
     for r, label in expand_blocks(cfg, "quick"):
-        rule = f6 if r.init == "gaussian" else fmin      # (a) follows 6ξ2, (c) min(12ξ1, 12ξ2)
+        rule = f6 if r.init == "gaussian" else fmin  # (a) follows 6ξ2, (c) min(12ξ1, 12ξ2)
         acc = 0.95 if r.depth <= rule(1.0, r.sigma_w2) else 0.11
         for step, v in ((0, 0.1), (300, acc)):
-            rows.append(dict(study="td", shard_id="s", run_id=r.run_id, step=step, metric="train_acc",
-                             value=v, **r.as_dict(), block=label))
+            rows.append(
+                dict(
+                    study="td",
+                    shard_id="s",
+                    run_id=r.run_id,
+                    step=step,
+                    metric="train_acc",
+                    value=v,
+                    **r.as_dict(),
+                    block=label,
+                )
+            )
     c = claims_table(pd.DataFrame(rows), theory, p).set_index("claim_id")
-    assert list(c.index) == ["boundary_min12xi_vs_6xi2[all]", "boundary_min12xi_vs_6xi2[(a)]",
-                             "boundary_min12xi_vs_6xi2[(c)]"]
+    assert list(c.index) == [
+        "boundary_min12xi_vs_6xi2[all]",
+        "boundary_min12xi_vs_6xi2[(a)]",
+        "boundary_min12xi_vs_6xi2[(c)]",
+    ]
     assert c.loc["boundary_min12xi_vs_6xi2[(a)]", "verdict"] == "fail"
     assert c.loc["boundary_min12xi_vs_6xi2[(c)]", "verdict"] == "pass"
     v = values(c.loc["boundary_min12xi_vs_6xi2[(a)]"])
-    assert v["err_6xi2"] == 0 and v["err_min_12xi1_12xi2"] > 0.02 and v["cells"] == len(SW2) * len(DEPTHS)
+    assert (
+        v["err_6xi2"] == 0
+        and v["err_min_12xi1_12xi2"] > 0.02
+        and v["cells"] == len(SW2) * len(DEPTHS)
+    )
     fig = heatmap(pd.DataFrame(rows), theory, p)
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
     assert [t.split(chr(10))[0] for t in titles] == ["(a) gaussian", "(c) orthogonal"]
@@ -175,9 +245,11 @@ def test_panels_split_a_block_by_keep_rate_and_need_the_block_column(theory):
     runs = _runs(theory, "6xi2").assign(block="block 0")
     assert set(trainability.add_panels(runs).panel) == {"block 0, rho = 1", "block 0, rho = 0.98"}
     c = claims_table(runs, theory, P)
-    assert list(c.claim_id) == ["boundary_min12xi_vs_6xi2[all]",
-                                "boundary_min12xi_vs_6xi2[block0,rho=0.98]",
-                                "boundary_min12xi_vs_6xi2[block0,rho=1]"]
+    assert list(c.claim_id) == [
+        "boundary_min12xi_vs_6xi2[all]",
+        "boundary_min12xi_vs_6xi2[block0,rho=0.98]",
+        "boundary_min12xi_vs_6xi2[block0,rho=1]",
+    ]
     with pytest.raises(ValueError, match="block"):
         trainability.add_panels(runs.drop(columns="block"))
 
@@ -188,6 +260,7 @@ def test_jobs_read_only_their_sections(theory):
     import matplotlib
 
     from sigprop.params import ParamError
+
     fig = heatmap(_runs(theory, "12xi1"), theory, P.for_job("figure"))
     matplotlib.pyplot.close(fig)
     p = resolve("trainable_depth", {"theory": {"points": 11}}, "quick").for_job("theory")
@@ -204,6 +277,7 @@ def test_shipped_quick_config_has_three_seeds_stacked_per_depth():
     import yaml
 
     from sigprop.config import build_study, load_yaml
+
     path = "config/studies/trainable_depth.yaml"
     cfg = load_yaml(path)
     with open("workflow/schemas/study.schema.yaml") as f:
@@ -222,6 +296,7 @@ def test_rows_carry_the_standard_error_that_decides_them(theory):
     error_tolerance) wherever the grid does not censor the comparison; with one seed there is
     no SE."""
     from sigprop.claims import values
+
     c = claims_table(_runs(theory, "6xi2"), theory, P)
     assert np.isfinite(c.se).all() and (c.se > 0).all(), c[["claim_id", "se"]]
     np.testing.assert_allclose(c.detectable, np.maximum(3.0 * c.se, 0.02))
@@ -229,9 +304,12 @@ def test_rows_carry_the_standard_error_that_decides_them(theory):
         assert r.se == pytest.approx(values(r)["se_diff"])
         assert r.se == pytest.approx(1 / (values(r)["cells"] * np.sqrt(3)))
     # seeds that disagree: the SE over seeds, above the floor
-    mixed = claims_table(_runs(theory, "", rules=["min_12xi1_12xi2", "min_12xi1_12xi2", "6xi2"]),
-                         theory, P)
-    assert all(r.se == pytest.approx(values(r)["se_diff"]) and
-               r.se > 1 / (values(r)["cells"] * np.sqrt(3)) for _, r in mixed.iterrows())
+    mixed = claims_table(
+        _runs(theory, "", rules=["min_12xi1_12xi2", "min_12xi1_12xi2", "6xi2"]), theory, P
+    )
+    assert all(
+        r.se == pytest.approx(values(r)["se_diff"]) and r.se > 1 / (values(r)["cells"] * np.sqrt(3))
+        for _, r in mixed.iterrows()
+    )
     one = claims_table(_runs(theory, "min_12xi1_12xi2", seeds=(0,)), theory, P)
     assert one.se.isna().all()

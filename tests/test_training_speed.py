@@ -12,11 +12,18 @@ from sigprop.studies.training_speed.claims import claims_table
 from sigprop.studies.training_speed.figures import tau_curves
 from sigprop.studies.training_speed.theory import theory_table
 
-CFG = {"name": "ts", "analysis": {"min_overlap_decades": 0.3, "grid_step_decades": 0.01,
-                                  "control_depths": [125]},
-       "claims": {"collapse_ratio": 0.5, "outlier_ratio": 2.0, "outlier_min_gap": 0.3,
-                  "paper_collapse_depth": {"0.99": 120, "0.98": 55},
-                  "paper_outlier_depth": {"0.99": 300, "0.98": 200}, "seed_z": 3.0}}
+CFG = {
+    "name": "ts",
+    "analysis": {"min_overlap_decades": 0.3, "grid_step_decades": 0.01, "control_depths": [125]},
+    "claims": {
+        "collapse_ratio": 0.5,
+        "outlier_ratio": 2.0,
+        "outlier_min_gap": 0.3,
+        "paper_collapse_depth": {"0.99": 120, "0.98": 55},
+        "paper_outlier_depth": {"0.99": 300, "0.98": 200},
+        "seed_z": 3.0,
+    },
+}
 P = resolve("training_speed", CFG, "quick")
 LRS = 10 ** np.arange(-3.5, 0.01, 0.5)
 T, EV = 300, 5
@@ -24,14 +31,35 @@ T, EV = 300, 5
 
 def _run(rho, depth, lr, tau, seed=0, diverged=False):
     """Rows of one run: its target_step (τ, or −1) and diverged_step."""
-    base = {"study": "ts", "shard_id": "s", "run_id": f"r{rho}-{depth}-{lr:.3g}-{seed}",
-            "keep_rate": rho, "depth": depth, "lr": lr, "seed": seed, "sigma_w2": 1.7,
-            "sigma_b2": 0.05, "activation": "tanh", "width": 32, "steps": T, "eval_every": EV,
-            "target_acc": 0.25, "batch_size": 128, "dataset": "digits", "optimizer": "sgd"}
-    return [dict(base, step=0, metric="test_acc", value=0.1),
-            dict(base, step=max(tau, 0), metric="target_step", value=float(tau)),
-            dict(base, step=5 if diverged else -1, metric="diverged_step",
-                 value=5.0 if diverged else -1.0)]
+    base = {
+        "study": "ts",
+        "shard_id": "s",
+        "run_id": f"r{rho}-{depth}-{lr:.3g}-{seed}",
+        "keep_rate": rho,
+        "depth": depth,
+        "lr": lr,
+        "seed": seed,
+        "sigma_w2": 1.7,
+        "sigma_b2": 0.05,
+        "activation": "tanh",
+        "width": 32,
+        "steps": T,
+        "eval_every": EV,
+        "target_acc": 0.25,
+        "batch_size": 128,
+        "dataset": "digits",
+        "optimizer": "sgd",
+    }
+    return [
+        dict(base, step=0, metric="test_acc", value=0.1),
+        dict(base, step=max(tau, 0), metric="target_step", value=float(tau)),
+        dict(
+            base,
+            step=5 if diverged else -1,
+            metric="diverged_step",
+            value=5.0 if diverged else -1.0,
+        ),
+    ]
 
 
 def _tau(A, x):
@@ -80,16 +108,23 @@ def _runs(law1="etaL", law_drop="eta", outlier_reaches=False, seeds=SEEDS):
 
 @pytest.fixture(scope="module")
 def theory():
-    return theory_table("ts", P, [
-        {"activation": "tanh", "sigma_w2": 1.760954641, "sigma_b2": 0.05, "keep_rate": 1.0},
-        {"activation": "tanh", "sigma_w2": 1.725735548, "sigma_b2": 0.05, "keep_rate": 0.98}])
+    return theory_table(
+        "ts",
+        P,
+        [
+            {"activation": "tanh", "sigma_w2": 1.760954641, "sigma_b2": 0.05, "keep_rate": 1.0},
+            {"activation": "tanh", "sigma_w2": 1.725735548, "sigma_b2": 0.05, "keep_rate": 0.98},
+        ],
+    )
 
 
 # ------------------------------------------------------------------ τ extraction
 
+
 def test_tau_table_marks_censored_and_diverged_runs():
-    runs = pd.DataFrame(_run(1.0, 6, 0.01, 40) + _run(1.0, 6, 0.1, -1)
-                        + _run(1.0, 6, 1.0, -1, diverged=True))
+    runs = pd.DataFrame(
+        _run(1.0, 6, 0.01, 40) + _run(1.0, 6, 0.1, -1) + _run(1.0, 6, 1.0, -1, diverged=True)
+    )
     t = speed.tau_table(runs).set_index("lr")
     assert t.loc[0.01, "tau"] == 40 and t.loc[0.01, "reached"]
     assert np.isinf(t.loc[0.1, "tau"]) and not t.loc[0.1, "reached"] and not t.loc[0.1, "diverged"]
@@ -116,6 +151,7 @@ def test_log_tau_reads_zero_as_half_an_evaluation():
 
 # ------------------------------------------------------------------ collapse measure
 
+
 def test_interpolation_never_bridges_a_censored_point():
     x = np.array([0.0, 1.0, 2.0, 3.0])
     y = np.array([1.0, 2.0, np.inf, 4.0])
@@ -126,8 +162,18 @@ def test_interpolation_never_bridges_a_censored_point():
 
 def _power_curves(law, depths=(6, 12, 24, 48), lrs=LRS):
     """Exact (unquantized) τ = 1/(ηL) or τ = 1/η: straight parallel lines in (log η, ln τ)."""
-    rows = [{"keep_rate": 1.0, "depth": d, "lr": lr, "eval_every": EV, "steps": 10 ** 9,
-             "tau": 1.0 / (lr * d if law == "etaL" else lr)} for d in depths for lr in lrs]
+    rows = [
+        {
+            "keep_rate": 1.0,
+            "depth": d,
+            "lr": lr,
+            "eval_every": EV,
+            "steps": 10**9,
+            "tau": 1.0 / (lr * d if law == "etaL" else lr),
+        }
+        for d in depths
+        for lr in lrs
+    ]
     c = pd.DataFrame(rows)
     c["reached"] = True
     return c
@@ -137,7 +183,7 @@ def test_dispersion_is_zero_for_the_collapsing_scaling_and_ln_ratio_for_the_othe
     depths = (6, 12, 24, 48)
     c = _power_curves("etaL", depths)
     assert speed.dispersion(c, True, 0.3)["D"] == pytest.approx(0.0, abs=1e-12)
-    pairs = [np.log(b / a) for i, a in enumerate(depths) for b in depths[i + 1:]]
+    pairs = [np.log(b / a) for i, a in enumerate(depths) for b in depths[i + 1 :]]
     res = speed.dispersion(c, False, 0.3)
     assert res["D"] == pytest.approx(np.mean(pairs), rel=1e-9)
     assert res["n_compared"] == res["n_pairs"] == 6
@@ -149,7 +195,7 @@ def test_dispersion_is_zero_for_the_collapsing_scaling_and_ln_ratio_for_the_othe
 def test_dispersion_skips_pairs_that_barely_overlap():
     c = _power_curves("eta", (6, 48), lrs=[1e-3, 1e-2])
     c2 = c.copy()
-    c2.loc[c2.depth == 48, "lr"] = c2.loc[c2.depth == 48, "lr"] * 10 ** 0.8   # overlap 0.2 decades
+    c2.loc[c2.depth == 48, "lr"] = c2.loc[c2.depth == 48, "lr"] * 10**0.8  # overlap 0.2 decades
     res = speed.dispersion(c2, False, 0.3)
     assert res["n_compared"] == 0 and np.isnan(res["D"])
     assert speed.dispersion(c2, False, 0.1)["n_compared"] == 1
@@ -167,6 +213,7 @@ def test_outlier_gap_counts_a_censored_outlier_as_a_lower_bound():
 
 # ------------------------------------------------------------------ claims
 
+
 def _control(trains: bool, seeds=SEEDS) -> pd.DataFrame:
     """ρ = 1 at the outlier depth L = 125: trains like the shallow ρ = 0.98 nets (τ = 0.5/η)
     or never reaches p."""
@@ -181,20 +228,26 @@ def _control(trains: bool, seeds=SEEDS) -> pd.DataFrame:
 def test_claims_pass_when_the_runs_follow_the_paper(theory):
     runs = pd.concat([_runs(), _control(trains=True)], ignore_index=True)
     c = claims_table(runs, theory, P).set_index("claim_id")
-    assert list(c.index) == ["collapse_etaL[rho=1]", "collapse_eta[rho=0.98]", "outlier_departs[rho=0.98]"]
+    assert list(c.index) == [
+        "collapse_etaL[rho=1]",
+        "collapse_eta[rho=0.98]",
+        "outlier_departs[rho=0.98]",
+    ]
     assert (c.verdict == "pass").all(), c[["measured", "detail"]]
-    assert "55" in c.loc["collapse_eta[rho=0.98]", "detail"]   # the paper's depth vs ξ2 is stated
+    assert "55" in c.loc["collapse_eta[rho=0.98]", "detail"]  # the paper's depth vs ξ2 is stated
     assert "ξ2" in c.loc["collapse_eta[rho=0.98]", "detail"]
     assert "3 seeds" in c.loc["collapse_etaL[rho=1]", "detail"]
     # every decided row states its power, and the SE is over seeds (not zero)
     assert np.isfinite(c.detectable).all() and (c.detectable > 0).all()
     from sigprop.claims import check_table
+
     check_table(c.reset_index(), "test")
 
 
 def test_claims_fail_when_the_runs_follow_the_other_scaling(theory):
-    c = claims_table(_runs(law1="eta", law_drop="etaL", outlier_reaches=True),
-                     theory, P).set_index("claim_id")
+    c = claims_table(_runs(law1="eta", law_drop="etaL", outlier_reaches=True), theory, P).set_index(
+        "claim_id"
+    )
     assert c.loc["collapse_etaL[rho=1]", "verdict"] == "fail"
     assert c.loc["collapse_eta[rho=0.98]", "verdict"] == "fail"
 
@@ -208,7 +261,7 @@ def test_a_collapse_in_eta_that_the_dropout_free_control_shares_is_not_evidence(
     r = c.loc["collapse_eta[rho=0.98]"]
     assert r.verdict == "inconclusive", r.detail
     assert "collapses in η as well" in r.detail
-    assert np.isfinite(r.detectable) and abs(r.measured) <= r.detectable   # δ within noise
+    assert np.isfinite(r.detectable) and abs(r.measured) <= r.detectable  # δ within noise
 
 
 def test_one_seed_gives_no_standard_error_and_no_verdict(theory):
@@ -244,7 +297,7 @@ def test_a_dropout_free_control_that_departs_too_makes_the_outlier_claim_inconcl
     assert r.verdict == "inconclusive"
     # neither reaches p anywhere: both D are the same censoring bound, e is not measured
     assert "censored" in r.detail and "3 of 3 paired seeds left out" in r.detail
-    assert np.isnan(r.measured) and np.isinf(r.detectable)   # nothing detectable
+    assert np.isnan(r.measured) and np.isinf(r.detectable)  # nothing detectable
 
 
 def _control_at_bound(seeds=SEEDS, at_T=((2, 0),)) -> pd.DataFrame:
@@ -267,10 +320,11 @@ def test_a_control_censored_at_the_same_bound_gives_detectable_inf_not_zero(theo
     runs = pd.concat([_runs(), _control_at_bound()], ignore_index=True)
     c = claims_table(runs, theory, P).set_index("claim_id")
     r = c.loc["outlier_departs[rho=0.98]"]
-    assert "reached p at 1/" in r.detail                 # the control did reach p, at τ = T
+    assert "reached p at 1/" in r.detail  # the control did reach p, at τ = T
     assert np.isinf(r.detectable) and np.isnan(r.measured)
     assert r.verdict == "inconclusive" and "censored" in r.detail
     from sigprop.claims import check_table, values
+
     assert values(r)["censored"] == 1.0
     check_table(c.reset_index(), "test")
 
@@ -279,8 +333,9 @@ def test_a_seed_censored_on_both_sides_is_left_out_of_the_excess(theory):
     """The control trains in seeds 0 and 1 and never reaches p in seed 2, where the deep net is
     censored too: seed 2 carries no information on e and is left out; e over seeds 0 and 1
     still decides (a pass, the control collapsing with the shallow nets)."""
-    ctrl = pd.concat([_control(trains=True, seeds=(0, 1)), _control(trains=False, seeds=(2,))],
-                     ignore_index=True)
+    ctrl = pd.concat(
+        [_control(trains=True, seeds=(0, 1)), _control(trains=False, seeds=(2,))], ignore_index=True
+    )
     c = claims_table(pd.concat([_runs(), ctrl], ignore_index=True), theory, P).set_index("claim_id")
     r = c.loc["outlier_departs[rho=0.98]"]
     assert "1 of 3 paired seeds left out" in r.detail and "over 2 seeds" in r.detail
@@ -290,6 +345,7 @@ def test_a_seed_censored_on_both_sides_is_left_out_of_the_excess(theory):
 
 def test_censored_pairs_and_zero_spread():
     from sigprop.studies.training_speed.claims import censored_pairs, resolution
+
     both = {0: True, 1: True, 2: True}
     cp = censored_pairs(both, both, {0: 0.0, 1: 0.0, 2: 0.0})
     assert cp["censored"] and cp["left_out"] == [0, 1, 2] and np.isnan(cp["mean_se"][0])
@@ -304,9 +360,10 @@ def test_censored_pairs_and_zero_spread():
 
 def test_band_verdict_needs_the_mean_k_standard_errors_inside_the_band():
     from sigprop.studies.training_speed.claims import band_verdict
+
     lcr = np.log(0.5)
     assert band_verdict(-1.0, 0.05, 3, 3.0, lcr, 0.0) == "pass"
-    assert band_verdict(-1.0, 0.2, 3, 3.0, lcr, 0.0) == "inconclusive"   # -1 + 0.6 > ln 0.5
+    assert band_verdict(-1.0, 0.2, 3, 3.0, lcr, 0.0) == "inconclusive"  # -1 + 0.6 > ln 0.5
     assert band_verdict(0.5, 0.1, 3, 3.0, lcr, 0.0) == "fail"
     assert band_verdict(0.2, 0.1, 3, 3.0, lcr, 0.0) == "inconclusive"
     assert band_verdict(-1.0, 0.05, 1, 3.0, lcr, 0.0) == "inconclusive"
@@ -316,8 +373,10 @@ def test_band_verdict_needs_the_mean_k_standard_errors_inside_the_band():
 
 # ------------------------------------------------------------------ theory, figure, config
 
+
 def test_theory_table_on_the_critical_line(theory):
     from sigprop.tables import THEORY_COLUMNS
+
     assert set(THEORY_COLUMNS) <= set(theory.columns)
     chi1 = theory[theory.quantity == "chi1"].value.to_numpy()
     np.testing.assert_allclose(chi1, 1.0, atol=1e-8)
@@ -329,9 +388,10 @@ def test_theory_table_on_the_critical_line(theory):
 
 def test_figure_has_three_panels_per_row(theory):
     import matplotlib
+
     fig = tau_curves(_runs(), theory, P)
     assert isinstance(fig, matplotlib.figure.Figure)
-    assert len(fig.axes) == 4   # synthetic runs: two keep rates, two rows
+    assert len(fig.axes) == 4  # synthetic runs: two keep rates, two rows
     titles = [ax.get_title() for ax in fig.axes]
     assert sum(t.startswith("(") for t in titles) == 2
     assert fig.axes[0].get_xlabel() == r"$\eta L$" and fig.axes[1].get_xlabel() == r"$\eta$"
@@ -345,6 +405,7 @@ def test_shipped_config_expands_on_the_critical_line(scale):
 
     from sigprop.config import build_study, load_yaml
     from sigprop.theory import meanfield
+
     path = "config/studies/training_speed.yaml"
     cfg = load_yaml(path)
     with open("workflow/schemas/study.schema.yaml") as f:
@@ -368,7 +429,7 @@ def test_shipped_config_expands_on_the_critical_line(scale):
     assert all(len(v) >= 3 for v in per_point.values())
     if scale == "quick":
         assert set(resolve("training_speed", cfg, scale).analysis.control_depths) == {125, 170}
-        assert len(st.runs) == 270 and len(st.shards) == 6   # the seeds share their depth's shard
+        assert len(st.runs) == 270 and len(st.shards) == 6  # the seeds share their depth's shard
     if scale == "paper":
         assert {r.dataset for r in st.runs} == {"cifar10"}
         assert {(r.width, r.batch_size, r.steps) for r in st.runs} == {(400, 1000, 1000)}
@@ -377,12 +438,28 @@ def test_shipped_config_expands_on_the_critical_line(scale):
 
 def test_figure_with_all_three_keep_rates(theory):
     import matplotlib
+
     runs = _runs()
     r99 = _runs(outlier_reaches=False)
     r99 = r99[r99.keep_rate == 0.98].assign(keep_rate=0.99)
     r99["run_id"] = r99.run_id + "b"
-    th = pd.concat([theory, theory_table("ts", P, [
-        {"activation": "tanh", "sigma_w2": 1.743345095, "sigma_b2": 0.05, "keep_rate": 0.99}])])
+    th = pd.concat(
+        [
+            theory,
+            theory_table(
+                "ts",
+                P,
+                [
+                    {
+                        "activation": "tanh",
+                        "sigma_w2": 1.743345095,
+                        "sigma_b2": 0.05,
+                        "keep_rate": 0.99,
+                    }
+                ],
+            ),
+        ]
+    )
     fig = tau_curves(pd.concat([runs, r99]), th, P)
     top = [ax for ax in fig.axes if ax.get_title().startswith("(")]
     assert [t.get_title()[:3] for t in top] == ["(a)", "(b)", "(c)"]
@@ -398,10 +475,14 @@ def test_jobs_read_only_their_sections(theory):
     import matplotlib
 
     from sigprop.params import ParamError
+
     fig = tau_curves(_runs(), theory, P.for_job("figure"))
     matplotlib.pyplot.close(fig)
-    th = theory_table("ts", P.for_job("theory"), [
-        {"activation": "tanh", "sigma_w2": 1.760954641, "sigma_b2": 0.05, "keep_rate": 1.0}])
+    th = theory_table(
+        "ts",
+        P.for_job("theory"),
+        [{"activation": "tanh", "sigma_w2": 1.760954641, "sigma_b2": 0.05, "keep_rate": 1.0}],
+    )
     assert len(th) == 8
     with pytest.raises(ParamError, match="analysis.collapse_ratio"):
         resolve("training_speed", {"analysis": {"collapse_ratio": 0.5}}, "quick")
@@ -418,6 +499,7 @@ def test_a_keep_rate_with_one_depth_is_reported_inconclusive_not_skipped(theory)
     assert {"collapse_etaL[rho=1]", "collapse_eta[rho=0.98]"} <= set(c.index)
     assert (c.verdict == "inconclusive").all()
     from sigprop.claims import check_table
+
     check_table(c.reset_index(), "test")
 
 
@@ -429,12 +511,20 @@ def test_rows_carry_the_standard_error_of_their_measured_effect(theory):
     assert np.isfinite(c.se).all() and (c.se > 0).all(), c[["se"]]
     np.testing.assert_allclose(c.detectable, 3.0 * c.se)
     from sigprop.claims import values
-    assert c.loc["collapse_etaL[rho=1]", "se"] == pytest.approx(values(c.loc["collapse_etaL[rho=1]"])["se"])
+
+    assert c.loc["collapse_etaL[rho=1]", "se"] == pytest.approx(
+        values(c.loc["collapse_etaL[rho=1]"])["se"]
+    )
     assert c.loc["collapse_eta[rho=0.98]", "se"] == pytest.approx(
-        values(c.loc["collapse_eta[rho=0.98]"])["se_delta"])
-    one = claims_table(pd.concat([_runs(seeds=(0,)), _control(trains=True, seeds=(0,))],
-                                 ignore_index=True), theory, P)
+        values(c.loc["collapse_eta[rho=0.98]"])["se_delta"]
+    )
+    one = claims_table(
+        pd.concat([_runs(seeds=(0,)), _control(trains=True, seeds=(0,))], ignore_index=True),
+        theory,
+        P,
+    )
     assert one.se.isna().all()
-    censored = claims_table(pd.concat([_runs(), _control_at_bound()], ignore_index=True),
-                            theory, P).set_index("claim_id")
+    censored = claims_table(
+        pd.concat([_runs(), _control_at_bound()], ignore_index=True), theory, P
+    ).set_index("claim_id")
     assert np.isnan(censored.loc["outlier_departs[rho=0.98]", "se"])

@@ -20,10 +20,11 @@ from sigprop.studies.width_batch import analysis as m
 ROOT = Path(__file__).resolve().parents[1]
 CFG = {"name": "width_batch", **load_yaml(ROOT / "config/studies/width_batch.yaml")}
 # synthetic runs are labelled with the one block (panel) "all"
-P_T = registry.resolve("width_batch", {**CFG, "analysis": {**CFG["analysis"],
-                                                          "targets": {"all": 0.97}}}, "quick")
-N = train_size("digits")      # 1347
-C = 8                         # micro-batch of the quick config
+P_T = registry.resolve(
+    "width_batch", {**CFG, "analysis": {**CFG["analysis"], "targets": {"all": 0.97}}}, "quick"
+)
+N = train_size("digits")  # 1347
+C = 8  # micro-batch of the quick config
 
 
 def _run(depth, width, b, lr, seed, acc_of_epoch, loss_of_epoch, evals=np.arange(0, 51)):  # noqa: B008
@@ -34,10 +35,25 @@ def _run(depth, width, b, lr, seed, acc_of_epoch, loss_of_epoch, evals=np.arange
     rows = []
     for st, e in zip(steps, ep):
         for metric, v in (("train_acc", acc_of_epoch(e)), ("train_loss", loss_of_epoch(e))):
-            rows.append(dict(run_id=rid, step=int(st), metric=metric, value=float(v), arch="fc",
-                             dataset="digits", depth=depth, width=width, head_depth=0,
-                             head_width=0, batch_size=b, micro_batch=C, lr=lr, seed=seed,
-                             block="all"))
+            rows.append(
+                dict(
+                    run_id=rid,
+                    step=int(st),
+                    metric=metric,
+                    value=float(v),
+                    arch="fc",
+                    dataset="digits",
+                    depth=depth,
+                    width=width,
+                    head_depth=0,
+                    head_width=0,
+                    batch_size=b,
+                    micro_batch=C,
+                    lr=lr,
+                    seed=seed,
+                    block="all",
+                )
+            )
     return rows
 
 
@@ -50,9 +66,15 @@ def _runs(spec: dict) -> pd.DataFrame:
             for lr, slow in ((0.1, 1.0), (0.01, 3.0)):
                 for seed in (0, 1):
                     e_hit = e_need * slow
-                    rows += _run(depth, width, b, lr, seed,
-                                 lambda e, h=e_hit: 0.99 if e >= h else 0.5,
-                                 lambda e, s=slow: s * np.exp(-e / 4))
+                    rows += _run(
+                        depth,
+                        width,
+                        b,
+                        lr,
+                        seed,
+                        lambda e, h=e_hit: 0.99 if e >= h else 0.5,
+                        lambda e, s=slow: s * np.exp(-e / 4),
+                    )
     return pd.DataFrame(rows)
 
 
@@ -60,14 +82,14 @@ def test_model_epochs_counts_each_models_examples():
     # 8-example micro-steps; batch 512 drops 323 of 1347 examples per epoch
     assert m.model_epochs(168, 8, 8, N) == pytest.approx(1.0)
     assert m.model_epochs(128, 512, 8, N) == pytest.approx(1.0)
-    assert m.model_epochs(10, 32, 0, N) == pytest.approx(10 / 42)   # no micro-batching
+    assert m.model_epochs(10, 32, 0, N) == pytest.approx(10 / 42)  # no micro-batching
 
 
 def test_quick_config_nets_have_the_fixed_parameter_count():
     runs = expand_runs(CFG, "quick")
     nets = sorted({(r.depth, r.width) for r in runs})
     assert nets == [(1, 54), (2, 36), (3, 30), (4, 26), (10, 17)]
-    assert {r.seed for r in runs} == {0, 1, 2}      # >= 3 seeds for training claims
+    assert {r.seed for r in runs} == {0, 1, 2}  # >= 3 seeds for training claims
     assert {r.steps for r in runs} == {25 * (N // 8)} and {r.micro_batch for r in runs} == {8}
 
 
@@ -76,7 +98,7 @@ def test_per_run_tuning_and_epochs_to_target():
     pr = m.per_run(runs, P_T.analysis)
     assert set(pr.panel) == {"all"} and (pr.target == 0.97).all()
     fast = pr[(pr.lr == 0.1) & (pr.batch_size == 8)].iloc[0]
-    assert fast.tune_loss == pytest.approx(np.exp(-0.5), rel=1e-9)   # at exactly 2 epochs
+    assert fast.tune_loss == pytest.approx(np.exp(-0.5), rel=1e-9)  # at exactly 2 epochs
     assert fast.epochs == pytest.approx(2.0)
     t = m.tuned(pr).set_index("batch_size")
     # resolution: one evaluation, 84 x 8 examples = 0.66 epochs of batch 512 (1024 per epoch)
@@ -89,8 +111,15 @@ def test_tuning_picks_the_lowest_loss_rate_even_if_it_is_slower_to_target():
     rows = []
     for lr, loss_scale, hit in ((0.1, 1.0, 9.0), (0.3, 2.0, 3.0)):
         for seed in (0, 1):
-            rows += _run(1, 54, 64, lr, seed, lambda e, h=hit: 0.99 if e >= h else 0.1,
-                         lambda e, s=loss_scale: s / (1 + e))
+            rows += _run(
+                1,
+                54,
+                64,
+                lr,
+                seed,
+                lambda e, h=hit: 0.99 if e >= h else 0.1,
+                lambda e, s=loss_scale: s / (1 + e),
+            )
     t = m.tuned(m.per_run(pd.DataFrame(rows), P_T.analysis)).iloc[0]
     assert t.lr == 0.1 and t.epochs == pytest.approx(9.0, abs=0.5)
 
@@ -103,8 +132,11 @@ def test_threshold_and_largest_batch():
     assert np.isnan(m.largest_within(b, [6, 7, 8, 9, 10], 5.0))
 
 
-RANKS = ("threshold_grows_with_width", "wide_fewer_epochs_at_large_batch",
-         "largest_batch_follows_diversity_bound")
+RANKS = (
+    "threshold_grows_with_width",
+    "wide_fewer_epochs_at_large_batch",
+    "largest_batch_follows_diversity_bound",
+)
 
 
 def _many_nets(n=17, reverse=False):
@@ -121,12 +153,14 @@ def _many_nets(n=17, reverse=False):
 
 
 def test_claims_pass_on_the_papers_pattern_and_fail_on_the_reverse():
-    paper_like = {(1, 54): {8: 1, 16: 1, 32: 1, 64: 1, 128: 1, 256: 2, 512: 4},
-                  (2, 36): {8: 1, 16: 1, 32: 1, 64: 1, 128: 2, 256: 4, 512: 8},
-                  (3, 30): {8: 1, 16: 1, 32: 1, 64: 2, 128: 4, 256: 8, 512: 16},
-                  (4, 26): {8: 1, 16: 1, 32: 2, 64: 4, 128: 8, 256: 16, 512: 32}}
+    paper_like = {
+        (1, 54): {8: 1, 16: 1, 32: 1, 64: 1, 128: 1, 256: 2, 512: 4},
+        (2, 36): {8: 1, 16: 1, 32: 1, 64: 1, 128: 2, 256: 4, 512: 8},
+        (3, 30): {8: 1, 16: 1, 32: 1, 64: 2, 128: 4, 256: 8, 512: 16},
+        (4, 26): {8: 1, 16: 1, 32: 2, 64: 4, 128: 8, 256: 16, 512: 32},
+    }
     table = claims.claims_table(_runs(paper_like), pd.DataFrame(), P_T)
-    check_table(table, "width_batch test")        # every row names its test and its power
+    check_table(table, "width_batch test")  # every row names its test and its power
     c = table.set_index("claim_id")
     assert (c.kind == "claim").all()
     assert c.loc["threshold_exists[all]", "verdict"] == "pass"
@@ -138,7 +172,7 @@ def test_claims_pass_on_the_papers_pattern_and_fail_on_the_reverse():
         assert r.measured >= 0.3, (k, r.detail)
         assert r.false_pass > 0.05 and r.verdict == "inconclusive", (k, r.test)
         assert f"P(pass | claim false) = {r.false_pass:.3g} > 0.05" in r.test
-    for k in RANKS[:2]:                                   # untied
+    for k in RANKS[:2]:  # untied
         r = c.loc[f"{k}[all]"]
         assert r.measured == pytest.approx(1.0) and r.false_pass == pytest.approx(9 / 24), k
     assert "over 4 ordered items" in c.loc["threshold_grows_with_width[all]", "test"]
@@ -158,10 +192,12 @@ def test_claims_pass_on_the_papers_pattern_and_fail_on_the_reverse():
     assert c3.loc["threshold_grows_with_width[all]", "measured"] == pytest.approx(1 / 3)
     assert c3.loc["threshold_grows_with_width[all]", "verdict"] == "inconclusive"
     # reversed: the narrow deep net is the fastest at large batch, and no threshold anywhere
-    reverse = {(1, 54): {b: 1 + b / 64 for b in (8, 64, 512)},
-               (2, 36): {b: 1.0 for b in (8, 64, 512)},
-               (3, 30): {b: 1.0 for b in (8, 64, 512)},
-               (4, 26): {b: 1.0 for b in (8, 64, 512)}}
+    reverse = {
+        (1, 54): {b: 1 + b / 64 for b in (8, 64, 512)},
+        (2, 36): {b: 1.0 for b in (8, 64, 512)},
+        (3, 30): {b: 1.0 for b in (8, 64, 512)},
+        (4, 26): {b: 1.0 for b in (8, 64, 512)},
+    }
     c = claims.claims_table(_runs(reverse), pd.DataFrame(), P_T).set_index("claim_id")
     # a wrong sign over 4 nets is not significant (P(tau <= -0.3 | random order) = 0.375):
     # inconclusive, not fail
@@ -194,8 +230,11 @@ def test_nets_tied_in_every_ordering_are_inconclusive_not_failed():
     table = claims.claims_table(_runs(nets), pd.DataFrame(), P_T)
     check_table(table, "width_batch test")
     c = table.set_index("claim_id")
-    for k in ("threshold_grows_with_width", "wide_fewer_epochs_at_large_batch",
-              "largest_batch_follows_diversity_bound"):
+    for k in (
+        "threshold_grows_with_width",
+        "wide_fewer_epochs_at_large_batch",
+        "largest_batch_follows_diversity_bound",
+    ):
         r = c.loc[f"{k}[all]"]
         assert r.verdict == "inconclusive", (k, r.test)
         assert np.isnan(r.measured) and "single value" in r.test
@@ -206,9 +245,12 @@ def test_a_partial_tie_keeps_the_tie_aware_null():
     """Two of four nets share the largest B* (the widest among them): tau-b is still positive
     and the test names the ties and the null over random orders with the ties kept."""
     base = {8: 1, 16: 1, 32: 1, 64: 1, 128: 1, 256: 2, 512: 4}
-    nets = {(1, 54): base, (2, 36): base,
-            (3, 30): {8: 1, 16: 1, 32: 1, 64: 2, 128: 4, 256: 8, 512: 16},
-            (4, 26): {8: 1, 16: 1, 32: 2, 64: 4, 128: 8, 256: 16, 512: 32}}
+    nets = {
+        (1, 54): base,
+        (2, 36): base,
+        (3, 30): {8: 1, 16: 1, 32: 1, 64: 2, 128: 4, 256: 8, 512: 16},
+        (4, 26): {8: 1, 16: 1, 32: 2, 64: 4, 128: 8, 256: 16, 512: 32},
+    }
     c = claims.claims_table(_runs(nets), pd.DataFrame(), P_T).set_index("claim_id")
     r = c.loc["threshold_grows_with_width[all]"]
     assert "1 tie(s) in y" in r.test and "ties kept" in r.test
@@ -217,6 +259,7 @@ def test_a_partial_tie_keeps_the_tie_aware_null():
     from itertools import permutations
 
     from scipy.stats import kendalltau
+
     x, y = [54, 36, 30, 26], [128, 128, 32, 16]
     share = np.mean([kendalltau(x, q).statistic >= 0.3 - 1e-12 for q in permutations(y)])
     assert r.measured == pytest.approx(kendalltau(x, y).statistic) and r.measured > 0.3
@@ -227,6 +270,7 @@ def test_a_partial_tie_keeps_the_tie_aware_null():
 
 def test_figures_build():
     import matplotlib.pyplot as plt
+
     runs = _runs({(1, 54): {8: 1, 64: 2, 512: 8}, (4, 26): {8: 2, 64: 5}})
     for name, spec in SPEC.figures.items():
         fig = getattr(figures, spec.function)(runs, pd.DataFrame(), P_T.for_job("figure"))

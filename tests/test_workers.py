@@ -86,9 +86,13 @@ print(workers._server["log"], flush=True)
 
 def test_the_server_ends_when_the_process_that_started_it_does(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", STARTER.format(root=root), str(tmp_path / "w.json")],
-                         capture_output=True,
-                         text=True, timeout=120, env={**os.environ, "SIGPROP_JOB_PROCESSES": "1"})
+    out = subprocess.run(
+        [sys.executable, "-c", STARTER.format(root=root), str(tmp_path / "w.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SIGPROP_JOB_PROCESSES": "1"},
+    )
     server, log = out.stdout.split()
     server = int(server)
     t0 = time.time()
@@ -119,14 +123,16 @@ def test_a_server_that_dies_before_reading_the_request_is_replaced(tmp_path, mon
     it (a loaded machine can show this window): the step starts a new server and runs once."""
     import socket
     import threading
+
     path = tmp_path / "dying.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(4)
     _, alive = os.pipe()
-    monkeypatch.setattr(workers, "_server", {"socket": str(path), "alive": alive, "ready": True,
-                                             "t0": time.time()})
-    closer = threading.Timer(0.5, listener.close)     # dies with the connection pending
+    monkeypatch.setattr(
+        workers, "_server", {"socket": str(path), "alive": alive, "ready": True, "t0": time.time()}
+    )
+    closer = threading.Timer(0.5, listener.close)  # dies with the connection pending
     closer.start()
     out = _where(tmp_path, "reset")
     closer.join()
@@ -137,8 +143,11 @@ def test_a_killed_server_is_replaced_by_the_next_step(tmp_path):
     server = _where(tmp_path, "k1")["ppid"]
     os.kill(server, signal.SIGKILL)
     t0 = time.time()
-    while psutil.pid_exists(server) and psutil.Process(server).status() != psutil.STATUS_ZOMBIE \
-            and time.time() - t0 < 10:
+    while (
+        psutil.pid_exists(server)
+        and psutil.Process(server).status() != psutil.STATUS_ZOMBIE
+        and time.time() - t0 < 10
+    ):
         time.sleep(0.05)
     again = _where(tmp_path, "k2")
     assert again["ppid"] != server
@@ -161,7 +170,7 @@ def _server_killed_during_a_job(tmp_path, name, sig) -> tuple[str, str, list[str
     t = threading.Thread(target=job)
     t.start()
     t0 = time.time()
-    while not log.exists() and time.time() - t0 < 30:      # the worker runs the step
+    while not log.exists() and time.time() - t0 < 30:  # the worker runs the step
         time.sleep(0.02)
     os.kill(server, sig)
     t.join(30)
@@ -178,13 +187,15 @@ def test_a_server_killed_by_sigkill_fails_its_jobs_saying_it_left_no_last_line(t
     with the same text."""
     msg, job_log, server_log, server = _server_killed_during_a_job(tmp_path, "kill", signal.SIGKILL)
     assert not any(" ended: " in line for line in server_log), server_log
-    assert msg.startswith(f"the job's worker process ended without a result: the worker server "
-                          f"(pid {server}) that forked it is no longer running and left no line "
-                          "saying how it ended"), msg
+    assert msg.startswith(
+        f"the job's worker process ended without a result: the worker server "
+        f"(pid {server}) that forked it is no longer running and left no line "
+        "saying how it ended"
+    ), msg
     assert "SIGKILL" in msg and "its log ends with how it ended" not in msg
     assert msg.endswith("\n  " + "\n  ".join(server_log[-3:]))
     assert job_log.rstrip("\n").endswith(f"ERROR sigprop: job failed: {msg}")
-    assert _where(tmp_path, "kill-after")["ppid"] != server     # the next step: a new server
+    assert _where(tmp_path, "kill-after")["ppid"] != server  # the next step: a new server
 
 
 def test_a_server_stopped_by_sigterm_logs_it_and_its_jobs_errors_quote_it(tmp_path):
@@ -193,10 +204,14 @@ def test_a_server_stopped_by_sigterm_logs_it_and_its_jobs_errors_quote_it(tmp_pa
     msg, job_log, server_log, server = _server_killed_during_a_job(tmp_path, "term", signal.SIGTERM)
     last = server_log[-1]
     # the sleeping job's worker only: the previous job's, exiting, is waited for (EXIT_GRACE_S)
-    assert last.endswith(f" worker server (pid {server}) ended: received SIGTERM (signal 15); "
-                         "the workers of 1 running job(s) end with it"), server_log
-    assert msg.startswith(f"the job's worker process ended without a result: the worker server "
-                          f"(pid {server}) that forked it is no longer running; its log ")
+    assert last.endswith(
+        f" worker server (pid {server}) ended: received SIGTERM (signal 15); "
+        "the workers of 1 running job(s) end with it"
+    ), server_log
+    assert msg.startswith(
+        f"the job's worker process ended without a result: the worker server "
+        f"(pid {server}) that forked it is no longer running; its log "
+    )
     assert msg.endswith(f"server.log ends: {last}")
     assert job_log.rstrip("\n").endswith(f"ERROR sigprop: job failed: {msg}")
     assert _where(tmp_path, "term-after")["ppid"] != server

@@ -30,23 +30,32 @@ def _jobs(output: str, rule: str) -> int:
 
 
 def _study(workdir, study, shard_size=64):
-    return build_study("trainable_depth", workdir / "studies" / "trainable_depth.yaml", study, "quick",
-                       shard_size)
+    return build_study(
+        "trainable_depth", workdir / "studies" / "trainable_depth.yaml", study, "quick", shard_size
+    )
 
 
 def test_default_pipeline_outputs_then_nothing_to_do(workdir):
     cfg = write_config(workdir)
     run_snakemake(workdir, cfg)
     res = workdir / "results" / "trainable_depth"
-    for f in ("figures/trainable_depth.png", "figures/trainable_depth.pdf", "claims.parquet",
-              "claims.html", "metrics.parquet", "theory.parquet"):
+    for f in (
+        "figures/trainable_depth.png",
+        "figures/trainable_depth.pdf",
+        "claims.parquet",
+        "claims.html",
+        "metrics.parquet",
+        "theory.parquet",
+    ):
         assert (res / f).stat().st_size > 0, f
     runs = pd.read_parquet(res / "metrics.parquet")
     assert runs.run_id.nunique() == 8
     assert not runs.duplicated(["run_id", "step", "metric"]).any()
     claims = pd.read_parquet(res / "claims.parquet")
     assert set(claims.verdict) <= {"pass", "fail", "inconclusive"}
-    assert {"claim", "source", "measured", "expected", "tolerance", "verdict"} <= set(claims.columns)
+    assert {"claim", "source", "measured", "expected", "tolerance", "verdict"} <= set(
+        claims.columns
+    )
     # the paper level: all claims of paper 000 and its Table 1, built from the claims
     paper = workdir / "results" / "papers" / "000"
     assert len(pd.read_parquet(paper / "claims.parquet")) == len(claims)
@@ -66,13 +75,14 @@ def test_default_pipeline_outputs_then_nothing_to_do(workdir):
     # the front page opens on the paper's counts (scale, coverage), then its verdict matrix with
     # the ladder column, built from this run
     from test_front_page import outline
+
     desc = json.loads(re.search(r"var workflow_desc = (\".*\");", html).group(1))
     o = outline(desc)
     tags = [t for t, _ in o.tags]
     assert ("div", {"class": "sigprop-front", "id": "paper-000"}) in o.tags
     assert tags.index("img") < tags.index("table")
-    before = re.sub(r"<[^>]+>", "", desc[:desc.index('<table class="sigprop-verdicts"')])
-    assert "quick scale (1 of " in before and " claims: " in before     # the counts come first
+    before = re.sub(r"<[^>]+>", "", desc[: desc.index('<table class="sigprop-verdicts"')])
+    assert "quick scale (1 of " in before and " claims: " in before  # the counts come first
     assert "ladder trend (committed rungs)" in desc
     claim_ids = set(claims[claims.kind == "claim"].claim_id)
     assert all(f"<code>{c}" in desc for c in claim_ids)
@@ -84,9 +94,12 @@ def test_default_pipeline_outputs_then_nothing_to_do(workdir):
 def test_changing_one_grid_value_reruns_only_its_shards(workdir):
     study = tiny_study()
     cfg = write_config(workdir, study, shard_size=2)
-    target = "results/trainable_depth/metrics.parquet"   # the shards and their merge
+    target = "results/trainable_depth/metrics.parquet"  # the shards and their merge
     run_snakemake(workdir, cfg, target)
-    before = {p.name: p.stat().st_mtime_ns for p in (workdir / "results/trainable_depth/runs").glob("*.parquet")}
+    before = {
+        p.name: p.stat().st_mtime_ns
+        for p in (workdir / "results/trainable_depth/runs").glob("*.parquet")
+    }
     old = {s.shard_id for s in _study(workdir, study, 2).shards}
     assert len(old) == 4  # 2 depths x (2 keep rates x 2 sigma_w2) / shard_size 2
 
@@ -100,7 +113,10 @@ def test_changing_one_grid_value_reruns_only_its_shards(workdir):
     out = p.stdout + p.stderr
     assert _jobs(out, "train_shard") == 2, out[-3000:]
     assert _jobs(out, "init_shard") == 2
-    after = {q.name: q.stat().st_mtime_ns for q in (workdir / "results/trainable_depth/runs").glob("*.parquet")}
+    after = {
+        q.name: q.stat().st_mtime_ns
+        for q in (workdir / "results/trainable_depth/runs").glob("*.parquet")
+    }
     for sid in new & old:  # untouched shards keep their files
         assert after[f"{sid}.parquet"] == before[f"{sid}.parquet"]
     merged = pd.read_parquet(workdir / "results/trainable_depth/metrics.parquet")
@@ -109,12 +125,18 @@ def test_changing_one_grid_value_reruns_only_its_shards(workdir):
 
 
 def test_kill_mid_shard_then_rerun_resumes_without_lost_or_duplicated_rows(workdir):
-    study = tiny_study(fixed={"steps": 6000, "eval_every": 500},
-                       grid={"depth": [2], "keep_rate": [1.0, 0.9], "sigma_w2": [1.0, 2.0]})
+    study = tiny_study(
+        fixed={"steps": 6000, "eval_every": 500},
+        grid={"depth": [2], "keep_rate": [1.0, 0.9], "sigma_w2": [1.0, 2.0]},
+    )
     cfg = write_config(workdir, study, checkpoint_every=200)
     ckpt_dir = workdir / "results/trainable_depth/checkpoints"
-    proc = subprocess.Popen(snakemake_cmd(workdir, cfg), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        snakemake_cmd(workdir, cfg),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     t0 = time.time()
     try:
         while not list(ckpt_dir.glob("*.pt")):
@@ -140,22 +162,28 @@ def test_kill_mid_shard_then_rerun_resumes_without_lost_or_duplicated_rows(workd
     # the same shard trained without interruption, in this process, single-threaded like the job
     from sigprop.data.prepare import load
     from sigprop.train import engine
+
     st = _study(workdir, study)
     shard = st.shards[0]
     torch.set_num_threads(1)
-    data = engine.to_data(load(workdir / "results/data/digits.npz"), torch.device("cpu"), torch.float32)
+    data = engine.to_data(
+        load(workdir / "results/data/digits.npz"), torch.device("cpu"), torch.float32
+    )
     params, _ = engine.initial_state(shard, (64,), 10, torch.device("cpu"), torch.float32)
     ref = engine.ShardTrainer(shard, data, params, torch.device("cpu")).run()
     key = ["run_id", "step", "metric"]
     a = got.sort_values(key).reset_index(drop=True)
     b = ref.sort_values(key).reset_index(drop=True)
     pd.testing.assert_frame_equal(a[key], b[key])
-    np.testing.assert_allclose(a.value.to_numpy(), b.value.to_numpy(), rtol=1e-6, atol=1e-9, equal_nan=True)
+    np.testing.assert_allclose(
+        a.value.to_numpy(), b.value.to_numpy(), rtol=1e-6, atol=1e-9, equal_nan=True
+    )
 
 
 def test_corrupt_raw_file_is_rejected_and_leaves_nothing(workdir):
     """A raw file whose sha256 differs from the registry's stops the fetch rule; no partial file."""
     from sigprop.data import registry
+
     local = workdir / "mirror"
     local.mkdir()
     for f in registry.get("mnist").files:
@@ -177,6 +205,7 @@ def measured(tmp_path_factory):
     theory, figure and claims, once for the tests below."""
     import yaml
     from conftest import REPO
+
     workdir = tmp_path_factory.mktemp("measured")
     study = yaml.safe_load((REPO / "config/studies/meanfield_maps.yaml").read_text())
     for block in study["scales"]["quick"]["blocks"]:
@@ -193,7 +222,9 @@ def test_measurement_study_runs_end_to_end(measured):
     res = workdir / "results" / "meanfield_maps"
     assert (res / "figures/meanfield_maps.png").stat().st_size > 0
     claims = pd.read_parquet(res / "claims.parquet")
-    assert {"q_map_matches_simulation[tanh]", "c_map_matches_simulation[erf]"} <= set(claims.claim_id)
+    assert {"q_map_matches_simulation[tanh]", "c_map_matches_simulation[erf]"} <= set(
+        claims.claim_id
+    )
     rows = pd.read_parquet(res / "metrics.parquet")
     assert not rows.duplicated(["run_id", "metric", "probe", "layer"]).any()
     assert list((res / "measurements").glob("*.parquet")) and not (res / "runs").exists()
@@ -207,6 +238,7 @@ def _edit_and_dry_run(measured, edit) -> dict[str, int]:
     import copy
 
     import yaml
+
     workdir, cfg, study = measured
     path = workdir / "studies" / "meanfield_maps.yaml"
     original = path.read_text()
@@ -217,14 +249,23 @@ def _edit_and_dry_run(measured, edit) -> dict[str, int]:
         out = run_snakemake(workdir, cfg, "-n").stdout
     finally:
         path.write_text(original)
-    rules = ("init_shard", "measure_shard", "merge_metrics", "theory", "figure", "claims",
-             "paper_claims", "paper_table")
+    rules = (
+        "init_shard",
+        "measure_shard",
+        "merge_metrics",
+        "theory",
+        "figure",
+        "claims",
+        "paper_claims",
+        "paper_table",
+    )
     return {r: _jobs(out, r) for r in rules if _jobs(out, r)}
 
 
 def _set(section, key, value):
     def edit(study):
         study[section][key] = value
+
     return edit
 
 
@@ -235,7 +276,9 @@ def test_editing_a_claim_tolerance_reruns_only_the_claims(measured):
 
 def test_editing_a_theory_parameter_reruns_theory_figures_and_claims_not_shards(measured):
     jobs = _edit_and_dry_run(measured, _set("theory", "points", 150))
-    assert jobs == {"theory": 1, "figure": 1, "claims": 1, "paper_claims": 1, "paper_table": 1}, jobs
+    assert jobs == {"theory": 1, "figure": 1, "claims": 1, "paper_claims": 1, "paper_table": 1}, (
+        jobs
+    )
 
 
 def test_editing_the_paper_scale_leaves_quick_jobs_untouched(measured):
@@ -243,6 +286,7 @@ def test_editing_the_paper_scale_leaves_quick_jobs_untouched(measured):
         study["scales"]["paper"]["blocks"][0]["fixed"]["width"] = 2000
         study["scales"]["paper"]["claims"] = {"z_max": 4.0}
         study["scales"]["paper"]["description"] = "edited"
+
     assert _edit_and_dry_run(measured, edit) == {}
 
 
@@ -263,19 +307,25 @@ def test_shipped_config_dry_runs_at_paper_scale(workdir):
 
     root = Path(__file__).resolve().parents[1]
     cfg = root / "config" / "config.yaml"
-    res = run_snakemake(workdir, cfg, "-n", "--config", "scale=paper",
-                        f"studies_dir={root / 'config' / 'studies'}")
+    res = run_snakemake(
+        workdir, cfg, "-n", "--config", "scale=paper", f"studies_dir={root / 'config' / 'studies'}"
+    )
     names = yaml.safe_load(cfg.read_text())["studies"]
     want = {"train_shard": 0, "measure_shard": 0}
     for name in names:
         path = root / "config" / "studies" / f"{name}.yaml"
         st = build_study(name, path, yaml.safe_load(path.read_text()), "paper", 64)
-        want["measure_shard" if registry.task(st.kind) == "measure" else "train_shard"] += len(st.shards)
+        want["measure_shard" if registry.task(st.kind) == "measure" else "train_shard"] += len(
+            st.shards
+        )
     for rule, n in want.items():
         assert _jobs(res.stdout, rule) == n, (rule, res.stdout[-3000:])
     from sigprop.papers import TABLES
-    papers = {str(yaml.safe_load((root / "config" / "studies" / f"{n}.yaml").read_text())["paper"])
-              for n in names}
+
+    papers = {
+        str(yaml.safe_load((root / "config" / "studies" / f"{n}.yaml").read_text())["paper"])
+        for n in names
+    }
     assert _jobs(res.stdout, "paper_table") == sum(len(TABLES.get(p, {})) for p in papers)
 
 
@@ -285,9 +335,11 @@ def test_a_run_of_some_of_a_papers_studies_marks_its_outputs_partial(workdir):
     partial (which studies they cover) instead of passing them off as the paper's; the full
     run that follows rebuilds them unmarked."""
     import yaml
+
     first = tiny_study()
-    second = tiny_study(name="trainable_depth_b", grid={"keep_rate": [1.0], "depth": [2],
-                                                        "sigma_w2": [1.0]})
+    second = tiny_study(
+        name="trainable_depth_b", grid={"keep_rate": [1.0], "depth": [2], "sigma_w2": [1.0]}
+    )
     cfg = write_config(workdir, first)
     (workdir / "studies" / "trainable_depth_b.yaml").write_text(yaml.safe_dump(second))
     c = yaml.safe_load(cfg.read_text())

@@ -52,11 +52,26 @@ MIN_ORDERED_ITEMS = 4
 (with 3 items Kendall's tau takes only the values +-1/3 and +-1)."""
 
 
-def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
-        values: dict | None = None, *, kind: str = "claim", test: str = "",
-        detectable: float = float("nan"), margin: float = float("nan"),
-        se: float = float("nan"), tolerance_source: str = "",
-        false_pass: float = float("nan")) -> dict:
+def row(
+    study,
+    claim_id,
+    claim,
+    source,
+    measured,
+    expected,
+    tolerance,
+    verdict,
+    detail="",
+    values: dict | None = None,
+    *,
+    kind: str = "claim",
+    test: str = "",
+    detectable: float = float("nan"),
+    margin: float = float("nan"),
+    se: float = float("nan"),
+    tolerance_source: str = "",
+    false_pass: float = float("nan"),
+) -> dict:
     """One row.  ``values``: named numbers behind the verdict (e.g. both fit errors), kept as
     JSON so that paper tables (:mod:`sigprop.papers`) can be built from claims.  ``test``: the
     test in words (statistic, threshold, how many independent units); ``detectable``: the
@@ -75,45 +90,127 @@ def row(study, claim_id, claim, source, measured, expected, tolerance, verdict, 
         raise ValueError(f"claim {claim_id}: kind must be one of {KINDS}, not {kind!r}")
     margin = float(margin)
     if np.isfinite(margin):
-        test = (f"{test}; equivalence margin {margin:.4g}: a pass needs detectable <= "
-                "margin") if test else test
-        if kind in ("claim", "beyond") and verdict == "pass" and not (
-                np.isfinite(detectable) and float(detectable) <= margin * (1 + 1e-9)):
+        test = (
+            (f"{test}; equivalence margin {margin:.4g}: a pass needs detectable <= margin")
+            if test
+            else test
+        )
+        if (
+            kind in ("claim", "beyond")
+            and verdict == "pass"
+            and not (np.isfinite(detectable) and float(detectable) <= margin * (1 + 1e-9))
+        ):
             verdict = "inconclusive"
-            test += (f" (here {float(detectable):.4g} > {margin:.4g}: the design cannot resolve "
-                     "the margin, so no deviation found is not evidence of equality)")
+            test += (
+                f" (here {float(detectable):.4g} > {margin:.4g}: the design cannot resolve "
+                "the margin, so no deviation found is not evidence of equality)"
+            )
     false_pass = float(false_pass)
     if kind in ("claim", "beyond") and verdict == "pass" and false_pass > FALSE_PASS_MAX:
         verdict = "inconclusive"
-        test += (f" (P(pass | claim false) = {false_pass:.3g} > {FALSE_PASS_MAX:g}: the design "
-                 "would pass too often without the effect, so its pass is not evidence)")
-    return dict(study=study, claim_id=claim_id, claim=claim, source=source, measured=measured,
-                expected=expected, tolerance=tolerance, verdict=verdict, detail=detail,
-                values=json.dumps({k: float(v) for k, v in (values or {}).items()}, sort_keys=True),
-                kind=kind, test=test, detectable=float(detectable), exploratory=False,
-                margin=margin, scale="", regime="", se=float(se),
-                tolerance_source=str(tolerance_source or ""), false_pass=false_pass, reading="")
+        test += (
+            f" (P(pass | claim false) = {false_pass:.3g} > {FALSE_PASS_MAX:g}: the design "
+            "would pass too often without the effect, so its pass is not evidence)"
+        )
+    return dict(
+        study=study,
+        claim_id=claim_id,
+        claim=claim,
+        source=source,
+        measured=measured,
+        expected=expected,
+        tolerance=tolerance,
+        verdict=verdict,
+        detail=detail,
+        values=json.dumps({k: float(v) for k, v in (values or {}).items()}, sort_keys=True),
+        kind=kind,
+        test=test,
+        detectable=float(detectable),
+        exploratory=False,
+        margin=margin,
+        scale="",
+        regime="",
+        se=float(se),
+        tolerance_source=str(tolerance_source or ""),
+        false_pass=false_pass,
+        reading="",
+    )
 
 
-def sanity(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
-           values: dict | None = None, *, test: str = "", detectable: float = float("nan"),
-           se: float = float("nan")) -> dict:
+def sanity(
+    study,
+    claim_id,
+    claim,
+    source,
+    measured,
+    expected,
+    tolerance,
+    verdict,
+    detail="",
+    values: dict | None = None,
+    *,
+    test: str = "",
+    detectable: float = float("nan"),
+    se: float = float("nan"),
+) -> dict:
     """A sanity row (identity or theorem): reported, never tallied."""
-    return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="sanity", test=test or "sanity check", detectable=detectable, se=se)
+    return row(
+        study,
+        claim_id,
+        claim,
+        source,
+        measured,
+        expected,
+        tolerance,
+        verdict,
+        detail,
+        values,
+        kind="sanity",
+        test=test or "sanity check",
+        detectable=detectable,
+        se=se,
+    )
 
 
-def control(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
-            values: dict | None = None, *, test: str, detectable: float,
-            se: float = float("nan"), false_pass: float = float("nan")) -> dict:
+def control(
+    study,
+    claim_id,
+    claim,
+    source,
+    measured,
+    expected,
+    tolerance,
+    verdict,
+    detail="",
+    values: dict | None = None,
+    *,
+    test: str,
+    detectable: float,
+    se: float = float("nan"),
+    false_pass: float = float("nan"),
+) -> dict:
     """A control row: evidence that a claim's test has power (it rejects what it must reject).
     Like a claim it names its ``test`` and, when decided, the ``detectable`` effect
     (:func:`check_table`); ``inconclusive`` means the control could not resolve its effect at
     the configured seeds (an underpowered control), ``fail`` that the test lacks the power the
     claim relies on.  Reported apart, never tallied."""
-    return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="control", test=test, detectable=detectable, se=se,
-               false_pass=false_pass)
+    return row(
+        study,
+        claim_id,
+        claim,
+        source,
+        measured,
+        expected,
+        tolerance,
+        verdict,
+        detail,
+        values,
+        kind="control",
+        test=test,
+        detectable=detectable,
+        se=se,
+        false_pass=false_pass,
+    )
 
 
 def values(claim: pd.Series) -> dict:
@@ -122,17 +219,48 @@ def values(claim: pd.Series) -> dict:
     return json.loads(v) if isinstance(v, str) and v else {}
 
 
-def beyond(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
-           values: dict | None = None, *, test: str = "", detectable: float = float("nan"),
-           margin: float = float("nan"), se: float = float("nan"), tolerance_source: str = "",
-           false_pass: float = float("nan")) -> dict:
+def beyond(
+    study,
+    claim_id,
+    claim,
+    source,
+    measured,
+    expected,
+    tolerance,
+    verdict,
+    detail="",
+    values: dict | None = None,
+    *,
+    test: str = "",
+    detectable: float = float("nan"),
+    margin: float = float("nan"),
+    se: float = float("nan"),
+    tolerance_source: str = "",
+    false_pass: float = float("nan"),
+) -> dict:
     """A row that tests a statement the paper does not make (``source`` is prefixed with
     :data:`BEYOND`): reported beside the paper's claims, never in its tally."""
     if not str(source).startswith(BEYOND):
         source = f"{BEYOND}: {source}" if source else BEYOND
-    return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="beyond", test=test, detectable=detectable, margin=margin, se=se,
-               tolerance_source=tolerance_source, false_pass=false_pass)
+    return row(
+        study,
+        claim_id,
+        claim,
+        source,
+        measured,
+        expected,
+        tolerance,
+        verdict,
+        detail,
+        values,
+        kind="beyond",
+        test=test,
+        detectable=detectable,
+        margin=margin,
+        se=se,
+        tolerance_source=tolerance_source,
+        false_pass=false_pass,
+    )
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
@@ -145,18 +273,46 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     return df
 
 
-def pooled(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail="",
-           values: dict | None = None, *, test: str = "",
-           detectable: float = float("nan"), se: float = float("nan"),
-           false_pass: float = float("nan")) -> dict:
+def pooled(
+    study,
+    claim_id,
+    claim,
+    source,
+    measured,
+    expected,
+    tolerance,
+    verdict,
+    detail="",
+    values: dict | None = None,
+    *,
+    test: str = "",
+    detectable: float = float("nan"),
+    se: float = float("nan"),
+    false_pass: float = float("nan"),
+) -> dict:
     """A pooled row over measurements that claim rows already test: reported, never tallied."""
-    return row(study, claim_id, claim, source, measured, expected, tolerance, verdict, detail,
-               values, kind="summary", test=test, detectable=detectable, se=se,
-               false_pass=false_pass)
+    return row(
+        study,
+        claim_id,
+        claim,
+        source,
+        measured,
+        expected,
+        tolerance,
+        verdict,
+        detail,
+        values,
+        kind="summary",
+        test=test,
+        detectable=detectable,
+        se=se,
+        false_pass=false_pass,
+    )
 
 
 def _readings(df: pd.DataFrame) -> pd.Series:
     from .reading import readings
+
     if "reading" in df and (df["reading"].fillna("").astype(str) != "").all():
         return df["reading"].astype(str)
     return readings(df)
@@ -207,6 +363,7 @@ def tally(df: pd.DataFrame) -> dict:
 
 # -- tests that state their power -----------------------------------------------------------
 
+
 def below_fraction(fraction: float, n: int, threshold: float, k: float) -> tuple[str, float]:
     """A control on a fraction of ``n`` units (e.g. the fraction of units a test fails to
     reject): ``pass`` when it lies below ``threshold`` by more than ``k`` binomial SE at the
@@ -243,8 +400,11 @@ def z_equivalent(deviation: float, se: float, margin: float, k: float) -> tuple[
         return "inconclusive", f"|deviation| + {k:g} SE <= {margin:g}; no SE", np.nan
     d, half = abs(deviation), k * se
     verdict = "pass" if d + half <= margin else ("fail" if d - half > margin else "inconclusive")
-    return verdict, (f"|deviation| + {k:g} SE <= {margin:g} (fail when |deviation| - {k:g} SE "
-                     f"> {margin:g})"), float(half)
+    return (
+        verdict,
+        (f"|deviation| + {k:g} SE <= {margin:g} (fail when |deviation| - {k:g} SE > {margin:g})"),
+        float(half),
+    )
 
 
 def z_above(effect: float, se: float, k: float) -> tuple[str, str, float]:
@@ -261,7 +421,9 @@ def z_above(effect: float, se: float, k: float) -> tuple[str, str, float]:
 def kendall_levels(n: int) -> np.ndarray:
     """The values Kendall's tau can take for ``n`` untied items, ascending."""
     pairs = n * (n - 1) // 2
-    return np.array(sorted({1 - 2 * d / pairs for d in range(pairs + 1)})) if pairs else np.array([])
+    return (
+        np.array(sorted({1 - 2 * d / pairs for d in range(pairs + 1)})) if pairs else np.array([])
+    )
 
 
 def kendall_inversion_counts(n: int) -> list[int]:
@@ -283,8 +445,13 @@ def kendall_law(n: int) -> Counter:
     each value ``1 - 4k / (n(n-1))`` (a :class:`fractions.Fraction`) over the ``n!`` orders."""
     if n < 2:
         return Counter({Fraction(0): 1})
-    return Counter({1 - Fraction(4 * k, n * (n - 1)): c
-                    for k, c in enumerate(kendall_inversion_counts(n)) if c})
+    return Counter(
+        {
+            1 - Fraction(4 * k, n * (n - 1)): c
+            for k, c in enumerate(kendall_inversion_counts(n))
+            if c
+        }
+    )
 
 
 def kendall_null_pass(n: int, min_tau: float) -> float:
@@ -317,6 +484,7 @@ def tau_null_law(x, y, seed: int = 0) -> dict:
     ``levels`` (the attainable values, ascending), ``probs`` and ``method`` (``exact`` or
     ``sampled``); no levels when ``x`` or ``y`` takes a single value (no order to test)."""
     import itertools
+
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
@@ -327,8 +495,12 @@ def tau_null_law(x, y, seed: int = 0) -> dict:
         law = kendall_law(n)
         lv = sorted(law)
         total = sum(law.values())
-        return dict(levels=np.array([float(v) for v in lv]),
-                    probs=np.array([law[v] / total for v in lv]), method="exact", n=n)
+        return dict(
+            levels=np.array([float(v) for v in lv]),
+            probs=np.array([law[v] / total for v in lv]),
+            method="exact",
+            n=n,
+        )
     sx = _pair_signs(x)
     norm = math.sqrt(float(np.count_nonzero(sx)) * float(np.count_nonzero(_pair_signs(y))))
     if n <= TIE_EXACT_MAX:
@@ -358,8 +530,7 @@ def rank_verdict(tau: float, min_tau: float, p_pass: float, p_fail: float) -> st
     return "inconclusive"
 
 
-def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
-               reason: str = "") -> dict:
+def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS, reason: str = "") -> dict:
     """An ordering claim: Kendall's tau-b between ``x`` and ``y`` (finite pairs).  It passes at
     ``tau >= min_tau``, fails at ``tau <= -min_tau`` when a random order reaches that so rarely
     that the wrong sign is significant (:func:`rank_verdict`, the pass rule mirrored), and is
@@ -378,23 +549,38 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
     levels = law["levels"]
     ties = int(ok.sum()) - int(np.unique(y[ok]).size)
     if not len(levels):
-        what = ("y takes a single value (every item tied)" if n >= 2 else
-                "fewer than 2 distinct values of x")
-        return dict(measured=tau, verdict="inconclusive", detectable=float("nan"), n=n,
-                    false_pass=float("nan"),
-                    test=(f"Kendall tau-b >= {min_tau:g} over {n} ordered items; {what}: no "
-                          "order to test, inconclusive"))
+        what = (
+            "y takes a single value (every item tied)"
+            if n >= 2
+            else "fewer than 2 distinct values of x"
+        )
+        return dict(
+            measured=tau,
+            verdict="inconclusive",
+            detectable=float("nan"),
+            n=n,
+            false_pass=float("nan"),
+            test=(
+                f"Kendall tau-b >= {min_tau:g} over {n} ordered items; {what}: no "
+                "order to test, inconclusive"
+            ),
+        )
     reach = levels[levels >= min_tau - 1e-12]
     detectable = float(reach.min()) if reach.size else float("nan")
     null = float(law["probs"][levels >= min_tau - 1e-12].sum())
     null_fail = float(law["probs"][levels <= -min_tau + 1e-12].sum())
     lv = ", ".join(f"{v:.2g}" for v in levels[levels > 0][:12])
-    tie_note = (f"; {ties} tie(s) in y, null law {law['method']} over random orders with the "
-                "ties kept" if ties or int(ok.sum()) != n else "")
-    test = (f"Kendall tau-b >= {min_tau:g} over {n} ordered items (attainable positive tau: {lv}; "
-            f"P(pass | random order) = {null:.3g}){tie_note}; fail at tau <= -{min_tau:g} only "
-            f"when significant (P(tau <= -{min_tau:g} | random order) = {null_fail:.3g}; "
-            f"significant at <= {FALSE_PASS_MAX:g}), else inconclusive")
+    tie_note = (
+        f"; {ties} tie(s) in y, null law {law['method']} over random orders with the ties kept"
+        if ties or int(ok.sum()) != n
+        else ""
+    )
+    test = (
+        f"Kendall tau-b >= {min_tau:g} over {n} ordered items (attainable positive tau: {lv}; "
+        f"P(pass | random order) = {null:.3g}){tie_note}; fail at tau <= -{min_tau:g} only "
+        f"when significant (P(tau <= -{min_tau:g} | random order) = {null_fail:.3g}; "
+        f"significant at <= {FALSE_PASS_MAX:g}), else inconclusive"
+    )
     if not np.isfinite(tau):
         verdict = "inconclusive"
     elif n < min_items and not reason:
@@ -407,12 +593,14 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS,
         verdict = rank_verdict(tau, min_tau, null, null_fail)
     if reason:
         test += f"; {n} items because {reason}"
-    return dict(measured=tau, verdict=verdict, test=test, detectable=detectable, n=n,
-                false_pass=null)
+    return dict(
+        measured=tau, verdict=verdict, test=test, detectable=detectable, n=n, false_pass=null
+    )
 
 
-def max_abs_z_bootstrap(samples, theory, n_boot: int = 2000, seed: int = 0,
-                        level: float = 0.95) -> dict:
+def max_abs_z_bootstrap(
+    samples, theory, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> dict:
     """One joint test over points that share initializations (angles, layers, cells).
 
     ``samples``: ``[n_init, n_points]``, the measurement of each initialization at each point;
@@ -423,7 +611,8 @@ def max_abs_z_bootstrap(samples, theory, n_boot: int = 2000, seed: int = 0,
     median relative SE, i.e. the smallest common relative offset from theory the test
     resolves."""
     import warnings
-    with warnings.catch_warnings():      # a point with SE 0 is NaN in the max: skipped
+
+    with warnings.catch_warnings():  # a point with SE 0 is NaN in the max: skipped
         warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
         return _max_abs_z_bootstrap(samples, theory, n_boot, seed, level)
 
@@ -440,7 +629,7 @@ def _max_abs_z_bootstrap(samples, theory, n_boot, seed, level) -> dict:
     T = float(np.nanmax(np.abs(mean - th) / se))
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_boot, n))
-    boot = x[idx]                                  # [B, n, points]
+    boot = x[idx]  # [B, n, points]
     bm = boot.mean(1)
     bse = boot.std(1, ddof=1) / math.sqrt(n)
     bse = np.where(bse > 0, bse, np.nan)
@@ -457,6 +646,7 @@ def kendall_tau(x, y) -> float:
     "falls with"): NaN with fewer than 2 distinct x or when y takes a single value (no order to
     test: a tie everywhere is no evidence either way, not an association of 0)."""
     from scipy.stats import kendalltau
+
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
@@ -468,7 +658,9 @@ def kendall_tau(x, y) -> float:
 # -- the table's contract ---------------------------------------------------------------------
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_THRESHOLD = re.compile(r"(?:>=|<=|≥|≤|(?<![-=<>])>(?!=)|(?<![-=<>])<(?!=))\s*(" + _NUMBER + r")(?!\s*SE)")
+_THRESHOLD = re.compile(
+    r"(?:>=|<=|≥|≤|(?<![-=<>])>(?!=)|(?<![-=<>])<(?!=))\s*(" + _NUMBER + r")(?!\s*SE)"
+)
 
 
 def _numbers(text: str) -> list[float]:
@@ -480,12 +672,13 @@ def threshold_mismatches(expected: str, test: str, tolerance: float = float("nan
     ``>``, not a multiple of SE) and that ``test`` does not name (nor ``tolerance`` equal, in
     absolute value): an ``expected`` that promises another threshold than the one the test
     applies."""
-    named = [abs(w) for w in _numbers(test)] + ([abs(float(tolerance))]
-                                                 if np.isfinite(tolerance) else [])
+    named = [abs(w) for w in _numbers(test)] + (
+        [abs(float(tolerance))] if np.isfinite(tolerance) else []
+    )
     out = []
     for m in _THRESHOLD.finditer(str(expected)):
         v = float(m.group(1))
-        if v == 0:       # a sign ("> 0"), which a test with a margin applies more strictly
+        if v == 0:  # a sign ("> 0"), which a test with a margin applies more strictly
             continue
         if not any(math.isclose(abs(v), w, rel_tol=5e-3, abs_tol=1e-12) for w in named):
             out.append(v)
@@ -502,66 +695,88 @@ def check_table(df: pd.DataFrame, where: str, paper: str | None = None) -> None:
     bad_kind = df[~df["kind"].isin(KINDS)]
     if len(bad_kind):
         r = bad_kind.iloc[0]
-        raise ValueError(f"{where}: claim {r.claim_id} has kind {r.kind!r}; expected one of {KINDS}")
+        raise ValueError(
+            f"{where}: claim {r.claim_id} has kind {r.kind!r}; expected one of {KINDS}"
+        )
     bad = df[~df["verdict"].isin(VERDICTS)]
     if len(bad):
         r = bad.iloc[0]
-        raise ValueError(f"{where}: claim {r.claim_id} has verdict {r.verdict!r}; expected one "
-                         f"of {VERDICTS}")
+        raise ValueError(
+            f"{where}: claim {r.claim_id} has verdict {r.verdict!r}; expected one of {VERDICTS}"
+        )
     dup = df[df.duplicated("claim_id", keep=False)]
     if len(dup):
-        raise ValueError(f"{where}: claim id {dup.iloc[0].claim_id} appears twice (one "
-                         "measurement, one row)")
+        raise ValueError(
+            f"{where}: claim id {dup.iloc[0].claim_id} appears twice (one measurement, one row)"
+        )
     c = df[df["kind"].isin(STATED)]
     no_test = c[c["test"].fillna("").str.strip() == ""]
     if len(no_test):
-        raise ValueError(f"{where}: claim {no_test.iloc[0].claim_id} does not name its test "
-                         "(sigprop.claims.row(..., test=...))")
+        raise ValueError(
+            f"{where}: claim {no_test.iloc[0].claim_id} does not name its test "
+            "(sigprop.claims.row(..., test=...))"
+        )
     decided = c[c.verdict.isin(["pass", "fail"])]
     no_power = decided[~np.isfinite(decided["detectable"].astype(float))]
     if len(no_power):
-        raise ValueError(f"{where}: claim {no_power.iloc[0].claim_id} has a verdict but no "
-                         "detectable effect (sigprop.claims.row(..., detectable=...)); a test "
-                         "that cannot state its power is 'inconclusive'")
+        raise ValueError(
+            f"{where}: claim {no_power.iloc[0].claim_id} has a verdict but no "
+            "detectable effect (sigprop.claims.row(..., detectable=...)); a test "
+            "that cannot state its power is 'inconclusive'"
+        )
     if "margin" in df:
         m = c.margin.astype(float)
-        over = c[(c.verdict == "pass") & np.isfinite(m)
-                 & ~(c.detectable.astype(float) <= m * (1 + 1e-9))]
+        over = c[
+            (c.verdict == "pass") & np.isfinite(m) & ~(c.detectable.astype(float) <= m * (1 + 1e-9))
+        ]
         if len(over):
             r = over.iloc[0]
-            raise ValueError(f"{where}: equivalence claim {r.claim_id} passes with detectable "
-                             f"{r.detectable:.4g} above its margin {r.margin:.4g}; it can only be "
-                             "'inconclusive' (sigprop.claims.row applies the margin)")
+            raise ValueError(
+                f"{where}: equivalence claim {r.claim_id} passes with detectable "
+                f"{r.detectable:.4g} above its margin {r.margin:.4g}; it can only be "
+                "'inconclusive' (sigprop.claims.row applies the margin)"
+            )
     if "false_pass" in df:
         fp = c.false_pass.astype(float)
         loose = c[(c.verdict == "pass") & c.kind.isin(["claim", "beyond"]) & (fp > FALSE_PASS_MAX)]
         if len(loose):
             r = loose.iloc[0]
-            raise ValueError(f"{where}: claim {r.claim_id} passes with false_pass "
-                             f"{r.false_pass:.3g} above {FALSE_PASS_MAX:g}: a test that passes "
-                             "that often without the effect is 'inconclusive' (sigprop.claims.row "
-                             "applies the rule)")
+            raise ValueError(
+                f"{where}: claim {r.claim_id} passes with false_pass "
+                f"{r.false_pass:.3g} above {FALSE_PASS_MAX:g}: a test that passes "
+                "that often without the effect is 'inconclusive' (sigprop.claims.row "
+                "applies the rule)"
+            )
     for r in c.itertuples():
-        miss = threshold_mismatches(r.expected, r.test, float(r.tolerance)
-                                    if isinstance(r.tolerance, (int, float)) else float("nan"))
+        miss = threshold_mismatches(
+            r.expected,
+            r.test,
+            float(r.tolerance) if isinstance(r.tolerance, (int, float)) else float("nan"),
+        )
         if miss:
-            raise ValueError(f"{where}: claim {r.claim_id}: expected {r.expected!r} names the "
-                             f"threshold {miss[0]:g}, which its test does not apply ({r.test!r})")
+            raise ValueError(
+                f"{where}: claim {r.claim_id}: expected {r.expected!r} names the "
+                f"threshold {miss[0]:g}, which its test does not apply ({r.test!r})"
+            )
     wrong = df[(df["kind"] == "beyond") != df["source"].astype(str).str.startswith(BEYOND)]
     wrong = wrong[wrong["kind"].isin(["claim", "beyond"])]
     if len(wrong):
         r = wrong.iloc[0]
-        raise ValueError(f"{where}: claim {r.claim_id} is of kind {r.kind!r} with source "
-                         f"{r.source!r}; a statement the paper does not make is of kind 'beyond' "
-                         f"and its source starts with {BEYOND!r} (sigprop.claims.beyond)")
+        raise ValueError(
+            f"{where}: claim {r.claim_id} is of kind {r.kind!r} with source "
+            f"{r.source!r}; a statement the paper does not make is of kind 'beyond' "
+            f"and its source starts with {BEYOND!r} (sigprop.claims.beyond)"
+        )
     if paper is not None:
         src = df["source"].astype(str)
         outside = df[(df["kind"] == "claim") & ~((src == paper) | src.str.startswith(f"{paper} "))]
         if len(outside):
             r = outside.iloc[0]
-            raise ValueError(f"{where}: claim {r.claim_id} has source {r.source!r}, outside paper "
-                             f"{paper}: a claim's source is an item of its own paper ('{paper} "
-                             "Eq. ...'); another paper's statement is of kind 'beyond'")
+            raise ValueError(
+                f"{where}: claim {r.claim_id} has source {r.source!r}, outside paper "
+                f"{paper}: a claim's source is an item of its own paper ('{paper} "
+                "Eq. ...'); another paper's statement is of kind 'beyond'"
+            )
 
 
 def coarse(value: float, denominator: int = 1000) -> bool:
@@ -597,16 +812,22 @@ def check_sources(df: pd.DataFrame, where: str) -> None:
     :data:`sigprop.claims.reading.TOLERANCE_KINDS`: declare it under the study file's
     ``tolerance_sources``)."""
     from .reading import TOLERANCE_KINDS, tolerance_kind
+
     c = df[df["kind"].isin(["claim", "beyond"])]
-    src = (c["tolerance_source"].fillna("").astype(str) if "tolerance_source" in c
-           else pd.Series("", index=c.index))
+    src = (
+        c["tolerance_source"].fillna("").astype(str)
+        if "tolerance_source" in c
+        else pd.Series("", index=c.index)
+    )
     bad = c[[tolerance_kind(v) == "" for v in src]]
     if len(bad):
         r = bad.iloc[0]
-        raise ValueError(f"{where}: claim {r.claim_id} does not say where its tolerance comes "
-                         f"from (tolerance_source {src[bad.index[0]]!r}): declare it under the "
-                         "study file's tolerance_sources as '<kind>: <where or why>', kind one "
-                         f"of {TOLERANCE_KINDS}")
+        raise ValueError(
+            f"{where}: claim {r.claim_id} does not say where its tolerance comes "
+            f"from (tolerance_source {src[bad.index[0]]!r}): declare it under the "
+            "study file's tolerance_sources as '<kind>: <where or why>', kind one "
+            f"of {TOLERANCE_KINDS}"
+        )
 
 
 def false_pass_z(k: float, dof: float | None = None) -> float:
@@ -615,6 +836,7 @@ def false_pass_z(k: float, dof: float | None = None) -> float:
     normal statistic (``dof`` None), ``P(T > k)`` with ``dof`` degrees of freedom for a mean
     over few seeds (``n - 1`` for ``n`` seeds); NaN below one degree of freedom (no SE)."""
     from scipy import stats
+
     if dof is None:
         return float(stats.norm.sf(k))
     return float(stats.t.sf(k, dof)) if np.isfinite(dof) and dof >= 1 else float("nan")
@@ -625,6 +847,7 @@ def design_changes(design: dict | None, scale: str) -> list[dict]:
     or ``both``; one that names none applies to both; a ladder rung is grown from the quick
     design, so the quick scale's changes apply to it)."""
     from sigprop.contract import base_scales
+
     own = set(base_scales(scale)) | {"both"}
     return [c for c in (design or {}).get("changes") or [] if c.get("scale", scale) in own]
 

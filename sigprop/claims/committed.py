@@ -26,11 +26,20 @@ import pandas as pd
 
 from .. import tables
 
-OLD_COLUMNS = tables.CLAIM_COLUMNS[:tables.CLAIM_COLUMNS.index("exploratory") + 1]
+OLD_COLUMNS = tables.CLAIM_COLUMNS[: tables.CLAIM_COLUMNS.index("exploratory") + 1]
 """The columns every committed claims table has (those added later get their defaults)."""
 
-PROVENANCE_KEYS = {"study": str, "scale": str, "commit": str, "date": str, "machine": dict,
-                   "runs": int, "runs_sha256": str, "claim_ids": list, "claims_content": str}
+PROVENANCE_KEYS = {
+    "study": str,
+    "scale": str,
+    "commit": str,
+    "date": str,
+    "machine": dict,
+    "runs": int,
+    "runs_sha256": str,
+    "claim_ids": list,
+    "claims_content": str,
+}
 """The keys every committed ``provenance.json`` holds, with their JSON types."""
 RUNG_KEYS = {"budget": (int, float), "budget_unit": str}
 """The keys a ladder rung's ``provenance.json`` holds beside :data:`PROVENANCE_KEYS`."""
@@ -50,10 +59,15 @@ def provenance_digest(prov: dict) -> str:
 
 def restore_hint(folder: str | Path, study: str, scale: str) -> str:
     """How committed evidence is remade: from git, or by publishing the run again."""
-    publish = (f"sigprop evidence publish {study}" if scale == "paper"
-               else f"sigprop ladder publish {study} {scale}")
-    return (f"restore the committed files (`git checkout -- {folder}`) or publish the run again "
-            f"(`{publish}`)")
+    publish = (
+        f"sigprop evidence publish {study}"
+        if scale == "paper"
+        else f"sigprop ladder publish {study} {scale}"
+    )
+    return (
+        f"restore the committed files (`git checkout -- {folder}`) or publish the run again "
+        f"(`{publish}`)"
+    )
 
 
 def read_provenance(path: str | Path, rung: bool = False) -> dict:
@@ -65,8 +79,9 @@ def read_provenance(path: str | Path, rung: bool = False) -> dict:
     try:
         prov = json.loads(path.read_text())
     except FileNotFoundError:
-        raise EvidenceError(f"{path}: missing (every committed claims table has its "
-                            "provenance.json beside it)") from None
+        raise EvidenceError(
+            f"{path}: missing (every committed claims table has its provenance.json beside it)"
+        ) from None
     except (OSError, ValueError) as e:
         raise EvidenceError(f"{path}: not readable JSON ({e})") from None
     if not isinstance(prov, dict):
@@ -98,13 +113,16 @@ def _stamp(path: Path, hint: str, missing: str) -> dict:
         raise EvidenceError(f"{path}: {missing}: {hint}")
     stamp = tables.stamp_of(path)
     if stamp is None:
-        raise EvidenceError(f"{path}: carries no stamp (re-saved by another tool, or committed "
-                            f"before tables were stamped): {hint}")
+        raise EvidenceError(
+            f"{path}: carries no stamp (re-saved by another tool, or committed "
+            f"before tables were stamped): {hint}"
+        )
     return stamp
 
 
-def verified(folder: str | Path, study: str, scale: str,
-             rung: bool = False) -> tuple[pd.DataFrame, dict]:
+def verified(
+    folder: str | Path, study: str, scale: str, rung: bool = False
+) -> tuple[pd.DataFrame, dict]:
     """The committed claims table in ``folder`` and its provenance, after checking that they
     belong together and to the folder: the provenance is readable and complete (with a ladder
     rung's keys when ``rung``) and names ``study`` and ``scale``; the table carries a stamp of kind ``claims`` for that study and
@@ -118,30 +136,39 @@ def verified(folder: str | Path, study: str, scale: str,
     prov = read_provenance(pp, rung=rung)
     for key, want in (("study", study), ("scale", scale)):
         if prov[key] != want:
-            raise EvidenceError(f"{pp}: key '{key}' is {prov[key]!r}, but the folder holds "
-                                f"{key} {want!r}: {hint}")
+            raise EvidenceError(
+                f"{pp}: key '{key}' is {prov[key]!r}, but the folder holds {key} {want!r}: {hint}"
+            )
     stamp = _stamp(cp, hint, f"missing beside {pp}")
     df = tables.read(cp, OLD_COLUMNS, hint=hint)
-    want = {"kind": "claims", "study": study, "scale": scale, "smoke": False,
-            "runs": prov["runs_sha256"][:12], "content": prov["claims_content"],
-            "provenance": provenance_digest(prov)}
-    says = {"kind": "but a committed claims table is of kind 'claims'",
-            "study": f"but its folder holds study {study!r}",
-            "scale": f"but its folder holds scale {scale!r}",
-            "smoke": "but a smoke run's verdicts are never committed",
-            "runs": f"but {pp.name} records runs {want['runs']!r}",
-            "content": f"but {pp.name} records content {want['content']!r}",
-            "provenance": f"but {pp.name} as it is now has digest {want['provenance']!r}: it "
-                          "was edited after publishing, or belongs to another table"}
+    want = {
+        "kind": "claims",
+        "study": study,
+        "scale": scale,
+        "smoke": False,
+        "runs": prov["runs_sha256"][:12],
+        "content": prov["claims_content"],
+        "provenance": provenance_digest(prov),
+    }
+    says = {
+        "kind": "but a committed claims table is of kind 'claims'",
+        "study": f"but its folder holds study {study!r}",
+        "scale": f"but its folder holds scale {scale!r}",
+        "smoke": "but a smoke run's verdicts are never committed",
+        "runs": f"but {pp.name} records runs {want['runs']!r}",
+        "content": f"but {pp.name} records content {want['content']!r}",
+        "provenance": f"but {pp.name} as it is now has digest {want['provenance']!r}: it "
+        "was edited after publishing, or belongs to another table",
+    }
     for key, v in want.items():
         if stamp.get(key) != v:
-            raise EvidenceError(f"{cp}: stamped with {key} {stamp.get(key)!r}, {says[key]}: "
-                                f"{hint}")
+            raise EvidenceError(f"{cp}: stamped with {key} {stamp.get(key)!r}, {says[key]}: {hint}")
     if df.claim_id.astype(str).tolist() != prov["claim_ids"]:
         raise EvidenceError(f"{cp}: its claim ids differ from those {pp} lists: {hint}")
     if len(df) and set(df.study.astype(str)) != {study}:
-        raise EvidenceError(f"{cp}: holds rows of study {sorted(set(df.study.astype(str)))}, "
-                            f"not {study!r}: {hint}")
+        raise EvidenceError(
+            f"{cp}: holds rows of study {sorted(set(df.study.astype(str)))}, not {study!r}: {hint}"
+        )
     return df, prov
 
 
@@ -172,33 +199,46 @@ def verified_trend(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     folder = path.parent
     study = folder.name
-    hint = (f"restore it (`git checkout -- {path}`) or write it again from the committed rungs "
-            f"(`sigprop ladder trend {study}`)")
+    hint = (
+        f"restore it (`git checkout -- {path}`) or write it again from the committed rungs "
+        f"(`sigprop ladder trend {study}`)"
+    )
     stamp = _stamp(path, hint, "missing")
     if stamp.get("kind") != "trend" or stamp.get("study") != study:
-        raise EvidenceError(f"{path}: stamped as {stamp.get('kind')!r} of study "
-                            f"{stamp.get('study')!r}, not the trend of study {study!r} its folder "
-                            f"names: {hint}")
+        raise EvidenceError(
+            f"{path}: stamped as {stamp.get('kind')!r} of study "
+            f"{stamp.get('study')!r}, not the trend of study {study!r} its folder "
+            f"names: {hint}"
+        )
     rungs = stamp.get("rungs")
     if not isinstance(rungs, dict) or not rungs:
         raise EvidenceError(f"{path}: its stamp names no rungs: {hint}")
     for scale, content in rungs.items():
         _, prov = verified_rung(folder / scale)
         if prov["claims_content"] != content:
-            raise EvidenceError(f"{path}: computed from a {scale} rung of content {content}, but "
-                                f"{folder / scale}/claims.parquet is {prov['claims_content']}: "
-                                f"{hint}")
-    extra = sorted(d.name for d in folder.iterdir()
-                   if (d / "claims.parquet").exists() and d.name not in rungs)
+            raise EvidenceError(
+                f"{path}: computed from a {scale} rung of content {content}, but "
+                f"{folder / scale}/claims.parquet is {prov['claims_content']}: "
+                f"{hint}"
+            )
+    extra = sorted(
+        d.name for d in folder.iterdir() if (d / "claims.parquet").exists() and d.name not in rungs
+    )
     if extra:
-        raise EvidenceError(f"{path}: computed from rungs {list(rungs)}, without the committed "
-                            f"rung(s) {extra}: {hint}")
+        raise EvidenceError(
+            f"{path}: computed from rungs {list(rungs)}, without the committed "
+            f"rung(s) {extra}: {hint}"
+        )
     return tables.read(path, hint=hint)
 
 
-def read_committed(folder: str | Path, regime: dict | None = None,
-                   depends_on=None, tolerance_sources=None,
-                   corroborations=None) -> tuple[pd.DataFrame, dict]:
+def read_committed(
+    folder: str | Path,
+    regime: dict | None = None,
+    depends_on=None,
+    tolerance_sources=None,
+    corroborations=None,
+) -> tuple[pd.DataFrame, dict]:
     """A committed paper-scale study (``docs/evidence/paper-scale/<study>/``), checked once
     (:func:`verified_paper_scale`): its claims read at paper scale, and its provenance.  Columns
     added to the claims table since it was committed get their defaults (``margin``, ``se``,
@@ -209,27 +249,39 @@ def read_committed(folder: str | Path, regime: dict | None = None,
     it reads as the declaration says today without a rerun (the measured values and verdicts
     are the committed ones)."""
     from . import reading
+
     df, prov = verified_paper_scale(folder)
     for c in ("margin", "se", "false_pass"):
         if c not in df:
             df[c] = float("nan")
-    df = reading.apply(df, "paper", regime, depends_on, tolerance_sources, corroborations,
-                       declared_first=True)
+    df = reading.apply(
+        df, "paper", regime, depends_on, tolerance_sources, corroborations, declared_first=True
+    )
     return df[tables.CLAIM_COLUMNS], prov
 
 
-def read_claims(path: str | Path, regime: dict | None = None,
-                depends_on=None, tolerance_sources=None, corroborations=None) -> pd.DataFrame:
+def read_claims(
+    path: str | Path,
+    regime: dict | None = None,
+    depends_on=None,
+    tolerance_sources=None,
+    corroborations=None,
+) -> pd.DataFrame:
     """The claims of :func:`read_committed` for the study of ``<study>/claims.parquet``."""
-    return read_committed(Path(path).parent, regime, depends_on, tolerance_sources,
-                          corroborations)[0]
+    return read_committed(Path(path).parent, regime, depends_on, tolerance_sources, corroborations)[
+        0
+    ]
 
 
 def declared_regime(study_cfg: dict | None) -> tuple[dict, list, list, list]:
     """A study file's paper-scale regime, the axes its claims depend on, the sources of their
     tolerances and its declared corroborations (each in its order)."""
     from .reading import pairs, pairs_of
+
     cfg = study_cfg or {}
-    return (dict(((cfg.get("scales") or {}).get("paper") or {}).get("regime") or {}),
-            pairs(cfg.get("depends_on")), pairs_of(cfg.get("tolerance_sources")),
-            pairs_of(cfg.get("corroborations")))
+    return (
+        dict(((cfg.get("scales") or {}).get("paper") or {}).get("regime") or {}),
+        pairs(cfg.get("depends_on")),
+        pairs_of(cfg.get("tolerance_sources")),
+        pairs_of(cfg.get("corroborations")),
+    )

@@ -16,9 +16,19 @@ import pandas as pd
 from ..tables import rebuild_hint
 from . import values
 
-COLUMNS = ["gamma", "paper_bound", "paper_empirical", "s_cr_mean", "s_cr_se", "seeds",
-           "bound_printed", "bound_sqrt_gamma", "verdict_empirical", "verdict_printed_bound",
-           "verdict_sqrt_gamma_bound"]
+COLUMNS = [
+    "gamma",
+    "paper_bound",
+    "paper_empirical",
+    "s_cr_mean",
+    "s_cr_se",
+    "seeds",
+    "bound_printed",
+    "bound_sqrt_gamma",
+    "verdict_empirical",
+    "verdict_printed_bound",
+    "verdict_sqrt_gamma_bound",
+]
 
 
 def table7(claims: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -29,14 +39,27 @@ def table7(claims: pd.DataFrame) -> dict[str, pd.DataFrame]:
     for _, c in claims[ids.str.startswith("table7_empirical[")].iterrows():
         v = values(c)
         if "gamma" not in v:
-            raise ValueError(f"claim {c.study}:{c.claim_id} has no named values (a claims table from an "
-                             f"older sigprop): "
-                             f"{rebuild_hint(f'results/{c.study}/claims.parquet')}")
+            raise ValueError(
+                f"claim {c.study}:{c.claim_id} has no named values (a claims table from an "
+                f"older sigprop): "
+                f"{rebuild_hint(f'results/{c.study}/claims.parquet')}"
+            )
         g = f"{v['gamma']:g}"
-        rows.append({"gamma": v["gamma"], "paper_bound": v["paper_bound"],
-                     "paper_empirical": v["paper_empirical"], "s_cr_mean": float(c.measured),
-                     "s_cr_se": v["se"], "seeds": v["seeds"], "bound_printed": v["bound_printed"],
-                     "bound_sqrt_gamma": v["bound_sqrt_gamma"], "verdict_empirical": c.verdict,
-                     "verdict_printed_bound": verdict.get(f"prop4_bound_holds[printed, gamma={g}]", ""),
-                     "verdict_sqrt_gamma_bound": verdict.get(f"prop4_bound_holds[sqrt_gamma, gamma={g}]", "")})
+        rows.append(
+            {
+                "gamma": v["gamma"],
+                "paper_bound": v["paper_bound"],
+                "paper_empirical": v["paper_empirical"],
+                "s_cr_mean": float(c.measured),
+                "s_cr_se": v["se"],
+                "seeds": v["seeds"],
+                "bound_printed": v["bound_printed"],
+                "bound_sqrt_gamma": v["bound_sqrt_gamma"],
+                "verdict_empirical": c.verdict,
+                "verdict_printed_bound": verdict.get(f"prop4_bound_holds[printed, gamma={g}]", ""),
+                "verdict_sqrt_gamma_bound": verdict.get(
+                    f"prop4_bound_holds[sqrt_gamma, gamma={g}]", ""
+                ),
+            }
+        )
     return {"table7": pd.DataFrame(rows, columns=COLUMNS).sort_values("gamma", ignore_index=True)}

@@ -59,17 +59,26 @@ def _measured(column: str, ev: pd.DataFrame) -> str:
     if ev.empty:
         return "not run (its study is not in the config)"
     ok = bool((ev.verdict == "pass").all())
-    undecided = (not ok and not (ev.verdict == "fail").any() and (ev.verdict == "pass").any())
+    undecided = not ok and not (ev.verdict == "fail").any() and (ev.verdict == "pass").any()
     if column == "q_ab":
-        return ("ξ2 not tested directly; the c-map it follows from (Eqs. 3-4) matches simulation"
-                if ok else "c-map does not match simulation (see claims)")
+        return (
+            "ξ2 not tested directly; the c-map it follows from (Eqs. 3-4) matches simulation"
+            if ok
+            else "c-map does not match simulation (see claims)"
+        )
     where = f"where decided ({_count(ev)}, none failing)" if undecided else ""
     if column == "g_aa":
         return "ξ1" if ok else (f"ξ1 {where}" if undecided else "not ξ1 everywhere (see claims)")
     if column == "g_ab":
-        return ("ξ1 (decay rate χ1, not χ2)" if ok else
-                (f"ξ1 (decay rate χ1, not χ2) {where}" if undecided else
-                 "not ξ1 everywhere (see claims)"))
+        return (
+            "ξ1 (decay rate χ1, not χ2)"
+            if ok
+            else (
+                f"ξ1 (decay rate χ1, not χ2) {where}"
+                if undecided
+                else "not ξ1 everywhere (see claims)"
+            )
+        )
     allrow = ev[ev.claim_id == BOUNDARY_ALL]
     if allrow.empty:
         return "no overall boundary claim"
@@ -90,8 +99,11 @@ def table1(claims: pd.DataFrame) -> dict[str, pd.DataFrame]:
     for col in COLUMNS:
         ev = _evidence(claims, col)
         measured.append(_measured(col, _evidence(claims, col, pooled=True)))
-        evidence.append("; ".join(f"{r.study}:{r.claim_id} {r.verdict}" for r in ev.itertuples())
-                        if not ev.empty else "")
+        evidence.append(
+            "; ".join(f"{r.study}:{r.claim_id} {r.verdict}" for r in ev.itertuples())
+            if not ev.empty
+            else ""
+        )
     rows["measured (sigprop)"] = measured
     rows["verdicts"] = [_count(_evidence(claims, c)) for c in COLUMNS]
     rows["claims"] = evidence
@@ -100,9 +112,16 @@ def table1(claims: pd.DataFrame) -> dict[str, pd.DataFrame]:
     fits = []
     for r in _evidence(claims, "trainable depth").itertuples():
         v = values(pd.Series(r._asdict()))
-        fits.append({"panel": r.claim_id.split("[", 1)[1].rstrip("]"),
-                     "err_min_12xi1_12xi2": v.get("err_min_12xi1_12xi2", np.nan),
-                     "err_6xi2": v.get("err_6xi2", np.nan), "cells": v.get("cells", np.nan),
-                     "verdict": r.verdict})
-    fit = pd.DataFrame(fits, columns=["panel", "err_min_12xi1_12xi2", "err_6xi2", "cells", "verdict"])
+        fits.append(
+            {
+                "panel": r.claim_id.split("[", 1)[1].rstrip("]"),
+                "err_min_12xi1_12xi2": v.get("err_min_12xi1_12xi2", np.nan),
+                "err_6xi2": v.get("err_6xi2", np.nan),
+                "cells": v.get("cells", np.nan),
+                "verdict": r.verdict,
+            }
+        )
+    fit = pd.DataFrame(
+        fits, columns=["panel", "err_min_12xi1_12xi2", "err_6xi2", "cells", "verdict"]
+    )
     return {"table1": main.reset_index(), "fit_errors": fit}

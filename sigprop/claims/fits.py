@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def decay_rate(v: np.ndarray, layers: np.ndarray, use: np.ndarray, n_boot: int = 200,
-               seed: int = 0) -> tuple[float, float]:
+def decay_rate(
+    v: np.ndarray, layers: np.ndarray, use: np.ndarray, n_boot: int = 200, seed: int = 0
+) -> tuple[float, float]:
     """Per-layer decay factor ``r`` (``mean v^l ∝ r^(L-l)``) of the rows of ``v`` (one per
     instantiation, one column per layer of ``layers``) by a least-squares line through
     ``log mean`` over the layers ``use``; its SE by bootstrap over the instantiations
@@ -29,7 +30,9 @@ def decay_rate(v: np.ndarray, layers: np.ndarray, use: np.ndarray, n_boot: int =
     return r, se
 
 
-def fit_window(layers: np.ndarray, depth: int, min_from_output: int, min_layer: int = 1) -> np.ndarray:
+def fit_window(
+    layers: np.ndarray, depth: int, min_from_output: int, min_layer: int = 1
+) -> np.ndarray:
     """The layers a decay is fitted over: at least ``min_from_output`` below the output
     (``depth - l``) and at least ``min_layer``."""
     return (depth - layers >= min_from_output) & (layers >= min_layer)

@@ -13,16 +13,33 @@ SCALES = ("run", "paper")
 """The two columns: this run (at the scale it was run at), and paper scale as committed."""
 
 TESTED = ("claim", "beyond")
-CELL = ["kind", "verdict", "reading", "regime", "exploratory", "measured", "detectable",
-        "margin", "scale", "tolerance_source", "false_pass"]
+CELL = [
+    "kind",
+    "verdict",
+    "reading",
+    "regime",
+    "exploratory",
+    "measured",
+    "detectable",
+    "margin",
+    "scale",
+    "tolerance_source",
+    "false_pass",
+]
 
 
 def _cells(df: pd.DataFrame | None) -> pd.DataFrame:
     if df is None or not len(df):
         return pd.DataFrame(columns=["study", "claim_id", "claim", "source", *CELL])
     d = df.copy()
-    for c, default in (("regime", ""), ("scale", ""), ("margin", float("nan")),
-                       ("tolerance_source", ""), ("false_pass", float("nan")), ("reading", "")):
+    for c, default in (
+        ("regime", ""),
+        ("scale", ""),
+        ("margin", float("nan")),
+        ("tolerance_source", ""),
+        ("false_pass", float("nan")),
+        ("reading", ""),
+    ):
         if c not in d:
             d[c] = default
     d["regime"] = d["regime"].fillna("").astype(str)
@@ -38,15 +55,23 @@ def verdict_matrix(run: pd.DataFrame, committed: pd.DataFrame | None = None) -> 
     is ``"-"`` where that scale has no such row).  Rows keep the run's order, then the
     committed ones the run does not have."""
     a, b = _cells(run), _cells(committed)
-    keep = (a[a.kind.isin(TESTED)][["study", "claim_id"]],
-            b[b.kind.isin(TESTED)][["study", "claim_id"]])
+    keep = (
+        a[a.kind.isin(TESTED)][["study", "claim_id"]],
+        b[b.kind.isin(TESTED)][["study", "claim_id"]],
+    )
     keys = pd.concat(keep, ignore_index=True).drop_duplicates()
-    out = keys.merge(a.add_prefix("run_").rename(columns={"run_study": "study",
-                                                           "run_claim_id": "claim_id"}),
-                     on=["study", "claim_id"], how="left")
-    out = out.merge(b.add_prefix("paper_").rename(columns={"paper_study": "study",
-                                                            "paper_claim_id": "claim_id"}),
-                    on=["study", "claim_id"], how="left")
+    out = keys.merge(
+        a.add_prefix("run_").rename(columns={"run_study": "study", "run_claim_id": "claim_id"}),
+        on=["study", "claim_id"],
+        how="left",
+    )
+    out = out.merge(
+        b.add_prefix("paper_").rename(
+            columns={"paper_study": "study", "paper_claim_id": "claim_id"}
+        ),
+        on=["study", "claim_id"],
+        how="left",
+    )
     out["claim"] = out.run_claim.fillna(out.paper_claim)
     out["source"] = out.run_source.fillna(out.paper_source)
     run_tested = out.run_kind.isin(TESTED)
@@ -58,7 +83,8 @@ def verdict_matrix(run: pd.DataFrame, committed: pd.DataFrame | None = None) -> 
         out[f"{s}_exploratory"] = out[f"{s}_exploratory"].fillna(False).astype(bool)
         out[f"{s}_kind"] = out[f"{s}_kind"].fillna("-")
     cols = ["study", "claim_id", "claim", "source", "kind"] + [
-        f"{s}_{c}" for s in SCALES for c in CELL]
+        f"{s}_{c}" for s in SCALES for c in CELL
+    ]
     return out[cols].reset_index(drop=True)
 
 

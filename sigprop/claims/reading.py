@@ -33,8 +33,19 @@ import re
 
 import pandas as pd
 
-AXES = ("data", "steps", "width", "depth", "samples", "seeds", "batch", "architecture",
-        "optimizer", "grid", "statistic")
+AXES = (
+    "data",
+    "steps",
+    "width",
+    "depth",
+    "samples",
+    "seeds",
+    "batch",
+    "architecture",
+    "optimizer",
+    "grid",
+    "statistic",
+)
 """What a scale can change relative to the paper: the data set, the training budget (steps or
 epochs), the width, the depth, the number of sampled networks or sets (``samples``), training
 seeds, the batch size, the architecture, the optimizer or schedule, the grid of settings
@@ -44,15 +55,15 @@ from the runs, where it is not the paper's)."""
 READINGS = {
     "supported": "pass in the paper's regime",
     "supported at <scale> scale (<axes>)": "pass where the design differs from the paper's "
-                                            "along the named axes the claim depends on",
+    "along the named axes the claim depends on",
     "contradicts the paper": "fail in the paper's regime beyond a tolerance the paper gives, or "
-                             "against a statement that admits none",
+    "against a statement that admits none",
     "departs beyond our tolerance": "fail in the paper's regime beyond a tolerance of the "
-                                    "project's choice",
+    "project's choice",
     "not reproduced at <scale> scale (<axes>)": "fail where the design differs from the "
-                                                "paper's along an axis the claim depends on",
+    "paper's along an axis the claim depends on",
     "unverified": "the paper's printed formula, as the project evaluates it, does not reproduce "
-                  "the paper's own numbers: not tallied",
+    "the paper's own numbers: not tallied",
     "inconclusive": "the design cannot tell",
 }
 """Every reading a claim or beyond row can have, with what it means."""
@@ -119,13 +130,22 @@ def claim_regime(claim_id: str, regime: dict | None, depends_on) -> str:
     """What differs from the paper's setup along the axes the claim depends on, as
     ``"axis: what; axis: what"`` (empty: the claim was measured in the paper's regime)."""
     axes = claim_axes(claim_id, depends_on)
-    return "; ".join(f"{a}: {' '.join(str(regime[a]).split())}"
-                     for a in AXES if a in (regime or {}) and a in axes)
+    return "; ".join(
+        f"{a}: {' '.join(str(regime[a]).split())}"
+        for a in AXES
+        if a in (regime or {}) and a in axes
+    )
 
 
-def apply(df: pd.DataFrame, scale: str, regime: dict | None, depends_on,
-          tolerance_sources=None, corroborations=None, declared_first: bool = False
-          ) -> pd.DataFrame:
+def apply(
+    df: pd.DataFrame,
+    scale: str,
+    regime: dict | None,
+    depends_on,
+    tolerance_sources=None,
+    corroborations=None,
+    declared_first: bool = False,
+) -> pd.DataFrame:
     """``df`` with ``scale`` set on every row, the claims that the study file declares
     corroborations (:func:`corroborate`) made summary rows, ``regime`` on the claim and beyond
     rows (:func:`claim_regime`), each claim and beyond row's ``tolerance_source`` filled from
@@ -136,18 +156,24 @@ def apply(df: pd.DataFrame, scale: str, regime: dict | None, depends_on,
     df = corroborate(df.copy(), corroborations)
     df["scale"] = str(scale)
     tested = df["kind"].isin(["claim", "beyond"])
-    df["regime"] = [claim_regime(c, regime, depends_on) if t else ""
-                    for c, t in zip(df.claim_id, tested)]
-    own = (df["tolerance_source"].fillna("").astype(str) if "tolerance_source" in df
-           else pd.Series("", index=df.index))
+    df["regime"] = [
+        claim_regime(c, regime, depends_on) if t else "" for c, t in zip(df.claim_id, tested)
+    ]
+    own = (
+        df["tolerance_source"].fillna("").astype(str)
+        if "tolerance_source" in df
+        else pd.Series("", index=df.index)
+    )
+
     def source(own_: str, cid: str, kind: str) -> str:
         declared = tolerance_source(cid, tolerance_sources)
         if declared_first and declared:
             return declared
         return own_ if own_.strip() else (declared or (BEYOND_SOURCE if kind == "beyond" else ""))
 
-    df["tolerance_source"] = [source(o, c, k) if t else o
-                              for o, c, t, k in zip(own, df.claim_id, tested, df["kind"])]
+    df["tolerance_source"] = [
+        source(o, c, k) if t else o for o, c, t, k in zip(own, df.claim_id, tested, df["kind"])
+    ]
     if "false_pass" not in df:
         df["false_pass"] = float("nan")
     df["reading"] = readings(df)
@@ -163,12 +189,15 @@ def corroborate(df: pd.DataFrame, corroborations) -> pd.DataFrame:
     items = pairs_of(corroborations)
     if not items or not len(df):
         return df
-    why = [tolerance_source(c, items) if k == "claim" else ""
-           for c, k in zip(df.claim_id, df["kind"])]
+    why = [
+        tolerance_source(c, items) if k == "claim" else "" for c, k in zip(df.claim_id, df["kind"])
+    ]
     hit = pd.Series([bool(w) for w in why], index=df.index)
     df.loc[hit, "kind"] = "summary"
-    df.loc[hit, "claim"] = [f"{c} (corroboration, not counted: {w})"
-                            for c, w in zip(df.loc[hit, "claim"], [w for w in why if w])]
+    df.loc[hit, "claim"] = [
+        f"{c} (corroboration, not counted: {w})"
+        for c, w in zip(df.loc[hit, "claim"], [w for w in why if w])
+    ]
     return df
 
 
@@ -198,11 +227,17 @@ def readings(df: pd.DataFrame) -> pd.Series:
     """:func:`reading` of every claim and beyond row of a claims table; a sanity, control or
     summary row reads as its kind and verdict (``sanity: pass``): it is no statement of the
     paper."""
+
     def col(name, default):
-        return (df[name].fillna(default) if name in df
-                else pd.Series(default, index=df.index))
+        return df[name].fillna(default) if name in df else pd.Series(default, index=df.index)
+
     regime, scale, kind = col("regime", ""), col("scale", ""), col("kind", "claim")
     source = col("tolerance_source", "")
-    return pd.Series([reading(v, r, s, t) if k in ("claim", "beyond") else f"{k}: {v}"
-                      for v, r, s, k, t in zip(df.verdict, regime, scale, kind, source)],
-                     index=df.index, dtype=object)
+    return pd.Series(
+        [
+            reading(v, r, s, t) if k in ("claim", "beyond") else f"{k}: {v}"
+            for v, r, s, k, t in zip(df.verdict, regime, scale, kind, source)
+        ],
+        index=df.index,
+        dtype=object,
+    )

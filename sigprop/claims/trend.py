@@ -65,10 +65,30 @@ import pandas as pd
 
 TREND_VERDICTS = ("toward", "away", "flat", "inconclusive")
 REFERENCES = ("paper value", "pass threshold", "claim expected", "none")
-TREND_COLUMNS = ["study", "claim_id", "kind", "rungs", "budgets", "measured", "se", "verdicts",
-                 "expected", "reference", "direction", "slope", "slope_se", "chi2", "crit",
-                 "detectable_slope", "needed", "weighted", "trend", "top_verdict", "top_rung",
-                 "paper_budget"]
+TREND_COLUMNS = [
+    "study",
+    "claim_id",
+    "kind",
+    "rungs",
+    "budgets",
+    "measured",
+    "se",
+    "verdicts",
+    "expected",
+    "reference",
+    "direction",
+    "slope",
+    "slope_se",
+    "chi2",
+    "crit",
+    "detectable_slope",
+    "needed",
+    "weighted",
+    "trend",
+    "top_verdict",
+    "top_rung",
+    "paper_budget",
+]
 """Columns of a trend table: per claim, the rungs' names, budgets, measured values, SEs and
 verdicts (lists, lowest rung first), the reference value (``expected``) and what it is
 (``reference``: one of :data:`REFERENCES`), its direction from the lowest rung (+1 up, -1 down,
@@ -100,7 +120,7 @@ def weighted_slope(x, y, se=None) -> tuple[float, float, bool, float]:
     if se is not None:
         s = np.asarray(se, float)
         if np.all(np.isfinite(s)) and np.all(s > 0):
-            w = 1.0 / s ** 2
+            w = 1.0 / s**2
             xb, yb = np.sum(w * x) / np.sum(w), np.sum(w * y) / np.sum(w)
             sxx = np.sum(w * (x - xb) ** 2)
             slope = np.sum(w * (x - xb) * (y - yb)) / sxx
@@ -113,7 +133,7 @@ def weighted_slope(x, y, se=None) -> tuple[float, float, bool, float]:
     if n < 3:
         return float(slope), math.nan, False, math.nan
     resid = y - (yb + slope * (x - xb))
-    return float(slope), float(math.sqrt(np.sum(resid ** 2) / (n - 2) / sxx)), False, math.nan
+    return float(slope), float(math.sqrt(np.sum(resid**2) / (n - 2) / sxx)), False, math.nan
 
 
 def critical(weighted: bool, n: int, seeds: float, z: float = Z) -> float:
@@ -123,6 +143,7 @@ def critical(weighted: bool, n: int, seeds: float, z: float = Z) -> float:
     an unweighted fit of ``n`` rungs, the t quantile with ``n - 2`` degrees of freedom
     (infinite below three rungs)."""
     from scipy import stats
+
     level = stats.norm.cdf(z)
     if weighted:
         if not seeds >= 2:
@@ -133,13 +154,12 @@ def critical(weighted: bool, n: int, seeds: float, z: float = Z) -> float:
     return float(stats.t.ppf(level, n - 2))
 
 
-def trend_verdict(slope: float, slope_se: float, direction: int, needed: float,
-                  crit: float) -> str:
+def trend_verdict(slope: float, slope_se: float, direction: int, needed: float, crit: float) -> str:
     """``toward``, ``away``, ``flat`` or ``inconclusive`` (the module's rule)."""
     if not (np.isfinite(slope) and np.isfinite(slope_se)):
         return "inconclusive"
     resolve = crit * slope_se
-    if direction == 0:               # the lowest rung sits on the reference value
+    if direction == 0:  # the lowest rung sits on the reference value
         if abs(slope) > resolve:
             return "away"
     elif slope * direction > resolve:
@@ -195,8 +215,14 @@ def floored_se(se) -> np.ndarray:
     return s
 
 
-def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: float,
-               targets: dict | None = None, z: float = Z, *, seeds) -> pd.DataFrame:
+def trend_rows(
+    tables: list[tuple[str, float, pd.DataFrame]],
+    paper_budget: float,
+    targets: dict | None = None,
+    z: float = Z,
+    *,
+    seeds,
+) -> pd.DataFrame:
     """Trend table of a study from its rungs' claims tables, lowest rung first: ``tables`` are
     ``(rung name, budget, claims table)``; ``targets``: the study file's ``ladder.targets``;
     ``seeds``: the number of seeds behind each rung's SEs (one per rung, or one for all; the
@@ -206,7 +232,11 @@ def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: floa
     if len(tables) < 2:
         raise ValueError("a ladder needs at least two rungs to show a trend")
     budgets = [float(b) for _, b, _ in tables]
-    if any(b <= 0 for b in budgets) or sorted(budgets) != budgets or len(set(budgets)) != len(budgets):
+    if (
+        any(b <= 0 for b in budgets)
+        or sorted(budgets) != budgets
+        or len(set(budgets)) != len(budgets)
+    ):
         raise ValueError(f"ladder budgets must be positive and increasing, not {budgets}")
     per_rung = list(seeds) if np.iterable(seeds) else [seeds] * len(tables)
     if len(per_rung) != len(tables):
@@ -229,8 +259,9 @@ def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: floa
         x = np.log([bs[i] for i in ok])
         y = np.array([ms[i] for i in ok])
         s = floored_se([ses[i] for i in ok])
-        slope, slope_se, weighted, chi2 = weighted_slope(x, y, s) if len(ok) >= 3 else \
-            (math.nan, math.nan, False, math.nan)
+        slope, slope_se, weighted, chi2 = (
+            weighted_slope(x, y, s) if len(ok) >= 3 else (math.nan, math.nan, False, math.nan)
+        )
         side, expected, reference = declared_target(c.claim_id, targets)
         if reference == "none":
             expected = _number(c.expected)
@@ -243,28 +274,51 @@ def trend_rows(tables: list[tuple[str, float, pd.DataFrame]], paper_budget: floa
         needed = needed_slope(expected, m0, b0, paper_budget)
         fewest = min((seeds_of[names[i]] for i in ok), default=math.nan)
         crit = critical(weighted, len(ok), fewest, z)
-        verdict = trend_verdict(slope, slope_se, direction, needed, crit) \
-            if reference != "none" else "inconclusive"
-        out.append({"study": c.study, "claim_id": c.claim_id, "kind": c.kind, "rungs": names,
-                    "budgets": bs, "measured": ms, "se": ses, "verdicts": vs,
-                    "expected": expected, "reference": reference, "direction": direction,
-                    "slope": slope, "slope_se": slope_se, "chi2": chi2, "crit": crit,
-                    "detectable_slope": crit * slope_se, "needed": needed,
-                    "weighted": weighted, "trend": verdict,
-                    "top_verdict": vs[-1] if names and names[-1] == tables[-1][0] else "-",
-                    "top_rung": tables[-1][0], "paper_budget": float(paper_budget)})
+        verdict = (
+            trend_verdict(slope, slope_se, direction, needed, crit)
+            if reference != "none"
+            else "inconclusive"
+        )
+        out.append(
+            {
+                "study": c.study,
+                "claim_id": c.claim_id,
+                "kind": c.kind,
+                "rungs": names,
+                "budgets": bs,
+                "measured": ms,
+                "se": ses,
+                "verdicts": vs,
+                "expected": expected,
+                "reference": reference,
+                "direction": direction,
+                "slope": slope,
+                "slope_se": slope_se,
+                "chi2": chi2,
+                "crit": crit,
+                "detectable_slope": crit * slope_se,
+                "needed": needed,
+                "weighted": weighted,
+                "trend": verdict,
+                "top_verdict": vs[-1] if names and names[-1] == tables[-1][0] else "-",
+                "top_rung": tables[-1][0],
+                "paper_budget": float(paper_budget),
+            }
+        )
     return pd.DataFrame(out, columns=TREND_COLUMNS)
 
 
 def encode(t: pd.DataFrame) -> pd.DataFrame:
     """A trend table as stored in ``trend.parquet``: the per-rung columns as JSON text."""
     import json
+
     return t.assign(**{c: t[c].map(json.dumps) for c in LIST_COLUMNS})[TREND_COLUMNS]
 
 
 def decode(stored: pd.DataFrame) -> pd.DataFrame:
     """The inverse of :func:`encode`."""
     import json
+
     t = stored.copy()
     for c in LIST_COLUMNS:
         t[c] = t[c].map(json.loads)
@@ -277,6 +331,7 @@ def read_trend(path) -> pd.DataFrame:
     committed beside it (:func:`sigprop.claims.committed.verified_trend`), with its per-rung
     columns decoded."""
     from .committed import verified_trend
+
     return decode(verified_trend(path))
 
 
@@ -284,6 +339,7 @@ def top_reading(t) -> str:
     """How a trend row's top-rung verdict reads: every rung sits below the paper's budget
     (:func:`sigprop.config.ladder.ladder_of` refuses one that does not), so a fail there is
     "not reproduced at <rung>", never a contradiction of the paper."""
-    words = {"pass": "supported", "fail": "not reproduced",
-             "inconclusive": "inconclusive"}.get(str(t.top_verdict), str(t.top_verdict))
+    words = {"pass": "supported", "fail": "not reproduced", "inconclusive": "inconclusive"}.get(
+        str(t.top_verdict), str(t.top_verdict)
+    )
     return f"{words} at {t.top_rung}"

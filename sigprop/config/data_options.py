@@ -1,5 +1,4 @@
-"""The config's ``data.options``: each data set's options typed, in range and coerced.
-"""
+"""The config's ``data.options``: each data set's options typed, in range and coerced."""
 
 from __future__ import annotations
 
@@ -17,21 +16,29 @@ def check_data_options(options: dict, filename) -> dict:
     (and is then refused as out of range), ``'abc'`` is refused.  Returns the coerced options;
     errors name the source (``filename``: a file or :class:`ConfigSources`) and the key."""
     from sigprop.data import embedded, registry
+
     out = {}
     for name, opts in (options or {}).items():
         path = ("data", "options", name)
         if name not in registry.DATASETS:
-            raise ConfigError(f"{source_of(filename, path)}: key 'data.options.{name}': unknown "
-                              f"dataset '{name}' (known: {', '.join(sorted(registry.DATASETS))})")
+            raise ConfigError(
+                f"{source_of(filename, path)}: key 'data.options.{name}': unknown "
+                f"dataset '{name}' (known: {', '.join(sorted(registry.DATASETS))})"
+            )
         spec = registry.get(name)
-        params = (inspect.signature(getattr(embedded, spec.fmt)).parameters
-                  if spec.source == "embedded" else {})
+        params = (
+            inspect.signature(getattr(embedded, spec.fmt)).parameters
+            if spec.source == "embedded"
+            else {}
+        )
         out[name] = {}
         for key, value in (opts or {}).items():
             where = f"{source_of(filename, path)}: key 'data.options.{name}.{key}'"
             if key not in params:
-                raise ConfigError(f"{where}: unknown option (allowed: "
-                                  f"{', '.join(params) or 'none, it is downloaded'})")
+                raise ConfigError(
+                    f"{where}: unknown option (allowed: "
+                    f"{', '.join(params) or 'none, it is downloaded'})"
+                )
             out[name][key] = _option_value(value, params[key].default, key, where)
     return out
 
@@ -42,8 +49,11 @@ def _option_value(value, default, key: str, where: str):
     v = value
     if isinstance(v, str) and typ in (int, float):
         try:
-            v = float(v) if typ is float else (int(v) if v.strip().lstrip("+-").isdigit()
-                                               else float(v))
+            v = (
+                float(v)
+                if typ is float
+                else (int(v) if v.strip().lstrip("+-").isdigit() else float(v))
+            )
         except ValueError:
             raise ConfigError(f"{where}: expected a number, got {value!r}") from None
     if typ is int and isinstance(v, float) and v.is_integer():
@@ -55,11 +65,15 @@ def _option_value(value, default, key: str, where: str):
     if isinstance(v, float) and not math.isfinite(v):
         raise ConfigError(f"{where}: {value!r} is not a finite number")
     from sigprop.data.embedded import OPTION_RANGES
+
     lo, hi, closed = OPTION_RANGES.get(key, (None, None, True))
     low_bad = lo is not None and (v < lo if closed else v <= lo)
     high_bad = hi is not None and (v > hi if closed else v >= hi)
     if low_bad or high_bad:
-        rng = (f"[{lo}, {hi if hi is not None else 'inf'}]" if closed else
-               f"({lo}, {hi if hi is not None else 'inf'})")
+        rng = (
+            f"[{lo}, {hi if hi is not None else 'inf'}]"
+            if closed
+            else f"({lo}, {hi if hi is not None else 'inf'})"
+        )
         raise ConfigError(f"{where}: {value!r} is out of range {rng}")
     return v

@@ -37,9 +37,11 @@ def check_size(obj, source, budget: int = NODE_BUDGET) -> None:
             n += len(o)
             stack.extend(o)
         if n > budget:
-            raise ConfigError(f"{source}: holds more than {budget:,} values once its YAML aliases "
-                              "are expanded (aliases nested inside aliases?); refused before "
-                              "validation")
+            raise ConfigError(
+                f"{source}: holds more than {budget:,} values once its YAML aliases "
+                "are expanded (aliases nested inside aliases?); refused before "
+                "validation"
+            )
 
 
 def key_path(path) -> str:
@@ -58,7 +60,7 @@ def explain(exc: BaseException, filename) -> str:
     where = key_path(err.absolute_path)
     filename = source_of(filename, list(err.absolute_path))
     msg = err.message
-    if len(msg) > MESSAGE_CHARS:         # jsonschema quotes the value: never print it whole
+    if len(msg) > MESSAGE_CHARS:  # jsonschema quotes the value: never print it whole
         msg = msg[:MESSAGE_CHARS] + f"... ({len(msg) - MESSAGE_CHARS} more characters)"
     if err.validator == "additionalProperties":
         known = sorted(err.schema.get("properties", {}))
@@ -68,6 +70,7 @@ def explain(exc: BaseException, filename) -> str:
 
 def _find_validation_error(exc):
     import jsonschema
+
     seen = set()
     stack = [exc]
     while stack:
@@ -107,8 +110,9 @@ def check_finite(obj, source, path: tuple = ()) -> None:
         for i, v in enumerate(obj):
             check_finite(v, source, path + (i,))
     elif isinstance(obj, float) and not math.isfinite(obj):
-        raise ConfigError(f"{source_of(source, path)}: key '{key_path(path)}': {obj!r} is not a "
-                          "finite number")
+        raise ConfigError(
+            f"{source_of(source, path)}: key '{key_path(path)}': {obj!r} is not a finite number"
+        )
 
 
 class ConfigSources:
@@ -143,4 +147,5 @@ def snakemake_validator(schemas: str | Path):
             validate(obj, str(Path(schemas) / schema_file))
         except WorkflowError as e:
             raise ConfigError(explain(e, where)) from None
+
     return check

@@ -22,14 +22,42 @@ from sigprop.runs import MIXED_BATCH_ARCHS, RunSpec
 from .files import ConfigError
 
 # names of sigprop.nets.families.FAMILIES, kept here so parsing a config needs no torch
-KNOWN_ARCHS = ("fc", "resnet_fc", "stable_resnet_fc", "densenet_fc", "resnet18", "resnet34",
-               "resnet32", "resnet50", "resnet104", "stable_resnet32", "stable_resnet50",
-               "stable_resnet104", "vgg16", "vgg16x3", "vcnn", "lenet", "fc_loop")
+KNOWN_ARCHS = (
+    "fc",
+    "resnet_fc",
+    "stable_resnet_fc",
+    "densenet_fc",
+    "resnet18",
+    "resnet34",
+    "resnet32",
+    "resnet50",
+    "resnet104",
+    "stable_resnet32",
+    "stable_resnet50",
+    "stable_resnet104",
+    "vgg16",
+    "vgg16x3",
+    "vcnn",
+    "lenet",
+    "fc_loop",
+)
 
 
 # the convolutional ones (sigprop.nets.convnets.families): they need image data (C, H, W)
-IMAGE_ARCHS = ("resnet18", "resnet34", "resnet32", "resnet50", "resnet104", "stable_resnet32",
-               "stable_resnet50", "stable_resnet104", "vgg16", "vgg16x3", "vcnn", "lenet")
+IMAGE_ARCHS = (
+    "resnet18",
+    "resnet34",
+    "resnet32",
+    "resnet50",
+    "resnet104",
+    "stable_resnet32",
+    "stable_resnet50",
+    "stable_resnet104",
+    "vgg16",
+    "vgg16x3",
+    "vcnn",
+    "lenet",
+)
 
 
 # names of sigprop.nets.activations.ACTIVATIONS, kept here so parsing a config needs no torch
@@ -55,8 +83,9 @@ def block_datasets(study_cfg: dict, scale: str) -> list[str]:
     return sorted(out)
 
 
-def expand_runs(study_cfg: dict, scale: str, filename: str = "<study>",
-                max_runs: int | None = None) -> list[RunSpec]:
+def expand_runs(
+    study_cfg: dict, scale: str, filename: str = "<study>", max_runs: int | None = None
+) -> list[RunSpec]:
     """The runs of one scale: for each block, fixed fields times the grid product."""
     return [r for r, _ in expand_blocks(study_cfg, scale, filename, max_runs)]
 
@@ -66,13 +95,15 @@ def count_runs(study_cfg: dict, scale: str) -> int:
     without expanding it."""
     n = 0
     for block in ((study_cfg.get("scales") or {}).get(scale) or {}).get("blocks") or []:
-        n += math.prod(len(v) if isinstance(v, list) else 1
-                       for v in (block.get("grid") or {}).values())
+        n += math.prod(
+            len(v) if isinstance(v, list) else 1 for v in (block.get("grid") or {}).values()
+        )
     return n
 
 
-def expand_blocks(study_cfg: dict, scale: str, filename: str = "<study>",
-                  max_runs: int | None = None) -> list[tuple[RunSpec, str]]:
+def expand_blocks(
+    study_cfg: dict, scale: str, filename: str = "<study>", max_runs: int | None = None
+) -> list[tuple[RunSpec, str]]:
     """``(run, label)`` for every run of one scale, block by block; a block's label is its
     ``label:`` (``block N`` when it has none).  Figures and claims split a study into the
     paper's panels by it, e.g. 000 Fig. 7 (a)-(h).
@@ -87,16 +118,20 @@ def expand_blocks(study_cfg: dict, scale: str, filename: str = "<study>",
         raise ConfigError(f"{filename}: key 'scales.{scale}': missing") from None
     n = count_runs(study_cfg, scale)
     if max_runs is not None and n > max_runs:
-        raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': the grid makes {n:,} runs, "
-                          f"more than max_runs = {max_runs:,} (a key of the run's config); nothing was "
-                          "expanded. Shrink the grid, or raise max_runs if you mean it")
+        raise ConfigError(
+            f"{filename}: key 'scales.{scale}.blocks': the grid makes {n:,} runs, "
+            f"more than max_runs = {max_runs:,} (a key of the run's config); nothing was "
+            "expanded. Shrink the grid, or raise max_runs if you mean it"
+        )
     out = []
     for b, block in enumerate(blocks):
         where = f"scales.{scale}.blocks[{b}]"
         label = block.get("label", f"block {b}")
         grid = block["grid"]
-        fixed = {k: _field(k, v, filename, f"{where}.fixed.{k}")
-                 for k, v in (block.get("fixed") or {}).items()}
+        fixed = {
+            k: _field(k, v, filename, f"{where}.fixed.{k}")
+            for k, v in (block.get("fixed") or {}).items()
+        }
         clash = sorted(set(fixed) & set(grid))
         if clash:
             raise ConfigError(f"{filename}: key '{where}': {clash} set in both 'fixed' and 'grid'")
@@ -109,16 +144,19 @@ def expand_blocks(study_cfg: dict, scale: str, filename: str = "<study>",
             seen = set()
             for v in vals:
                 if v in seen:
-                    raise ConfigError(f"{filename}: key '{where}.grid.{k}': {v!r} is listed twice "
-                                      f"({len(vals)} values, {len(set(vals))} distinct); each "
-                                      "value makes its runs once")
+                    raise ConfigError(
+                        f"{filename}: key '{where}.grid.{k}': {v!r} is listed twice "
+                        f"({len(vals)} values, {len(set(vals))} distinct); each "
+                        "value makes its runs once"
+                    )
                 seen.add(v)
             values[k] = vals
         derived = dict(block.get("derived") or {})
         clash = sorted(set(derived) & (set(fixed) | set(grid)))
         if clash:
-            raise ConfigError(f"{filename}: key '{where}.derived': {clash} also set in 'fixed' "
-                              "or 'grid'")
+            raise ConfigError(
+                f"{filename}: key '{where}.derived': {clash} also set in 'fixed' or 'grid'"
+            )
         for combo in itertools.product(*(values[k] for k in names)):
             kw = {**fixed, **dict(zip(names, combo))}
             try:
@@ -134,6 +172,7 @@ def expand_blocks(study_cfg: dict, scale: str, filename: str = "<study>",
 
 def _coerce_field(name: str, value):
     from sigprop.runs import FIELD_TYPES, coerce_value
+
     if name not in FIELD_TYPES:
         raise ValueError(f"unknown run field '{name}'")
     return coerce_value(name, FIELD_TYPES[name], value)
@@ -150,17 +189,20 @@ def _field(name: str, value, filename: str, key: str):
     return v
 
 
-def run_labels(pairs: list[tuple[RunSpec, str]], filename: str = "<study>",
-               scale: str = "quick") -> dict[str, str]:
+def run_labels(
+    pairs: list[tuple[RunSpec, str]], filename: str = "<study>", scale: str = "quick"
+) -> dict[str, str]:
     """``run_id -> label`` from :func:`expand_blocks`; a run made twice (by two blocks, or
     twice by one) is an error naming the blocks."""
     out: dict[str, str] = {}
     for r, label in pairs:
         rid = r.run_id
         if rid in out:
-            raise ConfigError(f"{filename}: key 'scales.{scale}.blocks': run {rid} is made by the "
-                              f"blocks '{out[rid]}' and '{label}' (the same fields twice): "
-                              "keep it in one block")
+            raise ConfigError(
+                f"{filename}: key 'scales.{scale}.blocks': run {rid} is made by the "
+                f"blocks '{out[rid]}' and '{label}' (the same fields twice): "
+                "keep it in one block"
+            )
         out[rid] = label
     return out
 
@@ -170,12 +212,14 @@ def _chi1_line(chi1: float, sigma_b2: float, keep_rate: float, activation: str) 
     """σ_w² on the line χ1 = ``chi1`` (:func:`sigprop.theory.meanfield.sigma_w2_for_chi1`), solved
     once per distinct setting: a grid repeats each one for every seed and depth."""
     from sigprop.theory import meanfield
+
     return float(meanfield.sigma_w2_for_chi1(chi1, sigma_b2, keep_rate, activation))
 
 
 def _q_star_point(q_star: float, derived: dict, run: dict, defaults) -> dict:
     """``{sigma_w2, sigma_b2}`` of a ``sigma_b2: {q_star: v}`` rule (see :func:`derive`)."""
     from sigprop.theory import meanfield
+
     rho = float(run.get("keep_rate", defaults.keep_rate))
     act = str(run.get("activation", defaults.activation))
     chi1 = (derived.get("sigma_w2") or {}).get("chi1")
@@ -183,7 +227,8 @@ def _q_star_point(q_star: float, derived: dict, run: dict, defaults) -> dict:
         sw, sb = meanfield.point_for_q_star(q_star, rho, act, chi1_target=float(chi1))
     else:
         sw, sb = meanfield.point_for_q_star(
-            q_star, rho, act, sigma_w2=float(run.get("sigma_w2", defaults.sigma_w2)))
+            q_star, rho, act, sigma_w2=float(run.get("sigma_w2", defaults.sigma_w2))
+        )
     return {"sigma_w2": float(sw), "sigma_b2": float(sb)}
 
 
@@ -214,45 +259,66 @@ def derive(run: dict, derived: dict) -> dict:
     out = {}
     defaults = RunSpec()
     for field, spec in derived.items():
-        (how, v), = spec.items()
+        ((how, v),) = spec.items()
         q_star = (derived.get("sigma_b2") or {}).get("q_star")
-        if field in ("sigma_w2", "sigma_b2") and q_star is not None and (
-                field == "sigma_b2" or how == "chi1"):
+        if (
+            field in ("sigma_w2", "sigma_b2")
+            and q_star is not None
+            and (field == "sigma_b2" or how == "chi1")
+        ):
             x = _q_star_point(float(q_star), derived, run, defaults)[field]
             if not np.isfinite(x):
-                raise ValueError(f"derived sigma_b2: no sigma_b2 >= 0 gives q* = {q_star} for "
-                                 f"{run} (derived {derived})")
+                raise ValueError(
+                    f"derived sigma_b2: no sigma_b2 >= 0 gives q* = {q_star} for "
+                    f"{run} (derived {derived})"
+                )
         elif field == "sigma_w2" and how == "chi1":
-            x = _chi1_line(float(v), float(run.get("sigma_b2", defaults.sigma_b2)),
-                           float(run.get("keep_rate", defaults.keep_rate)),
-                           str(run.get("activation", defaults.activation)))
+            x = _chi1_line(
+                float(v),
+                float(run.get("sigma_b2", defaults.sigma_b2)),
+                float(run.get("keep_rate", defaults.keep_rate)),
+                str(run.get("activation", defaults.activation)),
+            )
             if not np.isfinite(x):
                 raise ValueError(f"derived sigma_w2: no sigma_w2 gives chi1 = {v} for {run}")
         elif field == "lr" and how == "per_depth":
             x = float(v) / run.get("depth", defaults.depth)
         elif field == "width" and how == "params":
-            out[field] = width_for_params(float(v), run.get("depth", defaults.depth),
-                                          run.get("dataset", defaults.dataset),
-                                          run.get("arch", defaults.arch))
+            out[field] = width_for_params(
+                float(v),
+                run.get("depth", defaults.depth),
+                run.get("dataset", defaults.dataset),
+                run.get("arch", defaults.arch),
+            )
             continue
         elif field == "head_width" and how == "params":
-            out[field] = width_for_params(float(v), run.get("head_depth", defaults.head_depth),
-                                          run.get("dataset", defaults.dataset),
-                                          run.get("arch", defaults.arch),
-                                          run.get("width", defaults.width))
+            out[field] = width_for_params(
+                float(v),
+                run.get("head_depth", defaults.head_depth),
+                run.get("dataset", defaults.dataset),
+                run.get("arch", defaults.arch),
+                run.get("width", defaults.width),
+            )
             continue
         elif field in ("steps", "eval_every") and how == "epochs":
             out[field] = steps_for_epochs(float(v), run, defaults)
             continue
         else:
-            raise ValueError(f"derived {field}: unknown rule '{how}' (known: sigma_w2: {{chi1: v}}, "
-                             "sigma_b2: {q_star: v}, lr: {per_depth: c}, width/head_width: {params: p}, steps/eval_every: {epochs: E})")
+            raise ValueError(
+                f"derived {field}: unknown rule '{how}' (known: sigma_w2: {{chi1: v}}, "
+                "sigma_b2: {q_star: v}, lr: {per_depth: c}, width/head_width: {params: p}, steps/eval_every: {epochs: E})"
+            )
         out[field] = float(f"{float(x):.10g}")
     return out
 
 
-def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict | None = None,
-               data_options: dict | None = None) -> None:
+def check_runs(
+    runs: list[RunSpec],
+    filename: str,
+    scale: str,
+    study_cfg: dict | None = None,
+    data_options: dict | None = None,
+) -> None:
     """Semantic checks the schema cannot make, so that a bad grid stops before any job runs:
 
     - names exist in the registries (architecture, activation, data set, pruner);
@@ -268,42 +334,61 @@ def check_runs(runs: list[RunSpec], filename: str, scale: str, study_cfg: dict |
     given (``...blocks[0].grid.pruner``), else ``scales.<scale>.blocks``.
     """
     from sigprop.data import registry
+
     trains = _trains(study_cfg)
     sizes: dict[str, int | None] = {}
     for r in runs:
+
         def fail(field, msg, r=r):
-            raise ConfigError(f"{filename}: key "
-                              f"'{_block_key(study_cfg, scale, field, getattr(r, field))}': {msg}")
+            raise ConfigError(
+                f"{filename}: key '{_block_key(study_cfg, scale, field, getattr(r, field))}': {msg}"
+            )
+
         _check_pruning(r, filename, scale, study_cfg)
         if r.arch not in KNOWN_ARCHS:
             fail("arch", f"unknown arch '{r.arch}' (known: {', '.join(KNOWN_ARCHS)})")
         if r.activation not in KNOWN_ACTIVATIONS:
-            fail("activation", f"unknown activation '{r.activation}' "
-                               f"(known: {', '.join(KNOWN_ACTIVATIONS)})")
+            fail(
+                "activation",
+                f"unknown activation '{r.activation}' (known: {', '.join(KNOWN_ACTIVATIONS)})",
+            )
         if r.dataset not in registry.DATASETS:
-            fail("dataset", f"unknown dataset '{r.dataset}' "
-                            f"(known: {', '.join(sorted(registry.DATASETS))})")
+            fail(
+                "dataset",
+                f"unknown dataset '{r.dataset}' (known: {', '.join(sorted(registry.DATASETS))})",
+            )
         shape = registry.get(r.dataset).input_shape
         if r.arch in IMAGE_ARCHS and len(shape) != 3:
-            fail("arch", f"arch '{r.arch}' is convolutional and needs image inputs (C, H, W), but "
-                         f"dataset '{r.dataset}' has inputs of shape {tuple(shape)} (use an image "
-                         "data set such as digits_images, or a fully connected arch)")
+            fail(
+                "arch",
+                f"arch '{r.arch}' is convolutional and needs image inputs (C, H, W), but "
+                f"dataset '{r.dataset}' has inputs of shape {tuple(shape)} (use an image "
+                "data set such as digits_images, or a fully connected arch)",
+            )
         if r.eval_every > r.steps:
             fail("eval_every", f"eval_every ({r.eval_every}) exceeds steps ({r.steps})")
         if r.micro_batch and r.batch_size % r.micro_batch:
-            fail("micro_batch", f"batch_size {r.batch_size} is not a multiple of micro_batch "
-                                f"{r.micro_batch}")
+            fail(
+                "micro_batch",
+                f"batch_size {r.batch_size} is not a multiple of micro_batch {r.micro_batch}",
+            )
         if r.micro_batch and r.arch not in MIXED_BATCH_ARCHS:
-            fail("micro_batch", f"arch '{r.arch}' has BatchNorm, whose statistics a micro-batch "
-                                f"would change: set micro_batch 0 (micro-batching families: "
-                                f"{', '.join(MIXED_BATCH_ARCHS)})")
+            fail(
+                "micro_batch",
+                f"arch '{r.arch}' has BatchNorm, whose statistics a micro-batch "
+                f"would change: set micro_batch 0 (micro-batching families: "
+                f"{', '.join(MIXED_BATCH_ARCHS)})",
+            )
         if trains:
             if r.dataset not in sizes:
                 sizes[r.dataset] = train_size(r.dataset, (data_options or {}).get(r.dataset))
             n = sizes[r.dataset]
             if n is not None and r.batch_size > n:
-                fail("batch_size", f"batch_size {r.batch_size} exceeds the {n} training examples "
-                                   f"of dataset '{r.dataset}'")
+                fail(
+                    "batch_size",
+                    f"batch_size {r.batch_size} exceeds the {n} training examples "
+                    f"of dataset '{r.dataset}'",
+                )
 
 
 def _trains(study_cfg: dict | None) -> bool:
@@ -317,9 +402,11 @@ def check_kind(study_cfg: dict, filename: str) -> None:
     """The study's ``kind`` names a study package (:func:`sigprop.registry.kinds`)."""
     kind = study_cfg.get("kind")
     if kind not in registry.kinds():
-        raise ConfigError(f"{filename}: key 'kind': unknown study kind '{kind}' "
-                          f"(known: {', '.join(registry.kinds())}; a study is a package "
-                          "sigprop/studies/<kind>/, see docs/adding-a-study.md)")
+        raise ConfigError(
+            f"{filename}: key 'kind': unknown study kind '{kind}' "
+            f"(known: {', '.join(registry.kinds())}; a study is a package "
+            "sigprop/studies/<kind>/, see docs/adding-a-study.md)"
+        )
 
 
 def steps_for_epochs(epochs: float, run: dict, defaults: RunSpec) -> int:
@@ -327,12 +414,15 @@ def steps_for_epochs(epochs: float, run: dict, defaults: RunSpec) -> int:
     name = run.get("dataset", defaults.dataset)
     n = train_size(name)
     if n is None:
-        raise ValueError(f"derived steps: the training-set size of data set '{name}' is not "
-                         "known before it is built")
+        raise ValueError(
+            f"derived steps: the training-set size of data set '{name}' is not "
+            "known before it is built"
+        )
     per = run.get("micro_batch", defaults.micro_batch) or run.get("batch_size", defaults.batch_size)
     if per > n:
-        raise ValueError(f"derived steps: {per} examples per step exceed the {n} training "
-                         f"examples of '{name}'")
+        raise ValueError(
+            f"derived steps: {per} examples per step exceed the {n} training examples of '{name}'"
+        )
     return max(1, int(round(epochs * (n // per))))
 
 
@@ -348,17 +438,30 @@ def _block_key(study_cfg: dict | None, scale: str, field: str, value) -> str:
 
 def _check_pruning(r: RunSpec, filename: str, scale: str, study_cfg: dict | None) -> None:
     """003 pruning fields: a known pruner; sparsity and rescaling only with a pruner."""
+
     def fail(field, value, msg):
         raise ConfigError(f"{filename}: key '{_block_key(study_cfg, scale, field, value)}': {msg}")
+
     if r.pruner and r.pruner not in KNOWN_PRUNERS:
-        fail("pruner", r.pruner, f"unknown pruner '{r.pruner}' (known: {', '.join(KNOWN_PRUNERS)}; "
-             "leave it out for a dense network)")
+        fail(
+            "pruner",
+            r.pruner,
+            f"unknown pruner '{r.pruner}' (known: {', '.join(KNOWN_PRUNERS)}; "
+            "leave it out for a dense network)",
+        )
     if r.prune_scope not in KNOWN_PRUNE_SCOPES:
-        fail("prune_scope", r.prune_scope, f"unknown prune_scope '{r.prune_scope}' "
-             f"(known: {', '.join(KNOWN_PRUNE_SCOPES)})")
+        fail(
+            "prune_scope",
+            r.prune_scope,
+            f"unknown prune_scope '{r.prune_scope}' (known: {', '.join(KNOWN_PRUNE_SCOPES)})",
+        )
     if r.prune_rescale and ("resnet" in r.arch or "densenet" in r.arch):
-        fail("prune_rescale", True, f"prune_rescale is for FFNN / CNN (003 Prop. 1); {r.arch} is "
-             "residual and needs none (Prop. 3)")
+        fail(
+            "prune_rescale",
+            True,
+            f"prune_rescale is for FFNN / CNN (003 Prop. 1); {r.arch} is "
+            "residual and needs none (Prop. 3)",
+        )
     if not r.pruner:
         if r.sparsity > 0:
             fail("sparsity", r.sparsity, f"sparsity {r.sparsity} without a pruner (set 'pruner')")

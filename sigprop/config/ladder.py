@@ -62,6 +62,7 @@ class Rung:
 class Declaration:
     """The commit (7 to 40 hex digits) and date at which rungs were declared, and, for a
     re-declaration, what changed."""
+
     commit: str
     date: str
     what: str = ""
@@ -87,19 +88,24 @@ def declared_words(lad: Ladder) -> str:
     words = f"Rungs declared at commit `{lad.fixed.commit}` ({lad.fixed.date})"
     if not lad.redeclared:
         return words + "."
-    again = "; ".join(f"re-declared after rungs had run, at commit `{d.commit}` ({d.date}): "
-                      f"{d.what}" for d in lad.redeclared)
+    again = "; ".join(
+        f"re-declared after rungs had run, at commit `{d.commit}` ({d.date}): {d.what}"
+        for d in lad.redeclared
+    )
     return f"{words}; {again}."
 
 
 def _declaration(d, where: str, what: bool) -> Declaration:
     if not isinstance(d, dict):
-        raise ConfigError(f"{where}': {d!r}; give {{commit: <7+ hex digits>, date: YYYY-MM-DD"
-                          + (", what: ...}" if what else "}"))
+        raise ConfigError(
+            f"{where}': {d!r}; give {{commit: <7+ hex digits>, date: YYYY-MM-DD"
+            + (", what: ...}" if what else "}")
+        )
     commit, date = str(d.get("commit", "")), str(d.get("date", ""))
     if not COMMIT.match(commit):
-        raise ConfigError(f"{where}.commit': {d.get('commit')!r} is not a commit (7 to 40 "
-                          "lower-case hex digits)")
+        raise ConfigError(
+            f"{where}.commit': {d.get('commit')!r} is not a commit (7 to 40 lower-case hex digits)"
+        )
     if not DATE.match(date):
         raise ConfigError(f"{where}.date': {d.get('date')!r} is not a date (YYYY-MM-DD)")
     text = str(d.get("what") or "").strip()
@@ -132,11 +138,15 @@ def _targets(targets, where: str) -> dict:
         if "paper" in t:
             paper = t["paper"]
             if not _finite(paper):
-                raise ConfigError(f"{at}.paper': {paper!r} is not a finite number (leave the key "
-                                  "out where the paper reports no number)")
+                raise ConfigError(
+                    f"{at}.paper': {paper!r} is not a finite number (leave the key "
+                    "out where the paper reports no number)"
+                )
             if (paper - t["value"]) * (1 if t["side"] == "up" else -1) < 0:
-                raise ConfigError(f"{at}.paper': {paper:g} lies on the fail side of the "
-                                  f"threshold {t['value']:g} (side {t['side']})")
+                raise ConfigError(
+                    f"{at}.paper': {paper:g} lies on the fail side of the "
+                    f"threshold {t['value']:g} (side {t['side']})"
+                )
     return dict(targets)
 
 
@@ -162,25 +172,33 @@ def ladder_of(study_cfg: dict, path: str = "") -> Ladder | None:
     if not lad:
         return None
     where = f"{path}: key 'ladder"
-    scales = (study_cfg.get("scales") or {})
+    scales = study_cfg.get("scales") or {}
     rungs = []
     for i, r in enumerate(lad.get("rungs") or []):
         seeds = r.get("seeds")
         if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 2:
-            raise ConfigError(f"{where}.rungs[{i}].seeds': {seeds!r}; the number of seeds behind "
-                              "the rung's standard errors (an integer, at least 2)")
+            raise ConfigError(
+                f"{where}.rungs[{i}].seeds': {seeds!r}; the number of seeds behind "
+                "the rung's standard errors (an integer, at least 2)"
+            )
         rungs.append(Rung(str(r["scale"]), float(r["budget"]), seeds))
     rungs = tuple(rungs)
     if len(rungs) < MIN_RUNGS:
-        raise ConfigError(f"{where}.rungs': {len(rungs)} rungs; a ladder needs at least "
-                          f"{MIN_RUNGS}, the lowest the quick scale")
+        raise ConfigError(
+            f"{where}.rungs': {len(rungs)} rungs; a ladder needs at least "
+            f"{MIN_RUNGS}, the lowest the quick scale"
+        )
     if rungs[0].scale != "quick":
-        raise ConfigError(f"{where}.rungs[0].scale': {rungs[0].scale!r}; the lowest rung is the "
-                          "quick design itself ('quick')")
+        raise ConfigError(
+            f"{where}.rungs[0].scale': {rungs[0].scale!r}; the lowest rung is the "
+            "quick design itself ('quick')"
+        )
     for i, r in enumerate(rungs[1:], 1):
         if not is_rung(r.scale):
-            raise ConfigError(f"{where}.rungs[{i}].scale': {r.scale!r} is not a rung's name "
-                              "(ladder2, ladder3, ...)")
+            raise ConfigError(
+                f"{where}.rungs[{i}].scale': {r.scale!r} is not a rung's name "
+                "(ladder2, ladder3, ...)"
+            )
         if r.scale not in scales:
             raise ConfigError(f"{where}.rungs[{i}].scale': no scale {r.scale!r} under 'scales:'")
     if len({r.scale for r in rungs}) != len(rungs):
@@ -188,28 +206,41 @@ def ladder_of(study_cfg: dict, path: str = "") -> Ladder | None:
     for i, r in enumerate(rungs):
         runs = block_seeds(scales.get(r.scale) or {})
         if runs and runs != r.seeds:
-            raise ConfigError(f"{where}.rungs[{i}].seeds': {r.seeds}, but the blocks of scale "
-                              f"{r.scale!r} run {runs} seeds")
+            raise ConfigError(
+                f"{where}.rungs[{i}].seeds': {r.seeds}, but the blocks of scale "
+                f"{r.scale!r} run {runs} seeds"
+            )
     budgets = [r.budget for r in rungs]
     if any(b <= 0 for b in budgets) or any(b >= c for b, c in zip(budgets, budgets[1:])):
-        raise ConfigError(f"{where}.rungs': budgets {budgets} must be positive and grow rung "
-                          "by rung")
+        raise ConfigError(
+            f"{where}.rungs': budgets {budgets} must be positive and grow rung by rung"
+        )
     paper = float(lad["paper_budget"])
     if paper < budgets[-1]:
-        raise ConfigError(f"{where}.paper_budget': {paper:g} is below the top rung's budget "
-                          f"{budgets[-1]:g}")
+        raise ConfigError(
+            f"{where}.paper_budget': {paper:g} is below the top rung's budget {budgets[-1]:g}"
+        )
     undeclared = sorted(s for s in scales if is_rung(s) and s not in {r.scale for r in rungs})
     if undeclared:
-        raise ConfigError(f"{path}: key 'scales.{undeclared[0]}': a rung scale that "
-                          "'ladder.rungs' does not list")
+        raise ConfigError(
+            f"{path}: key 'scales.{undeclared[0]}': a rung scale that 'ladder.rungs' does not list"
+        )
     fixed = _declaration(lad.get("fixed"), f"{where}.fixed", what=False)
     again = lad.get("redeclared") or []
     if not isinstance(again, list):
         raise ConfigError(f"{where}.redeclared': a list of {{commit, date, what}}")
-    redeclared = tuple(_declaration(d, f"{where}.redeclared[{i}]", what=True)
-                       for i, d in enumerate(again))
+    redeclared = tuple(
+        _declaration(d, f"{where}.redeclared[{i}]", what=True) for i, d in enumerate(again)
+    )
     if any(d.date < fixed.date for d in redeclared):
-        raise ConfigError(f"{where}.redeclared': a re-declaration dated before 'fixed' "
-                          f"({fixed.date})")
-    return Ladder(fixed, str(lad["budget"]), paper, rungs,
-                  _targets(lad.get("targets") or {}, where), redeclared)
+        raise ConfigError(
+            f"{where}.redeclared': a re-declaration dated before 'fixed' ({fixed.date})"
+        )
+    return Ladder(
+        fixed,
+        str(lad["budget"]),
+        paper,
+        rungs,
+        _targets(lad.get("targets") or {}, where),
+        redeclared,
+    )

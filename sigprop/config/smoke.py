@@ -25,8 +25,8 @@ import pandas as pd
 
 from sigprop.runs import RunSpec
 
-MODELS = 2   # runs kept per block (the first of its grid)
-WIDE_MODEL_BYTES = 2 ** 30
+MODELS = 2  # runs kept per block (the first of its grid)
+WIDE_MODEL_BYTES = 2**30
 """A block whose model's parameters take more than this keeps one run: its shard is the same
 batched code with one model, and the smoke run's memory stays below 8 GB (000's width-1000,
 depth-200 float64 nets are 1.6 GB a model, which their init copies and writes)."""
@@ -34,10 +34,10 @@ depth-200 float64 nets are 1.6 GB a model, which their init copies and writes)."
 # initialization" and steps > 1 as a kernel-regime run, so a cap of 1 would turn its kernel runs
 # into initialization runs and leave its kernel figure without data
 STEPS = 2
-PRUNE_BATCH = 1   # scoring examples per class of a pruned run, at most (see capped)
-PRUNE_MAX = 8     # examples of a pruned run's scoring batch, at most (see capped)
-BATCH = 8         # examples per optimizer step, at most (a micro-batched run keeps micro-steps)
-EVAL = 8          # examples of each split an evaluation scores, at most
+PRUNE_BATCH = 1  # scoring examples per class of a pruned run, at most (see capped)
+PRUNE_MAX = 8  # examples of a pruned run's scoring batch, at most (see capped)
+BATCH = 8  # examples per optimizer step, at most (a micro-batched run keeps micro-steps)
+EVAL = 8  # examples of each split an evaluation scores, at most
 
 
 def smoke_pairs(pairs: list[tuple[RunSpec, str]]) -> list[tuple[RunSpec, str]]:
@@ -62,6 +62,7 @@ def models_for(run: RunSpec) -> int:
     shapes are known without building it, :func:`sigprop.sizing.param_count`)."""
     from sigprop.data import registry
     from sigprop.sizing import param_count
+
     spec = registry.get(run.dataset)
     n = param_count(run, spec.input_shape, spec.n_classes or 1)
     bytes_per = 8 if run.precision == "float64" else 4
@@ -85,7 +86,7 @@ def capped(run: RunSpec) -> RunSpec:
     ResNet104, two models) took 12 GB in the smoke run, hence the cap in all."""
     batch = min(run.batch_size, BATCH)
     micro = run.micro_batch
-    if micro:     # at least two micro-steps per step when the batch allows, as at full size
+    if micro:  # at least two micro-steps per step when the batch allows, as at full size
         limit = min(micro, max(1, batch // 2)) if run.batch_size > micro else batch
         micro = max(d for d in range(1, limit + 1) if batch % d == 0)
     per_step = batch // micro if micro else 1
@@ -93,9 +94,16 @@ def capped(run: RunSpec) -> RunSpec:
     prune_batch = min(run.prune_batch, PRUNE_BATCH) if run.pruner else run.prune_batch
     prune_max = min(run.prune_max or PRUNE_MAX, PRUNE_MAX) if run.pruner else run.prune_max
     eval_max = min(run.eval_max or EVAL, EVAL)
-    return dataclasses.replace(run, batch_size=batch, micro_batch=micro, steps=steps,
-                               eval_every=min(run.eval_every, steps), prune_batch=prune_batch,
-                               prune_max=prune_max, eval_max=eval_max)
+    return dataclasses.replace(
+        run,
+        batch_size=batch,
+        micro_batch=micro,
+        steps=steps,
+        eval_every=min(run.eval_every, steps),
+        prune_batch=prune_batch,
+        prune_max=prune_max,
+        eval_max=eval_max,
+    )
 
 
 def smoke_verdicts(df: pd.DataFrame) -> pd.DataFrame:

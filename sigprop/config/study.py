@@ -36,7 +36,7 @@ class Study:
     shards: tuple[Shard, ...]
     labels: dict
     params: Params
-    smoke: bool = False     # a smoke run (sigprop.config.smoke): a few models per block, a few steps
+    smoke: bool = False  # a smoke run (sigprop.config.smoke): a few models per block, a few steps
 
     @property
     def kind(self) -> str:
@@ -75,13 +75,15 @@ class Study:
         changes and for nothing else; a measure job of a study that declares
         ``measure_reads_labels`` also gets the block labels of its shard's runs."""
         p = self.params.for_job(job)
-        p = dataclasses.replace(p, **{s: without_execution(getattr(p, s))
-                                      for s in JOB_SECTIONS[job]})
+        p = dataclasses.replace(
+            p, **{s: without_execution(getattr(p, s)) for s in JOB_SECTIONS[job]}
+        )
         if job == "measure" and registry.spec(self.kind).measure_reads_labels:
             if shard_id is None:
                 raise ValueError(f"study {self.name}: the measure job's labels need its shard")
-            p = dataclasses.replace(p, labels=tuple(self.labels[r.run_id]
-                                                    for r in self.shard(shard_id).runs))
+            p = dataclasses.replace(
+                p, labels=tuple(self.labels[r.run_id] for r in self.shard(shard_id).runs)
+            )
         return p.to_json()
 
     def execution_json(self, job: str) -> str:
@@ -105,15 +107,20 @@ class Study:
         (a claim's source must lie in it)."""
         from sigprop.claims import design_changes
         from sigprop.claims.reading import pairs, pairs_of
+
         d = self.cfg.get("design") or {}
-        out = {"fixed": str(d.get("fixed", "")), "scale": self.scale,
-               "changes": design_changes(d, self.scale), "regime": self.regime,
-               "depends_on": pairs(self.cfg.get("depends_on")),
-               "tolerance_sources": pairs_of(self.cfg.get("tolerance_sources")),
-               "corroborations": pairs_of(self.cfg.get("corroborations")),
-               "paper": str(self.cfg.get("paper", ""))}
+        out = {
+            "fixed": str(d.get("fixed", "")),
+            "scale": self.scale,
+            "changes": design_changes(d, self.scale),
+            "regime": self.regime,
+            "depends_on": pairs(self.cfg.get("depends_on")),
+            "tolerance_sources": pairs_of(self.cfg.get("tolerance_sources")),
+            "corroborations": pairs_of(self.cfg.get("corroborations")),
+            "paper": str(self.cfg.get("paper", "")),
+        }
         if self.smoke:
-            out["smoke"] = True      # every verdict 'smoke' (sigprop.config.smoke.smoke_verdicts)
+            out["smoke"] = True  # every verdict 'smoke' (sigprop.config.smoke.smoke_verdicts)
         return json.dumps(out, sort_keys=True, default=str)
 
     def summary_info(self) -> dict:
@@ -123,38 +130,61 @@ class Study:
         change of training arithmetic alone flipped)."""
         from sigprop.claims import design_changes
         from sigprop.claims.reading import pairs, pairs_of
+
         d = self.cfg.get("design") or {}
         desc = ((self.cfg.get("scales") or {}).get(self.scale) or {}).get("description", "")
-        return {"title": self.cfg.get("title", self.name), "kind": self.kind,
-                "scale": f"{self.scale} (smoke run)" if self.smoke else self.scale,
-                "datasets": self.datasets, "description": str(desc).strip(),
-                "regime": self.regime,
-                "paper_regime": dict(((self.cfg.get("scales") or {}).get("paper") or {})
-                                     .get("regime") or {}),
-                "paper_datasets": block_datasets(self.cfg, "paper"),
-                "depends_on": pairs(self.cfg.get("depends_on")),
-                "tolerance_sources": pairs_of(self.cfg.get("tolerance_sources")),
-                "corroborations": pairs_of(self.cfg.get("corroborations")),
-                "fixed": str(d.get("fixed", "")),
-                "changes": [{"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
-                            for c in design_changes(d, self.scale)],
-                "fragile": [{"date": str(f.get("date", "")), "claims": [str(c) for c in f["claims"]],
-                             "proposal": str(f.get("proposal", ""))}
-                            for f in d.get("fragile") or []
-                            if f.get("scale", self.scale) in (*base_scales(self.scale), "both")]}
+        return {
+            "title": self.cfg.get("title", self.name),
+            "kind": self.kind,
+            "scale": f"{self.scale} (smoke run)" if self.smoke else self.scale,
+            "datasets": self.datasets,
+            "description": str(desc).strip(),
+            "regime": self.regime,
+            "paper_regime": dict(
+                ((self.cfg.get("scales") or {}).get("paper") or {}).get("regime") or {}
+            ),
+            "paper_datasets": block_datasets(self.cfg, "paper"),
+            "depends_on": pairs(self.cfg.get("depends_on")),
+            "tolerance_sources": pairs_of(self.cfg.get("tolerance_sources")),
+            "corroborations": pairs_of(self.cfg.get("corroborations")),
+            "fixed": str(d.get("fixed", "")),
+            "changes": [
+                {"date": str(c.get("date", "")), "what": str(c.get("what", ""))}
+                for c in design_changes(d, self.scale)
+            ],
+            "fragile": [
+                {
+                    "date": str(f.get("date", "")),
+                    "claims": [str(c) for c in f["claims"]],
+                    "proposal": str(f.get("proposal", "")),
+                }
+                for f in d.get("fragile") or []
+                if f.get("scale", self.scale) in (*base_scales(self.scale), "both")
+            ],
+        }
 
     def manifest(self) -> str:
         """What the merge of the study's shard tables expects, as JSON: per shard, its runs and
         each run's block label (the ``block`` column of the merged table)."""
-        return json.dumps({"study": self.name, "rule": f"{self.task}_shard", "shards": {
-            s.shard_id: [[r.run_id, self.labels[r.run_id]] for r in s.runs]
-            for s in self.shards}}, sort_keys=True)
+        return json.dumps(
+            {
+                "study": self.name,
+                "rule": f"{self.task}_shard",
+                "shards": {
+                    s.shard_id: [[r.run_id, self.labels[r.run_id]] for r in s.runs]
+                    for s in self.shards
+                },
+            },
+            sort_keys=True,
+        )
 
     def expect(self) -> str:
         """What a reader of the study's merged run table checks it holds, as JSON: the study and
         the digest of its run ids (:func:`sigprop.tables.check_runs_table`)."""
-        return json.dumps({"study": self.name, "n_runs": len(self.labels),
-                           "runs": runs_digest(self.labels)}, sort_keys=True)
+        return json.dumps(
+            {"study": self.name, "n_runs": len(self.labels), "runs": runs_digest(self.labels)},
+            sort_keys=True,
+        )
 
 
 def shard_sizer(shard_size: int, memory_budget_mb: float):
@@ -167,12 +197,14 @@ def shard_sizer(shard_size: int, memory_budget_mb: float):
     def size(run: RunSpec) -> int:
         spec = registry.get(run.dataset)
         n_out = spec.n_classes or 1
-        return sizing.auto_shard_size(sizing.run_bytes(run, spec.input_shape, n_out),
-                                      int(memory_budget_mb * 2 ** 20))
+        return sizing.auto_shard_size(
+            sizing.run_bytes(run, spec.input_shape, n_out), int(memory_budget_mb * 2**20)
+        )
+
     return size
 
 
-DEFAULT_MAX_RUNS = 100_000   # per study and scale; the largest shipped grid has 10,880
+DEFAULT_MAX_RUNS = 100_000  # per study and scale; the largest shipped grid has 10,880
 
 
 def check_scale_overrides(config: dict, sources="config") -> None:
@@ -182,14 +214,24 @@ def check_scale_overrides(config: dict, sources="config") -> None:
     known = list(config.get("studies") or [])
     bad = [k for k in over if k not in known]
     if bad:
-        raise ConfigError(f"{source_of(sources, ['scale_overrides'])}: key 'scale_overrides.{bad[0]}': no study {bad[0]!r} is "
-                          f"configured (studies: {', '.join(known)})")
+        raise ConfigError(
+            f"{source_of(sources, ['scale_overrides'])}: key 'scale_overrides.{bad[0]}': no study {bad[0]!r} is "
+            f"configured (studies: {', '.join(known)})"
+        )
 
 
-def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_size,
-                memory_budget_mb: float = 8000, data_options: dict | None = None,
-                max_runs: int | None = DEFAULT_MAX_RUNS, smoke: bool = False,
-                computed=()) -> Study:
+def build_study(
+    name: str,
+    path: str | Path,
+    study_cfg: dict,
+    scale: str,
+    shard_size,
+    memory_budget_mb: float = 8000,
+    data_options: dict | None = None,
+    max_runs: int | None = DEFAULT_MAX_RUNS,
+    smoke: bool = False,
+    computed=(),
+) -> Study:
     """A study's runs, shards, block labels and typed parameters, checked (:func:`check_kind`,
     :func:`check_finite`, :func:`expand_blocks`, :func:`check_runs`,
     :func:`sigprop.registry.resolve`; ``data_options`` is the config's ``data.options``,
@@ -198,8 +240,9 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
     kept when the grid grows (:func:`sigprop.runs.make_shards`)."""
     path = str(path)
     if study_cfg.get("name") != name:
-        raise ConfigError(f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file "
-                          f"name '{name}'")
+        raise ConfigError(
+            f"{path}: key 'name': '{study_cfg.get('name')}' does not match the file name '{name}'"
+        )
     check_finite(study_cfg, path)
     check_kind(study_cfg, path)
     ladder_of(study_cfg, path)
@@ -210,6 +253,7 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
     pairs = expand_blocks(study_cfg, scale, path, max_runs)
     if smoke:
         from sigprop.config.smoke import smoke_pairs
+
         pairs = smoke_pairs(pairs)
     labels = run_labels(pairs, path, scale)
     runs = [r for r, _ in pairs]
@@ -222,8 +266,17 @@ def build_study(name: str, path: str | Path, study_cfg: dict, scale: str, shard_
             raise ConfigError(f"{path}: {e}") from None
     size = study_cfg["scales"][scale].get("shard_size", shard_size)
     shards = make_shards(name, runs, shard_sizer(size, memory_budget_mb), computed)
-    return Study(name, path, {**study_cfg, "scale": scale}, scale, tuple(runs), tuple(shards),
-                 labels, params, smoke=bool(smoke))
+    return Study(
+        name,
+        path,
+        {**study_cfg, "scale": scale},
+        scale,
+        tuple(runs),
+        tuple(shards),
+        labels,
+        params,
+        smoke=bool(smoke),
+    )
 
 
 def study_path(studies_dir: str | Path, name: str) -> Path:
@@ -237,8 +290,9 @@ def study_path(studies_dir: str | Path, name: str) -> Path:
     return path
 
 
-def load_run(config: dict, sources: ConfigSources, validate, results: str | Path | None = None
-             ) -> dict:
+def load_run(
+    config: dict, sources: ConfigSources, validate, results: str | Path | None = None
+) -> dict:
     """Check the run's config in place as the workflow does before building any job, then
     build its studies: ``{name: Study}``.  The one loader of the Snakefile and ``sigprop plan``.
 
@@ -250,6 +304,7 @@ def load_run(config: dict, sources: ConfigSources, validate, results: str | Path
     ``results``: the results folder whose computed shards each study keeps
     (:func:`sigprop.tables.computed_shards`); none, the grid's own sharding."""
     from sigprop.tables import computed_shards
+
     check_size(config, sources.files)
     validate(config, "config.schema.yaml", sources)
     check_finite(config, sources)
@@ -261,9 +316,16 @@ def load_run(config: dict, sources: ConfigSources, validate, results: str | Path
         cfg = load_yaml(path)
         validate(cfg, "study.schema.yaml", str(path))
         scale = (config.get("scale_overrides") or {}).get(name, config["scale"])
-        studies[name] = build_study(name, path, cfg, scale, config["shard_size"],
-                                    config["memory_budget_mb"],
-                                    data_options=config["data"]["options"],
-                                    max_runs=config["max_runs"], smoke=bool(config.get("smoke")),
-                                    computed=computed_shards(results, name) if results else ())
+        studies[name] = build_study(
+            name,
+            path,
+            cfg,
+            scale,
+            config["shard_size"],
+            config["memory_budget_mb"],
+            data_options=config["data"]["options"],
+            max_runs=config["max_runs"],
+            smoke=bool(config.get("smoke")),
+            computed=computed_shards(results, name) if results else (),
+        )
     return studies

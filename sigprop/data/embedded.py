@@ -15,10 +15,17 @@ import numpy as np
 # allowed values of the generators' options (config data.options; sigprop.config checks them
 # when the DAG is built): (lowest, highest, whether the ends are allowed)
 OPTION_RANGES = {
-    "test_fraction": (0.0, 1.0, False), "seed": (0, None, True), "n": (1, None, True),
-    "d": (1, None, True), "n_test": (0, None, True), "n_train": (1, None, True),
-    "d_in": (1, None, True), "d_out": (1, None, True), "teacher_depth": (1, None, True),
-    "teacher_width": (1, None, True), "noise": (0.0, None, True),
+    "test_fraction": (0.0, 1.0, False),
+    "seed": (0, None, True),
+    "n": (1, None, True),
+    "d": (1, None, True),
+    "n_test": (0, None, True),
+    "n_train": (1, None, True),
+    "d_in": (1, None, True),
+    "d_out": (1, None, True),
+    "teacher_depth": (1, None, True),
+    "teacher_width": (1, None, True),
+    "noise": (0.0, None, True),
 }
 
 
@@ -35,9 +42,14 @@ def digits(test_fraction: float = 0.25, seed: int = 0):
         raise ValueError(f"test_fraction must lie in (0, 1), not {test_fraction}")
     x, y = load_digits(return_X_y=True)
     x_train, x_test, y_train, y_test = train_test_split(
-        x, y, test_size=test_fraction, random_state=seed, stratify=y)
-    return (x_train.astype(np.float32), y_train.astype(np.int64),
-            x_test.astype(np.float32), y_test.astype(np.int64))
+        x, y, test_size=test_fraction, random_state=seed, stratify=y
+    )
+    return (
+        x_train.astype(np.float32),
+        y_train.astype(np.int64),
+        x_test.astype(np.float32),
+        y_test.astype(np.int64),
+    )
 
 
 def digits_images(test_fraction: float = 0.25, seed: int = 0):
@@ -65,9 +77,16 @@ def teacher_weights(d_in: int, d_out: int, depth: int, width: int, seed: int) ->
     return [rng.standard_normal((dims[i + 1], dims[i])) for i in range(depth)]
 
 
-def synthetic_regression(n_train: int = 8000, n_test: int = 2000, d_in: int = 32,
-                         d_out: int = 4, teacher_depth: int = 3, teacher_width: int = 32,
-                         noise: float = 0.0, seed: int = 0):
+def synthetic_regression(
+    n_train: int = 8000,
+    n_test: int = 2000,
+    d_in: int = 32,
+    d_out: int = 4,
+    teacher_depth: int = 3,
+    teacher_width: int = 32,
+    noise: float = 0.0,
+    seed: int = 0,
+):
     """Regression data labelled by a random deep linear teacher (Chen et al., sec. 5).
 
     Inputs are i.i.d. N(0, 1); the teacher's weights are i.i.d. N(0, 1)

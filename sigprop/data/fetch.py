@@ -53,7 +53,8 @@ def _expected(sha256: str, name: str) -> str:
         raise UnpinnedChecksumError(
             f"no SHA-256 is pinned for {name!r}, so it is refused; download it yourself, "
             f"check it, and pin its digest in the config: "
-            + registry.OVERRIDE_HINT.format(filename=name))
+            + registry.OVERRIDE_HINT.format(filename=name)
+        )
     if not _HEX64.fullmatch(value):
         raise ValueError(f"pinned SHA-256 for {name!r} is not 64 hex digits: {sha256!r}")
     return value
@@ -73,7 +74,8 @@ def verify(path, sha256: str) -> Path:
     if actual != expected:
         raise ChecksumError(
             f"{path}: SHA-256 mismatch (corrupt or truncated file?): "
-            f"expected {expected}, got {actual}")
+            f"expected {expected}, got {actual}"
+        )
     return path
 
 
@@ -100,11 +102,20 @@ def _download_into(tmp, source: str, timeout: float) -> None:
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise FetchError(
             f"could not download {source}: {exc}; without internet, put the file in a "
-            f"folder and pass it as local_dir (or a mirror)") from exc
+            f"folder and pass it as local_dir (or a mirror)"
+        ) from exc
 
 
-def fetch(url: str, dest, sha256: str, *, mirror: str | None = None,
-          local_dir=None, dataset: str | None = None, timeout: float = 60.0) -> Path:
+def fetch(
+    url: str,
+    dest,
+    sha256: str,
+    *,
+    mirror: str | None = None,
+    local_dir=None,
+    dataset: str | None = None,
+    timeout: float = 60.0,
+) -> Path:
     """Put the file ``url`` at ``dest`` after checking its SHA-256; return ``dest``.
 
     An existing ``dest`` with the right digest is kept as is (an existing one
@@ -124,13 +135,14 @@ def fetch(url: str, dest, sha256: str, *, mirror: str | None = None,
 
     local = None
     if local_dir is not None:
-        candidates = ([Path(local_dir) / dataset / dest.name] if dataset else []) + \
-            [Path(local_dir) / dest.name]
+        candidates = ([Path(local_dir) / dataset / dest.name] if dataset else []) + [
+            Path(local_dir) / dest.name
+        ]
         local = next((c for c in candidates if c.is_file()), None)
     use_local = local is not None
     source = str(local) if use_local else _source(url, mirror)
 
-    with atomic.target(dest) as tmp_name:      # nothing is left behind on any error
+    with atomic.target(dest) as tmp_name:  # nothing is left behind on any error
         with open(tmp_name, "wb") as tmp:
             if use_local:
                 _copy_into(tmp, local)
@@ -140,18 +152,31 @@ def fetch(url: str, dest, sha256: str, *, mirror: str | None = None,
         if actual != expected:
             raise ChecksumError(
                 f"{dest.name}: SHA-256 mismatch for the file from {source}: "
-                f"expected {expected}, got {actual}; nothing was written to {dest}")
+                f"expected {expected}, got {actual}; nothing was written to {dest}"
+            )
     return dest
 
 
-def fetch_dataset(name: str, raw_dir, *, mirror: str | None = None, local_dir=None,
-                  sha256_overrides: Mapping[str, str] | None = None,
-                  timeout: float = 60.0) -> list[Path]:
+def fetch_dataset(
+    name: str,
+    raw_dir,
+    *,
+    mirror: str | None = None,
+    local_dir=None,
+    sha256_overrides: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+) -> list[Path]:
     """Fetch every raw file of the registry dataset ``name`` into ``raw_dir``."""
     spec = registry.get(name)
     return [
-        fetch(f.url, Path(raw_dir) / f.filename,
-              registry.pinned_sha256(f, sha256_overrides, name),
-              mirror=mirror, local_dir=local_dir, dataset=name, timeout=timeout)
+        fetch(
+            f.url,
+            Path(raw_dir) / f.filename,
+            registry.pinned_sha256(f, sha256_overrides, name),
+            mirror=mirror,
+            local_dir=local_dir,
+            dataset=name,
+            timeout=timeout,
+        )
         for f in spec.files
     ]

@@ -58,8 +58,10 @@ def read_idx(path_or_bytes, *, name: str | None = None) -> np.ndarray:
     count = math.prod(dims)
     payload = len(data) - header
     if payload != count * dtype.itemsize:
-        raise ValueError(f"{label}: IDX payload is {payload} bytes but dims {dims} of "
-                         f"{dtype.str} need {count * dtype.itemsize}")
+        raise ValueError(
+            f"{label}: IDX payload is {payload} bytes but dims {dims} of "
+            f"{dtype.str} need {count * dtype.itemsize}"
+        )
     arr = np.frombuffer(data, dtype=dtype, count=count, offset=header).reshape(dims)
     if dtype.itemsize > 1:
         arr = arr.astype(dtype.newbyteorder("="))
@@ -69,8 +71,9 @@ def read_idx(path_or_bytes, *, name: str | None = None) -> np.ndarray:
 def _cifar_records(raw: bytes, label_bytes: int, n_classes: int, label: str):
     record = label_bytes + _CIFAR_PIXELS
     if not raw or len(raw) % record:
-        raise ValueError(f"{label}: {len(raw)} bytes is not a whole number of "
-                         f"{record}-byte CIFAR records")
+        raise ValueError(
+            f"{label}: {len(raw)} bytes is not a whole number of {record}-byte CIFAR records"
+        )
     rows = np.frombuffer(raw, dtype=np.uint8).reshape(-1, record)
     y = rows[:, label_bytes - 1].astype(np.int64)  # CIFAR-100: the fine label is the 2nd byte
     if y.max() >= n_classes:
@@ -102,8 +105,10 @@ def read_cifar_binary(tar_path, variant: int):
     missing = sorted(wanted - set(found))
     if missing:
         raise ValueError(f"{tar_path}: CIFAR-{variant} archive lacks {', '.join(missing)}")
-    parts = {b: _cifar_records(found.pop(b), label_bytes, variant, f"{tar_path}:{b}")
-             for b in train + test}
+    parts = {
+        b: _cifar_records(found.pop(b), label_bytes, variant, f"{tar_path}:{b}")
+        for b in train + test
+    }
     x_train = np.concatenate([parts[b][0] for b in train])
     y_train = np.concatenate([parts[b][1] for b in train])
     x_test = np.ascontiguousarray(np.concatenate([parts[b][0] for b in test]))
@@ -128,18 +133,26 @@ def read_emnist(zip_path, split: str = "balanced"):
                 if member is None:
                     raise ValueError(f"{zip_path}: EMNIST archive has no member *{suffix}")
                 arr = read_idx(zf.read(member), name=f"{zip_path}:{member}")
-                out.append(np.ascontiguousarray(arr.transpose(0, 2, 1)) if kind == "images"
-                           else arr.astype(np.int64))
+                out.append(
+                    np.ascontiguousarray(arr.transpose(0, 2, 1))
+                    if kind == "images"
+                    else arr.astype(np.int64)
+                )
     x_train, y_train, x_test, y_test = out
     for x, y, part in ((x_train, y_train, "train"), (x_test, y_test, "test")):
         if x.ndim != 3 or len(x) != len(y):
-            raise ValueError(f"{zip_path}: EMNIST {split} {part}: {x.shape} images "
-                             f"vs {y.shape} labels")
+            raise ValueError(
+                f"{zip_path}: EMNIST {split} {part}: {x.shape} images vs {y.shape} labels"
+            )
     return x_train, y_train, x_test, y_test
 
 
-_GISETTE = ("gisette_train.data", "gisette_train.labels",
-            "gisette_valid.data", "gisette_valid.labels")
+_GISETTE = (
+    "gisette_train.data",
+    "gisette_train.labels",
+    "gisette_valid.data",
+    "gisette_valid.labels",
+)
 
 
 def _gisette_paths(dir_or_paths) -> list[Path]:
@@ -147,8 +160,9 @@ def _gisette_paths(dir_or_paths) -> list[Path]:
         return [Path(dir_or_paths[k]) for k in _GISETTE]
     if isinstance(dir_or_paths, Sequence) and not isinstance(dir_or_paths, str):
         if len(dir_or_paths) != 4:
-            raise ValueError("gisette needs 4 paths: train data, train labels, "
-                             "valid data, valid labels")
+            raise ValueError(
+                "gisette needs 4 paths: train data, train labels, valid data, valid labels"
+            )
         return [Path(p) for p in dir_or_paths]
     return [Path(dir_or_paths) / k for k in _GISETTE]
 
@@ -216,7 +230,7 @@ def read_tiny_imagenet(zip_path, *, size: int = 64):
 
         train = []
         for n in names:
-            parts = PurePosixPath(n[len(root):]).parts if n.startswith(root) else ()
+            parts = PurePosixPath(n[len(root) :]).parts if n.startswith(root) else ()
             if len(parts) == 4 and parts[0] == "train" and parts[2] == "images":
                 if parts[1] not in index:
                     raise ValueError(f"{zip_path}:{n}: class {parts[1]} not in wnids.txt")

@@ -39,14 +39,17 @@ from .. import atomic
 from . import embedded, formats, registry
 from .fetch import verify
 
-FORMAT_VERSION = 2      # 2: meta records the identity (IDENTITY) and content_sha256
+FORMAT_VERSION = 2  # 2: meta records the identity (IDENTITY) and content_sha256
 _KEYS = ("x_train", "y_train", "x_test", "y_test")
 IDENTITY = ("name", "options", "sizes", "code")
 """What a prepared file says it was made as (keys of its ``meta``), and what a job may expect
 of it (:func:`check_identity`)."""
-_GENERATORS = {"digits": embedded.digits, "digits_images": embedded.digits_images,
-               "synthetic_regression": embedded.synthetic_regression,
-               "gaussian": embedded.gaussian}
+_GENERATORS = {
+    "digits": embedded.digits,
+    "digits_images": embedded.digits_images,
+    "synthetic_regression": embedded.synthetic_regression,
+    "gaussian": embedded.gaussian,
+}
 _ALREADY_STANDARD = {"synthetic_regression", "gaussian"}  # stored as generated
 _CHUNK_ROWS = 2048
 
@@ -60,7 +63,7 @@ class DataFileError(ValueError):
         super().__init__(f"{path}: {reason}")
         self.path, self.reason = path, reason
 
-    def __reduce__(self):       # pickled from a job's worker process to Snakemake's
+    def __reduce__(self):  # pickled from a job's worker process to Snakemake's
         return type(self), (self.path, self.reason)
 
 
@@ -80,8 +83,9 @@ def _generate(spec: registry.DatasetSpec, options: dict):
     allowed = inspect.signature(gen).parameters
     for key in options:
         if key not in allowed:
-            raise ValueError(f"unknown option {key!r} for dataset {spec.name!r}; "
-                             f"allowed: {', '.join(allowed)}")
+            raise ValueError(
+                f"unknown option {key!r} for dataset {spec.name!r}; allowed: {', '.join(allowed)}"
+            )
     return gen(**options)
 
 
@@ -96,7 +100,8 @@ def _raw_paths(spec, raw_dir, overrides) -> tuple[list[Path], dict]:
         if path is None:
             raise FileNotFoundError(
                 f"{spec.name}: raw file {remote.filename} not found in {raw_dir}; fetch it "
-                f"first (sigprop.data.fetch.fetch_dataset) or copy it there")
+                f"first (sigprop.data.fetch.fetch_dataset) or copy it there"
+            )
         sha = registry.pinned_sha256(remote, overrides, spec.name)
         verify(path, sha)  # a corrupt file is rejected here, before any parsing
         paths.append(path)
@@ -126,17 +131,20 @@ def _check_parsed(spec, arrays, sizes: Mapping[str, int] | None = None) -> None:
     sizes = dict(sizes or {})
     unknown = set(sizes) - {"n_train", "n_test"}
     if unknown:
-        raise ValueError(f"data.sizes.{spec.name}: unknown key {sorted(unknown)[0]!r}; "
-                         f"allowed: n_train, n_test")
+        raise ValueError(
+            f"data.sizes.{spec.name}: unknown key {sorted(unknown)[0]!r}; allowed: n_train, n_test"
+        )
     for key, x, split in (("n_train", x_tr, "train"), ("n_test", x_te, "test")):
         want = sizes.get(key, getattr(spec, key))
         if want is not None and len(x) != want:
             where = f"data.sizes.{spec.name}.{key}" if key in sizes else "the registry"
-            raise ValueError(f"{spec.name}: parsed {len(x)} {split} samples, expected {want} "
-                             f"({where})")
+            raise ValueError(
+                f"{spec.name}: parsed {len(x)} {split} samples, expected {want} ({where})"
+            )
     if tuple(x_tr.shape[1:]) != spec.input_shape:
-        raise ValueError(f"{spec.name}: parsed inputs of shape {x_tr.shape[1:]}, "
-                         f"expected {spec.input_shape}")
+        raise ValueError(
+            f"{spec.name}: parsed inputs of shape {x_tr.shape[1:]}, expected {spec.input_shape}"
+        )
 
 
 def _standardise(x_train, x_test, per_channel: bool):
@@ -148,16 +156,16 @@ def _standardise(x_train, x_test, per_channel: bool):
     keep[1] = x_train.shape[1]
     count = x_train.size // x_train.shape[1]
     chunks = range(0, len(x_train), _CHUNK_ROWS)
-    total = sum(x_train[i:i + _CHUNK_ROWS].sum(axis=axes, dtype=np.float64) for i in chunks)
+    total = sum(x_train[i : i + _CHUNK_ROWS].sum(axis=axes, dtype=np.float64) for i in chunks)
     mean = (total / count).reshape(keep)
-    sq = sum(((x_train[i:i + _CHUNK_ROWS] - mean) ** 2).sum(axis=axes) for i in chunks)
+    sq = sum(((x_train[i : i + _CHUNK_ROWS] - mean) ** 2).sum(axis=axes) for i in chunks)
     std = np.sqrt(sq / count).reshape(keep)
     inv = np.divide(1.0, std, out=np.zeros_like(std), where=std > 0)
     out = []
     for x in (x_train, x_test):
         y = np.empty(x.shape, np.float32)
         for i in range(0, len(x), _CHUNK_ROWS):
-            y[i:i + _CHUNK_ROWS] = (x[i:i + _CHUNK_ROWS] - mean) * inv
+            y[i : i + _CHUNK_ROWS] = (x[i : i + _CHUNK_ROWS] - mean) * inv
         out.append(y)
     return out, mean.ravel(), std.ravel()
 
@@ -202,9 +210,16 @@ def content_digest(arrays: Mapping[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
-            sha256_overrides: Mapping[str, str] | None = None,
-            sizes: Mapping[str, int] | None = None, code: str | None = None) -> Path:
+def prepare(
+    name: str,
+    out,
+    *,
+    raw_dir=None,
+    options: dict | None = None,
+    sha256_overrides: Mapping[str, str] | None = None,
+    sizes: Mapping[str, int] | None = None,
+    code: str | None = None,
+) -> Path:
     """Build dataset ``name`` and write it atomically to ``out`` (one ``.npz``); return ``out``.
 
     Embedded sets are generated with ``options`` as generator keyword
@@ -223,8 +238,10 @@ def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
         x_tr, y_tr, x_te, y_te = _generate(spec, options)
     else:
         if options:
-            raise ValueError(f"unknown option {next(iter(options))!r} for dataset {name!r}; "
-                             f"downloaded datasets take no options")
+            raise ValueError(
+                f"unknown option {next(iter(options))!r} for dataset {name!r}; "
+                f"downloaded datasets take no options"
+            )
         paths, digests = _raw_paths(spec, raw_dir, sha256_overrides)
         arrays = _parse(spec, paths)
         _check_parsed(spec, arrays, sizes)
@@ -232,12 +249,23 @@ def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
     x_tr, x_te, norm = _normalise(spec, x_tr, x_te)
     y_tr, y_te = _labels(spec, y_tr, "train"), _labels(spec, y_te, "test")
     arrays = {"x_train": x_tr, "y_train": y_tr, "x_test": x_te, "y_test": y_te}
-    meta = {"format_version": FORMAT_VERSION, "name": spec.name, "fmt": spec.fmt,
-            "source": spec.source, "task": spec.task, "n_classes": spec.n_classes,
-            "input_shape": list(x_tr.shape[1:]), "n_train": len(x_tr), "n_test": len(x_te),
-            "options": options, "sizes": dict(sizes or {}), "code": code,
-            "raw_sha256": digests, "normalization": norm,
-            "content_sha256": content_digest(arrays)}
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "name": spec.name,
+        "fmt": spec.fmt,
+        "source": spec.source,
+        "task": spec.task,
+        "n_classes": spec.n_classes,
+        "input_shape": list(x_tr.shape[1:]),
+        "n_train": len(x_tr),
+        "n_test": len(x_te),
+        "options": options,
+        "sizes": dict(sizes or {}),
+        "code": code,
+        "raw_sha256": digests,
+        "normalization": norm,
+        "content_sha256": content_digest(arrays),
+    }
     out = Path(out)
     _save_npz(out, {**arrays, "meta": np.array(json.dumps(meta, sort_keys=True))})
     return out
@@ -245,7 +273,9 @@ def prepare(name: str, out, *, raw_dir=None, options: dict | None = None,
 
 def _read_meta(path: Path, arr: np.ndarray) -> dict:
     if arr.dtype.kind != "U" or arr.size != 1:
-        raise DataFileError(path, f"key 'meta' must be one JSON string, got {arr.dtype} {arr.shape}")
+        raise DataFileError(
+            path, f"key 'meta' must be one JSON string, got {arr.dtype} {arr.shape}"
+        )
     try:
         meta = json.loads(str(arr.reshape(())[()]))
     except json.JSONDecodeError as exc:
@@ -253,9 +283,12 @@ def _read_meta(path: Path, arr: np.ndarray) -> dict:
     if not isinstance(meta, dict):
         raise DataFileError(path, "key 'meta' must hold a JSON object")
     if meta.get("format_version") != FORMAT_VERSION or not meta.get("content_sha256"):
-        raise DataFileError(path, f"written without the identity and content digest a prepared "
-                                  f"file carries (format_version {meta.get('format_version')}, "
-                                  f"not {FORMAT_VERSION}: an older sigprop, or another tool)")
+        raise DataFileError(
+            path,
+            f"written without the identity and content digest a prepared "
+            f"file carries (format_version {meta.get('format_version')}, "
+            f"not {FORMAT_VERSION}: an older sigprop, or another tool)",
+        )
     return meta
 
 
@@ -270,20 +303,27 @@ def check_identity(path, meta: Mapping, expect: Mapping | None) -> None:
     :class:`DataFileError` naming the file and the first key that differs."""
     unknown = sorted(set(expect or {}) - set(IDENTITY))
     if unknown:
-        raise ValueError(f"expected identity of {path}: unknown key {unknown[0]!r} (known: "
-                         f"{', '.join(IDENTITY)})")
+        raise ValueError(
+            f"expected identity of {path}: unknown key {unknown[0]!r} (known: "
+            f"{', '.join(IDENTITY)})"
+        )
     for key in IDENTITY:
         if key in (expect or {}) and _canonical(meta.get(key)) != _canonical(expect[key]):
             of = "" if key == "name" else f" of data set '{expect.get('name', meta.get('name'))}'"
-            raise DataFileError(path, f"made for {key} {_canonical(meta.get(key))}; the workflow "
-                                      f"expects {key} {_canonical(expect[key])}{of}")
+            raise DataFileError(
+                path,
+                f"made for {key} {_canonical(meta.get(key))}; the workflow "
+                f"expects {key} {_canonical(expect[key])}{of}",
+            )
 
 
 def _open(path: Path):
     if not path.exists():
-        raise FileNotFoundError(f"{path}: the prepared data set is gone (deleted or moved after "
-                                "the workflow planned this job?): run `snakemake` again and it "
-                                "is rebuilt")
+        raise FileNotFoundError(
+            f"{path}: the prepared data set is gone (deleted or moved after "
+            "the workflow planned this job?): run `snakemake` again and it "
+            "is rebuilt"
+        )
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
@@ -329,24 +369,33 @@ def load(path, expect: Mapping | None = None) -> Dataset:
         if arrays[key].dtype != np.float32:
             raise DataFileError(path, f"key {key!r} must be float32, not {arrays[key].dtype}")
     if x_tr.ndim < 2 or x_te.shape[1:] != x_tr.shape[1:]:
-        raise DataFileError(path, f"key 'x_test' has shape {x_te.shape}, "
-                                  f"incompatible with x_train {x_tr.shape}")
+        raise DataFileError(
+            path, f"key 'x_test' has shape {x_te.shape}, incompatible with x_train {x_tr.shape}"
+        )
     want = {"classification": (np.int64,), "regression": (np.float32,)}.get(
-        meta.get("task"), (np.int64, np.float32))
+        meta.get("task"), (np.int64, np.float32)
+    )
     for key, x_key in (("y_train", "x_train"), ("y_test", "x_test")):
         y = arrays[key]
         if y.dtype not in want:
-            raise DataFileError(path, f"key {key!r} has dtype {y.dtype}, expected "
-                                      f"{' or '.join(np.dtype(d).name for d in want)}")
+            raise DataFileError(
+                path,
+                f"key {key!r} has dtype {y.dtype}, expected "
+                f"{' or '.join(np.dtype(d).name for d in want)}",
+            )
         if len(y) != len(arrays[x_key]):
-            raise DataFileError(path, f"key {key!r} has {len(y)} rows but {x_key!r} "
-                                      f"has {len(arrays[x_key])}")
+            raise DataFileError(
+                path, f"key {key!r} has {len(y)} rows but {x_key!r} has {len(arrays[x_key])}"
+            )
     if y_tr.dtype != y_te.dtype:
         raise DataFileError(path, f"key 'y_test' dtype {y_te.dtype} differs from y_train")
     got = content_digest(arrays)
     if got != meta["content_sha256"]:
-        raise DataFileError(path, f"its arrays are not the ones it was written with (content "
-                                  f"SHA-256 {got[:16]}..., recorded {str(meta['content_sha256'])[:16]}"
-                                  "...): changed after it was written")
+        raise DataFileError(
+            path,
+            f"its arrays are not the ones it was written with (content "
+            f"SHA-256 {got[:16]}..., recorded {str(meta['content_sha256'])[:16]}"
+            "...): changed after it was written",
+        )
     check_identity(path, meta, expect)
     return Dataset(x_tr, y_tr, x_te, y_te, meta)

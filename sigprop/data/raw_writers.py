@@ -16,8 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-_IDX_CODES = {np.dtype(np.uint8): 0x08, np.dtype(np.int8): 0x09, np.dtype(np.int16): 0x0B,
-              np.dtype(np.int32): 0x0C, np.dtype(np.float32): 0x0D, np.dtype(np.float64): 0x0E}
+_IDX_CODES = {
+    np.dtype(np.uint8): 0x08,
+    np.dtype(np.int8): 0x09,
+    np.dtype(np.int16): 0x0B,
+    np.dtype(np.int32): 0x0C,
+    np.dtype(np.float32): 0x0D,
+    np.dtype(np.float64): 0x0E,
+}
 
 
 def idx_bytes(arr: np.ndarray) -> bytes:
@@ -75,8 +81,10 @@ def write_emnist_zip(path: Path, split: str, x_train, y_train, x_test, y_test) -
     with zipfile.ZipFile(path, "w") as zf:
         for part, x, y in (("train", x_train, y_train), ("test", x_test, y_test)):
             stem = f"gzip/emnist-{split}-{part}"
-            zf.writestr(f"{stem}-images-idx3-ubyte.gz",
-                        gzip.compress(idx_bytes(np.ascontiguousarray(x.transpose(0, 2, 1)))))
+            zf.writestr(
+                f"{stem}-images-idx3-ubyte.gz",
+                gzip.compress(idx_bytes(np.ascontiguousarray(x.transpose(0, 2, 1)))),
+            )
             labels = gzip.compress(idx_bytes(y.astype(np.uint8)))
             zf.writestr(f"{stem}-labels-idx1-ubyte.gz", labels)
         zf.writestr(f"gzip/emnist-{split}-mapping.txt", "0 48\n")
@@ -119,12 +127,15 @@ def write_tiny_imagenet_zip(path: Path, n_train: int = 3, grey_val: bool = True)
         for wnid in TINY_WNIDS:
             zf.writestr(root + f"train/{wnid}/{wnid}_boxes.txt", "")
             for i in range(n_train):
-                zf.writestr(root + f"train/{wnid}/images/{wnid}_{i}.JPEG",
-                            jpeg_bytes(TINY_COLORS[wnid]))
+                zf.writestr(
+                    root + f"train/{wnid}/images/{wnid}_{i}.JPEG", jpeg_bytes(TINY_COLORS[wnid])
+                )
         zf.writestr(root + "val/images/val_0.JPEG", jpeg_bytes(TINY_COLORS["n02000002"]))
         grey = jpeg_bytes(128, mode="L") if grey_val else jpeg_bytes(TINY_COLORS["n01000001"])
         zf.writestr(root + "val/images/val_1.JPEG", grey)
-        zf.writestr(root + "val/val_annotations.txt",
-                    "val_0.JPEG\tn02000002\t0\t0\t10\t10\nval_1.JPEG\tn01000001\t1\t2\t30\t40\n")
+        zf.writestr(
+            root + "val/val_annotations.txt",
+            "val_0.JPEG\tn02000002\t0\t0\t10\t10\nval_1.JPEG\tn01000001\t1\t2\t30\t40\n",
+        )
         zf.writestr(root + "test/images/test_0.JPEG", jpeg_bytes((0, 0, 0)))
     return path

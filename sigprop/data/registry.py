@@ -57,46 +57,89 @@ class DatasetSpec:
 # tensorflow_datasets/url_checksums/mnist.txt (CVDF mirror of LeCun's files).
 _MNIST = "https://storage.googleapis.com/cvdf-datasets/mnist/"
 _MNIST_FILES = (
-    RemoteFile("train-images-idx3-ubyte.gz", _MNIST + "train-images-idx3-ubyte.gz",
-               "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", 9912422),
-    RemoteFile("train-labels-idx1-ubyte.gz", _MNIST + "train-labels-idx1-ubyte.gz",
-               "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c", 28881),
-    RemoteFile("t10k-images-idx3-ubyte.gz", _MNIST + "t10k-images-idx3-ubyte.gz",
-               "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6", 1648877),
-    RemoteFile("t10k-labels-idx1-ubyte.gz", _MNIST + "t10k-labels-idx1-ubyte.gz",
-               "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542),
+    RemoteFile(
+        "train-images-idx3-ubyte.gz",
+        _MNIST + "train-images-idx3-ubyte.gz",
+        "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+        9912422,
+    ),
+    RemoteFile(
+        "train-labels-idx1-ubyte.gz",
+        _MNIST + "train-labels-idx1-ubyte.gz",
+        "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+        28881,
+    ),
+    RemoteFile(
+        "t10k-images-idx3-ubyte.gz",
+        _MNIST + "t10k-images-idx3-ubyte.gz",
+        "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+        1648877,
+    ),
+    RemoteFile(
+        "t10k-labels-idx1-ubyte.gz",
+        _MNIST + "t10k-labels-idx1-ubyte.gz",
+        "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+        4542,
+    ),
 )
 
 # Fashion-MNIST: from tensorflow/datasets tensorflow_datasets/url_checksums/fashion_mnist.txt.
 _FASHION = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
 _FASHION_FILES = (
-    RemoteFile("train-images-idx3-ubyte.gz", _FASHION + "train-images-idx3-ubyte.gz",
-               "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84", 26421880),
-    RemoteFile("train-labels-idx1-ubyte.gz", _FASHION + "train-labels-idx1-ubyte.gz",
-               "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845", 29515),
-    RemoteFile("t10k-images-idx3-ubyte.gz", _FASHION + "t10k-images-idx3-ubyte.gz",
-               "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073", 4422102),
-    RemoteFile("t10k-labels-idx1-ubyte.gz", _FASHION + "t10k-labels-idx1-ubyte.gz",
-               "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5", 5148),
+    RemoteFile(
+        "train-images-idx3-ubyte.gz",
+        _FASHION + "train-images-idx3-ubyte.gz",
+        "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",
+        26421880,
+    ),
+    RemoteFile(
+        "train-labels-idx1-ubyte.gz",
+        _FASHION + "train-labels-idx1-ubyte.gz",
+        "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
+        29515,
+    ),
+    RemoteFile(
+        "t10k-images-idx3-ubyte.gz",
+        _FASHION + "t10k-images-idx3-ubyte.gz",
+        "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073",
+        4422102,
+    ),
+    RemoteFile(
+        "t10k-labels-idx1-ubyte.gz",
+        _FASHION + "t10k-labels-idx1-ubyte.gz",
+        "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5",
+        5148,
+    ),
 )
 
 # EMNIST: size and sha256 from tensorflow/datasets url_checksums/emnist.txt, which
 # lists the old www.itl.nist.gov address; NIST now serves the same archive from
 # biometrics.nist.gov (several public projects pin this same digest for it).
 _EMNIST_FILES = (
-    RemoteFile("gzip.zip", "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip",
-               "fb9bb67e33772a9cc0b895e4ecf36d2cf35be8b709693c3564cea2a019fcda8e", 561753746),
+    RemoteFile(
+        "gzip.zip",
+        "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip",
+        "fb9bb67e33772a9cc0b895e4ecf36d2cf35be8b709693c3564cea2a019fcda8e",
+        561753746,
+    ),
 )
 
 # CIFAR binary versions: tensorflow/datasets url_checksums/cifar10.txt and cifar100.txt.
 _CIFAR10_FILES = (
-    RemoteFile("cifar-10-binary.tar.gz", "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz",
-               "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd", 170052171),
+    RemoteFile(
+        "cifar-10-binary.tar.gz",
+        "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz",
+        "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd",
+        170052171,
+    ),
 )
 _CIFAR100_FILES = (
-    RemoteFile("cifar-100-binary.tar.gz",
-               "https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz",
-               "58a81ae192c23a4be8b1804d68e518ed807d710a4eb253b1f2a199162a40d8ec", 168513733),
+    RemoteFile(
+        "cifar-100-binary.tar.gz",
+        "https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz",
+        "58a81ae192c23a4be8b1804d68e518ed807d710a4eb253b1f2a199162a40d8ec",
+        168513733,
+    ),
 )
 
 # Gisette (UCI): per-file sha256 from GruAna/PreprocessData.jl
@@ -104,14 +147,26 @@ _CIFAR100_FILES = (
 # IntelPython/scikit-learn_bench sklbench/datasets/loaders.py (load_gisette).
 _UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/gisette/"
 _GISETTE_FILES = (
-    RemoteFile("gisette_train.data", _UCI + "GISETTE/gisette_train.data",
-               "6d4c5e998afe67937b9e77a3334e03c85e545ebc65a6eb1333ffc14125cfc389"),
-    RemoteFile("gisette_train.labels", _UCI + "GISETTE/gisette_train.labels",
-               "42bd681fe51b161f033df773df14a0116e492676555ab14616c1b72edc054075"),
-    RemoteFile("gisette_valid.data", _UCI + "GISETTE/gisette_valid.data",
-               "5cea897956dd172a006132738254a27a8f61ecc1ceb6f5b20639c281d2942254"),
-    RemoteFile("gisette_valid.labels", _UCI + "gisette_valid.labels",
-               "a6b857a0448023f033c4dda2ef848714b4be2ae45ce598d088fb3efb406e08c5"),
+    RemoteFile(
+        "gisette_train.data",
+        _UCI + "GISETTE/gisette_train.data",
+        "6d4c5e998afe67937b9e77a3334e03c85e545ebc65a6eb1333ffc14125cfc389",
+    ),
+    RemoteFile(
+        "gisette_train.labels",
+        _UCI + "GISETTE/gisette_train.labels",
+        "42bd681fe51b161f033df773df14a0116e492676555ab14616c1b72edc054075",
+    ),
+    RemoteFile(
+        "gisette_valid.data",
+        _UCI + "GISETTE/gisette_valid.data",
+        "5cea897956dd172a006132738254a27a8f61ecc1ceb6f5b20639c281d2942254",
+    ),
+    RemoteFile(
+        "gisette_valid.labels",
+        _UCI + "gisette_valid.labels",
+        "a6b857a0448023f033c4dda2ef848714b4be2ae45ce598d088fb3efb406e08c5",
+    ),
 )
 
 # Tiny ImageNet: no published SHA-256 was found (only the MD5
@@ -127,41 +182,143 @@ def _spec(*args, **kwargs) -> tuple[str, DatasetSpec]:
     return spec.name, spec
 
 
-DATASETS: dict[str, DatasetSpec] = dict([
-    _spec("digits", "embedded", "digits", (), 10, (64,), "classification",
-          "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html",
-          label="8×8 digits (scikit-learn)"),
-    _spec("digits_images", "embedded", "digits_images", (), 10, (1, 8, 8), "classification",
-          "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html",
-          label="8×8 digit images (scikit-learn)"),
-    _spec("synthetic_regression", "embedded", "synthetic_regression", (), None, (32,),
-          "regression",
-          label="synthetic linear-teacher regression"),
-    _spec("gaussian", "embedded", "gaussian", (), None, (64,), "regression",
-          label="Gaussian inputs"),
-    _spec("mnist", "download", "idx", _MNIST_FILES, 10, (1, 28, 28), "classification",
-          "http://yann.lecun.com/exdb/mnist/", 60000, 10000,
-          label="MNIST"),
-    _spec("fashion_mnist", "download", "idx", _FASHION_FILES, 10, (1, 28, 28),
-          "classification", "https://github.com/zalandoresearch/fashion-mnist", 60000, 10000,
-          label="Fashion-MNIST"),
-    _spec("emnist_balanced", "download", "emnist", _EMNIST_FILES, 47, (1, 28, 28),
-          "classification", "https://www.nist.gov/itl/products-and-services/emnist-dataset",
-          112800, 18800,
-          label="EMNIST Balanced"),
-    _spec("cifar10", "download", "cifar10_bin", _CIFAR10_FILES, 10, (3, 32, 32),
-          "classification", "https://www.cs.toronto.edu/~kriz/cifar.html", 50000, 10000,
-          label="CIFAR-10"),
-    _spec("cifar100", "download", "cifar100_bin", _CIFAR100_FILES, 100, (3, 32, 32),
-          "classification", "https://www.cs.toronto.edu/~kriz/cifar.html", 50000, 10000,
-          label="CIFAR-100"),
-    _spec("gisette", "download", "gisette", _GISETTE_FILES, 2, (5000,), "classification",
-          "https://archive.ics.uci.edu/dataset/170/gisette", 6000, 1000,
-          label="Gisette"),
-    _spec("tiny_imagenet", "download", "tiny_imagenet", _TINY_FILES, 200, (3, 64, 64),
-          "classification", "https://www.kaggle.com/c/tiny-imagenet", 100000, 10000,
-          label="Tiny ImageNet"),
-])
+DATASETS: dict[str, DatasetSpec] = dict(
+    [
+        _spec(
+            "digits",
+            "embedded",
+            "digits",
+            (),
+            10,
+            (64,),
+            "classification",
+            "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html",
+            label="8×8 digits (scikit-learn)",
+        ),
+        _spec(
+            "digits_images",
+            "embedded",
+            "digits_images",
+            (),
+            10,
+            (1, 8, 8),
+            "classification",
+            "https://scikit-learn.org/stable/modules/generated/sklearn.datasets.load_digits.html",
+            label="8×8 digit images (scikit-learn)",
+        ),
+        _spec(
+            "synthetic_regression",
+            "embedded",
+            "synthetic_regression",
+            (),
+            None,
+            (32,),
+            "regression",
+            label="synthetic linear-teacher regression",
+        ),
+        _spec(
+            "gaussian",
+            "embedded",
+            "gaussian",
+            (),
+            None,
+            (64,),
+            "regression",
+            label="Gaussian inputs",
+        ),
+        _spec(
+            "mnist",
+            "download",
+            "idx",
+            _MNIST_FILES,
+            10,
+            (1, 28, 28),
+            "classification",
+            "http://yann.lecun.com/exdb/mnist/",
+            60000,
+            10000,
+            label="MNIST",
+        ),
+        _spec(
+            "fashion_mnist",
+            "download",
+            "idx",
+            _FASHION_FILES,
+            10,
+            (1, 28, 28),
+            "classification",
+            "https://github.com/zalandoresearch/fashion-mnist",
+            60000,
+            10000,
+            label="Fashion-MNIST",
+        ),
+        _spec(
+            "emnist_balanced",
+            "download",
+            "emnist",
+            _EMNIST_FILES,
+            47,
+            (1, 28, 28),
+            "classification",
+            "https://www.nist.gov/itl/products-and-services/emnist-dataset",
+            112800,
+            18800,
+            label="EMNIST Balanced",
+        ),
+        _spec(
+            "cifar10",
+            "download",
+            "cifar10_bin",
+            _CIFAR10_FILES,
+            10,
+            (3, 32, 32),
+            "classification",
+            "https://www.cs.toronto.edu/~kriz/cifar.html",
+            50000,
+            10000,
+            label="CIFAR-10",
+        ),
+        _spec(
+            "cifar100",
+            "download",
+            "cifar100_bin",
+            _CIFAR100_FILES,
+            100,
+            (3, 32, 32),
+            "classification",
+            "https://www.cs.toronto.edu/~kriz/cifar.html",
+            50000,
+            10000,
+            label="CIFAR-100",
+        ),
+        _spec(
+            "gisette",
+            "download",
+            "gisette",
+            _GISETTE_FILES,
+            2,
+            (5000,),
+            "classification",
+            "https://archive.ics.uci.edu/dataset/170/gisette",
+            6000,
+            1000,
+            label="Gisette",
+        ),
+        _spec(
+            "tiny_imagenet",
+            "download",
+            "tiny_imagenet",
+            _TINY_FILES,
+            200,
+            (3, 64, 64),
+            "classification",
+            "https://www.kaggle.com/c/tiny-imagenet",
+            100000,
+            10000,
+            label="Tiny ImageNet",
+        ),
+    ]
+)
 
 
 def get(name: str) -> DatasetSpec:
@@ -185,8 +342,9 @@ def names(source: str | None = None) -> list[str]:
     return sorted(n for n, s in DATASETS.items() if source is None or s.source == source)
 
 
-def pinned_sha256(remote: RemoteFile, overrides: Mapping[str, str] | None = None,
-                  dataset: str | None = None) -> str:
+def pinned_sha256(
+    remote: RemoteFile, overrides: Mapping[str, str] | None = None, dataset: str | None = None
+) -> str:
     """The digest ``remote`` must have: the user's override if given, else the registry's.
 
     An override keyed ``"<dataset>/<filename>"`` (when ``dataset`` is given) wins over one keyed

@@ -20,6 +20,7 @@ def fc_input_dim(arch: str, dataset: str, width: int) -> int:
     varies that part): fc, the flattened input; lenet, its 50 conv maps of ``((H-4)/2-4)/2``
     squared pixels (800 on MNIST); resnet18 / resnet34, the ``8 width`` pooled channels."""
     from . import registry
+
     shape = registry.get(dataset).input_shape
     if arch == "lenet":
         return 50 * (((shape[-1] - 4) // 2 - 4) // 2) ** 2
@@ -27,21 +28,24 @@ def fc_input_dim(arch: str, dataset: str, width: int) -> int:
         return 8 * int(width)
     if arch == "fc":
         return int(np.prod(shape))
-    raise ValueError(f"derived width: no fixed-parameter rule for arch '{arch}' "
-                     "(fc, lenet, resnet18, resnet34)")
+    raise ValueError(
+        f"derived width: no fixed-parameter rule for arch '{arch}' (fc, lenet, resnet18, resnet34)"
+    )
 
 
 def width_for_params(p: float, depth: int, dataset: str, arch: str = "fc", width: int = 0) -> int:
     """Chen et al. 2018, Sec. 5: the width K with ``d_in K + (L-1) K^2 + K d_out = p`` (nearest integer);
     ``d_in`` from :func:`fc_input_dim`, ``d_out`` the data set's classes."""
     from . import registry
+
     spec = registry.get(dataset)
     d_in, d_out = fc_input_dim(arch, dataset, width), int(spec.n_classes or 1)
     a, b = depth - 1, d_in + d_out
     k = p / b if a == 0 else (-b + np.sqrt(b * b + 4 * a * p)) / (2 * a)
     if k < 1:
-        raise ValueError(f"derived width: no width >= 1 gives {p:g} weights at depth {depth} "
-                         f"on {dataset}")
+        raise ValueError(
+            f"derived width: no width >= 1 gives {p:g} weights at depth {depth} on {dataset}"
+        )
     return int(round(k))
 
 
@@ -54,14 +58,18 @@ def train_size(dataset: str, options: dict | None = None) -> int | None:
     training (scikit-learn's ``train_test_split``), the generated sets ``n_train`` or ``n``.
     """
     from . import embedded, registry
+
     spec = registry.get(dataset)
     if spec.source != "embedded":
         return spec.n_train
     gen = getattr(embedded, spec.fmt, None)
     if gen is None:
         return None
-    args = {k: p.default for k, p in inspect.signature(gen).parameters.items()
-            if p.default is not inspect.Parameter.empty}
+    args = {
+        k: p.default
+        for k, p in inspect.signature(gen).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
     args.update(options or {})
     if spec.fmt in ("digits", "digits_images"):
         return DIGITS_TOTAL - math.ceil(float(args["test_fraction"]) * DIGITS_TOTAL)

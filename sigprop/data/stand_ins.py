@@ -62,30 +62,37 @@ def _labels(rng, n: int, k: int) -> np.ndarray:
 
 
 def _idx(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
-    for remote, n, kind in zip(files, (n_train, n_train, n_test, n_test),
-                               ("x", "y", "x", "y")):
+    for remote, n, kind in zip(files, (n_train, n_train, n_test, n_test), ("x", "y", "x", "y")):
         arr = W.images(rng, n, shape[1:]) if kind == "x" else _labels(rng, n, k).astype(np.uint8)
         W.write_idx(folder / remote.filename, arr)
 
 
 def _emnist(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
-    W.write_emnist_zip(folder / files[0].filename, "balanced",
-                       W.images(rng, n_train, shape[1:]), _labels(rng, n_train, k),
-                       W.images(rng, n_test, shape[1:]), _labels(rng, n_test, k))
+    W.write_emnist_zip(
+        folder / files[0].filename,
+        "balanced",
+        W.images(rng, n_train, shape[1:]),
+        _labels(rng, n_train, k),
+        W.images(rng, n_test, shape[1:]),
+        _labels(rng, n_test, k),
+    )
 
 
 def _cifar10(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
     x, y = W.images(rng, n_train, shape), _labels(rng, n_train, k)
-    cuts = np.array_split(np.arange(n_train), 5)        # data_batch_1..5
-    W.write_cifar10_tar(folder / files[0].filename, [(x[c], y[c]) for c in cuts],
-                        (W.images(rng, n_test, shape), _labels(rng, n_test, k)))
+    cuts = np.array_split(np.arange(n_train), 5)  # data_batch_1..5
+    W.write_cifar10_tar(
+        folder / files[0].filename,
+        [(x[c], y[c]) for c in cuts],
+        (W.images(rng, n_test, shape), _labels(rng, n_test, k)),
+    )
 
 
 def _cifar100(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
     parts = []
     for n in (n_train, n_test):
         fine = _labels(rng, n, k)
-        parts.append((W.images(rng, n, shape), fine // 5, fine))    # 20 coarse classes of 5
+        parts.append((W.images(rng, n, shape), fine // 5, fine))  # 20 coarse classes of 5
     W.write_cifar100_tar(folder / files[0].filename, *parts)
 
 
@@ -93,7 +100,7 @@ def _gisette(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
     arrays = []
     for n in (n_train, n_test):
         x = rng.integers(1, 1000, size=(n, shape[0]), dtype=np.int32)
-        x[rng.random(x.shape) < 0.87] = 0                   # the real data are ~87 % zeros
+        x[rng.random(x.shape) < 0.87] = 0  # the real data are ~87 % zeros
         arrays += [x, np.where(_labels(rng, n, k) == 1, 1, -1)]
     W.write_gisette(folder, *arrays)
 
@@ -104,8 +111,7 @@ def _jpeg(rng, size: int) -> bytes:
 
     small = rng.integers(0, 256, size=(8, 8, 3), dtype=np.uint8)
     buf = io.BytesIO()
-    Image.fromarray(small).resize((size, size), Image.NEAREST).save(buf, format="JPEG",
-                                                                     quality=90)
+    Image.fromarray(small).resize((size, size), Image.NEAREST).save(buf, format="JPEG", quality=90)
     return buf.getvalue()
 
 
@@ -114,8 +120,9 @@ def _tiny_imagenet(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
     wnids = [f"n{10000000 + 7919 * i:08d}" for i in range(k)]
     with zipfile.ZipFile(folder / files[0].filename, "w", zipfile.ZIP_STORED) as zf:
         zf.writestr(root + "wnids.txt", "\n".join(wnids) + "\n")
-        zf.writestr(root + "words.txt", "".join(f"{w}\tstand-in class {i}\n"
-                                                for i, w in enumerate(wnids)))
+        zf.writestr(
+            root + "words.txt", "".join(f"{w}\tstand-in class {i}\n" for i, w in enumerate(wnids))
+        )
         for i in range(n_train):
             w = wnids[i % k]
             zf.writestr(root + f"train/{w}/images/{w}_{i // k}.JPEG", _jpeg(rng, size))
@@ -124,15 +131,25 @@ def _tiny_imagenet(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
             zf.writestr(root + f"val/images/val_{i}.JPEG", _jpeg(rng, size))
             ann.append(f"val_{i}.JPEG\t{wnids[c]}\t0\t0\t{size - 1}\t{size - 1}\n")
         zf.writestr(root + "val/val_annotations.txt", "".join(ann))
-        zf.writestr(root + "test/images/test_0.JPEG", _jpeg(rng, size))   # unlabelled, unread
+        zf.writestr(root + "test/images/test_0.JPEG", _jpeg(rng, size))  # unlabelled, unread
 
 
-_WRITERS = {"idx": _idx, "emnist": _emnist, "cifar10_bin": _cifar10, "cifar100_bin": _cifar100,
-            "gisette": _gisette, "tiny_imagenet": _tiny_imagenet}
+_WRITERS = {
+    "idx": _idx,
+    "emnist": _emnist,
+    "cifar10_bin": _cifar10,
+    "cifar100_bin": _cifar100,
+    "gisette": _gisette,
+    "tiny_imagenet": _tiny_imagenet,
+}
 
 
-def write_stand_ins(out, datasets: list[str] | None = None,
-                    sizes: dict[str, tuple[int, int]] | None = None, seed: int = SEED) -> dict:
+def write_stand_ins(
+    out,
+    datasets: list[str] | None = None,
+    sizes: dict[str, tuple[int, int]] | None = None,
+    seed: int = SEED,
+) -> dict:
     """Write stand-in raw files of ``datasets`` (default: every downloaded one) under ``out``.
 
     ``sizes``: ``{dataset: (n_train, n_test)}`` replacing :func:`default_sizes` (each a multiple
@@ -150,8 +167,10 @@ def write_stand_ins(out, datasets: list[str] | None = None,
         n_train, n_test = (sizes or {}).get(name) or default_sizes(spec)
         k = spec.n_classes or 1
         if n_train % k or n_test % k or min(n_train, n_test) < k:
-            raise ValueError(f"stand-in sizes of {name!r} must be positive multiples of its "
-                             f"{k} classes, got n_train={n_train}, n_test={n_test}")
+            raise ValueError(
+                f"stand-in sizes of {name!r} must be positive multiples of its "
+                f"{k} classes, got n_train={n_train}, n_test={n_test}"
+            )
         folder = out / name
         folder.mkdir(parents=True, exist_ok=True)
         rng = np.random.default_rng([seed, sum(map(ord, name))])
@@ -159,10 +178,13 @@ def write_stand_ins(out, datasets: list[str] | None = None,
         for remote in spec.files:
             overrides[f"{name}/{remote.filename}"] = sha256_file(folder / remote.filename)
         split_sizes[name] = {"n_train": n_train, "n_test": n_test}
-    fragment = {"data": {"local_dir": str(out), "sha256_overrides": overrides,
-                         "sizes": split_sizes}}
-    text = ("# Stand-in raw files written by `sigprop stand-ins` (sigprop.data.stand_ins): random\n"
-            "# data in the real formats, for the smoke run only.  Use: snakemake --configfile\n"
-            f"# config/config.yaml {out / 'stand-ins.yaml'} --config scale=paper smoke=true\n")
+    fragment = {
+        "data": {"local_dir": str(out), "sha256_overrides": overrides, "sizes": split_sizes}
+    }
+    text = (
+        "# Stand-in raw files written by `sigprop stand-ins` (sigprop.data.stand_ins): random\n"
+        "# data in the real formats, for the smoke run only.  Use: snakemake --configfile\n"
+        f"# config/config.yaml {out / 'stand-ins.yaml'} --config scale=paper smoke=true\n"
+    )
     (out / "stand-ins.yaml").write_text(text + yaml.safe_dump(fragment, sort_keys=True))
     return fragment

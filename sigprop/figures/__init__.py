@@ -13,6 +13,7 @@ from pathlib import Path
 def use_agg() -> None:
     """Draw off screen (the figure jobs run on machines without a display)."""
     import matplotlib
+
     matplotlib.use("Agg")
 
 
@@ -21,6 +22,7 @@ def save(fig, png: str, pdf: str | None = None, dpi: int = 150) -> None:
     import matplotlib.pyplot as plt
 
     from .. import atomic
+
     try:
         for path, kw in ((png, {"dpi": dpi}), (pdf, {})):
             if path is not None:

@@ -9,8 +9,12 @@ import math
 import numpy as np
 import pandas as pd
 
-TREND_COLOURS = {"toward": "#1a7f37", "away": "#cf222e", "flat": "#57606a",
-                 "inconclusive": "#9a6700"}
+TREND_COLOURS = {
+    "toward": "#1a7f37",
+    "away": "#cf222e",
+    "flat": "#57606a",
+    "inconclusive": "#9a6700",
+}
 
 
 def ladder_figure(trend: pd.DataFrame, study: str):
@@ -21,6 +25,7 @@ def ladder_figure(trend: pd.DataFrame, study: str):
     import matplotlib.pyplot as plt
 
     from sigprop.claims.trend import top_reading
+
     n = max(len(trend), 1)
     cols = min(4, n)
     rows = math.ceil(n / cols)
@@ -30,8 +35,9 @@ def ladder_figure(trend: pd.DataFrame, study: str):
         m = np.asarray(r.measured, float)
         se = np.asarray(r.se, float)
         colour = TREND_COLOURS.get(r.trend, "k")
-        ax.errorbar(b, m, yerr=np.where(np.isfinite(se), se, 0.0), fmt="o-", color=colour,
-                    ms=4, capsize=2)
+        ax.errorbar(
+            b, m, yerr=np.where(np.isfinite(se), se, 0.0), fmt="o-", color=colour, ms=4, capsize=2
+        )
         if np.isfinite(r.expected):
             ax.axhline(r.expected, ls="--", color="k", lw=0.8, label="paper's value")
         ax.axvline(r.paper_budget, ls=":", color="k", lw=0.8, label="paper's budget")
@@ -39,13 +45,17 @@ def ladder_figure(trend: pd.DataFrame, study: str):
         if np.isfinite(r.slope) and ok.sum() >= 2:
             x = np.log(b[ok])
             xx = np.linspace(x.min(), math.log(r.paper_budget), 20)
-            ax.plot(np.exp(xx), m[ok].mean() + r.slope * (xx - x.mean()), color=colour, lw=0.6,
-                    alpha=0.6)
+            ax.plot(
+                np.exp(xx),
+                m[ok].mean() + r.slope * (xx - x.mean()),
+                color=colour,
+                lw=0.6,
+                alpha=0.6,
+            )
         ax.set_xscale("log")
-        ax.set_title(f"{r.claim_id}\n{r.trend} ({top_reading(r)})", fontsize=7,
-                     color=colour)
+        ax.set_title(f"{r.claim_id}\n{r.trend} ({top_reading(r)})", fontsize=7, color=colour)
         ax.tick_params(labelsize=6)
-    for ax in list(axes.flat)[len(trend):]:
+    for ax in list(axes.flat)[len(trend) :]:
         ax.axis("off")
     if len(trend):
         axes.flat[0].legend(fontsize=6)

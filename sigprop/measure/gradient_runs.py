@@ -21,5 +21,7 @@ def select(runs: pd.DataFrame, s: dict) -> pd.DataFrame:
 def matrix(runs: pd.DataFrame, s: dict, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """``[instantiations, layers]`` values of ``metric`` for setting ``s`` and the layers."""
     d = select(runs[runs.metric == metric], s)
-    p = d.pivot_table(index="run_id", columns="layer", values="value", aggfunc="first").sort_index(axis=1)
+    p = d.pivot_table(index="run_id", columns="layer", values="value", aggfunc="first").sort_index(
+        axis=1
+    )
     return p.to_numpy(float), p.columns.to_numpy(int)

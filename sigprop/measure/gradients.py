@@ -42,6 +42,7 @@ METRICS = ("g_aa", "g_ab", "g_ab_abs", "g_ab_signed")
 def fixed_point_inputs(runs, d: int, dtype=torch.float64) -> torch.Tensor:
     """``[M, 2, d]`` pre-activations with mean square q* and correlation c* of each run."""
     from ..theory import meanfield
+
     out = []
     for r in runs:
         q = float(meanfield.q_star(r.sigma_w2, r.sigma_b2, r.keep_rate, r.activation))
@@ -52,8 +53,14 @@ def fixed_point_inputs(runs, d: int, dtype=torch.float64) -> torch.Tensor:
     return torch.stack(out)
 
 
-def forward_backward(hidden: list[torch.Tensor], h0: torch.Tensor, act: str, keep: torch.Tensor,
-                     keys: torch.Tensor, step: int = 0):
+def forward_backward(
+    hidden: list[torch.Tensor],
+    h0: torch.Tensor,
+    act: str,
+    keep: torch.Tensor,
+    keys: torch.Tensor,
+    step: int = 0,
+):
     """Inputs ``x^{l-1}`` and deltas ``delta^l`` of every hidden layer, ``[M, B, N]`` each.
 
     ``hidden``: ``[W_0, b_0, ..., W_{L-1}, b_{L-1}]`` (the readout left out);
@@ -72,13 +79,19 @@ def forward_backward(hidden: list[torch.Tensor], h0: torch.Tensor, act: str, kee
         for layer in range(n):
             w, b = hidden[2 * layer].detach(), hidden[2 * layer + 1].detach()
             x = y * (masks[layer].to(h0.dtype) * inv_keep)
-            tap = torch.zeros(x.shape[0], x.shape[1], w.shape[1], dtype=h0.dtype, device=h0.device,
-                              requires_grad=True)   # dE/dtap = dE/dz^l
+            tap = torch.zeros(
+                x.shape[0],
+                x.shape[1],
+                w.shape[1],
+                dtype=h0.dtype,
+                device=h0.device,
+                requires_grad=True,
+            )  # dE/dtap = dE/dz^l
             z = torch.baddbmm(b, x, w.transpose(1, 2)) + tap
             xs.append(x.detach())
             taps.append(tap)
             y = phi(z)
-        loss = z.pow(2).sum()   # sum of E_a over models and inputs: each z_a only feeds E_a
+        loss = z.pow(2).sum()  # sum of E_a over models and inputs: each z_a only feeds E_a
         deltas = torch.autograd.grad(loss, taps)
     return xs, list(deltas)
 
@@ -121,8 +134,15 @@ def metric_rows(shard, params: list[torch.Tensor], device: str = "cpu") -> pd.Da
     frames = []
     for metric, v in g.items():
         m, n_layers = v.shape
-        frames.append(pd.DataFrame({"model": np.repeat(np.arange(m), n_layers),
-                                    "layer": np.tile(np.arange(1, n_layers + 1), m),
-                                    "metric": metric, "value": v.ravel()}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": np.repeat(np.arange(m), n_layers),
+                    "layer": np.tile(np.arange(1, n_layers + 1), m),
+                    "metric": metric,
+                    "value": v.ravel(),
+                }
+            )
+        )
     long = pd.concat(frames, ignore_index=True).assign(probe=0)
     return tables.run_rows(shard, long, device, order=("layer",))

@@ -62,6 +62,7 @@ from . import stacked
 
 # --------------------------------------------------------------------- bodies
 
+
 def _basic_block(ops, x, run, c_in, c_out, stride, branch_scale):
     act = run.activation
     out = ops.conv(x, c_out, 3, stride, 1)
@@ -91,7 +92,7 @@ def resnet_body(blocks, stable=False, stem_relu=True):
         h = ops.act(ops.bn(ops.conv(x, base, 3, 1, 1)), run.activation)
         c = base
         for i, nb in enumerate(blocks):
-            c_out = base * 2 ** i
+            c_out = base * 2**i
             for j in range(nb):
                 stride = 2 if (i > 0 and j == 0) else 1
                 h = _basic_block(ops, h, run, c, c_out, stride, scale)
@@ -137,6 +138,7 @@ def lenet_body(ops, x, run, n_out):
 
 # -------------------------------------------------------------------- family
 
+
 class ConvFamily:
     """A family from a ``body``: grouped-conv batching over the model axis."""
 
@@ -146,7 +148,9 @@ class ConvFamily:
 
     def init(self, runs, keys, in_shape, n_out, device, dtype):
         if len(in_shape) != 3:
-            raise ValueError(f"{self.name} needs image inputs (C, H, W), got in_shape {tuple(in_shape)}")
+            raise ValueError(
+                f"{self.name} needs image inputs (C, H, W), got in_shape {tuple(in_shape)}"
+            )
         sw, sb = stacked.sigma(runs)
         ops = stacked.Init(keys, sw, sb, device, dtype)
         self.body(ops, tuple(int(s) for s in in_shape), runs[0], int(n_out))

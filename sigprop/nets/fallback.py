@@ -32,7 +32,7 @@ class PerModel:
         """One module per shape and device, built at init and reused by apply."""
         key = (run.shape_key(), str(torch.device(device)))
         if key not in self._template:
-            with torch.device(device):    # built where it runs (no CPU copy, no default device)
+            with torch.device(device):  # built where it runs (no CPU copy, no default device)
                 self._template[key] = self.builder(run, tuple(in_shape), n_out).to(dtype)
         return self._template[key]
 
@@ -60,8 +60,10 @@ class PerModel:
             else:
                 params.append(p.detach().unsqueeze(0).expand((m,) + shape).clone())
         bufs = dict(mod.named_buffers())
-        buffers = [bufs[n].detach().unsqueeze(0).expand((m,) + tuple(bufs[n].shape)).clone()
-                   for n in self._buffer_names(mod)]
+        buffers = [
+            bufs[n].detach().unsqueeze(0).expand((m,) + tuple(bufs[n].shape)).clone()
+            for n in self._buffer_names(mod)
+        ]
         return params, buffers
 
     def _rebuilt(self, runs, params, x):
@@ -73,9 +75,11 @@ class PerModel:
         shapes = [tuple(p.shape) for _, p in mod.named_parameters()]
         if shapes != [tuple(p.shape[1:]) for p in params]:
             del self._template[(runs[0].shape_key(), str(torch.device(x.device)))]
-            raise RuntimeError(f"{self.name}: apply() before init() on {x.device}, and the "
-                               "module rebuilt from the input and output shapes does not match "
-                               "the parameters")
+            raise RuntimeError(
+                f"{self.name}: apply() before init() on {x.device}, and the "
+                "module rebuilt from the input and output shapes does not match "
+                "the parameters"
+            )
         return mod
 
     def apply(self, runs, params, buffers, x, train, keys, step):
@@ -100,5 +104,6 @@ class PerModel:
 
 def _is_norm(mod, pname: str) -> bool:
     owner = mod.get_submodule(pname.rsplit(".", 1)[0]) if "." in pname else mod
-    return isinstance(owner, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.GroupNorm,
-                              torch.nn.LayerNorm))
+    return isinstance(
+        owner, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.GroupNorm, torch.nn.LayerNorm)
+    )

@@ -78,13 +78,16 @@ def _keep_rates(runs, device, dtype) -> torch.Tensor | None:
         if len(_KEEP) > 256:
             _KEEP.clear()
         rates = [r.keep_rate for r in runs]
-        hit = _KEEP[key] = (runs, torch.tensor(rates, device=device, dtype=dtype)
-                            if any(k < 1 for k in rates) else None)
+        hit = _KEEP[key] = (
+            runs,
+            torch.tensor(rates, device=device, dtype=dtype) if any(k < 1 for k in rates) else None,
+        )
     return hit[1]
 
 
 def _fc_module(run, in_shape, n_out):
     from . import reference
+
     d = 1
     for s in in_shape:
         d *= int(s)
@@ -93,9 +96,14 @@ def _fc_module(run, in_shape, n_out):
 
 def _all() -> dict:
     from . import convnets, fallback, residual
-    return {"fc": FullyConnected(), **residual.families(), **convnets.families(),
-            # the per-model fallback, shown on the fully connected net (any nn.Module works)
-            "fc_loop": fallback.PerModel("fc_loop", _fc_module)}
+
+    return {
+        "fc": FullyConnected(),
+        **residual.families(),
+        **convnets.families(),
+        # the per-model fallback, shown on the fully connected net (any nn.Module works)
+        "fc_loop": fallback.PerModel("fc_loop", _fc_module),
+    }
 
 
 FAMILIES = _all()

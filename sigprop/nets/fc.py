@@ -34,9 +34,14 @@ def layer_dims(d_in: int, width: int, depth: int, d_out: int) -> list[tuple[int,
     return list(zip(dims[:-1], dims[1:]))
 
 
-def init_params(keys: torch.Tensor, sigma_w2: torch.Tensor, sigma_b2: torch.Tensor,
-                init: list[str], dims: list[tuple[int, int]],
-                dtype: torch.dtype = torch.float32) -> list[torch.Tensor]:
+def init_params(
+    keys: torch.Tensor,
+    sigma_w2: torch.Tensor,
+    sigma_b2: torch.Tensor,
+    init: list[str],
+    dims: list[tuple[int, int]],
+    dtype: torch.dtype = torch.float32,
+) -> list[torch.Tensor]:
     """Initial parameters ``[W_0, b_0, W_1, b_1, ...]`` for M models.
 
     ``keys``, ``sigma_w2``, ``sigma_b2``: ``[M]``; ``init[m]`` in :data:`INITS`.
@@ -51,13 +56,13 @@ def init_params(keys: torch.Tensor, sigma_w2: torch.Tensor, sigma_b2: torch.Tens
     dev = keys.device
     sw = sigma_w2.to(dev, torch.float64).sqrt()
     sb = sigma_b2.to(dev, torch.float64).sqrt()
-    is_ortho = [i == "orthogonal" for i in init]      # decided on the host: no device sync
+    is_ortho = [i == "orthogonal" for i in init]  # decided on the host: no device sync
     ortho = torch.tensor(is_ortho, device=dev)
     params = []
     for layer, (d_in, d_out) in enumerate(dims):
         off = layer << 34
         z = rng.normal(keys, rng.STREAM_INIT_W, (d_out, d_in), offset=off, dtype=torch.float64)
-        w = z * (sw / d_in ** 0.5).view(-1, 1, 1)
+        w = z * (sw / d_in**0.5).view(-1, 1, 1)
         if any(is_ortho):
             q = _orthogonal(z[ortho]) * (sw[ortho] * max(1.0, d_out / d_in) ** 0.5).view(-1, 1, 1)
             w[ortho] = q
@@ -77,9 +82,14 @@ def _orthogonal(z: torch.Tensor) -> torch.Tensor:
     return q if tall else q.transpose(1, 2)
 
 
-def forward(params: list[torch.Tensor], x: torch.Tensor, act: str,
-            keep: torch.Tensor | None = None, keys: torch.Tensor | None = None,
-            step: int = 0) -> torch.Tensor:
+def forward(
+    params: list[torch.Tensor],
+    x: torch.Tensor,
+    act: str,
+    keep: torch.Tensor | None = None,
+    keys: torch.Tensor | None = None,
+    step: int = 0,
+) -> torch.Tensor:
     """Logits ``[M, B, d_out]`` for inputs ``x`` ``[M, B, d_in]``.
 
     Pass ``keep`` (``[M]``) and ``keys`` to train with dropout; leave them None
@@ -88,9 +98,14 @@ def forward(params: list[torch.Tensor], x: torch.Tensor, act: str,
     return _layers(params, x, act, keep, keys, step, keep_all=False)[-1]
 
 
-def preactivations(params: list[torch.Tensor], x: torch.Tensor, act: str,
-                   keep: torch.Tensor | None = None, keys: torch.Tensor | None = None,
-                   step: int = 0) -> list[torch.Tensor]:
+def preactivations(
+    params: list[torch.Tensor],
+    x: torch.Tensor,
+    act: str,
+    keep: torch.Tensor | None = None,
+    keys: torch.Tensor | None = None,
+    step: int = 0,
+) -> list[torch.Tensor]:
     """Pre-activations ``z^1 .. z^L`` of every hidden layer and the logits, ``[M, B, width]`` each.
 
     Dropout masks (when ``keep`` is given) are independent per model and per
@@ -107,7 +122,7 @@ def _layers(params, x, act, keep, keys, step, keep_all: bool) -> list[torch.Tens
     scales = None
     if keep is not None:
         shapes = [(x.shape[1], params[2 * i].shape[2]) for i in range(n_layers - 1)]
-        scales = rng.dropout_scales(keys, step, shapes, keep)    # mask / keep, per model
+        scales = rng.dropout_scales(keys, step, shapes, keep)  # mask / keep, per model
     h = x
     out = []
     for layer in range(n_layers):

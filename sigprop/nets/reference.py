@@ -29,7 +29,9 @@ class RefBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(c_out)
         self.short = None
         if stride != 1 or c_in != c_out:
-            self.short = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+            self.short = nn.Sequential(
+                nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out)
+            )
         self.act, self.scale = act, scale
 
     def forward(self, x):
@@ -48,8 +50,10 @@ class RefResNet(nn.Module):
         layers, c = [], width
         for i, nb in enumerate(blocks):
             for j in range(nb):
-                layers.append(RefBlock(c, width * 2 ** i, 2 if i > 0 and j == 0 else 1, self.act, scale))
-                c = width * 2 ** i
+                layers.append(
+                    RefBlock(c, width * 2**i, 2 if i > 0 and j == 0 else 1, self.act, scale)
+                )
+                c = width * 2**i
         self.layers = nn.Sequential(*layers)
         hd, hw = head
         self.head = nn.ModuleList()
@@ -71,7 +75,11 @@ class RefVGG(nn.Module):
         layers, c = [], c_in
         for i, (nc, w) in enumerate(zip((2, 2, 3, 3, 3), (1, 2, 4, 8, 8))):
             for _ in range(nc * mult):
-                layers += [nn.Conv2d(c, width * w, 3, padding=1, bias=False), nn.BatchNorm2d(width * w), Act(act)]
+                layers += [
+                    nn.Conv2d(c, width * w, 3, padding=1, bias=False),
+                    nn.BatchNorm2d(width * w),
+                    Act(act),
+                ]
                 c = width * w
             if i < 4:
                 layers.append(nn.MaxPool2d(2))
@@ -106,8 +114,15 @@ class GAP(nn.Module):
 
 def ref_lenet(width, depth, act, n_out, c_in, hw):
     s = ((hw - 4) // 2 - 4) // 2
-    layers = [nn.Conv2d(c_in, 20, 5), Act(act), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), Act(act),
-              nn.MaxPool2d(2), nn.Flatten()]
+    layers = [
+        nn.Conv2d(c_in, 20, 5),
+        Act(act),
+        nn.MaxPool2d(2),
+        nn.Conv2d(20, 50, 5),
+        Act(act),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+    ]
     c = 50 * s * s
     for _ in range(depth):
         layers += [nn.Linear(c, width), Act(act)]
@@ -148,7 +163,9 @@ class RefDenseNetFC(nn.Module):
     def __init__(self, d, n, L, n_out, sigma_w2, act):
         super().__init__()
         self.Ws = nn.Parameter(torch.empty(n, d))
-        self.W = nn.ParameterList([nn.Parameter(torch.empty(n, n)) for l in range(1, L + 1) for _ in range(l)])
+        self.W = nn.ParameterList(
+            [nn.Parameter(torch.empty(n, n)) for l in range(1, L + 1) for _ in range(l)]
+        )
         self.Wf = nn.Parameter(torch.empty(n_out, n))
         self.n, self.L, self.sw2, self.phi = n, L, sigma_w2, activations.get(act)
 
@@ -194,12 +211,24 @@ def build(arch, run, in_shape, n_out):
         return ref_fc(math.prod(in_shape), run.width, run.depth, n_out, run.activation)
     c, hw = in_shape[0], in_shape[-1]
     act = run.activation
-    blocks = {"resnet18": (2, 2, 2, 2), "resnet34": (3, 4, 6, 3), "resnet32": (5, 5, 5),
-              "resnet50": (8, 8, 8), "resnet104": (17, 17, 17)}
+    blocks = {
+        "resnet18": (2, 2, 2, 2),
+        "resnet34": (3, 4, 6, 3),
+        "resnet32": (5, 5, 5),
+        "resnet50": (8, 8, 8),
+        "resnet104": (17, 17, 17),
+    }
     base = arch.replace("stable_", "")
     if base in blocks:
-        return RefResNet(blocks[base], run.width, act, n_out, c, arch.startswith("stable_"),
-                         (run.head_depth, run.head_width or run.width))
+        return RefResNet(
+            blocks[base],
+            run.width,
+            act,
+            n_out,
+            c,
+            arch.startswith("stable_"),
+            (run.head_depth, run.head_width or run.width),
+        )
     if arch == "vgg16":
         return RefVGG(run.width, act, n_out, 1, c)
     if arch == "vgg16x3":
@@ -210,8 +239,17 @@ def build(arch, run, in_shape, n_out):
         return ref_lenet(run.width, run.depth, act, n_out, c, hw)
     d = math.prod(in_shape)
     if arch in ("resnet_fc", "stable_resnet_fc"):
-        return RefResNetFC(d, run.width, run.depth, run.branch_depth, n_out, run.alpha,
-                           run.sigma_w2, act, arch == "stable_resnet_fc")
+        return RefResNetFC(
+            d,
+            run.width,
+            run.depth,
+            run.branch_depth,
+            n_out,
+            run.alpha,
+            run.sigma_w2,
+            act,
+            arch == "stable_resnet_fc",
+        )
     if arch == "densenet_fc":
         return RefDenseNetFC(d, run.width, run.depth, n_out, run.sigma_w2, act)
     raise KeyError(arch)

@@ -54,8 +54,9 @@ def _normal(keys, i, shape, dtype):
 
 
 def _per_model(runs, attr, default, x):
-    return torch.tensor([float(getattr(r, attr, default)) for r in runs],
-                        device=x.device, dtype=x.dtype).view(-1, 1, 1)
+    return torch.tensor(
+        [float(getattr(r, attr, default)) for r in runs], device=x.device, dtype=x.dtype
+    ).view(-1, 1, 1)
 
 
 def _no_dropout(name, runs, train):
@@ -142,5 +143,8 @@ class DenseNetFC:
 
 
 def families() -> dict:
-    return {"resnet_fc": ResNetFC(False), "stable_resnet_fc": ResNetFC(True),
-            "densenet_fc": DenseNetFC()}
+    return {
+        "resnet_fc": ResNetFC(False),
+        "stable_resnet_fc": ResNetFC(True),
+        "densenet_fc": DenseNetFC(),
+    }

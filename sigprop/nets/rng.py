@@ -56,8 +56,11 @@ def fmix32_(x: torch.Tensor, scratch: torch.Tensor | None = None) -> torch.Tenso
     on CPU (each out-of-place integer op with a Python scalar allocated a tensor and took a slow
     path)."""
     t = torch.empty_like(x) if scratch is None else scratch
-    for shift, mask, mult in ((16, 0xFFFF, _signed(_C1)), (13, 0x7FFFF, _signed(_C2)),
-                              (16, 0xFFFF, None)):
+    for shift, mask, mult in (
+        (16, 0xFFFF, _signed(_C1)),
+        (13, 0x7FFFF, _signed(_C2)),
+        (16, 0xFFFF, None),
+    ):
         torch.bitwise_right_shift(x, shift, out=t)
         t.bitwise_and_(mask)
         x.bitwise_xor_(t)
@@ -100,7 +103,7 @@ def _mix_counters(counters: torch.Tensor) -> torch.Tensor:
     if sys.byteorder != "little":
         return _mix_counters_arith(c)
     w = c.contiguous().view(torch.int32).view(*c.shape, 2)
-    hi = w[..., 1].add(_signed(_GOLDEN))              # int32 wrap-around, as in fmix32_
+    hi = w[..., 1].add(_signed(_GOLDEN))  # int32 wrap-around, as in fmix32_
     lo = w[..., 0].contiguous()
     return fmix32_(lo.bitwise_xor_(fmix32_(hi)))
 
@@ -125,26 +128,34 @@ def hash_bits(keys: torch.Tensor, stream: int, counters: torch.Tensor, *words: i
 def _unit(bits: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Top 24 bits as a uniform number in the open interval (0, 1): ``(v + 0.5) 2^-24`` with
     ``v = (bits >> 8) & 0xFFFFFF`` (computed in place: the same numbers, fewer new tensors)."""
-    return (bits >> 8).bitwise_and_(0xFFFFFF).to(dtype).add_(0.5).mul_(2.0 ** -24)
+    return (bits >> 8).bitwise_and_(0xFFFFFF).to(dtype).add_(0.5).mul_(2.0**-24)
 
 
-def uniform(keys: torch.Tensor, stream: int, counters: torch.Tensor,
-            dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def uniform(
+    keys: torch.Tensor, stream: int, counters: torch.Tensor, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """Uniform numbers in (0, 1), shape ``[M, *counters.shape]`` (on the ``meta`` device, which
     holds shapes and no values, an empty tensor of that shape: nothing to hash)."""
     if keys.device.type == "meta":
-        return torch.empty((keys.shape[0],) + tuple(counters.shape), dtype=dtype, device=keys.device)
+        return torch.empty(
+            (keys.shape[0],) + tuple(counters.shape), dtype=dtype, device=keys.device
+        )
     return _unit(hash_bits(keys, stream, counters), dtype)
 
 
-def normal(keys: torch.Tensor, stream: int, shape: tuple[int, ...], offset: int = 0,
-           dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def normal(
+    keys: torch.Tensor,
+    stream: int,
+    shape: tuple[int, ...],
+    offset: int = 0,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
     """Standard normal numbers ``[M, *shape]`` by Box–Muller on two hashed uniforms.
 
     ``offset`` shifts the counter range so that several tensors drawn from the
     same stream (e.g. the weights of different layers) do not overlap.
     """
-    if keys.device.type == "meta":       # shapes only (sigprop plan's FLOP count)
+    if keys.device.type == "meta":  # shapes only (sigprop plan's FLOP count)
         return torch.empty((keys.shape[0],) + tuple(shape), dtype=dtype, device=keys.device)
     n = math.prod(shape)
     fast = _normal_uniforms(keys, stream, n, offset)
@@ -159,11 +170,12 @@ def normal(keys: torch.Tensor, stream: int, shape: tuple[int, ...], offset: int 
     return z.to(dtype).reshape((keys.shape[0],) + tuple(shape))
 
 
-_NORMAL_CHUNK = 1 << 16      # int32 words per hashing chunk: 256 kB, in the CPU's L2 cache
+_NORMAL_CHUNK = 1 << 16  # int32 words per hashing chunk: 256 kB, in the CPU's L2 cache
 
 
-def _normal_uniforms(keys: torch.Tensor, stream: int, n: int, offset: int
-                     ) -> tuple[torch.Tensor, torch.Tensor] | None:
+def _normal_uniforms(
+    keys: torch.Tensor, stream: int, n: int, offset: int
+) -> tuple[torch.Tensor, torch.Tensor] | None:
     """:func:`normal`'s two uniforms, ``u1 = uniform(keys, stream, 2 idx)`` and
     ``2 pi uniform(keys, stream, 2 idx + 1)`` for ``idx = offset + arange(n)`` (float64
     ``[M, n]`` each), bit for bit, made without 64-bit counters; ``None`` when the shortcut does
@@ -181,16 +193,18 @@ def _normal_uniforms(keys: torch.Tensor, stream: int, n: int, offset: int
     width-1000, depth-200 network's weights (the gradient_metrics study at paper scale) took
     8.6 s on one core and take about 3 s (M = 1 to 4 models a call)."""
     dev, m = keys.device, keys.shape[0]
-    if dev.type != "cpu":    # a GPU runs the whole-array ops at once; on "meta" (sigprop plan's
-        return None          # shape counting) a chunk loop would cost only Python time
+    if dev.type != "cpu":  # a GPU runs the whole-array ops at once; on "meta" (sigprop plan's
+        return None  # shape counting) a chunk loop would cost only Python time
     first, last = 2 * offset, 2 * (offset + n - 1) + 1
     if n <= 0 or offset < 0 or first >> 32 != last >> 32 or (first & _MASK32) + 2 * n > 1 << 31:
         return None
     hi = _signed(fmix32_int((first >> 32) + _GOLDEN))
     k = _model_keys(keys, stream).view(-1, 1)
     lo0 = first & _MASK32
-    u = (torch.empty((m, n), dtype=torch.float64, device=dev),
-         torch.empty((m, n), dtype=torch.float64, device=dev))
+    u = (
+        torch.empty((m, n), dtype=torch.float64, device=dev),
+        torch.empty((m, n), dtype=torch.float64, device=dev),
+    )
     step = max(1, _NORMAL_CHUNK // max(m, 1))
     mixed = torch.empty(step, dtype=torch.int32, device=dev)
     bits = torch.empty((m, step), dtype=torch.int32, device=dev)
@@ -200,21 +214,22 @@ def _normal_uniforms(keys: torch.Tensor, stream: int, n: int, offset: int
         c = b - a
         for half, out in enumerate(u):
             mx = mixed[:c]
-            torch.arange(lo0 + 2 * a + half, lo0 + 2 * b + half, 2, dtype=torch.int32,
-                         device=dev, out=mx)
+            torch.arange(
+                lo0 + 2 * a + half, lo0 + 2 * b + half, 2, dtype=torch.int32, device=dev, out=mx
+            )
             fmix32_(mx.bitwise_xor_(hi), scratch.view(-1)[:c])
             w = bits[:, :c]
             torch.bitwise_xor(k, mx.unsqueeze(0), out=w)
             fmix32_(w, scratch[:, :c])
-            w.bitwise_right_shift_(8).bitwise_and_(0xFFFFFF)    # _unit, in the chunk
+            w.bitwise_right_shift_(8).bitwise_and_(0xFFFFFF)  # _unit, in the chunk
             o = out[:, a:b]
-            o.copy_(w).add_(0.5).mul_(2.0 ** -24)
+            o.copy_(w).add_(0.5).mul_(2.0**-24)
             if half:
                 o.mul_(2.0 * math.pi)
     return u
 
 
-CHUNK_ELEMENTS = {"cpu": 2 ** 18, "cuda": 2 ** 25}
+CHUNK_ELEMENTS = {"cpu": 2**18, "cuda": 2**25}
 """Words hashed per call of the dropout draw, by device type: on the CPU 2^18 (1 MB, in the L2
 cache); on a GPU 2^25 (128 MB), since there each call is a dozen kernel launches whose host
 cost dominates small chunks (an H100 spent 72 % of a deep narrow shard's step waiting for
@@ -226,8 +241,13 @@ def chunk_elements(device: torch.device | str) -> int:
     return CHUNK_ELEMENTS.get(torch.device(device).type, CHUNK_ELEMENTS["cpu"])
 
 
-def dropout_masks(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
-                  keep: torch.Tensor, max_elements: int | None = None) -> list[torch.Tensor]:
+def dropout_masks(
+    keys: torch.Tensor,
+    step: int,
+    shapes: list[tuple[int, ...]],
+    keep: torch.Tensor,
+    max_elements: int | None = None,
+) -> list[torch.Tensor]:
     """Dropout masks of every layer for one training step: ``[M, *shape]`` each.
 
     1 with probability ``keep[m]``.  Layer ``l``'s element at row-major position
@@ -249,13 +269,18 @@ def dropout_masks(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
     out = []
     for first, sizes, bits in _keep_bits(k, shapes, max_elements):
         mask = torch.lt(bits, thr).to(torch.float32)
-        for shape, part in zip(shapes[first:first + len(sizes)], torch.split(mask, sizes, dim=1)):
+        for shape, part in zip(shapes[first : first + len(sizes)], torch.split(mask, sizes, dim=1)):
             out.append(part.reshape((m,) + tuple(shape)))
     return out
 
 
-def dropout_scales(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
-                   keep: torch.Tensor, max_elements: int | None = None) -> list[torch.Tensor]:
+def dropout_scales(
+    keys: torch.Tensor,
+    step: int,
+    shapes: list[tuple[int, ...]],
+    keep: torch.Tensor,
+    max_elements: int | None = None,
+) -> list[torch.Tensor]:
     """What inverted dropout multiplies each layer's input by at one training step:
     ``mask / keep[m]`` of :func:`dropout_masks` (``[M, *shape]`` each, in ``keep``'s dtype),
     equal to ``dropout_masks(...) * (1 / keep)`` bit for bit, made cheaper.
@@ -269,10 +294,14 @@ def dropout_scales(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
     """
     m = keys.shape[0]
     dropping, inv = _dropping(keep)
-    if dropping is None:                     # every model drops: no gather, no scatter
+    if dropping is None:  # every model drops: no gather, no scatter
         k_all, thr, inv_d = keys, _keep_thresholds(keep), inv
     else:
-        k_all, thr, inv_d = keys.index_select(0, dropping), _keep_thresholds(keep)[dropping], inv[dropping]
+        k_all, thr, inv_d = (
+            keys.index_select(0, dropping),
+            _keep_thresholds(keep)[dropping],
+            inv[dropping],
+        )
     k = _model_keys(k_all, STREAM_DROPOUT, step).view(-1, 1)
     thr, inv_d = thr.view(-1, 1), inv_d.view(-1, 1)
     zero = torch.zeros((), dtype=inv.dtype, device=inv.device)
@@ -282,7 +311,7 @@ def dropout_scales(keys: torch.Tensor, step: int, shapes: list[tuple[int, ...]],
         if dropping is not None:
             full = torch.ones((m, part.shape[1]), dtype=inv.dtype, device=inv.device)
             part = full.index_copy_(0, dropping, part)
-        for shape, p in zip(shapes[first:first + len(sizes)], torch.split(part, sizes, dim=1)):
+        for shape, p in zip(shapes[first : first + len(sizes)], torch.split(part, sizes, dim=1)):
             out.append(p.reshape((m,) + tuple(shape)))
     return out
 
@@ -338,8 +367,10 @@ def _scratch(n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     if hit is None:
         if len(cache) > 16:
             cache.clear()
-        hit = cache[key] = (torch.empty(n, dtype=torch.int32, device=device),
-                            torch.empty(n, dtype=torch.int32, device=device))
+        hit = cache[key] = (
+            torch.empty(n, dtype=torch.int32, device=device),
+            torch.empty(n, dtype=torch.int32, device=device),
+        )
     return hit
 
 
@@ -371,8 +402,12 @@ def _mixed_counters(sizes: tuple[int, ...], first_layer: int, device) -> torch.T
     key = (sizes, first_layer, str(device))
     out = _MIXED.get(key)
     if out is None:
-        idx = torch.cat([torch.arange(n, device=device, dtype=torch.int64) + ((first_layer + l) << 40)
-                         for l, n in enumerate(sizes)])
+        idx = torch.cat(
+            [
+                torch.arange(n, device=device, dtype=torch.int64) + ((first_layer + l) << 40)
+                for l, n in enumerate(sizes)
+            ]
+        )
         out = _mix_counters(idx)
         if len(_MIXED) > 64:
             _MIXED.clear()
@@ -410,11 +445,11 @@ def _thresholds_of(keep: torch.Tensor) -> torch.Tensor:
     ``u(v) = float32((v + 0.5) 2^-24)`` as :func:`_unit` computes it; ``u`` grows with ``v``,
     so ``u(v) < keep`` exactly when ``v < T`` (found by bisection on the float32 formula)."""
     kp = keep.detach().to(torch.float32).reshape(-1)
-    lo = torch.zeros_like(kp, dtype=torch.int64)            # u(lo - 1) < keep (or lo = 0)
-    hi = torch.full_like(lo, 1 << 24)                        # u(hi) >= keep (or hi = 2^24)
+    lo = torch.zeros_like(kp, dtype=torch.int64)  # u(lo - 1) < keep (or lo = 0)
+    hi = torch.full_like(lo, 1 << 24)  # u(hi) >= keep (or hi = 2^24)
     for _ in range(25):
         mid = (lo + hi) // 2
-        below = ((mid.to(torch.float32) + 0.5) * 2.0 ** -24) < kp
+        below = ((mid.to(torch.float32) + 0.5) * 2.0**-24) < kp
         lo = torch.where(below, mid + 1, lo)
         hi = torch.where(below, hi, mid)
     # keep = 1 keeps every unit: u(2^24 - 1) rounds to 1.0 in float32, so ``u < 1`` alone would

@@ -132,13 +132,22 @@ class Apply:
         if self.train:
             rm2 = rm.detach().reshape(-1).clone()
             rv2 = rv.detach().reshape(-1).clone()
-            y = F.batch_norm(x, rm2, rv2, gamma.reshape(-1), beta.reshape(-1), True,
-                             BN_MOMENTUM, BN_EPS)
+            y = F.batch_norm(
+                x, rm2, rv2, gamma.reshape(-1), beta.reshape(-1), True, BN_MOMENTUM, BN_EPS
+            )
             self.new_buffers += [rm2.view_as(rm), rv2.view_as(rv)]
             return y
         self.new_buffers += [rm, rv]
-        return F.batch_norm(x, rm.reshape(-1), rv.reshape(-1), gamma.reshape(-1),
-                            beta.reshape(-1), False, 0.0, BN_EPS)
+        return F.batch_norm(
+            x,
+            rm.reshape(-1),
+            rv.reshape(-1),
+            gamma.reshape(-1),
+            beta.reshape(-1),
+            False,
+            0.0,
+            BN_EPS,
+        )
 
     def linear(self, x, n_out, bias=True):
         w = next(self.params)

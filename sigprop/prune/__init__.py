@@ -73,9 +73,17 @@ from .threshold import (
 
 PRUNERS = ("random", "magnitude", "snip", "grasp", "synflow", "sbp_sr")
 DATA_PRUNERS = ("snip", "grasp", "sbp_sr")
-SCORE_DTYPE = None  # default ``dtype`` of the snip / grasp / sbp_sr passes: None = the parameters' dtype
-BN_MODE = {"snip": "train", "grasp": "train", "sbp_sr": "train", "synflow": "eval",
-           "random": "eval", "magnitude": "eval"}
+SCORE_DTYPE = (
+    None  # default ``dtype`` of the snip / grasp / sbp_sr passes: None = the parameters' dtype
+)
+BN_MODE = {
+    "snip": "train",
+    "grasp": "train",
+    "sbp_sr": "train",
+    "synflow": "eval",
+    "random": "eval",
+    "magnitude": "eval",
+}
 
 __all__ = [
     "PRUNERS",
@@ -109,9 +117,17 @@ def _models(batched, runs, params, buffers, x, y, keys):
     """The shard as one part, or one part per model (everything sliced to ``[m:m+1]``)."""
     if batched:
         return [(runs, params, buffers, x, y, keys)]
-    return [(runs[m:m + 1], [p[m:m + 1] for p in params], [b[m:m + 1] for b in buffers],
-             None if x is None else x[m:m + 1], None if y is None else y[m:m + 1], keys[m:m + 1])
-            for m in range(len(runs))]
+    return [
+        (
+            runs[m : m + 1],
+            [p[m : m + 1] for p in params],
+            [b[m : m + 1] for b in buffers],
+            None if x is None else x[m : m + 1],
+            None if y is None else y[m : m + 1],
+            keys[m : m + 1],
+        )
+        for m in range(len(runs))
+    ]
 
 
 def _stack(parts):
@@ -128,10 +144,24 @@ def _prepare(params, buffers, x, y, dtype):
     return params, buffers, x, y
 
 
-def compute_scores(pruner: str, family, runs, params, buffers, x=None, y=None, keys=None, *,
-                   bn_mode: str | None = None, temperature: float = grasp.TEMPERATURE,
-                   grasp_splits: int = grasp.SPLITS, in_shape=None, flags=None,
-                   dtype: torch.dtype | None = SCORE_DTYPE, batched: bool = False) -> list[torch.Tensor | None]:
+def compute_scores(
+    pruner: str,
+    family,
+    runs,
+    params,
+    buffers,
+    x=None,
+    y=None,
+    keys=None,
+    *,
+    bn_mode: str | None = None,
+    temperature: float = grasp.TEMPERATURE,
+    grasp_splits: int = grasp.SPLITS,
+    in_shape=None,
+    flags=None,
+    dtype: torch.dtype | None = SCORE_DTYPE,
+    batched: bool = False,
+) -> list[torch.Tensor | None]:
     """Keep scores (higher = kept) of a one-shot pruner, aligned with ``params`` (None if not prunable).
 
     For ``grasp`` the keep score is ``theta o Hg``, minus GraSP's own ``S``.
@@ -151,22 +181,49 @@ def compute_scores(pruner: str, family, runs, params, buffers, x=None, y=None, k
     train = _train_flag(pruner, bn_mode)
     if pruner == "synflow":
         shape = tuple(x.shape[2:]) if in_shape is None else tuple(in_shape)
-        return _stack([synflow.scores(fam, r, p, b, shape, flags, k, None, train)
-                       for r, p, b, _, _, k in _models(batched, runs, params, buffers, None, None, keys)])
+        return _stack(
+            [
+                synflow.scores(fam, r, p, b, shape, flags, k, None, train)
+                for r, p, b, _, _, k in _models(batched, runs, params, buffers, None, None, keys)
+            ]
+        )
     if x is None or y is None:
         raise ValueError(f"{pruner} needs a scoring batch x, y")
     params, buffers, x, y = _prepare(params, buffers, x, y, dtype)
-    scorer = {"snip": snip.scores, "sbp_sr": sbp_sr.scores,
-              "grasp": functools.partial(grasp.scores, temperature=temperature, splits=grasp_splits)}[pruner]
-    return _stack([scorer(fam, r, p, b, xm, ym, flags, k, train)
-                   for r, p, b, xm, ym, k in _models(batched, runs, params, buffers, x, y, keys)])
+    scorer = {
+        "snip": snip.scores,
+        "sbp_sr": sbp_sr.scores,
+        "grasp": functools.partial(grasp.scores, temperature=temperature, splits=grasp_splits),
+    }[pruner]
+    return _stack(
+        [
+            scorer(fam, r, p, b, xm, ym, flags, k, train)
+            for r, p, b, xm, ym, k in _models(batched, runs, params, buffers, x, y, keys)
+        ]
+    )
 
 
-def compute_masks(pruner: str, family, runs, params, buffers, x, y, sparsity: float | list[float],
-                  scope: str = "global", rounds: int = synflow.ROUNDS, keys=None, *,
-                  bn_mode: str | None = None, temperature: float = grasp.TEMPERATURE,
-                  grasp_splits: int = grasp.SPLITS, in_shape=None, flags=None,
-                  dtype: torch.dtype | None = SCORE_DTYPE, batched: bool = False) -> list[torch.Tensor | None]:
+def compute_masks(
+    pruner: str,
+    family,
+    runs,
+    params,
+    buffers,
+    x,
+    y,
+    sparsity: float | list[float],
+    scope: str = "global",
+    rounds: int = synflow.ROUNDS,
+    keys=None,
+    *,
+    bn_mode: str | None = None,
+    temperature: float = grasp.TEMPERATURE,
+    grasp_splits: int = grasp.SPLITS,
+    in_shape=None,
+    flags=None,
+    dtype: torch.dtype | None = SCORE_DTYPE,
+    batched: bool = False,
+) -> list[torch.Tensor | None]:
     """0/1 masks (dtype of each param, shape ``[M, ...]``) for prunable params, None otherwise.
 
     ``family``: a family object or its name; ``runs``: the shard's runs;
@@ -189,11 +246,30 @@ def compute_masks(pruner: str, family, runs, params, buffers, x, y, sparsity: fl
         sp = per_model(sparsity, len(runs))
         parts = _models(batched, runs, params, buffers, None, None, keys)
         sps = [sp] if batched else [[s] for s in sp]
-        keep = _stack([synflow.masks(fam, r, p, b, shape, flags, k, s, scope, rounds, _train_flag(pruner, bn_mode))
-                       for (r, p, b, _, _, k), s in zip(parts, sps)])
+        keep = _stack(
+            [
+                synflow.masks(
+                    fam, r, p, b, shape, flags, k, s, scope, rounds, _train_flag(pruner, bn_mode)
+                )
+                for (r, p, b, _, _, k), s in zip(parts, sps)
+            ]
+        )
     else:
-        sc = compute_scores(pruner, fam, runs, params, buffers, x, y, keys, bn_mode=bn_mode,
-                            temperature=temperature, grasp_splits=grasp_splits, flags=flags,
-                            dtype=dtype, batched=batched)
+        sc = compute_scores(
+            pruner,
+            fam,
+            runs,
+            params,
+            buffers,
+            x,
+            y,
+            keys,
+            bn_mode=bn_mode,
+            temperature=temperature,
+            grasp_splits=grasp_splits,
+            flags=flags,
+            dtype=dtype,
+            batched=batched,
+        )
         keep = masks_from_scores(sc, sparsity, scope)
     return [None if k is None else k.to(p.dtype) for k, p in zip(keep, params)]

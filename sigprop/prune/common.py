@@ -66,8 +66,13 @@ def prunable(family_name: str, params: list[torch.Tensor]) -> list[bool]:
             flags.append(True)
         elif p.dim() == 3:
             prev = params[i - 1] if i > 0 else None
-            is_bias = (p.shape[1] == 1 and prev is not None and flags[i - 1] and prev.dim() == 3
-                       and prev.shape[1] == p.shape[2])
+            is_bias = (
+                p.shape[1] == 1
+                and prev is not None
+                and flags[i - 1]
+                and prev.dim() == 3
+                and prev.shape[1] == p.shape[2]
+            )
             flags.append(not is_bias)
         else:
             flags.append(False)
@@ -85,6 +90,7 @@ def get_family(family):
     """A family object from itself or its name (:data:`sigprop.nets.families.FAMILIES`)."""
     if isinstance(family, str):
         from ..nets import families
+
         return families.get(family)
     return family
 

@@ -19,7 +19,9 @@ from .common import STREAM_PRUNE_DATA
 SAMPLES_PER_CLASS = 10
 
 
-def class_balanced_batch(x, y, per_class: int = SAMPLES_PER_CLASS, key=0, n_classes: int | None = None):
+def class_balanced_batch(
+    x, y, per_class: int = SAMPLES_PER_CLASS, key=0, n_classes: int | None = None
+):
     """``per_class`` random examples of each class, grouped by class (see the module docstring).
 
     ``x``: ``[N, *in_shape]``, ``y``: ``[N]`` integer labels (a training set).
@@ -29,7 +31,7 @@ def class_balanced_batch(x, y, per_class: int = SAMPLES_PER_CLASS, key=0, n_clas
     draw of a key is a hashed random order of the ``N`` examples
     (:mod:`sigprop.nets.rng`), so it depends on the key and the data only.
     """
-    dev = x.device if torch.is_tensor(x) else torch.device("cpu")   # never the default device
+    dev = x.device if torch.is_tensor(x) else torch.device("cpu")  # never the default device
     x = torch.as_tensor(x, device=dev)
     y = torch.as_tensor(y, device=dev).long()
     single = isinstance(key, int)
@@ -37,8 +39,10 @@ def class_balanced_batch(x, y, per_class: int = SAMPLES_PER_CLASS, key=0, n_clas
     c = int(y.max()) + 1 if n_classes is None else int(n_classes)
     counts = torch.bincount(y, minlength=c)
     if int(counts.min()) < per_class:
-        raise ValueError(f"class {int(counts.argmin())} has {int(counts.min())} examples, "
-                         f"fewer than per_class={per_class}")
+        raise ValueError(
+            f"class {int(counts.argmin())} has {int(counts.min())} examples, "
+            f"fewer than per_class={per_class}"
+        )
     idx = torch.arange(y.shape[0], device=x.device)
     perm = torch.argsort(rng.hash_bits(keys, STREAM_PRUNE_DATA, idx), dim=1, stable=True)
     by_class = torch.gather(perm, 1, torch.argsort(y[perm], dim=1, stable=True))

@@ -42,28 +42,55 @@ def _halves(x, y, splits):
     return list(zip(torch.tensor_split(x, splits, dim=1), torch.tensor_split(y, splits, dim=1)))
 
 
-def grasp_scores(family, runs, params, buffers, x, y, flags, keys, train=True,
-                 temperature=TEMPERATURE, splits=SPLITS) -> list[torch.Tensor | None]:
+def grasp_scores(
+    family,
+    runs,
+    params,
+    buffers,
+    x,
+    y,
+    flags,
+    keys,
+    train=True,
+    temperature=TEMPERATURE,
+    splits=SPLITS,
+) -> list[torch.Tensor | None]:
     """``S = -theta o Hg`` for the prunable parameters (largest ``S`` removed first)."""
     ws = [p.detach().requires_grad_(True) if f else p.detach() for p, f in zip(params, flags)]
     wl = [w for w, f in zip(ws, flags) if f]
     parts = _halves(x, y, splits)
     g = [torch.zeros_like(w) for w in wl]
     for xh, yh in parts:
-        gh = torch.autograd.grad(loss_sum(family, runs, ws, buffers, xh, yh, train, keys, temperature), wl)
+        gh = torch.autograd.grad(
+            loss_sum(family, runs, ws, buffers, xh, yh, train, keys, temperature), wl
+        )
         g = [a + b for a, b in zip(g, gh)]
     hg = [torch.zeros_like(w) for w in wl]
     for xh, yh in parts:
-        gh = torch.autograd.grad(loss_sum(family, runs, ws, buffers, xh, yh, train, keys, temperature),
-                                 wl, create_graph=True)
+        gh = torch.autograd.grad(
+            loss_sum(family, runs, ws, buffers, xh, yh, train, keys, temperature),
+            wl,
+            create_graph=True,
+        )
         z = sum((a * b).sum() for a, b in zip(g, gh))
         hg = [a + b for a, b in zip(hg, torch.autograd.grad(z, wl))]
     it = iter(-w.detach() * h for w, h in zip(wl, hg))
     return [next(it) if f else None for f in flags]
 
 
-def scores(family, runs, params, buffers, x, y, flags, keys, train=True,
-           temperature=TEMPERATURE, splits=SPLITS) -> list[torch.Tensor | None]:
+def scores(
+    family,
+    runs,
+    params,
+    buffers,
+    x,
+    y,
+    flags,
+    keys,
+    train=True,
+    temperature=TEMPERATURE,
+    splits=SPLITS,
+) -> list[torch.Tensor | None]:
     """Keep scores ``theta o Hg = -S`` (see the module docstring)."""
     s = grasp_scores(family, runs, params, buffers, x, y, flags, keys, train, temperature, splits)
     return [None if v is None else -v for v in s]

@@ -29,6 +29,6 @@ def scores(params, flags, keys: torch.Tensor) -> list[torch.Tensor | None]:
         ctr = torch.arange(n, device=keys.device, dtype=torch.int64) + (i << 40)
         hi = rng.hash_bits(keys, STREAM_PRUNE_RANDOM, ctr, 0).to(torch.int64) & 0x1FFFFF
         lo = rng.hash_bits(keys, STREAM_PRUNE_RANDOM, ctr, 1).to(torch.int64) & 0xFFFFFFFF
-        u = (hi.to(torch.float64) * 2.0 ** 32 + lo.to(torch.float64)) * 2.0 ** -53
+        u = (hi.to(torch.float64) * 2.0**32 + lo.to(torch.float64)) * 2.0**-53
         out.append(u.reshape(p.shape).to(p.device))
     return out

@@ -24,8 +24,27 @@ def layer_report(masks, prunable_flags) -> pd.DataFrame:
         n = mk[0].numel()
         kept = (mk.reshape(mk.shape[0], -1) != 0).sum(1).tolist()
         for m, k in enumerate(kept):
-            rows.append({"model": m, "layer": layer, "param": i, "weight_shape": "x".join(map(str, mk.shape[1:])),
-                         "n_weights": n, "n_kept": int(k), "kept_fraction": k / n, "collapsed": k == 0})
+            rows.append(
+                {
+                    "model": m,
+                    "layer": layer,
+                    "param": i,
+                    "weight_shape": "x".join(map(str, mk.shape[1:])),
+                    "n_weights": n,
+                    "n_kept": int(k),
+                    "kept_fraction": k / n,
+                    "collapsed": k == 0,
+                }
+            )
         layer += 1
-    cols = ["model", "layer", "param", "weight_shape", "n_weights", "n_kept", "kept_fraction", "collapsed"]
+    cols = [
+        "model",
+        "layer",
+        "param",
+        "weight_shape",
+        "n_weights",
+        "n_kept",
+        "kept_fraction",
+        "collapsed",
+    ]
     return pd.DataFrame(rows, columns=cols).sort_values(["model", "layer"], ignore_index=True)

@@ -27,11 +27,15 @@ from .common import prunable
 
 def _check(family_name):
     if "resnet" in family_name or "densenet" in family_name:
-        raise ValueError(f"{family_name}: the rescaling trick is for FFNN / CNN (003 Prop. 1); "
-                         "residual nets need none (Prop. 3)")
+        raise ValueError(
+            f"{family_name}: the rescaling trick is for FFNN / CNN (003 Prop. 1); "
+            "residual nets need none (Prop. 3)"
+        )
 
 
-def rescaling_factors(family_name, params, masks, sigma_w2=None, per="neuron") -> list[torch.Tensor | None]:
+def rescaling_factors(
+    family_name, params, masks, sigma_w2=None, per="neuron"
+) -> list[torch.Tensor | None]:
     """``rho`` per prunable weight (broadcastable to it, fan-in axis of length 1), else None.
 
     ``sigma_w2``: None (literal Eq. 7 / Alg. 1), a float or ``M`` floats (one per
@@ -47,8 +51,13 @@ def rescaling_factors(family_name, params, masks, sigma_w2=None, per="neuron") -
             continue
         w = p.detach().cpu().double().numpy()
         d = np.ones(w.shape) if mk is None else mk.detach().cpu().double().numpy()
-        sw = None if sigma_w2 is None else np.broadcast_to(
-            np.asarray(sigma_w2, dtype=float).reshape(-1), (w.shape[0],)).reshape((-1,) + (1,) * (w.ndim - 1))
+        sw = (
+            None
+            if sigma_w2 is None
+            else np.broadcast_to(
+                np.asarray(sigma_w2, dtype=float).reshape(-1), (w.shape[0],)
+            ).reshape((-1,) + (1,) * (w.ndim - 1))
+        )
         if w.ndim == 3:
             rho = theory.rescaling_factors(w, d, sigma_w2=sw, per=per)
         else:
@@ -60,5 +69,7 @@ def rescaling_factors(family_name, params, masks, sigma_w2=None, per="neuron") -
 def rescale(family_name, params, masks, sigma_w2=None, per="neuron") -> list[torch.Tensor]:
     """New parameter list: prunable ``W -> rho o delta o W`` (003 Eq. 6), others unchanged."""
     rho = rescaling_factors(family_name, params, masks, sigma_w2, per)
-    return [p if r is None else (p.detach() * r * (1 if mk is None else mk.to(p.dtype)))
-            for p, r, mk in zip(params, rho, masks)]
+    return [
+        p if r is None else (p.detach() * r * (1 if mk is None else mk.to(p.dtype)))
+        for p, r, mk in zip(params, rho, masks)
+    ]

@@ -25,8 +25,9 @@ from . import snip
 
 def check_family(name: str) -> None:
     if not name.startswith("stable_"):
-        raise ValueError(f"SBP-SR prunes a Stable ResNet (003 Prop. 2): pass a stable_ family, "
-                         f"got '{name}'")
+        raise ValueError(
+            f"SBP-SR prunes a Stable ResNet (003 Prop. 2): pass a stable_ family, got '{name}'"
+        )
 
 
 def scores(family, runs, params, buffers, x, y, flags, keys, train=True):

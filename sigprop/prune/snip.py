@@ -29,7 +29,9 @@ import torch
 from .common import loss_sum
 
 
-def scores(family, runs, params, buffers, x, y, flags, keys, train=True) -> list[torch.Tensor | None]:
+def scores(
+    family, runs, params, buffers, x, y, flags, keys, train=True
+) -> list[torch.Tensor | None]:
     """Keep scores ``|W o dL/dW|`` per model (None for non-prunable parameters)."""
     cs = [torch.ones_like(p, requires_grad=True) if f else None for p, f in zip(params, flags)]
     fwd = [p.detach() if c is None else p.detach() * c for p, c in zip(params, cs)]

@@ -17,8 +17,16 @@ from ..runs import Shard
 log = logging.getLogger("sigprop.prune")
 
 
-PRUNE_GROUP = ("pruner", "sparsity", "prune_scope", "prune_rounds", "prune_batch", "prune_max",
-               "dataset", "seed")
+PRUNE_GROUP = (
+    "pruner",
+    "sparsity",
+    "prune_scope",
+    "prune_rounds",
+    "prune_batch",
+    "prune_max",
+    "dataset",
+    "seed",
+)
 
 
 def prune_groups(shard: Shard) -> dict[tuple, list[int]]:
@@ -32,8 +40,13 @@ def prune_groups(shard: Shard) -> dict[tuple, list[int]]:
     return groups
 
 
-def shard_masks(shard: Shard, params: list[torch.Tensor], buffers: list[torch.Tensor],
-                x_train: torch.Tensor, y_train: torch.Tensor) -> list[torch.Tensor | None]:
+def shard_masks(
+    shard: Shard,
+    params: list[torch.Tensor],
+    buffers: list[torch.Tensor],
+    x_train: torch.Tensor,
+    y_train: torch.Tensor,
+) -> list[torch.Tensor | None]:
     """Masks of every model of a shard, aligned with ``params``: ``None`` for parameters no
     pruner touches, else ``[M, ...]`` bool (all ones for the shard's dense models).
 
@@ -54,33 +67,53 @@ def shard_masks(shard: Shard, params: list[torch.Tensor], buffers: list[torch.Te
         run = shard.runs[idx[0]]
         ix = torch.tensor(idx, device=params[0].device)
         x, y = prune.class_balanced_batch(x_train, y_train, run.prune_batch, run.prune_data_key)
-        if run.prune_max:                 # grouped by class: the first classes' examples
-            x, y = x[:run.prune_max], y[:run.prune_max]
+        if run.prune_max:  # grouped by class: the first classes' examples
+            x, y = x[: run.prune_max], y[: run.prune_max]
         x = x.unsqueeze(0).expand(len(idx), *x.shape)  # the group's models share the batch
         y = y.unsqueeze(0).expand(len(idx), *y.shape)
-        keys = torch.tensor([shard.runs[i].key for i in idx], device=params[0].device,
-                            dtype=torch.int64)
-        sub = prune.compute_masks(run.pruner, family, [shard.runs[i] for i in idx],
-                                  [p[ix] for p in params], [b[ix] for b in buffers], x, y,
-                                  run.sparsity, scope=run.prune_scope, rounds=run.prune_rounds,
-                                  keys=keys)
+        keys = torch.tensor(
+            [shard.runs[i].key for i in idx], device=params[0].device, dtype=torch.int64
+        )
+        sub = prune.compute_masks(
+            run.pruner,
+            family,
+            [shard.runs[i] for i in idx],
+            [p[ix] for p in params],
+            [b[ix] for b in buffers],
+            x,
+            y,
+            run.sparsity,
+            scope=run.prune_scope,
+            rounds=run.prune_rounds,
+            keys=keys,
+        )
         for j, m in enumerate(sub):
             if m is None:
                 continue
             if not flags[j]:
-                raise ValueError(f"pruner {run.pruner} masked parameter {j}, which "
-                                 f"sigprop.prune.prunable says is not prunable for {r0.arch}")
+                raise ValueError(
+                    f"pruner {run.pruner} masked parameter {j}, which "
+                    f"sigprop.prune.prunable says is not prunable for {r0.arch}"
+                )
             if out[j] is None:
-                out[j] = torch.ones((M,) + tuple(params[j].shape[1:]), dtype=torch.bool,
-                                    device=params[j].device)
+                out[j] = torch.ones(
+                    (M,) + tuple(params[j].shape[1:]), dtype=torch.bool, device=params[j].device
+                )
             out[j][ix] = m.to(out[j].device) != 0
-        log.info("shard %s: %s at sparsity %g (%s) for %d model(s)", shard.shard_id, run.pruner,
-                 run.sparsity, run.prune_scope, len(idx))
+        log.info(
+            "shard %s: %s at sparsity %g (%s) for %d model(s)",
+            shard.shard_id,
+            run.pruner,
+            run.sparsity,
+            run.prune_scope,
+            len(idx),
+        )
     return out
 
 
-def start_params(shard: Shard, params: list[torch.Tensor],
-                 masks: list[torch.Tensor | None]) -> list[torch.Tensor]:
+def start_params(
+    shard: Shard, params: list[torch.Tensor], masks: list[torch.Tensor | None]
+) -> list[torch.Tensor]:
     """The pruned networks' starting weights: ``δ ∘ W``, and ``ρ ∘ δ ∘ W`` (003 Eq. 6, the
     rescaling trick of Prop. 1 / Alg. 1) for the models with ``prune_rescale``.
 
@@ -96,9 +129,13 @@ def start_params(shard: Shard, params: list[torch.Tensor],
     if not idx:
         return params
     ix = torch.tensor(idx, device=params[0].device)
-    sub = prune.rescale(shard.runs[0].arch, [p[ix] for p in params],
-                        [None if m is None else m[ix] for m in masks],
-                        sigma_w2=[shard.runs[i].sigma_w2 for i in idx], per="neuron")
+    sub = prune.rescale(
+        shard.runs[0].arch,
+        [p[ix] for p in params],
+        [None if m is None else m[ix] for m in masks],
+        sigma_w2=[shard.runs[i].sigma_w2 for i in idx],
+        per="neuron",
+    )
     out = []
     for p, q in zip(params, sub):
         p = p.clone()
@@ -112,11 +149,24 @@ def mask_report(shard: Shard, masks: list, flags: list[bool]) -> pd.DataFrame:
     ``collapsed`` (:func:`sigprop.prune.layer_report`; 003 Figs. 1-2, 4 plot the kept fraction),
     with the study, shard, run id and the run's pruning fields as columns."""
     rep = prune.layer_report(masks, flags)
-    runs = pd.DataFrame([{"model": i, "run_id": r.run_id, "arch": r.arch, "depth": r.depth,
-                          "width": r.width, "seed": r.seed, "pruner": r.pruner,
-                          "sparsity": r.sparsity, "prune_scope": r.prune_scope,
-                          "prune_rescale": r.prune_rescale}
-                         for i, r in enumerate(shard.runs) if r.pruner])
+    runs = pd.DataFrame(
+        [
+            {
+                "model": i,
+                "run_id": r.run_id,
+                "arch": r.arch,
+                "depth": r.depth,
+                "width": r.width,
+                "seed": r.seed,
+                "pruner": r.pruner,
+                "sparsity": r.sparsity,
+                "prune_scope": r.prune_scope,
+                "prune_rescale": r.prune_rescale,
+            }
+            for i, r in enumerate(shard.runs)
+            if r.pruner
+        ]
+    )
     rep = rep.merge(runs, on="model", how="inner")
     rep.insert(0, "study", shard.study)
     rep.insert(1, "shard_id", shard.shard_id)

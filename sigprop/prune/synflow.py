@@ -46,8 +46,18 @@ from .threshold import masks_from_scores, per_model
 ROUNDS = 100
 
 
-def scores(family, runs, params, buffers, in_shape, flags, keys, masks=None, train=False,
-           dtype=torch.float64) -> list[torch.Tensor | None]:
+def scores(
+    family,
+    runs,
+    params,
+    buffers,
+    in_shape,
+    flags,
+    keys,
+    masks=None,
+    train=False,
+    dtype=torch.float64,
+) -> list[torch.Tensor | None]:
     """Keep scores ``|theta o dR/dtheta|`` (``dtype``) of one round, with the current ``masks``."""
     dev = params[0].device
     m = params[0].shape[0]
@@ -65,19 +75,34 @@ def scores(family, runs, params, buffers, in_shape, flags, keys, masks=None, tra
     return [(next(grads) * w.detach()).abs() if f else None for w, f in zip(ws, flags)]
 
 
-def masks(family, runs, params, buffers, in_shape, flags, keys, sparsity, scope="global",
-          rounds=ROUNDS, train=False, dtype=torch.float64) -> list[torch.Tensor | None]:
+def masks(
+    family,
+    runs,
+    params,
+    buffers,
+    in_shape,
+    flags,
+    keys,
+    sparsity,
+    scope="global",
+    rounds=ROUNDS,
+    train=False,
+    dtype=torch.float64,
+) -> list[torch.Tensor | None]:
     """Boolean keep-masks after ``rounds`` rounds of the exponential schedule."""
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
     target = per_model(sparsity, params[0].shape[0])
     dens = [1.0 - s for s in target]
-    keep: list[torch.Tensor | None] = [torch.ones_like(p, dtype=torch.bool) if f else None
-                                       for p, f in zip(params, flags)]
+    keep: list[torch.Tensor | None] = [
+        torch.ones_like(p, dtype=torch.bool) if f else None for p, f in zip(params, flags)
+    ]
     for k in range(1, rounds + 1):
         sc = scores(family, runs, params, buffers, in_shape, flags, keys, keep, train, dtype)
-        sc = [None if s is None else torch.where(kp, s, torch.full_like(s, -torch.inf))
-              for s, kp in zip(sc, keep)]
+        sc = [
+            None if s is None else torch.where(kp, s, torch.full_like(s, -torch.inf))
+            for s, kp in zip(sc, keep)
+        ]
         s_k = target if k == rounds else [1.0 - d ** (k / rounds) for d in dens]
         keep = masks_from_scores(sc, s_k, scope)
     return keep

@@ -103,8 +103,11 @@ def masks_from_scores(scores, sparsity, scope: str = "global") -> list[torch.Ten
 
 def critical_sparsity(masks, prunable_flags) -> torch.Tensor:
     """Per model ``[M]`` (bool): is some prunable layer fully pruned (sparsity >= ``s_cr``)?"""
-    empty = [m.reshape(m.shape[0], -1).sum(1) == 0
-             for m, f in zip(masks, prunable_flags) if f and m is not None]
+    empty = [
+        m.reshape(m.shape[0], -1).sum(1) == 0
+        for m, f in zip(masks, prunable_flags)
+        if f and m is not None
+    ]
     if not empty:
         raise ValueError("no prunable parameters")
     return torch.stack(empty, dim=1).any(dim=1)
@@ -120,16 +123,27 @@ def critical_sparsity_from_scores(scores) -> pd.DataFrame:
     """
     idx, sizes, flat = _flat(scores)
     ranks = _ranks(flat)
-    last = torch.stack([part.max(dim=1).values for part in torch.split(ranks, sizes, dim=1)], dim=1) + 1
+    last = (
+        torch.stack([part.max(dim=1).values for part in torch.split(ranks, sizes, dim=1)], dim=1)
+        + 1
+    )
     k_cr, which = last.min(dim=1)
     n = flat.shape[1]
     k = k_cr.cpu().numpy()
-    return pd.DataFrame({"model": np.arange(flat.shape[0]), "n_prunable": n, "k_cr": k,
-                         "s_cr": k / n, "layer": np.asarray(idx)[which.cpu().numpy()]})
+    return pd.DataFrame(
+        {
+            "model": np.arange(flat.shape[0]),
+            "n_prunable": n,
+            "k_cr": k,
+            "s_cr": k / n,
+            "layer": np.asarray(idx)[which.cpu().numpy()],
+        }
+    )
 
 
-def critical_sparsity_bisect(masks_at, prunable_flags, m: int, lo: float = 0.0, hi: float = 1.0,
-                             tol: float = 1e-3) -> np.ndarray:
+def critical_sparsity_bisect(
+    masks_at, prunable_flags, m: int, lo: float = 0.0, hi: float = 1.0, tol: float = 1e-3
+) -> np.ndarray:
     """``s_cr`` of any pruner by bisection over the sparsity (e.g. iterative SynFlow).
 
     ``masks_at(sparsities)`` returns masks for a list of ``m`` per-model

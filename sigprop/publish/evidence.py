@@ -54,13 +54,14 @@ from sigprop.runs import runs_digest, runs_sha256
 COMMANDS = ("evidence",)
 EVIDENCE_DIR = Path("docs/evidence/paper-scale")
 GPU_DIR = Path("docs/evidence/gpu")
-LIMIT_S = 3600.0          # what fits in 60 minutes on a 2-core CPU
+LIMIT_S = 3600.0  # what fits in 60 minutes on a 2-core CPU
 
 
 def paper_studies(config_path: str | Path = "config/config.yaml", names=None) -> dict:
     """The studies of the config at paper scale (smoke off), by name."""
     from sigprop.config import load_yaml
     from sigprop.tools import plan
+
     over = ["scale=paper", "smoke=false", "scale_overrides={}"]
     if names is not None:
         known = load_yaml(config_path)["studies"]
@@ -72,8 +73,8 @@ def paper_studies(config_path: str | Path = "config/config.yaml", names=None) ->
 def needs_download(study) -> list[str]:
     """The downloaded data sets a study's runs read."""
     from sigprop.data import registry
-    return sorted({r.dataset for r in study.runs
-                   if registry.get(r.dataset).source == "download"})
+
+    return sorted({r.dataset for r in study.runs if registry.get(r.dataset).source == "download"})
 
 
 def fits(plan_result: dict, studies: dict, limit_s: float = LIMIT_S) -> list[dict]:
@@ -84,19 +85,30 @@ def fits(plan_result: dict, studies: dict, limit_s: float = LIMIT_S) -> list[dic
     for b in plan_result["blocks"]:
         st = studies[b["study"]]
         labels = {r.run_id: lab for r, lab in ((r, st.labels[r.run_id]) for r in st.runs)}
-        dl = sorted({r.dataset for r in st.runs if labels[r.run_id] == b["block"]}
-                    & set(needs_download(st)))
+        dl = sorted(
+            {r.dataset for r in st.runs if labels[r.run_id] == b["block"]} & set(needs_download(st))
+        )
         cpu_s = b["cpu_h_total"] * 3600
-        out.append({"study": b["study"], "block": b["block"], "runs": b["runs"],
-                    "shards": b["shards"], "cpu_s": cpu_s, "proxy": b["flops_proxy"],
-                    "downloads": dl, "fits": (not dl) and cpu_s <= limit_s})
+        out.append(
+            {
+                "study": b["study"],
+                "block": b["block"],
+                "runs": b["runs"],
+                "shards": b["shards"],
+                "cpu_s": cpu_s,
+                "proxy": b["flops_proxy"],
+                "downloads": dl,
+                "fits": (not dl) and cpu_s <= limit_s,
+            }
+        )
     return out
 
 
 def git_output(*args: str) -> str:
     try:
-        return subprocess.run(["git", *args], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
 
@@ -104,18 +116,29 @@ def git_output(*args: str) -> str:
 def machine() -> dict:
     """This machine in a few words: CPU model and cores, memory, OS, torch."""
     import torch
+
     cpu = ""
     try:
         with open("/proc/cpuinfo") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")),
-                       "")
+            cpu = next(
+                (ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), ""
+            )
     except OSError:
         pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30 \
-        if hasattr(os, "sysconf") else float("nan")
-    return {"cpu": cpu or platform.processor(), "cores": os.cpu_count(),
-            "memory_gib": round(mem, 1), "os": platform.platform(), "python":
-            platform.python_version(), "torch": torch.__version__, "gpu": None}
+    mem = (
+        os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+        if hasattr(os, "sysconf")
+        else float("nan")
+    )
+    return {
+        "cpu": cpu or platform.processor(),
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "gpu": None,
+    }
 
 
 def job_seconds(results: Path, study: str) -> float:
@@ -141,18 +164,29 @@ def checked_claims(results: Path, st, scale: str, command: str) -> Path:
     want = {r.run_id for r in st.runs}
     got = set(pd.read_parquet(metrics_path, columns=["run_id"]).run_id.unique())
     if got != want:
-        raise ValueError(f"{metrics_path}: {len(got)} run ids, of which {len(got & want)} are "
-                         f"among the {len(want)} runs of {study} at {scale} scale today: not a "
-                         f"{scale}-scale run of this config")
-    tables.read(claims_path, tables.CLAIM_COLUMNS,
-                expect={"kind": "claims", "study": study, "scale": scale,
-                        "runs": runs_digest(want), "smoke": False},
-                hint=f"run the study at {scale} scale again ({command})")
+        raise ValueError(
+            f"{metrics_path}: {len(got)} run ids, of which {len(got & want)} are "
+            f"among the {len(want)} runs of {study} at {scale} scale today: not a "
+            f"{scale}-scale run of this config"
+        )
+    tables.read(
+        claims_path,
+        tables.CLAIM_COLUMNS,
+        expect={
+            "kind": "claims",
+            "study": study,
+            "scale": scale,
+            "runs": runs_digest(want),
+            "smoke": False,
+        },
+        hint=f"run the study at {scale} scale again ({command})",
+    )
     return claims_path
 
 
-def write_committed(claims: pd.DataFrame, run_stamp: dict, run_ids, prov: dict,
-                    datasets, dest: Path) -> Path:
+def write_committed(
+    claims: pd.DataFrame, run_stamp: dict, run_ids, prov: dict, datasets, dest: Path
+) -> Path:
     """Commit a run's claims table (read from the run with its stamp ``run_stamp``, both
     checked by :func:`checked_claims`) to ``dest``: ``provenance.json`` (``prov`` with the
     runs, their SHA-256, the data sets, the claim ids and the table's content digest) and
@@ -160,18 +194,30 @@ def write_committed(claims: pd.DataFrame, run_stamp: dict, run_ids, prov: dict,
     provenance's digest (:func:`sigprop.claims.committed.committed_stamp`).  The claims table
     is written last, so a publish cut short leaves a folder that every reader refuses."""
     from sigprop import atomic
-    prov = {**prov, "runs": len(set(run_ids)), "runs_sha256": runs_sha256(run_ids),
-            "datasets": list(datasets), "claim_ids": claims.claim_id.astype(str).tolist(),
-            "claims_content": tables.content_digest(claims)}
+
+    prov = {
+        **prov,
+        "runs": len(set(run_ids)),
+        "runs_sha256": runs_sha256(run_ids),
+        "datasets": list(datasets),
+        "claim_ids": claims.claim_id.astype(str).tolist(),
+        "claims_content": tables.content_digest(claims),
+    }
     dest.mkdir(parents=True, exist_ok=True)
     atomic.write_text(dest / "provenance.json", json.dumps(prov, indent=2) + "\n")
     tables.write_atomic(claims, dest / "claims.parquet", committed_stamp(run_stamp, prov))
     return dest
 
 
-def publish(study: str, results: str | Path = "results", out: str | Path = EVIDENCE_DIR,
-            config_path: str | Path = "config/config.yaml", wall_s: float | None = None,
-            command: str = "", note: str = "") -> Path:
+def publish(
+    study: str,
+    results: str | Path = "results",
+    out: str | Path = EVIDENCE_DIR,
+    config_path: str | Path = "config/config.yaml",
+    wall_s: float | None = None,
+    command: str = "",
+    note: str = "",
+) -> Path:
     """Commit ``results/<study>/claims.parquet`` of a paper-scale run to ``out/<study>/`` with
     ``claims.md`` and ``provenance.json`` (:func:`write_committed`).  Refused unless the
     results' run ids are exactly the study's paper-scale run ids under ``config_path`` today
@@ -181,15 +227,30 @@ def publish(study: str, results: str | Path = "results", out: str | Path = EVIDE
     if st is None:
         raise KeyError(f"{config_path}: study {study!r} is not in the config's studies")
     want = {r.run_id for r in st.runs}
-    claims_path = checked_claims(results, st, "paper",
-                                 f"snakemake --config 'scale_overrides={{{study}: paper}}'")
+    claims_path = checked_claims(
+        results, st, "paper", f"snakemake --config 'scale_overrides={{{study}: paper}}'"
+    )
     status = git_output("status", "--porcelain", "--untracked-files=no")
-    prov = {"study": study, "scale": "paper", "commit": git_output("rev-parse", "HEAD"),
-            "uncommitted_changes": bool(status), "date": _dt.date.today().isoformat(),
-            "machine": machine(), "wall_s": wall_s,
-            "job_s": round(job_seconds(results, study), 1), "command": command, "note": note}
-    dest = write_committed(tables.read(claims_path, tables.CLAIM_COLUMNS),
-                           tables.stamp_of(claims_path), want, prov, st.datasets, out / study)
+    prov = {
+        "study": study,
+        "scale": "paper",
+        "commit": git_output("rev-parse", "HEAD"),
+        "uncommitted_changes": bool(status),
+        "date": _dt.date.today().isoformat(),
+        "machine": machine(),
+        "wall_s": wall_s,
+        "job_s": round(job_seconds(results, study), 1),
+        "command": command,
+        "note": note,
+    }
+    dest = write_committed(
+        tables.read(claims_path, tables.CLAIM_COLUMNS),
+        tables.stamp_of(claims_path),
+        want,
+        prov,
+        st.datasets,
+        out / study,
+    )
     write_view(dest, st.cfg)
     return dest
 
@@ -200,11 +261,25 @@ def write_view(dest: str | Path, study_cfg: dict | None = None) -> Path:
     test, detectable effect and margin."""
     from sigprop.claims.reading import readings
     from sigprop.claims.render import tally_line, to_markdown
+
     dest = Path(dest)
     claims, prov = read_committed(dest, *declared_regime(study_cfg))
     view = claims.assign(reading=readings(claims))[
-        ["claim_id", "kind", "source", "verdict", "reading", "measured", "expected", "test",
-         "detectable", "margin", "regime", "exploratory"]]
+        [
+            "claim_id",
+            "kind",
+            "source",
+            "verdict",
+            "reading",
+            "measured",
+            "expected",
+            "test",
+            "detectable",
+            "margin",
+            "regime",
+            "exploratory",
+        ]
+    ]
     wall = f"{prov['wall_s'] / 60:.1f} min wall" if prov.get("wall_s") else "wall time not given"
     dirty = " (with uncommitted changes)" if prov.get("uncommitted_changes") else ""
     note = f"  {prov['note']}" if prov.get("note") else ""
@@ -213,13 +288,16 @@ def write_view(dest: str | Path, study_cfg: dict | None = None) -> Path:
         f"`{prov['commit'][:10]}`{dirty} on {prov['machine']['cpu']} "
         f"({prov['machine']['cores']} cores, no GPU): {wall}, {prov['job_s'] / 60:.1f} min of "
         f"jobs, {prov['runs']} runs.  Command: `{prov.get('command', '')}`{note}\n\n"
-        f"{tally_line(claims)}\n\n{to_markdown(view)}")
+        f"{tally_line(claims)}\n\n{to_markdown(view)}"
+    )
     return dest / "claims.md"
 
 
-def check(evidence: str | Path = EVIDENCE_DIR,
-          config_path: str | Path = "config/config.yaml", gpu: str | Path | None = GPU_DIR
-          ) -> list[str]:
+def check(
+    evidence: str | Path = EVIDENCE_DIR,
+    config_path: str | Path = "config/config.yaml",
+    gpu: str | Path | None = GPU_DIR,
+) -> list[str]:
     """Problems of the committed evidence: a study whose claims table and provenance fail their
     checks against each other and their folder (:func:`sigprop.claims.committed.verified`), or
     whose paper-scale run ids today differ from the committed digest; and the GPU evidence
@@ -240,9 +318,11 @@ def check(evidence: str | Path = EVIDENCE_DIR,
             continue
         ids = {r.run_id for r in st.runs}
         if runs_sha256(ids) != prov["runs_sha256"] or len(ids) != prov["runs"]:
-            problems.append(f"{d}/provenance.json: the paper-scale runs of {d.name} today "
-                            f"({len(ids)} runs) are not those the committed verdicts came from "
-                            f"({prov['runs']} runs): rerun it at paper scale and publish again")
+            problems.append(
+                f"{d}/provenance.json: the paper-scale runs of {d.name} today "
+                f"({len(ids)} runs) are not those the committed verdicts came from "
+                f"({prov['runs']} runs): rerun it at paper scale and publish again"
+            )
     if gpu is not None and Path(gpu).exists():
         for g in sorted(p for p in Path(gpu).iterdir() if p.is_dir()):
             problems += check_gpu(g)
@@ -260,18 +340,27 @@ def seal_gpu(folder: str | Path) -> Path:
     when the folder is committed (``sigprop evidence seal-gpu FOLDER``); :func:`check_gpu`
     refuses any file that differs after."""
     from sigprop import atomic
+
     folder = Path(folder)
     check_path = folder / "gpu_check.json"
     try:
         result = json.loads(check_path.read_text())
     except (OSError, ValueError) as e:
-        raise ValueError(f"{check_path}: a GPU evidence folder holds the gpu-check JSON it "
-                         f"reports ({e})") from None
-    files = {p.name: sha256_file(p) for p in sorted(folder.iterdir())
-             if p.is_file() and p.name != GPU_MANIFEST}
-    manifest = {"device": result.get("device_name"), "date": str(result.get("date", ""))[:10],
-                "commit": result.get("commit"), "command": result.get("command"),
-                "files": files}
+        raise ValueError(
+            f"{check_path}: a GPU evidence folder holds the gpu-check JSON it reports ({e})"
+        ) from None
+    files = {
+        p.name: sha256_file(p)
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.name != GPU_MANIFEST
+    }
+    manifest = {
+        "device": result.get("device_name"),
+        "date": str(result.get("date", ""))[:10],
+        "commit": result.get("commit"),
+        "command": result.get("command"),
+        "files": files,
+    }
     atomic.write_text(folder / GPU_MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return folder / GPU_MANIFEST
 
@@ -313,6 +402,7 @@ def _check_efficiency(folder: Path, efficiency: str | Path | None) -> list[str]:
     numbers against the source JSON."""
     from sigprop.tools import gpu_check as G
     from sigprop.tools import plan as P
+
     path = Path(efficiency or P.EFFICIENCY_FILE)
     root = path.resolve().parents[1]
     problems = []
@@ -324,22 +414,28 @@ def _check_efficiency(folder: Path, efficiency: str | Path | None) -> list[str]:
             problems.append(f"{path}: {gpu}.source {entry['source']} is missing")
             continue
         if entry.get("source_sha256") != sha256_file(src):
-            problems.append(f"{path}: {gpu}.source_sha256 is not the SHA-256 of "
-                            f"{entry['source']} (record it again: sigprop gpu-check --record "
-                            f"{entry['source']})")
+            problems.append(
+                f"{path}: {gpu}.source_sha256 is not the SHA-256 of "
+                f"{entry['source']} (record it again: sigprop gpu-check --record "
+                f"{entry['source']})"
+            )
         want = G.recorded_entry(json.loads(src.read_text()), entry["source"])
         for part in ("by_study", "by_family"):
             if entry.get(part) != want[part]:
-                problems.append(f"{path}: {gpu}.{part} is {entry.get(part)}, but "
-                                f"{entry['source']} gives {want[part]}")
+                problems.append(
+                    f"{path}: {gpu}.{part} is {entry.get(part)}, but "
+                    f"{entry['source']} gives {want[part]}"
+                )
     return problems
 
 
-def write_views(evidence: str | Path = EVIDENCE_DIR,
-                config_path: str | Path = "config/config.yaml") -> list[Path]:
+def write_views(
+    evidence: str | Path = EVIDENCE_DIR, config_path: str | Path = "config/config.yaml"
+) -> list[Path]:
     """:func:`write_view` for every committed study, against its study file today (the
     committed ``claims.parquet`` and ``provenance.json`` are left as they are)."""
     from sigprop.config import load_yaml, study_path
+
     evidence = Path(evidence)
     cfg = load_yaml(config_path)
     studies_dir = Path(cfg.get("studies_dir", "config/studies"))
@@ -353,26 +449,30 @@ def write_views(evidence: str | Path = EVIDENCE_DIR,
 def register(subparsers) -> None:
     """``sigprop evidence fits|publish|check|views|seal-gpu``."""
     ev = subparsers.add_parser(
-        "evidence", help="paper-scale verdicts run on a CPU: what fits, publish, check, views",
+        "evidence",
+        help="paper-scale verdicts run on a CPU: what fits, publish, check, views",
         description="fits: the paper-scale blocks that fit --limit-min on this CPU with no "
-                    "download (from the cost plan).  publish STUDY: copy a paper-scale run's "
-                    "claims to docs/evidence/paper-scale/STUDY/ with provenance (the table "
-                    "stamped with the provenance's digest).  check: every committed table and "
-                    "provenance agree with each other and their folder, and still match the "
-                    "paper-scale config's runs; the GPU evidence under docs/evidence/gpu matches "
-                    "its manifest.  seal-gpu FOLDER: write a GPU evidence folder's manifest "
-                    "(each file's SHA-256), once, when it is committed.  views: "
-                    "regenerate each committed study's claims.md against its study file today "
-                    "(how each row reads at paper scale).  The verdicts of both scales side by "
-                    "side in docs/papers.md: sigprop claims-doc.")
+        "download (from the cost plan).  publish STUDY: copy a paper-scale run's "
+        "claims to docs/evidence/paper-scale/STUDY/ with provenance (the table "
+        "stamped with the provenance's digest).  check: every committed table and "
+        "provenance agree with each other and their folder, and still match the "
+        "paper-scale config's runs; the GPU evidence under docs/evidence/gpu matches "
+        "its manifest.  seal-gpu FOLDER: write a GPU evidence folder's manifest "
+        "(each file's SHA-256), once, when it is committed.  views: "
+        "regenerate each committed study's claims.md against its study file today "
+        "(how each row reads at paper scale).  The verdicts of both scales side by "
+        "side in docs/papers.md: sigprop claims-doc.",
+    )
     ev.add_argument("action", choices=["fits", "publish", "check", "views", "seal-gpu"])
-    ev.add_argument("target", nargs="?", default=None,
-                    help="publish: the study; seal-gpu: the folder")
+    ev.add_argument(
+        "target", nargs="?", default=None, help="publish: the study; seal-gpu: the folder"
+    )
     ev.add_argument("--configfile", default="config/config.yaml")
     ev.add_argument("--results", default="results", help="results folder [default: results]")
     ev.add_argument("--out", default=None, help="evidence folder [docs/evidence/paper-scale]")
-    ev.add_argument("--wall-seconds", type=float, default=None,
-                    help="publish: the run's measured wall time")
+    ev.add_argument(
+        "--wall-seconds", type=float, default=None, help="publish: the run's measured wall time"
+    )
     ev.add_argument("--command", default="", help="publish: the command that ran it")
     ev.add_argument("--note", default="", help="publish: e.g. what else ran at the same time")
     ev.add_argument("--limit-min", type=float, default=60.0, help="fits: minutes [default: 60]")
@@ -387,23 +487,39 @@ def main(args: dict) -> int:
     try:
         if act == "fits":
             from sigprop.tools import plan as P
+
             studies = paper_studies(args["configfile"])
-            result = P.plan(args["configfile"], ["scale=paper", "smoke=false",
-                                                 "scale_overrides={}"], P.DEFAULT_EFFICIENCY, True)
+            result = P.plan(
+                args["configfile"],
+                ["scale=paper", "smoke=false", "scale_overrides={}"],
+                P.DEFAULT_EFFICIENCY,
+                True,
+            )
             rows = fits(result, studies, args["limit_min"] * 60)
-            print(f"| study | block | runs | shards | CPU (plan) | download | fits "
-                  f"{args['limit_min']:g} min |\n|---|---|---|---|---|---|---|")
+            print(
+                f"| study | block | runs | shards | CPU (plan) | download | fits "
+                f"{args['limit_min']:g} min |\n|---|---|---|---|---|---|---|"
+            )
             for r in rows:
-                print(f"| {r['study']} | {r['block']} | {r['runs']} | {r['shards']} | "
-                      f"{r['cpu_s'] / 60:.1f} min{' (proxy)' if r['proxy'] else ''} | "
-                      f"{', '.join(r['downloads']) or '-'} | {'yes' if r['fits'] else 'no'} |")
+                print(
+                    f"| {r['study']} | {r['block']} | {r['runs']} | {r['shards']} | "
+                    f"{r['cpu_s'] / 60:.1f} min{' (proxy)' if r['proxy'] else ''} | "
+                    f"{', '.join(r['downloads']) or '-'} | {'yes' if r['fits'] else 'no'} |"
+                )
             return 0
         if act == "publish":
             if not args["target"]:
                 print("sigprop evidence publish: name the study", file=sys.stderr)
                 return 2
-            dest = publish(args["target"], args["results"], out, args["configfile"],
-                           args["wall_seconds"], args["command"], args["note"])
+            dest = publish(
+                args["target"],
+                args["results"],
+                out,
+                args["configfile"],
+                args["wall_seconds"],
+                args["command"],
+                args["note"],
+            )
             print(f"wrote {dest}")
             return 0
         if act == "check":

@@ -45,7 +45,7 @@ def run_job(log, fn, *args, **kwargs) -> None:
     if in_processes():
         try:
             payload = pickle.dumps((fn, args, kwargs))
-        except Exception:           # a closure or an open handle: run it here
+        except Exception:  # a closure or an open handle: run it here
             payload = None
         if payload is not None:
             workers.run(path, payload)

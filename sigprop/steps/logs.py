@@ -9,8 +9,12 @@ import sys
 def setup(logfile: str | None = None, level: int = logging.INFO) -> logging.Logger:
     handlers = [logging.FileHandler(logfile, mode="w")] if logfile else []
     handlers.append(logging.StreamHandler(sys.stderr))
-    logging.basicConfig(level=level, handlers=handlers, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level,
+        handlers=handlers,
+        force=True,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     return logging.getLogger("sigprop")
 
 
@@ -29,8 +33,12 @@ def script_log(snakemake) -> logging.Logger:
 
 
 # Snakemake's own words when a file it expects is not there: it blames the file system
-_MISSING = ("Missing files after", "MissingOutputException", "filesystem latency",
-            "MissingInputException")
+_MISSING = (
+    "Missing files after",
+    "MissingOutputException",
+    "filesystem latency",
+    "MissingInputException",
+)
 
 
 def explain_failure(log_text: str) -> str:
@@ -41,9 +49,12 @@ def explain_failure(log_text: str) -> str:
     if not any(m in log_text for m in _MISSING):
         return ""
     import re
+
     files = sorted(set(re.findall(r"(results/[^\s,:'\"]+)", log_text.split("Missing", 1)[-1])))
     which = ", ".join(files[:8]) or "(see the log above)"
-    return ("sigprop: Snakemake could not find file(s) it had planned with: " + which + ". "
-            "Unless results/ is on a slow network file system (then raise --latency-wait), the "
-            "file was deleted or moved while the workflow ran, or the disk filled up. Nothing "
-            "else was lost: run `snakemake` again and the missing files are rebuilt.")
+    return (
+        "sigprop: Snakemake could not find file(s) it had planned with: " + which + ". "
+        "Unless results/ is on a slow network file system (then raise --latency-wait), the "
+        "file was deleted or moved while the workflow ran, or the disk filled up. Nothing "
+        "else was lost: run `snakemake` again and the missing files are rebuilt."
+    )

@@ -33,6 +33,7 @@ def _gated(fn):
     import inspect
 
     from sigprop.steps.jobs import precision_gate
+
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
@@ -41,6 +42,7 @@ def _gated(fn):
         precision = Shard.from_json(shard_json).runs[0].precision
         with precision_gate(engine.PRECISIONS[precision][1]):
             return fn(*args, **kwargs)
+
     return wrapper
 
 
@@ -48,9 +50,9 @@ def _setup(device: str, threads: int | None, gpu_locks: str | None = None) -> to
     """Threads, the job's device (``device: auto`` on a machine of several GPUs claims a free
     one through lock files in ``gpu_locks``, the folder the rules name), kept freed memory."""
     if threads and torch.get_num_threads() != int(threads):
-        torch.set_num_threads(int(threads))   # process-wide: set only when it changes
+        torch.set_num_threads(int(threads))  # process-wide: set only when it changes
     dev = devices.acquire(device, lock_dir=gpu_locks)
-    host_memory.keep_freed_memory()      # no page faults on memory freed by the last step
+    host_memory.keep_freed_memory()  # no page faults on memory freed by the last step
     log.info("device %s, torch %s, %d threads", dev, torch.__version__, torch.get_num_threads())
     return dev
 
@@ -82,9 +84,15 @@ def read_dataset(shard: Shard, data_path: str, expect_json: str | None):
 
 
 @_gated
-def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
-               threads: int | None = None, gpu_locks: str | None = None,
-               data_expect: str | None = None) -> None:
+def init_shard(
+    shard_json: str,
+    data_path: str,
+    out: str,
+    device: str = "auto",
+    threads: int | None = None,
+    gpu_locks: str | None = None,
+    data_expect: str | None = None,
+) -> None:
     """Draw every model's initial parameters (on the GPU when there is one) and save them.
     ``data_expect``: what the data set must be, as JSON (:func:`expected_data`)."""
     dev = _setup(device, threads, gpu_locks)
@@ -95,16 +103,30 @@ def init_shard(shard_json: str, data_path: str, out: str, device: str = "auto",
     t0 = time.time()
     params, buffers = engine.initial_state(shard, in_shape, n_out, dev, dtype)
     engine.save_state(params, buffers, shard, Path(out))
-    log.info("shard %s: %d models, %d parameters each, initialized in %.2fs",
-             shard.shard_id, len(shard.runs), sum(p[0].numel() for p in params), time.time() - t0)
+    log.info(
+        "shard %s: %d models, %d parameters each, initialized in %.2fs",
+        shard.shard_id,
+        len(shard.runs),
+        sum(p[0].numel() for p in params),
+        time.time() - t0,
+    )
 
 
 # -- the prune stage (Hayou et al. 2021, arXiv:2002.08797) ----------------------------
 
+
 @_gated
-def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
-                out_report: str, device: str = "auto", threads: int | None = None,
-                gpu_locks: str | None = None, data_expect: str | None = None) -> None:
+def prune_shard(
+    shard_json: str,
+    init_path: str,
+    data_path: str,
+    out_masks: str,
+    out_report: str,
+    device: str = "auto",
+    threads: int | None = None,
+    gpu_locks: str | None = None,
+    data_expect: str | None = None,
+) -> None:
     """The prune stage: masks of a shard's pruned models from their initial weights (003 Sec. 2),
     saved with :func:`sigprop.train.engine.save_masks`, and the per-layer report as Parquet.
 
@@ -126,34 +148,54 @@ def prune_shard(shard_json: str, init_path: str, data_path: str, out_masks: str,
     buffers = [b.to(dev) for b in buffers]
     t0 = time.time()
     from sigprop import prune
+
     masks = shard_masks(shard, params, buffers, data.x_train, data.y_train)
     start_params(shard, params, masks)  # fails here if the rescaling trick does not apply
-    report = mask_report(shard, [None if m is None else m.cpu() for m in masks],
-                         prune.prunable(shard.runs[0].arch, params))
+    report = mask_report(
+        shard,
+        [None if m is None else m.cpu() for m in masks],
+        prune.prunable(shard.runs[0].arch, params),
+    )
     engine.save_masks(masks, shard, Path(out_masks))
-    tables.write_atomic(report, out_report, {"kind": "layers", "study": shard.study,
-                                             "shard": shard.shard_id})
-    log.info("shard %s: masks of %d/%d models in %.2fs", shard.shard_id,
-             sum(bool(r.pruner) for r in shard.runs), len(shard.runs), time.time() - t0)
+    tables.write_atomic(
+        report, out_report, {"kind": "layers", "study": shard.study, "shard": shard.shard_id}
+    )
+    log.info(
+        "shard %s: masks of %d/%d models in %.2fs",
+        shard.shard_id,
+        sum(bool(r.pruner) for r in shard.runs),
+        len(shard.runs),
+        time.time() - t0,
+    )
 
 
 def _check_masks(shard, masks_path) -> None:
     """A shard with pruned runs needs the prune stage's masks file, one without must get none."""
     if shard.pruned and not masks_path:
-        raise ValueError(f"shard {shard.shard_id} has pruned runs but no masks file was given "
-                         "(the prune stage's output, results/<study>/masks/<shard>.pt)")
+        raise ValueError(
+            f"shard {shard.shard_id} has pruned runs but no masks file was given "
+            "(the prune stage's output, results/<study>/masks/<shard>.pt)"
+        )
     if masks_path and not shard.pruned:
         raise ValueError(f"shard {shard.shard_id} has no pruned run but got masks {masks_path}")
 
 
 @_gated
-def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
-                checkpoint: str | None = None, checkpoint_every: int = 0,
-                device: str = "auto", threads: int | None = None,
-                masks_path: str | None = None,
-                eval_splits: tuple[str, ...] = ("train", "test"),
-                gpu_locks: str | None = None, code: str | None = None,
-                data_expect: str | None = None) -> None:
+def train_shard(
+    shard_json: str,
+    init_path: str,
+    data_path: str,
+    out: str,
+    checkpoint: str | None = None,
+    checkpoint_every: int = 0,
+    device: str = "auto",
+    threads: int | None = None,
+    masks_path: str | None = None,
+    eval_splits: tuple[str, ...] = ("train", "test"),
+    gpu_locks: str | None = None,
+    code: str | None = None,
+    data_expect: str | None = None,
+) -> None:
     """Train a shard and write its long-format run table; remove the checkpoint after.
 
     ``eval_splits``: what each evaluation scores (the study's
@@ -168,15 +210,18 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
     :func:`start_params` and keep their masked weights at zero."""
     if code is None:
         from sigprop import registry
+
         code = registry.step_code("train")
     dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     dtype = engine.set_precision_policy(shard.runs[0].precision)
     ds = read_dataset(shard, data_path, data_expect)
     if ds.meta.get("task") == "regression":
-        raise ValueError(f"{data_path}: '{ds.meta.get('name')}' is a regression data set; the "
-                         "shard trainer trains classifiers (cross-entropy): use a study with "
-                         "task 'measure' for regression (e.g. diversity_linear)")
+        raise ValueError(
+            f"{data_path}: '{ds.meta.get('name')}' is a regression data set; the "
+            "shard trainer trains classifiers (cross-entropy): use a study with "
+            "task 'measure' for regression (e.g. diversity_linear)"
+        )
     data = engine.to_data(ds, dev, dtype)
     params, buffers = engine.load_state(Path(init_path), shard)
     _check_masks(shard, masks_path)
@@ -185,25 +230,48 @@ def train_shard(shard_json: str, init_path: str, data_path: str, out: str,
         masks = engine.load_masks(Path(masks_path), shard)
         params = start_params(shard, params, masks)
     t0 = time.time()
-    trainer = engine.ShardTrainer(shard, data, params, dev, buffers=buffers,
-                                  checkpoint=Path(checkpoint) if checkpoint else None,
-                                  checkpoint_every=checkpoint_every, masks=masks,
-                                  eval_splits=tuple(eval_splits), code=code)
+    trainer = engine.ShardTrainer(
+        shard,
+        data,
+        params,
+        dev,
+        buffers=buffers,
+        checkpoint=Path(checkpoint) if checkpoint else None,
+        checkpoint_every=checkpoint_every,
+        masks=masks,
+        eval_splits=tuple(eval_splits),
+        code=code,
+    )
     df = trainer.run()
     tables.write_atomic(df, out, tables.shard_stamp(shard))
-    log.info("shard %s: %d models x %d steps in %.1fs; %d diverged; %d rows",
-             shard.shard_id, len(shard.runs), shard.runs[0].steps, time.time() - t0,
-             sum(s >= 0 for s in trainer.diverged_step), len(df))
+    log.info(
+        "shard %s: %d models x %d steps in %.1fs; %d diverged; %d rows",
+        shard.shard_id,
+        len(shard.runs),
+        shard.runs[0].steps,
+        time.time() - t0,
+        sum(s >= 0 for s in trainer.diverged_step),
+        len(df),
+    )
     if checkpoint and Path(checkpoint).exists():
         Path(checkpoint).unlink()
 
 
 @_gated
-def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_json: str,
-                  device: str = "auto", threads: int | None = None,
-                  data_path: str | None = None, masks_path: str | None = None,
-                  gpu_locks: str | None = None, execution_json: str = "{}",
-                  data_expect: str | None = None) -> None:
+def measure_shard(
+    kind: str,
+    shard_json: str,
+    init_path: str,
+    out: str,
+    params_json: str,
+    device: str = "auto",
+    threads: int | None = None,
+    data_path: str | None = None,
+    masks_path: str | None = None,
+    gpu_locks: str | None = None,
+    execution_json: str = "{}",
+    data_expect: str | None = None,
+) -> None:
     """Run a measurement study's ``measure`` (``sigprop/studies/<kind>/measure.py``) on a
     shard's initialized models.  ``execution_json``: the execution-only parameters
     (:meth:`sigprop.config.Study.execution_json`), which the rule passes outside its cache key.
@@ -216,9 +284,15 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_j
     which checks its contents.  A shard with pruned runs also gets the prune stage's masks
     (``masks_path``, an input of the rule)."""
     from sigprop import registry
+
     p = registry.job_params(kind, params_json)
-    p = dataclasses.replace(p, **{section: dataclasses.replace(getattr(p, section), **values)
-                                  for section, values in json.loads(execution_json).items()})
+    p = dataclasses.replace(
+        p,
+        **{
+            section: dataclasses.replace(getattr(p, section), **values)
+            for section, values in json.loads(execution_json).items()
+        },
+    )
     dev = _setup(device, threads, gpu_locks)
     shard = Shard.from_json(shard_json)
     _check_masks(shard, masks_path)
@@ -232,9 +306,19 @@ def measure_shard(kind: str, shard_json: str, init_path: str, out: str, params_j
     t0 = time.time()
     with rebuild_hint():
         df = registry.measure_function(kind)(
-            shard, params, buffers, p, device=dev.type,
+            shard,
+            params,
+            buffers,
+            p,
+            device=dev.type,
             data_path=None if data_path is None else str(data_path),
-            masks_path=None if masks_path is None else str(masks_path))
+            masks_path=None if masks_path is None else str(masks_path),
+        )
     tables.write_atomic(df, out, tables.shard_stamp(shard))
-    log.info("shard %s: %d models measured in %.1fs; %d rows", shard.shard_id, len(shard.runs),
-             time.time() - t0, len(df))
+    log.info(
+        "shard %s: %d models measured in %.1fs; %d rows",
+        shard.shard_id,
+        len(shard.runs),
+        time.time() - t0,
+        len(df),
+    )

@@ -67,7 +67,7 @@ result sent) before it counts the rest as running jobs that end with it."""
 CAUGHT_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 """Signals on which the server logs its end before exiting (each unless it starts ignored)."""
 _lock = threading.Lock()
-_server: dict | None = None      # {"socket": path, "alive": write end of the pipe, "pid", "log"}
+_server: dict | None = None  # {"socket": path, "alive": write end of the pipe, "pid", "log"}
 
 
 def available() -> bool:
@@ -86,7 +86,7 @@ class _ThreadFilter(logging.Filter):
 def _root_ready() -> logging.Logger:
     root = logging.getLogger("sigprop")
     root.setLevel(logging.INFO)
-    root.propagate = False        # the job logs are the files; Snakemake's output stays its own
+    root.propagate = False  # the job logs are the files; Snakemake's output stays its own
     return root
 
 
@@ -105,8 +105,7 @@ def job_log(path: str | Path | None):
     try:
         yield logging.getLogger("sigprop")
     except BaseException as e:
-        logging.getLogger("sigprop").error("job failed: %s: %s", type(e).__name__, e,
-                                           exc_info=True)
+        logging.getLogger("sigprop").error("job failed: %s: %s", type(e).__name__, e, exc_info=True)
         raise
     finally:
         if handler is not None:
@@ -119,6 +118,7 @@ def step_function(fn):
     if not isinstance(fn, str):
         return fn
     import importlib
+
     module, _, name = fn.partition(":")
     return getattr(importlib.import_module(module), name)
 
@@ -140,6 +140,7 @@ def run_logged(path, fn, args, kwargs, peak=None):
 
 # -- the client side (threads of the Snakemake process) ------------------------------------------
 
+
 def run(path: str | None, payload: bytes) -> None:
     """Run the pickled step ``payload`` (``(fn, args, kwargs)``) in a worker with its log at
     ``path``; raise its exception if it fails (what it returns is not sent back)."""
@@ -152,8 +153,12 @@ def run(path: str | None, payload: bytes) -> None:
                 sock.connect(server["socket"])
                 _send(sock, request)
                 reply = _recv(sock)
-            except (ConnectionRefusedError, FileNotFoundError, ConnectionResetError,
-                    BrokenPipeError):
+            except (
+                ConnectionRefusedError,
+                FileNotFoundError,
+                ConnectionResetError,
+                BrokenPipeError,
+            ):
                 # the server died (killed): start a new one, once.  A reset or broken pipe
                 # means the request was never read (a worker that read it and died ends the
                 # connection with an end of file, below), so nothing has run it
@@ -189,13 +194,16 @@ def _no_result(server: dict, path: str | None, wait_s: float = 0.5) -> str:
     pid, log = server.get("pid"), server.get("log")
     t0 = time.time()
     while pid is not None and _running(pid) and time.time() - t0 < wait_s:
-        time.sleep(0.02)     # a worker dies with its server: let the server's end show first
+        time.sleep(0.02)  # a worker dies with its server: let the server's end show first
     msg = "the job's worker process ended without a result"
     if pid is None or _running(pid):
         msg += " (killed, e.g. for memory?)"
         if pid is not None:
-            msg += (f"; the worker server (pid {pid}, still running) appends how it ended to "
-                    + (f"the job's log {path} and to " if path else "") + f"its own log {log}")
+            msg += (
+                f"; the worker server (pid {pid}, still running) appends how it ended to "
+                + (f"the job's log {path} and to " if path else "")
+                + f"its own log {log}"
+            )
         return msg
     try:
         lines = [x for x in Path(log).read_text(errors="replace").splitlines() if x.strip()]
@@ -211,9 +219,11 @@ def _no_result(server: dict, path: str | None, wait_s: float = 0.5) -> str:
             tail = f"its log {log} is empty"
         else:
             tail = f"the last lines of its log {log}:\n  " + "\n  ".join(lines[-3:])
-        msg = (f"{head} and left no line saying how it ended (it writes one on every end it can "
-               "catch: it was killed by a signal it cannot catch, SIGKILL, e.g. from the "
-               f"out-of-memory killer, or crashed); {tail}")
+        msg = (
+            f"{head} and left no line saying how it ended (it writes one on every end it can "
+            "catch: it was killed by a signal it cannot catch, SIGKILL, e.g. from the "
+            f"out-of-memory killer, or crashed); {tail}"
+        )
     if path:
         try:
             with open(path, "a") as f:
@@ -249,17 +259,29 @@ def start_early() -> None:
 def _launch_server() -> dict:
     folder = tempfile.mkdtemp(prefix="sigprop-workers-")
     sock_path = os.path.join(folder, "s")
-    read_end, write_end = os.pipe()      # not inherited by anything else this process runs
-    launch = [sys.executable, "-c", "from sigprop.steps.workers import _launch; _launch()",
-              sock_path, str(read_end), json.dumps(sys.path)]
+    read_end, write_end = os.pipe()  # not inherited by anything else this process runs
+    launch = [
+        sys.executable,
+        "-c",
+        "from sigprop.steps.workers import _launch; _launch()",
+        sock_path,
+        str(read_end),
+        json.dumps(sys.path),
+    ]
     subprocess.run(launch, pass_fds=(read_end,), check=True, stdin=subprocess.DEVNULL)
     os.close(read_end)
-    try:                                 # written by the intermediate process before it exits
+    try:  # written by the intermediate process before it exits
         pid = int(Path(folder, "pid").read_text())
     except (OSError, ValueError):
         pid = None
-    return {"socket": sock_path, "alive": write_end, "ready": False, "t0": time.time(),
-            "pid": pid, "log": os.path.join(folder, SERVER_LOG)}
+    return {
+        "socket": sock_path,
+        "alive": write_end,
+        "ready": False,
+        "t0": time.time(),
+        "pid": pid,
+        "log": os.path.join(folder, SERVER_LOG),
+    }
 
 
 def _ensure_server() -> dict:
@@ -269,7 +291,7 @@ def _ensure_server() -> dict:
         if _server is not None and _server["ready"]:
             if Path(_server["socket"]).exists():
                 return _server
-            try:                           # it went away: start another
+            try:  # it went away: start another
                 os.close(_server["alive"])
             except OSError:
                 pass
@@ -282,14 +304,18 @@ def _ensure_server() -> dict:
             if os.path.exists(failed):
                 os.close(write_end)
                 _server = None
-                raise RuntimeError("the worker server failed to start: "
-                                   + Path(failed).read_text().strip().splitlines()[-1]
-                                   + f" (traceback in {failed}); SIGPROP_JOB_PROCESSES=0 runs "
-                                   "steps in Snakemake's threads")
+                raise RuntimeError(
+                    "the worker server failed to start: "
+                    + Path(failed).read_text().strip().splitlines()[-1]
+                    + f" (traceback in {failed}); SIGPROP_JOB_PROCESSES=0 runs "
+                    "steps in Snakemake's threads"
+                )
             if time.time() - _server["t0"] > STARTUP_TIMEOUT_S:
-                raise RuntimeError(f"the worker server did not start within {STARTUP_TIMEOUT_S:.0f} s "
-                                   f"(socket {sock_path}); set SIGPROP_JOB_PROCESSES=0 to run "
-                                   "steps in Snakemake's threads")
+                raise RuntimeError(
+                    f"the worker server did not start within {STARTUP_TIMEOUT_S:.0f} s "
+                    f"(socket {sock_path}); set SIGPROP_JOB_PROCESSES=0 to run "
+                    "steps in Snakemake's threads"
+                )
             time.sleep(0.02)
         _server["ready"] = True
         return _server
@@ -319,6 +345,7 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes | None:
 
 # -- the server ----------------------------------------------------------------------------------
 
+
 class _Stopped(BaseException):
     """A signal of :data:`CAUGHT_SIGNALS` reached the server."""
 
@@ -328,7 +355,7 @@ class _Stopped(BaseException):
 
 
 def _stop(signum, frame) -> None:
-    for s in CAUGHT_SIGNALS:          # one end, logged once
+    for s in CAUGHT_SIGNALS:  # one end, logged once
         signal.signal(s, signal.SIG_IGN)
     raise _Stopped(signum)
 
@@ -359,13 +386,13 @@ def _launch() -> None:
     sys.path[:] = path
     me = os.getpid()
     _note(folder, f"worker server (pid {me}) started for pid {client}")
-    running: dict[int, str | None] = {}      # running workers: pid -> job log
+    running: dict[int, str | None] = {}  # running workers: pid -> job log
     code = 0
     try:
         _serve(sock_path, alive_fd, running)
         how = "the process that started it let it go (it exited or started another server)"
     except BaseException as e:
-        if os.getpid() != me:        # a worker between its fork and its step
+        if os.getpid() != me:  # a worker between its fork and its step
             os._exit(1)
         text = ""
         if isinstance(e, _Stopped):
@@ -373,25 +400,29 @@ def _launch() -> None:
             code = 128 + e.signum
         else:
             import traceback
+
             text = traceback.format_exc()
             _note(folder, text.rstrip())
             how, code = f"error: {type(e).__name__}: {e}", 1
-        try:         # a client waiting for the socket reads why it will not come (last line)
+        try:  # a client waiting for the socket reads why it will not come (last line)
             Path(folder, "failed").write_text(f"{text}worker server (pid {me}) {ENDED}{how}\n")
         except OSError:
             pass
-    for s in CAUGHT_SIGNALS:          # ending: how is logged once
+    for s in CAUGHT_SIGNALS:  # ending: how is logged once
         signal.signal(s, signal.SIG_IGN)
     _reap(running, folder)
-    t0 = time.time()      # a worker that sent its result may still be exiting: give it a moment
+    t0 = time.time()  # a worker that sent its result may still be exiting: give it a moment
     while running and time.time() - t0 < EXIT_GRACE_S:
         time.sleep(0.02)
         _reap(running, folder)
     if code == 0 and not running:
         shutil.rmtree(folder, ignore_errors=True)
     else:
-        _note(folder, f"worker server (pid {me}) {ENDED}{how}"
-              + (f"; the workers of {len(running)} running job(s) end with it" if running else ""))
+        _note(
+            folder,
+            f"worker server (pid {me}) {ENDED}{how}"
+            + (f"; the workers of {len(running)} running job(s) end with it" if running else ""),
+        )
     os._exit(code)
 
 
@@ -401,18 +432,20 @@ def preload() -> None:
     import pkgutil
 
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
     import pandas  # noqa: F401
     import torch  # noqa: F401
 
     import sigprop
+
     for m in pkgutil.walk_packages(sigprop.__path__, "sigprop."):
         if m.name.startswith(("sigprop.tools", "sigprop.studies.template")):
             continue
         try:
             importlib.import_module(m.name)
-        except Exception:        # an optional module missing here fails in its job, not here
+        except Exception:  # an optional module missing here fails in its job, not here
             pass
 
 
@@ -424,7 +457,7 @@ def _serve(sock_path: str, alive_fd: int, logs: dict[int, str | None]) -> None:
     for s, h in saved.items():
         if h != signal.SIG_IGN:
             signal.signal(s, _stop)
-    for fd in (0, 1, 2):        # no terminal: the steps log to their files
+    for fd in (0, 1, 2):  # no terminal: the steps log to their files
         try:
             os.dup2(os.open(os.devnull, os.O_RDWR), fd)
         except OSError:
@@ -435,9 +468,9 @@ def _serve(sock_path: str, alive_fd: int, logs: dict[int, str | None]) -> None:
     tmp = sock_path + ".tmp"
     listener.bind(tmp)
     listener.listen(64)
-    os.rename(tmp, sock_path)     # the client waits for this name: the server is ready
+    os.rename(tmp, sock_path)  # the client waits for this name: the server is ready
     _note(folder, f"ready in {time.time() - t0:.1f} s: {sock_path}")
-    wake_r, wake_w = os.pipe()      # a worker's end wakes the loop, which reaps it at once
+    wake_r, wake_w = os.pipe()  # a worker's end wakes the loop, which reaps it at once
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -453,7 +486,7 @@ def _serve(sock_path: str, alive_fd: int, logs: dict[int, str | None]) -> None:
                     except BlockingIOError:
                         break
             _reap(logs, folder)
-            if alive_fd in ready:          # Snakemake has exited: so do we (and the workers)
+            if alive_fd in ready:  # Snakemake has exited: so do we (and the workers)
                 return
             if listener in ready:
                 conn, _ = listener.accept()
@@ -474,7 +507,7 @@ def _serve(sock_path: str, alive_fd: int, logs: dict[int, str | None]) -> None:
                     for s, h in saved.items():
                         signal.signal(s, signal.SIG_DFL if h is None else h)
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, CAUGHT_SIGNALS)
-                    _worker(conn, path, payload)      # never returns
+                    _worker(conn, path, payload)  # never returns
                 logs[pid] = path
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, CAUGHT_SIGNALS)
                 conn.close()
@@ -498,21 +531,26 @@ def _reap(logs: dict, folder: str) -> None:
             return
         path = logs.pop(pid, None)
         if os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status)):
-            why = (f"killed by signal {os.WTERMSIG(status)}"
-                   + (" (out of memory?)" if os.WTERMSIG(status) == signal.SIGKILL else "")
-                   if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}")
+            why = (
+                f"killed by signal {os.WTERMSIG(status)}"
+                + (" (out of memory?)" if os.WTERMSIG(status) == signal.SIGKILL else "")
+                if os.WIFSIGNALED(status)
+                else f"exit status {os.WEXITSTATUS(status)}"
+            )
             _note(folder, f"the worker (pid {pid}) of the job logging to {path} was {why}")
             if path:
                 with open(path, "a") as f:
-                    f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR sigprop: job failed: "
-                            f"its worker process (pid {pid}) was {why}\n")
+                    f.write(
+                        f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR sigprop: job failed: "
+                        f"its worker process (pid {pid}) was {why}\n"
+                    )
 
 
 def _worker(conn: socket.socket, path: str | None, payload: bytes) -> None:
     code = 0
     try:
         if sys.platform.startswith("linux"):
-            try:   # die with the server (PR_SET_PDEATHSIG)
+            try:  # die with the server (PR_SET_PDEATHSIG)
                 ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
             except (OSError, AttributeError):
                 pass
@@ -539,8 +577,9 @@ def _worker(conn: socket.socket, path: str | None, payload: bytes) -> None:
 def describe(path: str) -> None:
     """A step that writes where it ran to ``path`` as JSON (process id, parent's, peak RSS in MB):
     for checking where steps run (tests/test_workers.py)."""
-    Path(path).write_text(json.dumps({"pid": os.getpid(), "ppid": os.getppid(),
-                                      "peak_rss_mb": _peak_rss_mb()}))
+    Path(path).write_text(
+        json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "peak_rss_mb": _peak_rss_mb()})
+    )
 
 
 def _peak_rss_mb() -> float:

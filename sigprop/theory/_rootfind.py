@@ -22,8 +22,9 @@ __all__ = ["bracketed_root"]
 _EPS = np.finfo(float).eps
 
 
-def bracketed_root(fun, lo, hi, args=(), flo=None, fhi=None, xatol=0.0, xrtol=4 * _EPS,
-                   maxiter=200):
+def bracketed_root(
+    fun, lo, hi, args=(), flo=None, fhi=None, xatol=0.0, xrtol=4 * _EPS, maxiter=200
+):
     """Roots of ``fun(x, *args)`` elementwise in the brackets ``[lo, hi]``.
 
     ``lo, hi`` and every array in ``args`` are 1-D of equal length (one entry per
@@ -81,8 +82,7 @@ def bracketed_root(fun, lo, hi, args=(), flo=None, fhi=None, xatol=0.0, xrtol=4 
             phi = (f1 - f2) / (f3 - f2)
             alpha = (x3 - x1) / (x2 - x1)
             iqi = (1.0 - np.sqrt(1.0 - xi) < phi) & (phi < np.sqrt(xi))
-            t_iqi = (f1 / (f1 - f2) * f3 / (f3 - f2)
-                     - alpha * f1 / (f3 - f1) * f2 / (f2 - f3))
+            t_iqi = f1 / (f1 - f2) * f3 / (f3 - f2) - alpha * f1 / (f3 - f1) * f2 / (f2 - f3)
         t = np.where(iqi & np.isfinite(t_iqi), t_iqi, 0.5)
         tl = 0.5 * tol / dx
         t = np.clip(t, tl, 1.0 - tl)

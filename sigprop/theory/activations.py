@@ -194,8 +194,9 @@ def _relu_phiphi(q1, q2, c):
 
 def _relu_dphidphi(q1, q2, c):
     _, t = _arc(c)
-    return np.broadcast_to((np.pi - t) / (2.0 * np.pi), np.broadcast_shapes(
-        np.shape(q1), np.shape(q2), np.shape(c))).copy()
+    return np.broadcast_to(
+        (np.pi - t) / (2.0 * np.pi), np.broadcast_shapes(np.shape(q1), np.shape(q2), np.shape(c))
+    ).copy()
 
 
 def _erf_phi2(q):
@@ -309,14 +310,19 @@ ACTIVATIONS: dict[str, Activation] = {
     a.name: a
     for a in [
         Activation(
-            "linear", _linear, _dlinear,
+            "linear",
+            _linear,
+            _dlinear,
             phi2=lambda q: np.asarray(q, dtype=float) * 1.0,
             dphi2=_const(1.0),
             phiphi=lambda q1, q2, c: np.clip(c, -1.0, 1.0) * np.sqrt(q1) * np.sqrt(q2),
             dphidphi=_const(1.0),
         ),
         Activation(
-            "relu", _relu, _drelu, breakpoints=(0.0,),
+            "relu",
+            _relu,
+            _drelu,
+            breakpoints=(0.0,),
             phi2=lambda q: 0.5 * np.asarray(q, dtype=float),
             dphi2=_const(0.5),
             phiphi=_relu_phiphi,
@@ -324,20 +330,42 @@ ACTIVATIONS: dict[str, Activation] = {
         ),
         Activation("tanh", _tanh, _dtanh, sup_phi2=1.0),
         Activation(
-            "hard_tanh", _hard_tanh, _dhard_tanh, sup_phi2=1.0, breakpoints=(-1.0, 1.0),
-            phi2=_hard_tanh_phi2, dphi2=_hard_tanh_dphi2,
-            phiphi=_hard_tanh_phiphi, dphidphi=_hard_tanh_dphidphi,
+            "hard_tanh",
+            _hard_tanh,
+            _dhard_tanh,
+            sup_phi2=1.0,
+            breakpoints=(-1.0, 1.0),
+            phi2=_hard_tanh_phi2,
+            dphi2=_hard_tanh_dphi2,
+            phiphi=_hard_tanh_phiphi,
+            dphidphi=_hard_tanh_dphidphi,
         ),
         Activation(
-            "erf", _erf, _derf, sup_phi2=1.0, sup_dphi2=4.0 / np.pi,
-            phi2=_erf_phi2, dphi2=_erf_dphi2, phiphi=_erf_phiphi, dphidphi=_erf_dphidphi,
+            "erf",
+            _erf,
+            _derf,
+            sup_phi2=1.0,
+            sup_dphi2=4.0 / np.pi,
+            phi2=_erf_phi2,
+            dphi2=_erf_dphi2,
+            phiphi=_erf_phiphi,
+            dphidphi=_erf_dphidphi,
         ),
-        Activation("sigmoid", _sigmoid, _dsigmoid, sup_phi2=1.0, sup_dphi2=1.0 / 16.0,
-                   quad_scale=2.0),  # poles at u = +-i pi, twice as far as tanh's
+        Activation(
+            "sigmoid", _sigmoid, _dsigmoid, sup_phi2=1.0, sup_dphi2=1.0 / 16.0, quad_scale=2.0
+        ),  # poles at u = +-i pi, twice as far as tanh's
         # kinked: the uniform grid (method='uniform') has an O(h^2) error that does not
         # improve much on finer grids; the default quadrature splits at the kink
-        Activation("elu", _elu, _delu, phi2=_elu_phi2, dphi2=_elu_dphi2,
-                   quad_max_half_nodes=80, breakpoints=(0.0,), breakpoint_width=1.0),
+        Activation(
+            "elu",
+            _elu,
+            _delu,
+            phi2=_elu_phi2,
+            dphi2=_elu_dphi2,
+            quad_max_half_nodes=80,
+            breakpoints=(0.0,),
+            breakpoint_width=1.0,
+        ),
     ]
 }
 
@@ -375,8 +403,7 @@ def _one_d(a, f, q, method, deg):
     if method == "grid" and a.breakpoints:
         return _quad.breakpoint_expect_1d(f, q, a.breakpoints, a.breakpoint_width)
     if method in ("grid", "uniform"):
-        return _quad.gauss_expect_1d(f, q, scale=a.quad_scale,
-                                     max_half_nodes=a.quad_max_half_nodes)
+        return _quad.gauss_expect_1d(f, q, scale=a.quad_scale, max_half_nodes=a.quad_max_half_nodes)
     if method == "hermite":
         return _quad.gauss_hermite_1d(f, q, deg=deg or _quad.GH_DEG_1D)
     raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
@@ -386,11 +413,13 @@ def _two_d(a, f, g, q1, q2, c, method, deg):
     """2-D quadrature, same methods as :func:`_one_d`.  The breakpoint rule at
     ``c = 1, q1 = q2`` equals the 1-D one bit for bit (quadrature module)."""
     if method == "grid" and a.breakpoints:
-        return _quad.breakpoint_expect_2d(f, g, q1, q2, c, a.breakpoints, a.breakpoints,
-                                          a.breakpoint_width, a.breakpoint_width)
+        return _quad.breakpoint_expect_2d(
+            f, g, q1, q2, c, a.breakpoints, a.breakpoints, a.breakpoint_width, a.breakpoint_width
+        )
     if method in ("grid", "uniform"):
-        return _quad.gauss_expect_2d(f, g, q1, q2, c, scale=a.quad_scale,
-                                     max_half_nodes=a.quad_max_half_nodes)
+        return _quad.gauss_expect_2d(
+            f, g, q1, q2, c, scale=a.quad_scale, max_half_nodes=a.quad_max_half_nodes
+        )
     if method == "hermite":
         return _quad.gauss_hermite_2d(f, g, q1, q2, c, deg=deg or _quad.GH_DEG_2D)
     raise ValueError(f"method must be one of {_METHODS}, got {method!r}")

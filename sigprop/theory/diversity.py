@@ -200,7 +200,7 @@ def two_layer_linear_order(n, K, d):
 def two_layer_nonlinear_order(K, d):
     """Order of the lower bound of 004 Thm. 2: ``K d^2 / (K d + K + d)`` (constants set to 1)."""
     K, d = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (K, d)))
-    return _out(K * d ** 2 / (K * d + K + d))
+    return _out(K * d**2 / (K * d + K + d))
 
 
 # ----------------------------------------------------------------- CLI
@@ -212,41 +212,85 @@ def _cli_linear(d, width, depth, n):
     res = {"d": d, "width": list(width), "depth": list(depth), "n": n if np.isfinite(n) else "inf"}
     ratio = np.empty((K.shape[0], Ls.size))
     for j, L in enumerate(Ls):
-        w = np.concatenate([np.full((K.shape[0], 1), float(d)), np.repeat(K, L - 1, axis=1)], axis=1)
+        w = np.concatenate(
+            [np.full((K.shape[0], 1), float(d)), np.repeat(K, L - 1, axis=1)], axis=1
+        )
         ratio[:, j] = linear_expected_ratio(w, n)
     res["expected_ratio_thm6"] = ratio.tolist()
-    res["lower_bound_eq4_1"] = np.asarray(linear_equal_width_lower_bound(d, K, Ls[None, :])).tolist()
+    res["lower_bound_eq4_1"] = np.asarray(
+        linear_equal_width_lower_bound(d, K, Ls[None, :])
+    ).tolist()
     res["rows"], res["columns"] = "width", "depth"
     return res
 
 
 def _cli_two_layer(n, d, width):
     K = np.asarray(width, dtype=float)
-    return {"n": n, "d": d, "width": list(width),
-            "thm1_order_nKd_over_Kn_dn_Kd": np.asarray(two_layer_linear_order(n, K, d)).tolist(),
-            "thm2_order_Kd2_over_Kd_K_d": np.asarray(two_layer_nonlinear_order(K, d)).tolist()}
+    return {
+        "n": n,
+        "d": d,
+        "width": list(width),
+        "thm1_order_nKd_over_Kn_dn_Kd": np.asarray(two_layer_linear_order(n, K, d)).tolist(),
+        "thm2_order_Kd2_over_Kd_K_d": np.asarray(two_layer_nonlinear_order(K, d)).tolist(),
+    }
 
 
 def _cli_bs(n, diversity_value):
-    return {"n": n, "diversity": diversity_value,
-            "batch_size_bound": float(batch_size_bound(n, diversity_value))}
+    return {
+        "n": n,
+        "diversity": diversity_value,
+        "batch_size_bound": float(batch_size_bound(n, diversity_value)),
+    }
 
 
 CLI_COMMANDS = [
-    {"name": "diversity-linear", "fn": _cli_linear,
-     "help": "multilayer linear nets: exact E-ratio (004 Thm. 6) and lower bound Eq. 4.1 (Thm. 3) "
-             "vs hidden width and depth",
-     "params": {"d": {"type": int, "default": 10, "help": "input dimension K_0"},
-                "width": {"type": int, "default": [4, 16, 64, 256], "list": True, "help": "hidden widths"},
-                "depth": {"type": int, "default": [2, 4, 8], "list": True, "help": "depths L"},
-                "n": {"type": float, "default": float("inf"), "help": "number of data points (inf allowed)"}}},
-    {"name": "diversity-two-layer", "fn": _cli_two_layer,
-     "help": "order expressions of 004 Thm. 1 (linear) and Thm. 2 (nonlinear) for 2-layer nets",
-     "params": {"n": {"type": float, "default": 1000.0, "help": "number of data points"},
-                "d": {"type": int, "default": 10, "help": "input dimension"},
-                "width": {"type": int, "default": [4, 16, 64, 256], "list": True, "help": "hidden widths"}}},
-    {"name": "batch-size-bound", "fn": _cli_bs,
-     "help": "B_S = n Delta_S (004 Sec. 3, Yin et al.)",
-     "params": {"n": {"type": int, "default": 1000, "help": "number of data points"},
-                "diversity_value": {"type": float, "default": 0.01, "help": "gradient diversity Delta_S"}}},
+    {
+        "name": "diversity-linear",
+        "fn": _cli_linear,
+        "help": "multilayer linear nets: exact E-ratio (004 Thm. 6) and lower bound Eq. 4.1 (Thm. 3) "
+        "vs hidden width and depth",
+        "params": {
+            "d": {"type": int, "default": 10, "help": "input dimension K_0"},
+            "width": {
+                "type": int,
+                "default": [4, 16, 64, 256],
+                "list": True,
+                "help": "hidden widths",
+            },
+            "depth": {"type": int, "default": [2, 4, 8], "list": True, "help": "depths L"},
+            "n": {
+                "type": float,
+                "default": float("inf"),
+                "help": "number of data points (inf allowed)",
+            },
+        },
+    },
+    {
+        "name": "diversity-two-layer",
+        "fn": _cli_two_layer,
+        "help": "order expressions of 004 Thm. 1 (linear) and Thm. 2 (nonlinear) for 2-layer nets",
+        "params": {
+            "n": {"type": float, "default": 1000.0, "help": "number of data points"},
+            "d": {"type": int, "default": 10, "help": "input dimension"},
+            "width": {
+                "type": int,
+                "default": [4, 16, 64, 256],
+                "list": True,
+                "help": "hidden widths",
+            },
+        },
+    },
+    {
+        "name": "batch-size-bound",
+        "fn": _cli_bs,
+        "help": "B_S = n Delta_S (004 Sec. 3, Yin et al.)",
+        "params": {
+            "n": {"type": int, "default": 1000, "help": "number of data points"},
+            "diversity_value": {
+                "type": float,
+                "default": 0.01,
+                "help": "gradient diversity Delta_S",
+            },
+        },
+    },
 ]

@@ -143,8 +143,12 @@ def second_order_means(E, V):
     """Eq. 84 (proof Eqs. 93-95), expansion around 0.5: returns dict ``G ~ E - V``,
     ``G_c ~ 1 - E - V``, ``NWGM ~ (E - V)/(1 - 2V)``, ``NWGM_c ~ (1 - E - V)/(1 - 2V)``."""
     E, V = (np.asarray(a, dtype=float) for a in (E, V))
-    return {"G": E - V, "G_c": 1.0 - E - V, "NWGM": (E - V) / (1.0 - 2.0 * V),
-            "NWGM_c": (1.0 - E - V) / (1.0 - 2.0 * V)}
+    return {
+        "G": E - V,
+        "G_c": 1.0 - E - V,
+        "NWGM": (E - V) / (1.0 - 2.0 * V),
+        "NWGM_c": (1.0 - E - V) / (1.0 - 2.0 * V),
+    }
 
 
 def e_minus_nwgm_second_order(E, V):
@@ -201,8 +205,10 @@ def _layer_keep(keep_probs, n_layers):
 def _biases(biases, weights):
     if biases is None:
         return [np.zeros(w.shape[0]) for w in weights]
-    return [np.zeros(w.shape[0]) if b is None else np.asarray(b, dtype=float)
-            for b, w in zip(biases, weights)]
+    return [
+        np.zeros(w.shape[0]) if b is None else np.asarray(b, dtype=float)
+        for b, w in zip(biases, weights)
+    ]
 
 
 def deterministic_forward(weights, biases, keep_probs, x, c=1.0, lam=1.0):
@@ -252,18 +258,24 @@ def linear_dropout_expectation(weights, biases, keep_probs, x):
         i = np.arange(mu.shape[-1])
         cy[..., i, i] += p * (1.0 - p) * second
         mu = (p * mu) @ w.T + b
-        C = w @ cy @ w.T                      # O(n^3) per layer (matrix products, not einsum)
+        C = w @ cy @ w.T  # O(n^3) per layer (matrix products, not einsum)
         means.append(mu)
         covs.append(C)
-    return {"mean": means, "cov": covs, "var": [np.diagonal(c, axis1=-2, axis2=-1).copy() for c in covs]}
+    return {
+        "mean": means,
+        "cov": covs,
+        "var": [np.diagonal(c, axis1=-2, axis2=-1).copy() for c in covs],
+    }
 
 
 # ----------------------------------------------------------------- command line
 
 
 def _tolist(d):
-    return {k: (np.asarray(v).tolist() if isinstance(v, (np.ndarray, np.floating, float)) else v)
-            for k, v in d.items()}
+    return {
+        k: (np.asarray(v).tolist() if isinstance(v, (np.ndarray, np.floating, float)) else v)
+        for k, v in d.items()
+    }
 
 
 def _cli_nwgm(values, probs):
@@ -272,10 +284,14 @@ def _cli_nwgm(values, probs):
     m = weighted_means(v, p)
     E, V = m["E"], m["V"]
     out = {k: float(val) for k, val in m.items()}
-    out.update({"E_minus_NWGM": float(E - m["NWGM"]),
-                "first_order_eq83": float(e_minus_nwgm_first_order(E, V)),
-                "second_order_eq85": float(e_minus_nwgm_second_order(E, V)),
-                "second_order_eq202": float(e_minus_nwgm_second_order_about_mean(E, V))})
+    out.update(
+        {
+            "E_minus_NWGM": float(E - m["NWGM"]),
+            "first_order_eq83": float(e_minus_nwgm_first_order(E, V)),
+            "second_order_eq85": float(e_minus_nwgm_second_order(E, V)),
+            "second_order_eq202": float(e_minus_nwgm_second_order_about_mean(E, V)),
+        }
+    )
     return out
 
 
@@ -287,8 +303,10 @@ def _cli_bounds(E, V):
 
 def _random_net(widths, sigma_w, sigma_b, seed):
     rng = np.random.default_rng(seed)
-    ws = [rng.normal(0.0, sigma_w / np.sqrt(n_in), size=(n_out, n_in))
-          for n_in, n_out in zip(widths[:-1], widths[1:])]
+    ws = [
+        rng.normal(0.0, sigma_w / np.sqrt(n_in), size=(n_out, n_in))
+        for n_in, n_out in zip(widths[:-1], widths[1:])
+    ]
     bs = [rng.normal(0.0, sigma_b, size=n_out) for n_out in widths[1:]]
     x = rng.uniform(0.0, 1.0, size=widths[0])
     return ws, bs, x
@@ -301,43 +319,86 @@ def _keeps(p_input, p_hidden, n_layers):
 def _cli_forward(widths, sigma_w, sigma_b, p_input, p_hidden, seed):
     ws, bs, x = _random_net(widths, sigma_w, sigma_b, seed)
     r = deterministic_forward(ws, bs, _keeps(p_input, p_hidden, len(ws)), x)
-    return {"widths": widths, "input": x.tolist(), "U": [u.tolist() for u in r["U"]],
-            "W": [w.tolist() for w in r["W"]]}
+    return {
+        "widths": widths,
+        "input": x.tolist(),
+        "U": [u.tolist() for u in r["U"]],
+        "W": [w.tolist() for w in r["W"]],
+    }
 
 
 def _cli_linear(widths, sigma_w, sigma_b, p_input, p_hidden, seed):
     ws, bs, x = _random_net(widths, sigma_w, sigma_b, seed)
     r = linear_dropout_expectation(ws, bs, _keeps(p_input, p_hidden, len(ws)), x)
-    return {"widths": widths, "input": x.tolist(), "mean": [m.tolist() for m in r["mean"]],
-            "var": [v.tolist() for v in r["var"]]}
+    return {
+        "widths": widths,
+        "input": x.tolist(),
+        "mean": [m.tolist() for m in r["mean"]],
+        "var": [v.tolist() for v in r["var"]],
+    }
 
 
-_NET = {"widths": {"type": int, "default": [20, 30, 30, 5], "list": True, "help": "layer widths"},
-        "sigma_w": {"type": float, "default": 4.0, "help": "weight std times sqrt(fan-in)"},
-        "sigma_b": {"type": float, "default": 0.5, "help": "bias std"},
-        "p_input": {"type": float, "default": 0.8, "help": "keep probability of the inputs"},
-        "p_hidden": {"type": float, "default": 0.5, "help": "keep probability of hidden units"},
-        "seed": {"type": int, "default": 0, "help": "seed of the random weights and input"}}
+_NET = {
+    "widths": {"type": int, "default": [20, 30, 30, 5], "list": True, "help": "layer widths"},
+    "sigma_w": {"type": float, "default": 4.0, "help": "weight std times sqrt(fan-in)"},
+    "sigma_b": {"type": float, "default": 0.5, "help": "bias std"},
+    "p_input": {"type": float, "default": 0.8, "help": "keep probability of the inputs"},
+    "p_hidden": {"type": float, "default": 0.5, "help": "keep probability of hidden units"},
+    "seed": {"type": int, "default": 0, "help": "seed of the random weights and input"},
+}
 
 CLI_COMMANDS = [
-    {"name": "dropout-nwgm", "fn": _cli_nwgm,
-     "help": "E, V, G, G', NWGM of numbers O_i with probabilities P_i (002 Eqs. 35-39) and the "
-             "approximations of E - NWGM (Eqs. 83, 85, 202)",
-     "params": {"values": {"type": float, "default": [0.622459, 0.731059], "list": True,
-                           "help": "numbers O_i in (0, 1)"},
-                "probs": {"type": float, "default": None, "list": True, "optional": True,
-                          "help": "probabilities P_i (default uniform)"}}},
-    {"name": "dropout-eq87-bounds", "fn": _cli_bounds,
-     "help": "Eq. 87 curves of E (Figs. 8.1-8.2): Bound 2, 2E(1-E)|1-2E|, and with V the "
-             "second-order approximation and Bound 1",
-     "params": {"E": {"type": float, "default": [0.1, 0.2, 0.3, 0.4, 0.5], "list": True,
-                      "help": "expectations E"},
-                "V": {"type": float, "default": None, "optional": True,
-                      "help": "variance V (optional)"}}},
-    {"name": "dropout-deterministic", "fn": _cli_forward,
-     "help": "deterministic ensemble (W) network of Eqs. 52-54 / 98 for a random logistic net",
-     "params": dict(_NET)},
-    {"name": "dropout-linear", "fn": _cli_linear,
-     "help": "exact dropout mean and variance of a random deep linear net (Eqs. 24-25)",
-     "params": dict(_NET)},
+    {
+        "name": "dropout-nwgm",
+        "fn": _cli_nwgm,
+        "help": "E, V, G, G', NWGM of numbers O_i with probabilities P_i (002 Eqs. 35-39) and the "
+        "approximations of E - NWGM (Eqs. 83, 85, 202)",
+        "params": {
+            "values": {
+                "type": float,
+                "default": [0.622459, 0.731059],
+                "list": True,
+                "help": "numbers O_i in (0, 1)",
+            },
+            "probs": {
+                "type": float,
+                "default": None,
+                "list": True,
+                "optional": True,
+                "help": "probabilities P_i (default uniform)",
+            },
+        },
+    },
+    {
+        "name": "dropout-eq87-bounds",
+        "fn": _cli_bounds,
+        "help": "Eq. 87 curves of E (Figs. 8.1-8.2): Bound 2, 2E(1-E)|1-2E|, and with V the "
+        "second-order approximation and Bound 1",
+        "params": {
+            "E": {
+                "type": float,
+                "default": [0.1, 0.2, 0.3, 0.4, 0.5],
+                "list": True,
+                "help": "expectations E",
+            },
+            "V": {
+                "type": float,
+                "default": None,
+                "optional": True,
+                "help": "variance V (optional)",
+            },
+        },
+    },
+    {
+        "name": "dropout-deterministic",
+        "fn": _cli_forward,
+        "help": "deterministic ensemble (W) network of Eqs. 52-54 / 98 for a random logistic net",
+        "params": dict(_NET),
+    },
+    {
+        "name": "dropout-linear",
+        "fn": _cli_linear,
+        "help": "exact dropout mean and variance of a random deep linear net (Eqs. 24-25)",
+        "params": dict(_NET),
+    },
 ]

@@ -65,7 +65,7 @@ def resnet_variance(depth, width, m, alpha):
     """
     L, n, m, a = _f(depth, width, m, alpha)
     rho = (1.0 + 5.0 / n) ** (m / 2.0)
-    return (m * L) ** 2 * a ** (2 * m) * (rho ** 2 - 1.0) * np.exp(L * a ** m * rho)
+    return (m * L) ** 2 * a ** (2 * m) * (rho**2 - 1.0) * np.exp(L * a**m * rho)
 
 
 def resnet_alpha_cor1(depth, m, a):
@@ -108,15 +108,19 @@ def fit_constant(curve, measured, axis=-1):
 
 def _cli_scaling(depth, width, m, alpha, a, a_dense):
     L = np.asarray(depth, dtype=float)
-    return {"depth": list(depth), "width": width, "m": m,
-            "beta": hanin_nica_beta(L, width).tolist(),
-            "vanilla_exp5beta": vanilla_relu_moment_ratio(L, width).tolist(),
-            "resnet_eq40_fixed_alpha": resnet_variance(L, width, m, alpha).tolist(),
-            "resnet_cor1_alpha": resnet_alpha_cor1(L, m, a).tolist(),
-            "resnet_eq40_cor1": resnet_variance_cor1(L, width, m, a).tolist(),
-            "densenet_eq42": densenet_variance(L, width).tolist(),
-            "densenet_cor2_n=aL": densenet_variance_cor2(L, a_dense).tolist(),
-            "note": "each curve is defined up to a multiplicative constant (fit with fit_constant)"}
+    return {
+        "depth": list(depth),
+        "width": width,
+        "m": m,
+        "beta": hanin_nica_beta(L, width).tolist(),
+        "vanilla_exp5beta": vanilla_relu_moment_ratio(L, width).tolist(),
+        "resnet_eq40_fixed_alpha": resnet_variance(L, width, m, alpha).tolist(),
+        "resnet_cor1_alpha": resnet_alpha_cor1(L, m, a).tolist(),
+        "resnet_eq40_cor1": resnet_variance_cor1(L, width, m, a).tolist(),
+        "densenet_eq42": densenet_variance(L, width).tolist(),
+        "densenet_cor2_n=aL": densenet_variance_cor2(L, a_dense).tolist(),
+        "note": "each curve is defined up to a multiplicative constant (fit with fit_constant)",
+    }
 
 
 def _cli_fit(curve, measured):
@@ -124,19 +128,46 @@ def _cli_fit(curve, measured):
 
 
 CLI_COMMANDS = [
-    {"name": "finite-width-scaling",
-     "help": "predicted Var(G_ii) / moment-ratio curves vs depth: vanilla exp(5 beta), 001 Eq. 40/41, Eq. 42/43",
-     "params": {"depth": {"type": int, "default": [2, 4, 8, 16, 32], "help": "depths L", "list": True},
-                "width": {"type": int, "default": 32, "help": "width n", "list": False},
-                "m": {"type": int, "default": 2, "help": "ResNet branch depth", "list": False},
-                "alpha": {"type": float, "default": 0.3, "help": "fixed ResNet alpha", "list": False},
-                "a": {"type": float, "default": 0.3, "help": "Cor. 1 constant: alpha = a L^{-1/m}", "list": False},
-                "a_dense": {"type": float, "default": 10.0, "help": "Cor. 2 constant: n = a L", "list": False}},
-     "fn": _cli_scaling},
-    {"name": "fit-constant", "help": "least-squares (log space) multiplicative constant of a curve",
-     "params": {"curve": {"type": float, "default": [1.0, 2.0, 4.0], "help": "predicted values",
-                          "list": True},
-                "measured": {"type": float, "default": [2.1, 3.9, 8.2], "help": "measured values",
-                             "list": True}},
-     "fn": _cli_fit},
+    {
+        "name": "finite-width-scaling",
+        "help": "predicted Var(G_ii) / moment-ratio curves vs depth: vanilla exp(5 beta), 001 Eq. 40/41, Eq. 42/43",
+        "params": {
+            "depth": {"type": int, "default": [2, 4, 8, 16, 32], "help": "depths L", "list": True},
+            "width": {"type": int, "default": 32, "help": "width n", "list": False},
+            "m": {"type": int, "default": 2, "help": "ResNet branch depth", "list": False},
+            "alpha": {"type": float, "default": 0.3, "help": "fixed ResNet alpha", "list": False},
+            "a": {
+                "type": float,
+                "default": 0.3,
+                "help": "Cor. 1 constant: alpha = a L^{-1/m}",
+                "list": False,
+            },
+            "a_dense": {
+                "type": float,
+                "default": 10.0,
+                "help": "Cor. 2 constant: n = a L",
+                "list": False,
+            },
+        },
+        "fn": _cli_scaling,
+    },
+    {
+        "name": "fit-constant",
+        "help": "least-squares (log space) multiplicative constant of a curve",
+        "params": {
+            "curve": {
+                "type": float,
+                "default": [1.0, 2.0, 4.0],
+                "help": "predicted values",
+                "list": True,
+            },
+            "measured": {
+                "type": float,
+                "default": [2.1, 3.9, 8.2],
+                "help": "measured values",
+                "list": True,
+            },
+        },
+        "fn": _cli_fit,
+    },
 ]

@@ -90,7 +90,7 @@ def _geom(s, k):
     """sum_{j=1}^{k} s^j, vectorized (k = 0 gives 0; s = 1 gives k)."""
     s, k = _f(s, k)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        val = s * (1.0 - s ** k) / (1.0 - s)
+        val = s * (1.0 - s**k) / (1.0 - s)
     return np.where(np.isclose(s, 1.0, rtol=0.0, atol=1e-12), k, val)
 
 
@@ -150,7 +150,7 @@ def q_tilde_aa(l, L, sigma_w2, sigma_b2, rho):
     k = L - l
     s = sw / rho
     q = q_star_linear(sw, sb, rho)
-    return _out(4.0 * q / rho * s ** k * (rho + _geom(s, k)))
+    return _out(4.0 * q / rho * s**k * (rho + _geom(s, k)))
 
 
 def q_tilde_ab(l, L, sigma_w2, sigma_b2, rho):
@@ -162,7 +162,7 @@ def q_tilde_ab(l, L, sigma_w2, sigma_b2, rho):
     l, L, sw, sb, rho = _f(l, L, sigma_w2, sigma_b2, rho)
     k = L - l
     q = q_star_ab_linear(sw, sb, rho)
-    return _out(4.0 * q * sw ** k * (1.0 + _geom(sw / rho ** 2, k)))
+    return _out(4.0 * q * sw**k * (1.0 + _geom(sw / rho**2, k)))
 
 
 def g_aa(l, L, sigma_w2, sigma_b2, rho):
@@ -176,7 +176,7 @@ def g_aa(l, L, sigma_w2, sigma_b2, rho):
     k = L - l
     s = sw / rho
     q = q_star_linear(sw, sb, rho)
-    return _out(4.0 * (q / rho) ** 2 * s ** k * (rho + _geom(s, k)))
+    return _out(4.0 * (q / rho) ** 2 * s**k * (rho + _geom(s, k)))
 
 
 def g_ab(l, L, sigma_w2, sigma_b2, rho):
@@ -190,7 +190,7 @@ def g_ab(l, L, sigma_w2, sigma_b2, rho):
     l, L, sw, sb, rho = _f(l, L, sigma_w2, sigma_b2, rho)
     k = L - l
     q = q_star_ab_linear(sw, sb, rho)
-    return _out(4.0 * q ** 2 * sw ** k * (1.0 + _geom(sw / rho ** 2, k)))
+    return _out(4.0 * q**2 * sw**k * (1.0 + _geom(sw / rho**2, k)))
 
 
 def chi1_law(l, L, chi1, g_L):
@@ -229,11 +229,12 @@ def simulate_linear_dropout(N, L, sigma_w2, sigma_b2, rhos, n_inst, seed=0, chun
     R = len(rhos)
     keys = ("g_aa", "g_ab_signed", "g_tilde_ab")
     out = {k: np.empty((R, n_inst, L)) for k in keys}
-    cpu = torch.device("cpu")   # explicitly: never the process's default device
+    cpu = torch.device("cpu")  # explicitly: never the process's default device
     gen = torch.Generator(device=cpu).manual_seed(int(seed))
     rho_t = torch.tensor(rhos, dtype=torch.float64, device=cpu).view(R, 1, 1)
-    qaa = torch.tensor([float(q_star_linear(sw, sb, r)) for r in rhos], dtype=torch.float64,
-                       device=cpu)
+    qaa = torch.tensor(
+        [float(q_star_linear(sw, sb, r)) for r in rhos], dtype=torch.float64, device=cpu
+    )
     qab = float(q_star_ab_linear(sw, sb))
     for start in range(0, n_inst, chunk):
         B = min(chunk, n_inst - start)
@@ -242,7 +243,7 @@ def simulate_linear_dropout(N, L, sigma_w2, sigma_b2, rhos, n_inst, seed=0, chun
         c = (qab / qaa).view(R, 1, 1)
         s = qaa.sqrt().view(R, 1, 1)
         za = s * u[0]
-        zb = s * (c * u[0] + (1 - c ** 2).sqrt() * u[1])
+        zb = s * (c * u[0] + (1 - c**2).sqrt() * u[1])
         Ws, masks, xs = [], [], []
         for _ in range(L):
             W = torch.randn(B, N, N, generator=gen, device=cpu) * np.sqrt(sw / N)  # float32 storage
@@ -260,12 +261,15 @@ def simulate_linear_dropout(N, L, sigma_w2, sigma_b2, rhos, n_inst, seed=0, chun
         da, db = 2.0 * za, 2.0 * zb
         for l in range(L, 0, -1):
             xa, xb = xs[l - 1]
-            out["g_aa"][:, start:start + B, l - 1] = (
-                ((xa ** 2).sum(-1) * (da ** 2).sum(-1)) / N ** 2).numpy()
-            out["g_ab_signed"][:, start:start + B, l - 1] = (
-                ((xa * xb).sum(-1) * (da * db).sum(-1)) / N ** 2).numpy()
-            out["g_tilde_ab"][:, start:start + B, l - 1] = (
-                ((xa * xb).abs().sum(-1) * (da * db).abs().sum(-1)) / N ** 2).numpy()
+            out["g_aa"][:, start : start + B, l - 1] = (
+                ((xa**2).sum(-1) * (da**2).sum(-1)) / N**2
+            ).numpy()
+            out["g_ab_signed"][:, start : start + B, l - 1] = (
+                ((xa * xb).sum(-1) * (da * db).sum(-1)) / N**2
+            ).numpy()
+            out["g_tilde_ab"][:, start : start + B, l - 1] = (
+                ((xa * xb).abs().sum(-1) * (da * db).abs().sum(-1)) / N**2
+            ).numpy()
             if l > 1:
                 Wd = Ws[l - 1].double()
                 pa, pb = masks[l - 1]
@@ -292,8 +296,12 @@ def _cli_profile(L, sigma_w2, sigma_b2, rho):
     res["chi1"] = np.asarray(chi1_linear(sigma_w2, r[:, 0])).tolist()
     res["chi2"] = float(chi2_linear(sigma_w2))
     # Eq. 13 anchored at the last layer
-    res["g_aa_chi1_law"] = np.asarray(chi1_law(layers[None, :], L, chi1_linear(sigma_w2, r), gaa[:, -1:])).tolist()
-    res["g_ab_chi1_law"] = np.asarray(chi1_law(layers[None, :], L, chi1_linear(sigma_w2, r), gab[:, -1:])).tolist()
+    res["g_aa_chi1_law"] = np.asarray(
+        chi1_law(layers[None, :], L, chi1_linear(sigma_w2, r), gaa[:, -1:])
+    ).tolist()
+    res["g_ab_chi1_law"] = np.asarray(
+        chi1_law(layers[None, :], L, chi1_linear(sigma_w2, r), gab[:, -1:])
+    ).tolist()
     return res
 
 
@@ -307,20 +315,30 @@ def _cli_simulate(N, L, sigma_w2, sigma_b2, rho, n_inst, seed):
 
 
 CLI_COMMANDS = [
-    {"name": "linear-gradient-metrics", "fn": _cli_profile,
-     "help": "g_aa^l, g_ab^l of linear dropout nets without gradient independence (000 Eq. 12) "
-             "and the chi_1 law (Eq. 13), per layer",
-     "params": {"L": {"type": int, "default": 200, "help": "depth"},
-                "sigma_w2": {"type": float, "default": 0.5, "help": "weight variance"},
-                "sigma_b2": {"type": float, "default": 0.1, "help": "bias variance"},
-                "rho": {"type": float, "default": [1.0, 0.9], "list": True, "help": "keep rates"}}},
-    {"name": "linear-gradient-simulation", "fn": _cli_simulate,
-     "help": "Monte Carlo of g_aa, g_ab, g~_ab (000 Eq. 8) in random linear dropout nets",
-     "params": {"N": {"type": int, "default": 100, "help": "width"},
-                "L": {"type": int, "default": 10, "help": "depth"},
-                "sigma_w2": {"type": float, "default": 0.5, "help": "weight variance"},
-                "sigma_b2": {"type": float, "default": 0.1, "help": "bias variance"},
-                "rho": {"type": float, "default": [1.0, 0.9], "list": True, "help": "keep rates"},
-                "n_inst": {"type": int, "default": 4, "help": "network instantiations"},
-                "seed": {"type": int, "default": 0, "help": "random seed"}}},
+    {
+        "name": "linear-gradient-metrics",
+        "fn": _cli_profile,
+        "help": "g_aa^l, g_ab^l of linear dropout nets without gradient independence (000 Eq. 12) "
+        "and the chi_1 law (Eq. 13), per layer",
+        "params": {
+            "L": {"type": int, "default": 200, "help": "depth"},
+            "sigma_w2": {"type": float, "default": 0.5, "help": "weight variance"},
+            "sigma_b2": {"type": float, "default": 0.1, "help": "bias variance"},
+            "rho": {"type": float, "default": [1.0, 0.9], "list": True, "help": "keep rates"},
+        },
+    },
+    {
+        "name": "linear-gradient-simulation",
+        "fn": _cli_simulate,
+        "help": "Monte Carlo of g_aa, g_ab, g~_ab (000 Eq. 8) in random linear dropout nets",
+        "params": {
+            "N": {"type": int, "default": 100, "help": "width"},
+            "L": {"type": int, "default": 10, "help": "depth"},
+            "sigma_w2": {"type": float, "default": 0.5, "help": "weight variance"},
+            "sigma_b2": {"type": float, "default": 0.1, "help": "bias variance"},
+            "rho": {"type": float, "default": [1.0, 0.9], "list": True, "help": "keep rates"},
+            "n_inst": {"type": int, "default": 4, "help": "network instantiations"},
+            "seed": {"type": int, "default": 0, "help": "random seed"},
+        },
+    },
 ]

@@ -124,8 +124,12 @@ def _act_step(act, q1, q2, k, closed_form=True, same=False):
     Q1, Q2 = q1[..., :, None], q2[..., None, :]
     kk = _act.expect_phiphi(act, Q1, Q2, c, closed_form=closed_form)
     dd = _act.expect_dphidphi(act, Q1, Q2, c, closed_form=closed_form)
-    return (kk, dd, _act.expect_phi2(act, q1, closed_form=closed_form),
-            _act.expect_phi2(act, q2, closed_form=closed_form))
+    return (
+        kk,
+        dd,
+        _act.expect_phi2(act, q1, closed_form=closed_form),
+        _act.expect_phi2(act, q2, closed_form=closed_form),
+    )
 
 
 def _scale_diag(a, factor, same):
@@ -139,8 +143,9 @@ def _scale_diag(a, factor, same):
 # ------------------------------------------------------------- FC (NT stax)
 
 
-def fc_kernels(x1, x2=None, depth=1, W_std=1.0, b_std=0.0, act="relu", keep_rate=1.0,
-               closed_form=True):
+def fc_kernels(
+    x1, x2=None, depth=1, W_std=1.0, b_std=0.0, act="relu", keep_rate=1.0, closed_form=True
+):
     """NNGP and NTK of ``stax.serial(*[Dense, act, Dropout(keep)] * depth, Dense)``.
 
     NTK parameterization of neural-tangents (theory-code.md Sec. 1):
@@ -157,10 +162,12 @@ def fc_kernels(x1, x2=None, depth=1, W_std=1.0, b_std=0.0, act="relu", keep_rate
     diagonals, ``G + (N1,)``, ``G + (N2,)``) of the readout layer.
     """
     x1, x2, same = _as_inputs(x1, x2)
-    W, b, keep = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (W_std, b_std, keep_rate)))
+    W, b, keep = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (W_std, b_std, keep_rate))
+    )
     if np.any(keep <= 0) or np.any(keep > 1):
         raise ValueError("keep_rate must be in (0, 1]")
-    W2, b2 = (W ** 2)[..., None], (b ** 2)[..., None]
+    W2, b2 = (W**2)[..., None], (b**2)[..., None]
     q1, q2, k = input_kernel(x1, None if same else x2)
     G = W.shape
     q1 = np.broadcast_to(q1, G + q1.shape)
@@ -194,8 +201,10 @@ def relu2_maps(q1, q2, k, same=False):
     """
     c = _corr(k, q1, q2, same)
     Q1, Q2 = q1[..., :, None], q2[..., None, :]
-    return (2.0 * _act.expect_phiphi("relu", Q1, Q2, c),
-            2.0 * _act.expect_dphidphi("relu", Q1, Q2, c))
+    return (
+        2.0 * _act.expect_phiphi("relu", Q1, Q2, c),
+        2.0 * _act.expect_dphidphi("relu", Q1, Q2, c),
+    )
 
 
 def resnet_ntk(x1, x2=None, depth=1, m=1, alpha=1.0, sigma_recursion="eq15"):
@@ -217,7 +226,7 @@ def resnet_ntk(x1, x2=None, depth=1, m=1, alpha=1.0, sigma_recursion="eq15"):
         raise ValueError("depth and m must be >= 1")
     x1, x2, same = _as_inputs(x1, x2)
     a = np.asarray(alpha, dtype=float)
-    am = (a ** m)[..., None, None]
+    am = (a**m)[..., None, None]
     q1, q2, s = input_kernel(x1, None if same else x2)
     G = a.shape
     q1, q2, s = (np.broadcast_to(v, G + v.shape).copy() for v in (q1, q2, s))
@@ -252,7 +261,7 @@ def resnet_ntk_diagonal(depth, m, alpha, sigma0=1.0):
     ``sigma0 = x.x/d``.  All arguments broadcast.
     """
     L, m, a, s0 = (np.asarray(v, dtype=float) for v in (depth, m, alpha, sigma0))
-    return m * L * a ** m * (1.0 + a ** m) ** (L - 1.0) * s0
+    return m * L * a**m * (1.0 + a**m) ** (L - 1.0) * s0
 
 
 # ---------------------------------------------------------- 001 DenseNet
@@ -329,49 +338,102 @@ def _cli_fc(depth, W_std, b_std, act, keep_rate, theta):
     W = np.asarray(W_std, dtype=float)[:, None, None]
     b = np.asarray(b_std, dtype=float)[None, :, None]
     r = fc_kernels(x, None, depth, W, b, act, np.asarray(keep_rate, dtype=float)[None, None, :])
-    return {"inputs": x.tolist(), "W_std": list(W_std), "b_std": list(b_std),
-            "keep_rate": list(keep_rate), "axes": "W_std, b_std, keep_rate, input, input",
-            **_tolist({"nngp": r["nngp"], "ntk": r["ntk"]})}
+    return {
+        "inputs": x.tolist(),
+        "W_std": list(W_std),
+        "b_std": list(b_std),
+        "keep_rate": list(keep_rate),
+        "axes": "W_std, b_std, keep_rate, input, input",
+        **_tolist({"nngp": r["nngp"], "ntk": r["ntk"]}),
+    }
 
 
 def _cli_resnet(depth, m, alpha, theta, sigma_recursion):
     x1, x2 = fig2_inputs(theta)
     a = np.asarray(alpha, dtype=float)
     K = resnet_ntk(x1, x2, depth, m, a, sigma_recursion)[..., 0, :]
-    return {"theta": list(theta), "alpha": list(alpha), "depth": depth, "m": m,
-            "ntk": K.tolist(),
-            "diagonal_eq25": resnet_ntk_diagonal(depth, m, a).tolist(),
-            "diagonal_eq25_sigma0_x.x/d": resnet_ntk_diagonal(depth, m, a, 0.5).tolist()}
+    return {
+        "theta": list(theta),
+        "alpha": list(alpha),
+        "depth": depth,
+        "m": m,
+        "ntk": K.tolist(),
+        "diagonal_eq25": resnet_ntk_diagonal(depth, m, a).tolist(),
+        "diagonal_eq25_sigma0_x.x/d": resnet_ntk_diagonal(depth, m, a, 0.5).tolist(),
+    }
 
 
 def _cli_densenet(depth, theta):
     x1, x2 = fig2_inputs(theta)
-    return {"theta": list(theta), "depth": list(depth),
-            "ntk": [densenet_ntk(x1, x2, L)[0].tolist() for L in depth],
-            "diagonal_eq29": densenet_ntk_diagonal(depth).tolist(),
-            "diagonal_recursion": densenet_ntk_diagonal(depth, form="recursion").tolist()}
+    return {
+        "theta": list(theta),
+        "depth": list(depth),
+        "ntk": [densenet_ntk(x1, x2, L)[0].tolist() for L in depth],
+        "diagonal_eq29": densenet_ntk_diagonal(depth).tolist(),
+        "diagonal_recursion": densenet_ntk_diagonal(depth, form="recursion").tolist(),
+    }
 
 
 _THETA = [float(t) for t in np.linspace(0.0, np.pi, 20)]
 
 CLI_COMMANDS = [
-    {"name": "fc-kernels", "help": "NNGP/NTK of depth x [Dense, act, Dropout] + Dense (NT NTK param.) on 001 Fig. 2 inputs",
-     "params": {"depth": {"type": int, "default": 3, "help": "hidden layers", "list": False},
-                "W_std": {"type": float, "default": [1.41421356], "help": "weight std(s)", "list": True},
-                "b_std": {"type": float, "default": [0.0], "help": "bias std(s)", "list": True},
-                "act": {"type": str, "default": "relu", "help": "activation name", "list": False},
-                "keep_rate": {"type": float, "default": [1.0], "help": "dropout keep rate(s)", "list": True},
-                "theta": {"type": float, "default": [0.0, 0.785398, 1.570796], "help": "angles of x'", "list": True}},
-     "fn": _cli_fc},
-    {"name": "resnet-ntk", "help": "001 Thm. 1 ResNet NTK K(x, x'(theta)) and Eq. 25 diagonal",
-     "params": {"depth": {"type": int, "default": 5, "help": "number of residual branches L", "list": False},
-                "m": {"type": int, "default": 2, "help": "branch depth", "list": False},
-                "alpha": {"type": float, "default": [0.3], "help": "branch scale(s)", "list": True},
-                "theta": {"type": float, "default": _THETA, "help": "angles of x'", "list": True},
-                "sigma_recursion": {"type": str, "default": "eq15", "help": "'eq15' (architecture) or 'eq18' (literal)", "list": False}},
-     "fn": _cli_resnet},
-    {"name": "densenet-ntk", "help": "001 Thm. 2 DenseNet NTK K(x, x'(theta)) and Eq. 29 / recursion diagonals",
-     "params": {"depth": {"type": int, "default": [5], "help": "depth(s) L", "list": True},
-                "theta": {"type": float, "default": _THETA, "help": "angles of x'", "list": True}},
-     "fn": _cli_densenet},
+    {
+        "name": "fc-kernels",
+        "help": "NNGP/NTK of depth x [Dense, act, Dropout] + Dense (NT NTK param.) on 001 Fig. 2 inputs",
+        "params": {
+            "depth": {"type": int, "default": 3, "help": "hidden layers", "list": False},
+            "W_std": {
+                "type": float,
+                "default": [1.41421356],
+                "help": "weight std(s)",
+                "list": True,
+            },
+            "b_std": {"type": float, "default": [0.0], "help": "bias std(s)", "list": True},
+            "act": {"type": str, "default": "relu", "help": "activation name", "list": False},
+            "keep_rate": {
+                "type": float,
+                "default": [1.0],
+                "help": "dropout keep rate(s)",
+                "list": True,
+            },
+            "theta": {
+                "type": float,
+                "default": [0.0, 0.785398, 1.570796],
+                "help": "angles of x'",
+                "list": True,
+            },
+        },
+        "fn": _cli_fc,
+    },
+    {
+        "name": "resnet-ntk",
+        "help": "001 Thm. 1 ResNet NTK K(x, x'(theta)) and Eq. 25 diagonal",
+        "params": {
+            "depth": {
+                "type": int,
+                "default": 5,
+                "help": "number of residual branches L",
+                "list": False,
+            },
+            "m": {"type": int, "default": 2, "help": "branch depth", "list": False},
+            "alpha": {"type": float, "default": [0.3], "help": "branch scale(s)", "list": True},
+            "theta": {"type": float, "default": _THETA, "help": "angles of x'", "list": True},
+            "sigma_recursion": {
+                "type": str,
+                "default": "eq15",
+                "help": "'eq15' (architecture) or 'eq18' (literal)",
+                "list": False,
+            },
+        },
+        "fn": _cli_resnet,
+    },
+    {
+        "name": "densenet-ntk",
+        "help": "001 Thm. 2 DenseNet NTK K(x, x'(theta)) and Eq. 29 / recursion diagonals",
+        "params": {
+            "depth": {"type": int, "default": [5], "help": "depth(s) L", "list": True},
+            "theta": {"type": float, "default": _THETA, "help": "angles of x'", "list": True},
+        },
+        "fn": _cli_densenet,
+    },
 ]

@@ -205,8 +205,9 @@ def _q_star_flat(sw, sb, rho, act):
 
     i = np.flatnonzero(~zero)
     if i.size:
-        out[i] = bracketed_root(g, lo[i], hi[i], args=(sw[i], sb[i], rho[i]),
-                                flo=glo[i], fhi=ghi[i], xrtol=4 * _EPS)
+        out[i] = bracketed_root(
+            g, lo[i], hi[i], args=(sw[i], sb[i], rho[i]), flo=glo[i], fhi=ghi[i], xrtol=4 * _EPS
+        )
     return out
 
 
@@ -238,6 +239,7 @@ def _c_star_flat(sw, sb, rho, q, act):
     # it is the stable fixed point.
     i = np.flatnonzero(rho < 1)
     if i.size:
+
         def g(c, sw, sb, rho, q):
             return _c_map_flat(c, q, sw, sb, rho, act) - c
 
@@ -246,9 +248,16 @@ def _c_star_flat(sw, sb, rho, q, act):
         g1 = g(np.ones(i.size), *args)
         res = np.ones(i.size)
         ok = g1 < 0  # g1 == 0 only when sw E[phi^2] = 0: then c = 1 exactly
-        res[ok] = bracketed_root(g, np.zeros(ok.sum()), np.ones(ok.sum()),
-                                 args=tuple(a[ok] for a in args), flo=g0[ok], fhi=g1[ok],
-                                 xatol=1e-15, xrtol=0.0)
+        res[ok] = bracketed_root(
+            g,
+            np.zeros(ok.sum()),
+            np.ones(ok.sum()),
+            args=tuple(a[ok] for a in args),
+            flo=g0[ok],
+            fhi=g1[ok],
+            xatol=1e-15,
+            xrtol=0.0,
+        )
         out[i] = res
 
     # rho = 1: c = 1 is a fixed point with slope chi = sw q E[phi'^2] / q'.  With
@@ -273,8 +282,16 @@ def _c_star_flat(sw, sb, rho, q, act):
 
             args = (sw[k], sb[k], qe[k], slope[chaotic])
             h0 = h(np.zeros(k.size), *args)
-            out[k] = bracketed_root(h, np.zeros(k.size), np.ones(k.size), args=args,
-                                    flo=h0, fhi=slope[chaotic] - 1.0, xatol=1e-15, xrtol=0.0)
+            out[k] = bracketed_root(
+                h,
+                np.zeros(k.size),
+                np.ones(k.size),
+                args=args,
+                flo=h0,
+                fhi=slope[chaotic] - 1.0,
+                xatol=1e-15,
+                xrtol=0.0,
+            )
     return out
 
 
@@ -500,8 +517,13 @@ def _cli_summary(act, sigma_w2, sigma_b2, rho):
 def _cli_eoc(act, sigma_b2, rho):
     sb = np.asarray(sigma_b2, dtype=float)
     r = np.asarray(rho, dtype=float).reshape(-1, 1)
-    return {"rows": "rho", "columns": "sigma_b2", "rho": r.ravel(), "sigma_b2": sb,
-            "sigma_w2": edge_of_chaos_sigma_w2(sb, r, act)}
+    return {
+        "rows": "rho",
+        "columns": "sigma_b2",
+        "rho": r.ravel(),
+        "sigma_b2": sb,
+        "sigma_w2": edge_of_chaos_sigma_w2(sb, r, act),
+    }
 
 
 def _cli_trajectory(act, q0, c0, depth, sigma_w2, sigma_b2, rho):
@@ -509,29 +531,51 @@ def _cli_trajectory(act, q0, c0, depth, sigma_w2, sigma_b2, rho):
     return {"layer": list(range(int(depth) + 1)), "q": q, "c": c}
 
 
-_ACT = {"type": str, "default": "tanh", "help": "activation (linear, relu, tanh, hard_tanh, erf, "
-                                                 "sigmoid, elu)"}
+_ACT = {
+    "type": str,
+    "default": "tanh",
+    "help": "activation (linear, relu, tanh, hard_tanh, erf, sigmoid, elu)",
+}
 CLI_COMMANDS = [
-    {"name": "meanfield", "fn": _cli_summary,
-     "help": "q*, c*, chi1, chi2, xi1, xi2 and phase with dropout (000 Eqs. 2-6, 10-11), "
-             "on a rho x sigma_w2 grid",
-     "params": {"act": _ACT,
-                "sigma_w2": {"type": float, "default": [1.0, 2.0, 3.0], "list": True,
-                             "help": "weight variances"},
-                "sigma_b2": {"type": float, "default": 0.05, "help": "bias variance"},
-                "rho": {"type": float, "default": [1.0], "list": True, "help": "keep rates"}}},
-    {"name": "eoc", "fn": _cli_eoc,
-     "help": "edge of chaos: sigma_w2 with chi1 = 1 (000 Eq. 10) on a rho x sigma_b2 grid",
-     "params": {"act": _ACT,
-                "sigma_b2": {"type": float, "default": [0.05], "list": True, "help": "bias variances"},
-                "rho": {"type": float, "default": [1.0], "list": True, "help": "keep rates"}}},
-    {"name": "trajectory", "fn": _cli_trajectory,
-     "help": "per-layer q^l and c^l from q0, c0 (000 Eqs. 2-4)",
-     "params": {"act": _ACT,
-                "q0": {"type": float, "default": 1.0, "help": "layer-0 length"},
-                "c0": {"type": float, "default": 0.5, "help": "layer-0 correlation"},
-                "depth": {"type": int, "default": 20, "help": "number of layers"},
-                "sigma_w2": {"type": float, "default": 1.5, "help": "weight variance"},
-                "sigma_b2": {"type": float, "default": 0.05, "help": "bias variance"},
-                "rho": {"type": float, "default": 1.0, "help": "keep rate"}}},
+    {
+        "name": "meanfield",
+        "fn": _cli_summary,
+        "help": "q*, c*, chi1, chi2, xi1, xi2 and phase with dropout (000 Eqs. 2-6, 10-11), "
+        "on a rho x sigma_w2 grid",
+        "params": {
+            "act": _ACT,
+            "sigma_w2": {
+                "type": float,
+                "default": [1.0, 2.0, 3.0],
+                "list": True,
+                "help": "weight variances",
+            },
+            "sigma_b2": {"type": float, "default": 0.05, "help": "bias variance"},
+            "rho": {"type": float, "default": [1.0], "list": True, "help": "keep rates"},
+        },
+    },
+    {
+        "name": "eoc",
+        "fn": _cli_eoc,
+        "help": "edge of chaos: sigma_w2 with chi1 = 1 (000 Eq. 10) on a rho x sigma_b2 grid",
+        "params": {
+            "act": _ACT,
+            "sigma_b2": {"type": float, "default": [0.05], "list": True, "help": "bias variances"},
+            "rho": {"type": float, "default": [1.0], "list": True, "help": "keep rates"},
+        },
+    },
+    {
+        "name": "trajectory",
+        "fn": _cli_trajectory,
+        "help": "per-layer q^l and c^l from q0, c0 (000 Eqs. 2-4)",
+        "params": {
+            "act": _ACT,
+            "q0": {"type": float, "default": 1.0, "help": "layer-0 length"},
+            "c0": {"type": float, "default": 0.5, "help": "layer-0 correlation"},
+            "depth": {"type": int, "default": 20, "help": "number of layers"},
+            "sigma_w2": {"type": float, "default": 1.5, "help": "weight variance"},
+            "sigma_b2": {"type": float, "default": 0.05, "help": "bias variance"},
+            "rho": {"type": float, "default": 1.0, "help": "keep rate"},
+        },
+    },
 ]

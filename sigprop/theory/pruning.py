@@ -143,8 +143,9 @@ def _x_eps(fac, g, logu):
     return float(-np.expm1(hi))
 
 
-def mbp_critical_sparsity_bound(gamma, width, zeta_l0=1.0, *, quantile_factor="gamma",
-                                n_eps=399, return_details=False):
+def mbp_critical_sparsity_bound(
+    gamma, width, zeta_l0=1.0, *, quantile_factor="gamma", n_eps=399, return_details=False
+):
     """Prop. 4 (003, App. E): large-depth bound on ``E[s_cr]`` for magnitude pruning.
 
     One layer ``l0`` has the largest ``alpha`` (smallest init variance),
@@ -164,12 +165,15 @@ def mbp_critical_sparsity_bound(gamma, width, zeta_l0=1.0, *, quantile_factor="g
     """
     if quantile_factor not in ("gamma", "sqrt_gamma"):
         raise ValueError("quantile_factor must be 'gamma' or 'sqrt_gamma'")
-    gam, N, zeta = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (gamma, width, zeta_l0)))
+    gam, N, zeta = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (gamma, width, zeta_l0))
+    )
     if np.any(gam <= 1):
         raise ValueError("Prop. 4 needs gamma > 1")
     eps_grid = np.linspace(0.0, 2.0, n_eps + 2)[1:-1]
-    logu = np.concatenate([np.linspace(-700.0, np.log(0.1), 6000),
-                           np.log1p(-np.linspace(0.9, 1e-12, 3000)[1:])])
+    logu = np.concatenate(
+        [np.linspace(-700.0, np.log(0.1), 6000), np.log1p(-np.linspace(0.9, 1e-12, 3000)[1:])]
+    )
     best = np.empty(gam.size)
     arg_eps = np.empty(gam.size)
     arg_x = np.empty(gam.size)
@@ -233,7 +237,7 @@ def _rescale(w, m, kernel_ndim, sigma_w2, per):
     kd = 0 if kernel_ndim is None else int(kernel_ndim)
     fan_axis = w.ndim - 1 - kd
     a = np.sum(w**2 * m, axis=fan_axis, keepdims=True)
-    K = float(np.prod(w.shape[w.ndim - kd:])) if kd else 1.0
+    K = float(np.prod(w.shape[w.ndim - kd :])) if kd else 1.0
     if per == "layer":
         out_axis = fan_axis - 1
         axes = (out_axis,) + tuple(range(w.ndim - kd, w.ndim))
@@ -283,8 +287,9 @@ def expected_rescaling_factor(kept_fraction, criterion="magnitude"):
 # ----------------------------------------------------------------- Thm. 2 / Prop. 2
 
 
-def criterion_second_moment(depth, sigma_w2, *, stable=False, width=1.0, act="relu",
-                            sigma_b2=0.0, q0=1.0, qtilde_out=1.0):
+def criterion_second_moment(
+    depth, sigma_w2, *, stable=False, width=1.0, act="relu", sigma_b2=0.0, q0=1.0, qtilde_out=1.0
+):
     """Per-block ``m^l = E[|W^l_ij dL/dW^l_ij|^2]`` in a fully connected ResNet (003, Thm. 2, Prop. 2).
 
     Network (Eqs. 8-9, App. D): ``y^0`` with variance ``q0``; blocks
@@ -308,8 +313,9 @@ def criterion_second_moment(depth, sigma_w2, *, stable=False, width=1.0, act="re
     shape ``S``; returns an array of shape ``S + (max(depth),)`` with ``m^l``
     in ``[..., l-1]`` and NaN for ``l > depth``.
     """
-    B, sw, sb, N, q0_, qt_ = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in
-                                                  (depth, sigma_w2, sigma_b2, width, q0, qtilde_out)))
+    B, sw, sb, N, q0_, qt_ = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (depth, sigma_w2, sigma_b2, width, q0, qtilde_out))
+    )
     if np.any(B < 1) or np.any(B != np.round(B)):
         raise ValueError("depth must be a positive integer")
     a2 = 1.0 / B if stable else np.ones_like(B)
@@ -350,61 +356,156 @@ def _cli_sbp_bound(depth, width, sigma_w2, sigma_b2, act="tanh", log_base=np.e):
     sb = np.asarray(sigma_b2, dtype=float)[None, None, :]
     b = critical_sparsity_bound(d, width, sw, sb, act, log_base=log_base)
     chi = _mf.chi1(sw, sb, 1.0, act)
-    return {"paper": "003 Thm. 1", "depth": list(depth), "width": width, "sigma_w2": list(sigma_w2),
-            "sigma_b2": list(sigma_b2), "act": act, "log_base": float(log_base),
-            "chi": _tolist(np.broadcast_to(chi, (1,) + np.shape(b)[1:])[0]),
-            "bound[depth][sigma_w2][sigma_b2]": _tolist(b)}
+    return {
+        "paper": "003 Thm. 1",
+        "depth": list(depth),
+        "width": width,
+        "sigma_w2": list(sigma_w2),
+        "sigma_b2": list(sigma_b2),
+        "act": act,
+        "log_base": float(log_base),
+        "chi": _tolist(np.broadcast_to(chi, (1,) + np.shape(b)[1:])[0]),
+        "bound[depth][sigma_w2][sigma_b2]": _tolist(b),
+    }
 
 
 def _cli_mbp_bound(gamma, width, zeta_l0=1.0, quantile_factor="gamma"):
-    b, det = mbp_critical_sparsity_bound(np.asarray(gamma, dtype=float), width, zeta_l0,
-                                         quantile_factor=quantile_factor, return_details=True)
-    return {"paper": "003 Prop. 4 / Table 7", "gamma": list(gamma), "width": width,
-            "zeta_l0": zeta_l0, "quantile_factor": quantile_factor, "bound": _tolist(b),
-            "eps": _tolist(det["eps"]), "x_eps": _tolist(det["x_eps"])}
+    b, det = mbp_critical_sparsity_bound(
+        np.asarray(gamma, dtype=float),
+        width,
+        zeta_l0,
+        quantile_factor=quantile_factor,
+        return_details=True,
+    )
+    return {
+        "paper": "003 Prop. 4 / Table 7",
+        "gamma": list(gamma),
+        "width": width,
+        "zeta_l0": zeta_l0,
+        "quantile_factor": quantile_factor,
+        "bound": _tolist(b),
+        "eps": _tolist(det["eps"]),
+        "x_eps": _tolist(det["x_eps"]),
+    }
 
 
 def _cli_rescaling(kept_fraction, criterion="magnitude"):
-    return {"paper": "003 Prop. 1 Eq. 7", "kept_fraction": list(kept_fraction), "criterion": criterion,
-            "rho": _tolist(expected_rescaling_factor(np.asarray(kept_fraction, dtype=float), criterion))}
+    return {
+        "paper": "003 Prop. 1 Eq. 7",
+        "kept_fraction": list(kept_fraction),
+        "criterion": criterion,
+        "rho": _tolist(
+            expected_rescaling_factor(np.asarray(kept_fraction, dtype=float), criterion)
+        ),
+    }
 
 
 def _cli_criterion(depth, sigma_w2=2.0, width=1.0, act="relu"):
-    out = {"paper": "003 Thm. 2 / Prop. 2", "depth": list(depth), "sigma_w2": sigma_w2,
-           "width": width, "act": act}
+    out = {
+        "paper": "003 Thm. 2 / Prop. 2",
+        "depth": list(depth),
+        "sigma_w2": sigma_w2,
+        "width": width,
+        "act": act,
+    }
     for name, st in (("resnet", False), ("stable_resnet", True)):
         rows = []
         for d in depth:
             m = criterion_second_moment(int(d), sigma_w2, stable=st, width=width, act=act)
-            rows.append({"depth": int(d), "mean": float(np.mean(m)),
-                         "max_over_min": float(np.max(m) / np.min(m))})
+            rows.append(
+                {
+                    "depth": int(d),
+                    "mean": float(np.mean(m)),
+                    "max_over_min": float(np.max(m) / np.min(m)),
+                }
+            )
         out[name] = rows
     return out
 
 
 CLI_COMMANDS = [
-    {"name": "pruning-sbp-bound", "help": "Thm. 1 of 003: bound on E[s_cr] for sensitivity pruning off the EOC",
-     "params": {"depth": {"type": int, "default": [10, 50, 100], "help": "depth L", "list": True},
-                "width": {"type": float, "default": 100.0, "help": "width N", "list": False},
-                "sigma_w2": {"type": float, "default": [0.5, 1.0], "help": "weight variance", "list": True},
-                "sigma_b2": {"type": float, "default": [0.05], "help": "bias variance", "list": True},
-                "act": {"type": str, "default": "tanh", "help": "activation", "list": False},
-                "log_base": {"type": float, "default": float(np.e), "help": "base of the outer log (e: theorem; 10: paper's 27%)", "list": False}},
-     "fn": _cli_sbp_bound},
-    {"name": "pruning-mbp-bound", "help": "Prop. 4 of 003 (Table 7): large-depth bound on E[s_cr] for magnitude pruning",
-     "params": {"gamma": {"type": float, "default": [2.0, 5.0, 10.0], "help": "alpha ratio gamma > 1", "list": True},
-                "width": {"type": float, "default": 100.0, "help": "width N", "list": False},
-                "zeta_l0": {"type": float, "default": 1.0, "help": "M_l0 / N^2", "list": False},
-                "quantile_factor": {"type": str, "default": "gamma", "help": "'gamma' (printed) or 'sqrt_gamma'", "list": False}},
-     "fn": _cli_mbp_bound},
-    {"name": "pruning-rescaling", "help": "Prop. 1 Eq. 7 of 003: expected rescaling factor for a kept fraction",
-     "params": {"kept_fraction": {"type": float, "default": [0.5, 0.2, 0.1], "help": "fraction of weights kept", "list": True},
-                "criterion": {"type": str, "default": "magnitude", "help": "'magnitude' or 'random'", "list": False}},
-     "fn": _cli_rescaling},
-    {"name": "pruning-criterion-moment", "help": "Thm. 2 / Prop. 2 of 003: second moment of |W dL/dW| in ResNet vs Stable ResNet",
-     "params": {"depth": {"type": int, "default": [4, 8, 16, 32], "help": "number of blocks", "list": True},
-                "sigma_w2": {"type": float, "default": 2.0, "help": "weight variance", "list": False},
-                "width": {"type": float, "default": 1.0, "help": "width N (m scales as 1/N)", "list": False},
-                "act": {"type": str, "default": "relu", "help": "activation", "list": False}},
-     "fn": _cli_criterion},
+    {
+        "name": "pruning-sbp-bound",
+        "help": "Thm. 1 of 003: bound on E[s_cr] for sensitivity pruning off the EOC",
+        "params": {
+            "depth": {"type": int, "default": [10, 50, 100], "help": "depth L", "list": True},
+            "width": {"type": float, "default": 100.0, "help": "width N", "list": False},
+            "sigma_w2": {
+                "type": float,
+                "default": [0.5, 1.0],
+                "help": "weight variance",
+                "list": True,
+            },
+            "sigma_b2": {"type": float, "default": [0.05], "help": "bias variance", "list": True},
+            "act": {"type": str, "default": "tanh", "help": "activation", "list": False},
+            "log_base": {
+                "type": float,
+                "default": float(np.e),
+                "help": "base of the outer log (e: theorem; 10: paper's 27%)",
+                "list": False,
+            },
+        },
+        "fn": _cli_sbp_bound,
+    },
+    {
+        "name": "pruning-mbp-bound",
+        "help": "Prop. 4 of 003 (Table 7): large-depth bound on E[s_cr] for magnitude pruning",
+        "params": {
+            "gamma": {
+                "type": float,
+                "default": [2.0, 5.0, 10.0],
+                "help": "alpha ratio gamma > 1",
+                "list": True,
+            },
+            "width": {"type": float, "default": 100.0, "help": "width N", "list": False},
+            "zeta_l0": {"type": float, "default": 1.0, "help": "M_l0 / N^2", "list": False},
+            "quantile_factor": {
+                "type": str,
+                "default": "gamma",
+                "help": "'gamma' (printed) or 'sqrt_gamma'",
+                "list": False,
+            },
+        },
+        "fn": _cli_mbp_bound,
+    },
+    {
+        "name": "pruning-rescaling",
+        "help": "Prop. 1 Eq. 7 of 003: expected rescaling factor for a kept fraction",
+        "params": {
+            "kept_fraction": {
+                "type": float,
+                "default": [0.5, 0.2, 0.1],
+                "help": "fraction of weights kept",
+                "list": True,
+            },
+            "criterion": {
+                "type": str,
+                "default": "magnitude",
+                "help": "'magnitude' or 'random'",
+                "list": False,
+            },
+        },
+        "fn": _cli_rescaling,
+    },
+    {
+        "name": "pruning-criterion-moment",
+        "help": "Thm. 2 / Prop. 2 of 003: second moment of |W dL/dW| in ResNet vs Stable ResNet",
+        "params": {
+            "depth": {
+                "type": int,
+                "default": [4, 8, 16, 32],
+                "help": "number of blocks",
+                "list": True,
+            },
+            "sigma_w2": {"type": float, "default": 2.0, "help": "weight variance", "list": False},
+            "width": {
+                "type": float,
+                "default": 1.0,
+                "help": "width N (m scales as 1/N)",
+                "list": False,
+            },
+            "act": {"type": str, "default": "relu", "help": "activation", "list": False},
+        },
+        "fn": _cli_criterion,
+    },
 ]

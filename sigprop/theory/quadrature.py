@@ -135,9 +135,7 @@ H_C = 0.35  # h = H_C / sqrt(q) for large q (tanh has poles at distance pi/(2 sq
 MAX_HALF_NODES = 260  # grid cap: 2 * 260 = 520 nodes per axis (full accuracy to q ~ 100)
 
 # Ladder of half-sizes m (grid of 2m nodes, h = Z_MAX / m): geometric, ratio ~1.15.
-_LADDER = np.unique(
-    np.minimum(np.ceil(23.0 * 1.15 ** np.arange(40)).astype(int), MAX_HALF_NODES)
-)
+_LADDER = np.unique(np.minimum(np.ceil(23.0 * 1.15 ** np.arange(40)).astype(int), MAX_HALF_NODES))
 
 # Work arrays are processed in chunks of at most this many elements x nodes.
 _CHUNK = 1 << 21
@@ -289,8 +287,7 @@ def gauss_expect_1d(f, q, h=None, scale: float = 1.0, max_half_nodes=None) -> np
     return out
 
 
-def gauss_expect_2d(f, g, q1, q2, c, h=None, scale: float = 1.0,
-                    max_half_nodes=None) -> np.ndarray:
+def gauss_expect_2d(f, g, q1, q2, c, h=None, scale: float = 1.0, max_half_nodes=None) -> np.ndarray:
     """E[f(u1) g(u2)], ``u1 = sqrt(q1) z1``, ``u2 = sqrt(q2)(c z1 + sqrt(1-c^2) z2)``.
 
     Adaptive tensor-product Gaussian trapezoid rule (module docstring), spacing
@@ -407,7 +404,6 @@ def _pieces(points: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return z, wt
 
 
-
 def _sum_pieces(v: np.ndarray) -> np.ndarray:
     """Sum over the piece axis (last) sequentially, so that pieces of length zero
     (exact zeros) do not change the result even in the last bit."""
@@ -463,8 +459,9 @@ def breakpoint_expect_1d(f, q, breaks=(), width=None, n: int = BP_NODES) -> np.n
     return out
 
 
-def breakpoint_expect_2d(f, g, q1, q2, c, breaks_f=(), breaks_g=(), width_f=None,
-                         width_g=None, n: int = BP_NODES) -> np.ndarray:
+def breakpoint_expect_2d(
+    f, g, q1, q2, c, breaks_f=(), breaks_g=(), width_f=None, width_g=None, n: int = BP_NODES
+) -> np.ndarray:
     """E[f(u1) g(u2)] for piecewise-smooth ``f, g`` (breakpoints ``breaks_f, breaks_g``).
 
     ``u1 = sqrt(q1) z1``, ``u2 = sqrt(q2)(c z1 + s z2)``, ``s = sqrt(1 - c^2)``:

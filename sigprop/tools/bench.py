@@ -44,6 +44,7 @@ def _peak(device: torch.device) -> float | None:
     if device.type != "cuda":
         return None
     from sigprop.sizing import GPUS, dense_peak, gpu_of
+
     key = gpu_of(torch.cuda.get_device_name(device))
     return None if key is None else dense_peak(GPUS[key], "float32")
 
@@ -61,7 +62,7 @@ def matmul_peak(device: torch.device, n: int = 2048, repeats: int = 5) -> float:
         torch.mm(a, b)
         sync_device(device)
         best = min(best, time.perf_counter() - t0)
-    return 2.0 * n ** 3 / best
+    return 2.0 * n**3 / best
 
 
 def gaussian_data(n: int, in_shape: tuple[int, ...], classes: int, device: torch.device) -> Data:
@@ -74,6 +75,7 @@ def gaussian_data(n: int, in_shape: tuple[int, ...], classes: int, device: torch
 def _step_flops(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """FLOPs of one forward + backward pass, counted from the operator shapes."""
     from torch.utils.flop_counter import FlopCounterMode
+
     counter = FlopCounterMode(display=False)
     with counter:
         F.cross_entropy(module(x), y).backward()
@@ -93,6 +95,7 @@ def fc_step_flops(d_in: int, width: int, depth: int, n_out: int, batch: int) -> 
 
 
 # -- the four ways to train M fully connected nets, each one step function ---------------
+
 
 def _shard_step(shard, data, params, buffers, device):
     trainer = ShardTrainer(shard, data, params, device, buffers=buffers)
@@ -115,6 +118,7 @@ def _loop_steps(arch, runs, in_shape, n_out, params, buffers, data, batch, devic
             opt.zero_grad()
             F.cross_entropy(model(x), y).backward()
             opt.step()
+
     return step, models[0], x, y
 
 
@@ -124,6 +128,7 @@ def _func_steps(models, x, y, lr):
     through the vmapped forward with ``torch.optim.SGD`` on the stacked parameters, and
     ``vmap(grad(loss))`` with a foreach update."""
     from torch.func import functional_call, grad, stack_module_state, vmap
+
     base = copy.deepcopy(models[0]).to("meta")
     m = len(models)
 
@@ -139,8 +144,9 @@ def _func_steps(models, x, y, lr):
         opt.zero_grad(set_to_none=True)
         logits = fwd(p1, bs, x)
         # the mean loss of each model, summed: each model's gradient is its own mean loss's
-        F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.repeat(m),
-                        reduction="sum").div(x.shape[0]).backward()
+        F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.repeat(m), reduction="sum").div(
+            x.shape[0]
+        ).backward()
         opt.step()
 
     p2 = {k: v.detach().clone() for k, v in ps.items()}
@@ -150,6 +156,7 @@ def _func_steps(models, x, y, lr):
     def vmap_grad():
         gs = g(p2, bs, x, y)
         torch._foreach_add_([p2[k] for k in names], [gs[k] for k in names], alpha=-lr)
+
     return {"func_vmap_optim": vmap_optim, "func_vmap_grad": vmap_grad}
 
 
@@ -157,11 +164,14 @@ def _minimal_step(d_in, width, depth, n_out, models, x, y, lr, activation, devic
     """A minimal hand-written stacked MLP: weights ``[M, in, out]``, ``baddbmm`` per layer, one
     foreach SGD update; no per-model rates, no divergence handling, no schedules."""
     from sigprop.nets import activations
+
     phi = activations.get(activation)
     dims = [d_in] + [width] * depth + [n_out]
     g = torch.Generator().manual_seed(1)
-    ws = [(torch.randn(models, a, b, generator=g) / a ** 0.5).to(device).requires_grad_(True)
-          for a, b in zip(dims[:-1], dims[1:])]
+    ws = [
+        (torch.randn(models, a, b, generator=g) / a**0.5).to(device).requires_grad_(True)
+        for a, b in zip(dims[:-1], dims[1:])
+    ]
     bs = [torch.zeros(models, 1, b, device=device, requires_grad=True) for b in dims[1:]]
     params = [t for pair in zip(ws, bs) for t in pair]
     xx = x.reshape(x.shape[0], -1).unsqueeze(0).expand(models, x.shape[0], d_in)
@@ -177,11 +187,12 @@ def _minimal_step(d_in, width, depth, n_out, models, x, y, lr, activation, devic
         grads = torch.autograd.grad(loss, params)
         with torch.no_grad():
             torch._foreach_add_(params, list(grads), alpha=-lr)
+
     return step
 
 
 def _time(steps_fn, steps: int, device) -> float:
-    for _ in range(2):   # warm-up, untimed
+    for _ in range(2):  # warm-up, untimed
         steps_fn()
     sync_device(device)
     t0 = time.perf_counter()
@@ -191,11 +202,21 @@ def _time(steps_fn, steps: int, device) -> float:
     return time.perf_counter() - t0
 
 
-def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int = 20,
-               batch: int = 128, steps: int = 20, in_shape: tuple[int, ...] = (64,),
-               classes: int = 10, activation: str = "tanh", device: str = "auto",
-               repeats: int = 3, peak: float | None = None,
-               baselines: tuple[str, ...] = ("loop", "func", "minimal")) -> dict:
+def bench_case(
+    arch: str = "fc",
+    width: int = 32,
+    models: int = 64,
+    depth: int = 20,
+    batch: int = 128,
+    steps: int = 20,
+    in_shape: tuple[int, ...] = (64,),
+    classes: int = 10,
+    activation: str = "tanh",
+    device: str = "auto",
+    repeats: int = 3,
+    peak: float | None = None,
+    baselines: tuple[str, ...] = ("loop", "func", "minimal"),
+) -> dict:
     """One shard of M models against the same models trained one by one (``loop``), by
     PyTorch's ensembling recipe (``func``: the faster of vmap + optim and vmap(grad)), and by a
     minimal stacked step (``minimal``, fully connected nets only); float32, TF32 off.
@@ -213,30 +234,46 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
     # glibc keeps freed memory for every way alike, as in the workflow's jobs
     # (sigprop.train.host_memory): the page faults it avoids were ~15 % of a wide step
     kept = host_memory.keep_freed_memory()
-    runs = tuple(RunSpec(arch=arch, width=width, depth=depth, batch_size=batch, steps=steps,
-                         eval_every=steps, lr=1e-3, sigma_w2=1.0 + 0.01 * i, activation=activation,
-                         dataset="bench") for i in range(models))
+    runs = tuple(
+        RunSpec(
+            arch=arch,
+            width=width,
+            depth=depth,
+            batch_size=batch,
+            steps=steps,
+            eval_every=steps,
+            lr=1e-3,
+            sigma_w2=1.0 + 0.01 * i,
+            activation=activation,
+            dataset="bench",
+        )
+        for i in range(models)
+    )
     shard = Shard("bench", runs)
     data = gaussian_data(max(batch * 4, 256), in_shape, classes, dev)
     params, buffers = initial_state(shard, in_shape, classes, dev, torch.float32)
     ways = {"shard": _shard_step(shard, data, params, buffers, dev)}
-    loop, model0, x, y = _loop_steps(arch, runs, in_shape, classes, params, buffers, data,
-                                     batch, dev)
+    loop, model0, x, y = _loop_steps(
+        arch, runs, in_shape, classes, params, buffers, data, batch, dev
+    )
     step_flops = _step_flops(model0, x, y)
     if "loop" in baselines:
         ways["loop"] = loop
     if "func" in baselines:
-        mods = [reference.from_stacked(arch, r, in_shape, classes, params, buffers, m).to(dev)
-                for m, r in enumerate(runs)]
+        mods = [
+            reference.from_stacked(arch, r, in_shape, classes, params, buffers, m).to(dev)
+            for m, r in enumerate(runs)
+        ]
         ways.update(_func_steps(mods, x, y, runs[0].lr))
     if "minimal" in baselines and arch == "fc":
         d_in = 1
         for s_ in in_shape:
             d_in *= int(s_)
-        ways["minimal"] = _minimal_step(d_in, width, depth, classes, models, x, y, runs[0].lr,
-                                        activation, dev)
+        ways["minimal"] = _minimal_step(
+            d_in, width, depth, classes, models, x, y, runs[0].lr, activation, dev
+        )
     times: dict[str, list[float]] = {k: [] for k in ways}
-    faults: dict[str, list[float]] = {k: [] for k in ways}   # host minor page faults a step
+    faults: dict[str, list[float]] = {k: [] for k in ways}  # host minor page faults a step
     for _ in range(repeats):
         for name, fn in ways.items():
             f0 = host_memory.minor_faults()
@@ -244,13 +281,24 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
             faults[name].append((host_memory.minor_faults() - f0) / (steps + 2))
     flops = step_flops * models * steps
     peak = peak or _peak(dev) or matmul_peak(dev)
-    out = {"arch": arch, "activation": activation, "width": width, "depth": depth,
-           "models": models, "batch": batch, "steps": steps, "in_shape": list(in_shape),
-           "device": str(dev), "repeats": repeats, "flops_per_model_step": step_flops,
-           "matmul_peak_gflops": peak / 1e9, "keep_freed_memory": kept,
-           # THP_MEM_ALLOC_ENABLE=1 in the environment (PyTorch's huge pages, off by default)
-           "huge_pages": host_memory.huge_pages_requested(),
-           "thp_mode": host_memory.thp_mode()}
+    out = {
+        "arch": arch,
+        "activation": activation,
+        "width": width,
+        "depth": depth,
+        "models": models,
+        "batch": batch,
+        "steps": steps,
+        "in_shape": list(in_shape),
+        "device": str(dev),
+        "repeats": repeats,
+        "flops_per_model_step": step_flops,
+        "matmul_peak_gflops": peak / 1e9,
+        "keep_freed_memory": kept,
+        # THP_MEM_ALLOC_ENABLE=1 in the environment (PyTorch's huge pages, off by default)
+        "huge_pages": host_memory.huge_pages_requested(),
+        "thp_mode": host_memory.thp_mode(),
+    }
     for name, ts in times.items():
         out[f"{name}_s"] = min(ts)
         out[f"{name}_spread"] = (max(ts) - min(ts)) / min(ts)
@@ -261,7 +309,7 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
         best = min(("func_vmap_optim", "func_vmap_grad"), key=lambda k: out[f"{k}_s"])
         out["func_best"] = best
         out["func_s"] = out[f"{best}_s"]
-    out["speedup"] = out.get("loop_s", float("nan")) / out["shard_s"]           # vs the loop
+    out["speedup"] = out.get("loop_s", float("nan")) / out["shard_s"]  # vs the loop
     if "func_s" in out:
         out["speedup_vs_func"] = out["func_s"] / out["shard_s"]
     if "minimal_s" in out:
@@ -270,12 +318,17 @@ def bench_case(arch: str = "fc", width: int = 32, models: int = 64, depth: int =
 
 
 def machine() -> dict:
-    info = {"torch": torch.__version__, "python": platform.python_version(),
-            "cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads()}
+    info = {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(),
+        "threads": torch.get_num_threads(),
+    }
     try:
         with open("/proc/cpuinfo") as f:
-            info["cpu_model"] = next(ln.split(":", 1)[1].strip() for ln in f
-                                     if ln.startswith("model name"))
+            info["cpu_model"] = next(
+                ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")
+            )
     except (OSError, StopIteration):
         pass
     if torch.cuda.is_available():
@@ -285,19 +338,32 @@ def machine() -> dict:
 
 # the cases of the engine's targets (docs/performance.md): fully connected nets, M = 64,
 # depth 20, SGD, 20 steps, widths 32 and 256, batches 32 and 128, tanh and relu
-ISSUE_CASES = [dict(activation=a, width=w, batch=b)
-               for w in (32, 256) for b in (128, 32) for a in ("tanh", "relu")]
+ISSUE_CASES = [
+    dict(activation=a, width=w, batch=b)
+    for w in (32, 256)
+    for b in (128, 32)
+    for a in ("tanh", "relu")
+]
 
 
 # a convolutional shard (grouped convolutions over the model axis) against the loop and
 # torch.func: small enough for a CPU (``sigprop bench shard --arch resnet32``)
-CONV_CASE = dict(arch="resnet32", width=8, depth=1, models=8, batch=32, steps=3,
-                 in_shape=(3, 32, 32), activation="relu")
+CONV_CASE = dict(
+    arch="resnet32",
+    width=8,
+    depth=1,
+    models=8,
+    batch=32,
+    steps=3,
+    in_shape=(3, 32, 32),
+    activation="relu",
+)
 
 
 # on a GPU: the wider nets a GPU is for (64 models, depth 20, batch 128)
-GPU_CASES = [dict(activation=a, width=w, batch=128)
-             for w in (256, 512, 1024) for a in ("tanh", "relu")]
+GPU_CASES = [
+    dict(activation=a, width=w, batch=128) for w in (256, 512, 1024) for a in ("tanh", "relu")
+]
 
 
 def default_cases(device: str = "auto") -> list[dict]:
@@ -311,11 +377,18 @@ def run(cases: list[dict] | None = None, device: str = "auto", repeats: int = 3)
     """Every case of ``cases`` (default :func:`default_cases`), with the commit and date."""
     dev = devices.acquire(device)
     peak = matmul_peak(dev)
-    results = [bench_case(device=device, repeats=repeats, peak=peak, **c)
-               for c in (cases or default_cases(device))]
-    return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "commit": git_commit(), "matmul_peak_gflops": peak / 1e9, "results": results,
-            "families": sorted(families.FAMILIES)}
+    results = [
+        bench_case(device=device, repeats=repeats, peak=peak, **c)
+        for c in (cases or default_cases(device))
+    ]
+    return {
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "commit": git_commit(),
+        "matmul_peak_gflops": peak / 1e9,
+        "results": results,
+        "families": sorted(families.FAMILIES),
+    }
 
 
 def git_commit() -> str:
@@ -323,12 +396,20 @@ def git_commit() -> str:
     its ``.git`` (a copy sent to a GPU node), ``SIGPROP_COMMIT`` names it; else "unknown"."""
     import os
     import subprocess
+
     if os.environ.get("SIGPROP_COMMIT"):
         return os.environ["SIGPROP_COMMIT"]
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, cwd=Path(__file__).resolve().parent,
-                              timeout=10).stdout.strip() or "unknown"
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                cwd=Path(__file__).resolve().parent,
+                timeout=10,
+            ).stdout.strip()
+            or "unknown"
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -345,29 +426,58 @@ def grid_study(n_runs: int, steps: int = 300) -> dict:
     if n_runs < 1:
         raise ValueError(f"n_runs must be >= 1, got {n_runs}")
     k = max(d for d in range(1, min(n_runs, 100) + 1) if n_runs % d == 0)
-    fixed = {"arch": "fc", "dataset": "digits", "width": 64, "depth": 8, "activation": "tanh",
-             "sigma_b2": 0.05, "keep_rate": 1.0, "init": "gaussian", "optimizer": "sgd",
-             "lr": 0.01, "batch_size": 32, "steps": steps, "eval_every": steps}
-    grid = {"sigma_w2": [round(1.0 + 3.0 * i / max(k - 1, 1), 6) for i in range(k)],
-            "seed": list(range(n_runs // k))}
+    fixed = {
+        "arch": "fc",
+        "dataset": "digits",
+        "width": 64,
+        "depth": 8,
+        "activation": "tanh",
+        "sigma_b2": 0.05,
+        "keep_rate": 1.0,
+        "init": "gaussian",
+        "optimizer": "sgd",
+        "lr": 0.01,
+        "batch_size": 32,
+        "steps": steps,
+        "eval_every": steps,
+    }
+    grid = {
+        "sigma_w2": [round(1.0 + 3.0 * i / max(k - 1, 1), 6) for i in range(k)],
+        "seed": list(range(n_runs // k)),
+    }
     scale = {"blocks": [{"fixed": fixed, "grid": grid}]}
-    return {"name": "trainable_depth", "paper": "000", "kind": "trainable_depth",
-            "title": f"DAG benchmark: {n_runs} runs", "design": {"fixed": "2026-11-21"},
-            "theory": {"activation": "tanh", "sigma_b2": 0.05, "sigma_w2_range": [1.0, 4.0],
-                       "points": 31},
-            "analysis": {"metric": "train_acc"}, "scales": {"quick": scale, "paper": scale}}
+    return {
+        "name": "trainable_depth",
+        "paper": "000",
+        "kind": "trainable_depth",
+        "title": f"DAG benchmark: {n_runs} runs",
+        "design": {"fixed": "2026-11-21"},
+        "theory": {
+            "activation": "tanh",
+            "sigma_b2": 0.05,
+            "sigma_w2_range": [1.0, 4.0],
+            "points": 31,
+        },
+        "analysis": {"metric": "train_acc"},
+        "scales": {"quick": scale, "paper": scale},
+    }
 
 
 def write_grid_config(workdir: Path, n_runs: int, shard_size: int = 64) -> Path:
     """Write ``config.yaml`` and ``studies/trainable_depth.yaml`` (:func:`grid_study`) into
     ``workdir``; return the config file."""
     import yaml
+
     workdir = Path(workdir)
     sdir = workdir / "studies"
     sdir.mkdir(parents=True, exist_ok=True)
     (sdir / "trainable_depth.yaml").write_text(yaml.safe_dump(grid_study(n_runs), sort_keys=False))
-    cfg = {"studies": ["trainable_depth"], "studies_dir": str(sdir), "shard_size": shard_size,
-           "device": "cpu"}
+    cfg = {
+        "studies": ["trainable_depth"],
+        "studies_dir": str(sdir),
+        "shard_size": shard_size,
+        "device": "cpu",
+    }
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -376,8 +486,12 @@ def write_grid_config(workdir: Path, n_runs: int, shard_size: int = 64) -> Path:
 def job_counts(snakemake_output: str) -> dict[str, int]:
     """``{rule: jobs}`` from the 'Job stats' table Snakemake prints (dry run or run)."""
     import re
-    m = re.search(r"^Job stats:\s*\n.*?\n-+\s+-+\s*\n(.*?)^total\s+(\d+)", snakemake_output,
-                  re.DOTALL | re.MULTILINE)
+
+    m = re.search(
+        r"^Job stats:\s*\n.*?\n-+\s+-+\s*\n(.*?)^total\s+(\d+)",
+        snakemake_output,
+        re.DOTALL | re.MULTILINE,
+    )
     if m is None:
         raise ValueError("no 'Job stats' table in the Snakemake output")
     out = {}
@@ -389,9 +503,14 @@ def job_counts(snakemake_output: str) -> dict[str, int]:
     return out
 
 
-def dag_bench(n_runs: int = 10_000, shard_size: int = 64, workdir: str | Path | None = None,
-              dry_run: bool = True, snakefile: str | Path | None = None,
-              cores: int = 2) -> dict:
+def dag_bench(
+    n_runs: int = 10_000,
+    shard_size: int = 64,
+    workdir: str | Path | None = None,
+    dry_run: bool = True,
+    snakefile: str | Path | None = None,
+    cores: int = 2,
+) -> dict:
     """Time a big grid: the config expansion alone (schema validation, grid expansion, checks,
     sharding: what the Snakefile does before rules exist) and ``snakemake -n`` (DAG built,
     nothing run), and count the DAG's jobs per rule.  The study is :func:`grid_study`."""
@@ -414,14 +533,30 @@ def dag_bench(n_runs: int = 10_000, shard_size: int = 64, workdir: str | Path | 
         validate(study_cfg, str(snakefile.parent / "schemas" / "study.schema.yaml"))
         st = build_study("trainable_depth", study_path, study_cfg, "quick", shard_size)
         expand_s = time.perf_counter() - t0
-        out = {"runs": len(st.runs), "shards": len(st.shards), "shard_size": shard_size,
-               "expand_s": expand_s, "machine": machine()}
+        out = {
+            "runs": len(st.runs),
+            "shards": len(st.shards),
+            "shard_size": shard_size,
+            "expand_s": expand_s,
+            "machine": machine(),
+        }
         if dry_run:
             if not snakefile.is_file():
                 raise FileNotFoundError(f"{snakefile}: no Snakefile; pass snakefile=")
-            cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
-                   "--directory", str(work), "--configfile", str(cfg_path), "--cores", str(cores),
-                   "-n"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "--snakefile",
+                str(snakefile),
+                "--directory",
+                str(work),
+                "--configfile",
+                str(cfg_path),
+                "--cores",
+                str(cores),
+                "-n",
+            ]
             t0 = time.perf_counter()
             p = subprocess.run(cmd, capture_output=True, text=True, check=False)
             out["dry_run_s"] = time.perf_counter() - t0
@@ -432,10 +567,18 @@ def dag_bench(n_runs: int = 10_000, shard_size: int = 64, workdir: str | Path | 
 
 
 # ---------------------------------------------------------------------------- batch-size sweeps
-def sweep_bench(batches=(8, 16, 32, 64, 128, 256, 512), models_per_batch: int = 10,
-                width: int = 36, depth: int = 2, epochs: float = 2.0, n: int = 1344,
-                micro: int | None = None, device: str = "auto", padded: bool = True,
-                repeats: int = 3) -> dict:
+def sweep_bench(
+    batches=(8, 16, 32, 64, 128, 256, 512),
+    models_per_batch: int = 10,
+    width: int = 36,
+    depth: int = 2,
+    epochs: float = 2.0,
+    n: int = 1344,
+    micro: int | None = None,
+    device: str = "auto",
+    padded: bool = True,
+    repeats: int = 3,
+) -> dict:
     """A batch-size sweep (004 Sec. 5) trained three ways for the same epochs per model, timed:
 
     * ``micro``: one shard, every model takes ``micro`` (default: the smallest batch) examples
@@ -458,18 +601,34 @@ def sweep_bench(batches=(8, 16, 32, 64, 128, 256, 512), models_per_batch: int = 
     data = gaussian_data(n, (64,), 10, dev)
 
     def runs(mb: int, steps_of) -> list[RunSpec]:
-        return [RunSpec(arch="fc", dataset="bench", width=width, depth=depth, activation="relu",
-                        sigma_w2=2.0, sigma_b2=0.0, lr=0.01 * (1 + i), batch_size=b, micro_batch=mb,
-                        steps=steps_of(b), eval_every=steps_of(b), seed=i)
-                for b in batches for i in range(models_per_batch)]
+        return [
+            RunSpec(
+                arch="fc",
+                dataset="bench",
+                width=width,
+                depth=depth,
+                activation="relu",
+                sigma_w2=2.0,
+                sigma_b2=0.0,
+                lr=0.01 * (1 + i),
+                batch_size=b,
+                micro_batch=mb,
+                steps=steps_of(b),
+                eval_every=steps_of(b),
+                seed=i,
+            )
+            for b in batches
+            for i in range(models_per_batch)
+        ]
 
     def timed(shard_runs: list[RunSpec]) -> list[float]:
         shard = Shard("bench_sweep", tuple(shard_runs))
         params, buffers = initial_state(shard, (64,), 10, dev, torch.float32)
         times = []
         for _ in range(max(1, repeats)):
-            tr = ShardTrainer(shard, data, [p.clone() for p in params], dev,
-                              buffers=[b.clone() for b in buffers])
+            tr = ShardTrainer(
+                shard, data, [p.clone() for p in params], dev, buffers=[b.clone() for b in buffers]
+            )
             sync_device(dev)
             t0 = time.perf_counter()
             tr.run(progress_every=1e9)
@@ -482,13 +641,30 @@ def sweep_bench(batches=(8, 16, 32, 64, 128, 256, 512), models_per_batch: int = 
         out[f"{name}_spread"] = (max(times) - min(times)) / min(times)
 
     micro_steps = int(round(epochs * (n // c)))
-    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": git_commit(),
-           "batches": list(batches), "models": len(batches) * models_per_batch,
-           "repeats": repeats,
-           "width": width, "depth": depth, "epochs": epochs, "n_train": n, "micro_batch": c}
+    out = {
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "commit": git_commit(),
+        "batches": list(batches),
+        "models": len(batches) * models_per_batch,
+        "repeats": repeats,
+        "width": width,
+        "depth": depth,
+        "epochs": epochs,
+        "n_train": n,
+        "micro_batch": c,
+    }
     record("micro", timed(runs(c, lambda b: micro_steps)))
-    per = [timed([r for r in runs(0, lambda b: max(1, int(round(epochs * (n // b)))))
-                  if r.batch_size == b]) for b in batches]
+    per = [
+        timed(
+            [
+                r
+                for r in runs(0, lambda b: max(1, int(round(epochs * (n // b)))))
+                if r.batch_size == b
+            ]
+        )
+        for b in batches
+    ]
     # each batch size's fastest, summed; the spread of the sums over repeats
     record("per_batch", [sum(t[i] for t in per) for i in range(len(per[0]))])
     out["per_batch_s"] = sum(min(t) for t in per)

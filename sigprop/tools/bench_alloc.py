@@ -58,19 +58,33 @@ print(json.dumps({"keep_freed_memory": kept, "rows": rows}))
 def alloc_bench(sizes: tuple[int, ...] = (16, 100, 300), repeats: int = 10) -> dict:
     """Run :data:`_SCRIPT` with huge pages off and on; see the module docstring."""
     if not sizes or min(sizes) <= 0 or repeats < 1:
-        raise ValueError(f"sigprop bench alloc: sizes must be positive MB and repeats >= 1, got "
-                         f"{sizes}, {repeats}")
+        raise ValueError(
+            f"sigprop bench alloc: sizes must be positive MB and repeats >= 1, got "
+            f"{sizes}, {repeats}"
+        )
     from sigprop.tools.bench import machine
-    out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
-           "cpus": os.cpu_count(), "thp_mode": host_memory.thp_mode(),
-           "glibc": host_memory.glibc() is not None, "repeats": repeats, "cases": []}
+
+    out = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine(),
+        "cpus": os.cpu_count(),
+        "thp_mode": host_memory.thp_mode(),
+        "glibc": host_memory.glibc() is not None,
+        "repeats": repeats,
+        "cases": [],
+    }
     for thp in ("0", "1"):
         env = {**os.environ, host_memory.THP_ENV: thp}
-        p = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(list(sizes)),
-                            str(repeats)], env=env, capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, "-c", _SCRIPT, json.dumps(list(sizes)), str(repeats)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if p.returncode:
-            raise RuntimeError("sigprop bench alloc: the measuring interpreter failed:\n"
-                               f"{p.stderr[-2000:]}")
+            raise RuntimeError(
+                f"sigprop bench alloc: the measuring interpreter failed:\n{p.stderr[-2000:]}"
+            )
         res = json.loads(p.stdout.strip().splitlines()[-1])
         out["keep_freed_memory"] = res["keep_freed_memory"]
         out["cases"] += [{"huge_pages": thp == "1", **r} for r in res["rows"]]

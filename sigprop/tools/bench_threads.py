@@ -60,8 +60,18 @@ def one(arrangement: str, make, steps: int, argv: list[str]) -> float:
             t.join()
         return max(out)
     if arrangement == "two_processes":
-        cmd = [sys.executable, "-m", "sigprop.cli", "bench", "threads", *argv,
-               "--arrangement", "alone", "--repeats", "1"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "sigprop.cli",
+            "bench",
+            "threads",
+            *argv,
+            "--arrangement",
+            "alone",
+            "--repeats",
+            "1",
+        ]
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]
         outs = [json.loads(p.communicate()[0]) for p in procs]
         if any(p.returncode for p in procs):
@@ -76,6 +86,7 @@ def one(arrangement: str, make, steps: int, argv: list[str]) -> float:
             while not stop.is_set():
                 for i in range(1000):
                     x += i * i
+
         b = threading.Thread(target=busy)
         b.start()
         try:
@@ -83,27 +94,39 @@ def one(arrangement: str, make, steps: int, argv: list[str]) -> float:
         finally:
             stop.set()
             b.join()
-    raise SystemExit(f"sigprop bench threads: unknown arrangement {arrangement!r} "
-                     f"(known: {', '.join(ARRANGEMENTS)})")
+    raise SystemExit(
+        f"sigprop bench threads: unknown arrangement {arrangement!r} "
+        f"(known: {', '.join(ARRANGEMENTS)})"
+    )
 
 
-def bench(study: str, shard_id: str | None = None, config: list[str] | None = None,
-          configfile: str = "config/config.yaml", steps: int = 100, repeats: int = 3,
-          arrangements: tuple[str, ...] = ARRANGEMENTS, argv: list[str] | None = None,
-          results: str = "results") -> dict:
+def bench(
+    study: str,
+    shard_id: str | None = None,
+    config: list[str] | None = None,
+    configfile: str = "config/config.yaml",
+    steps: int = 100,
+    repeats: int = 3,
+    arrangements: tuple[str, ...] = ARRANGEMENTS,
+    argv: list[str] | None = None,
+    results: str = "results",
+) -> dict:
     """See the module docstring; ``argv``: this command's own arguments, for the child
     processes of ``two_processes``."""
     from sigprop.tools.profile_shard import shard_trainer
     from sigprop.train import host_memory
+
     torch.set_num_threads(1)
     host_memory.keep_freed_memory()
 
     def make():
-        return shard_trainer(study, shard_id, config, configfile, results=results,
-                             tool="sigprop bench threads")[0]
+        return shard_trainer(
+            study, shard_id, config, configfile, results=results, tool="sigprop bench threads"
+        )[0]
 
-    probe, st, shard = shard_trainer(study, shard_id, config, configfile, results=results,
-                                     tool="sigprop bench threads")
+    probe, st, shard = shard_trainer(
+        study, shard_id, config, configfile, results=results, tool="sigprop bench threads"
+    )
     del probe
     times = {a: [] for a in arrangements}
     for _ in range(repeats):
@@ -112,12 +135,25 @@ def bench(study: str, shard_id: str | None = None, config: list[str] | None = No
     r0 = shard.runs[0]
     best = {a: min(v) for a, v in times.items()}
     return {
-        "study": study, "shard": shard.shard_id, "models": len(shard.runs), "arch": r0.arch,
-        "width": r0.width, "depth": r0.depth, "batch": r0.batch_size,
-        "activation": r0.activation, "steps": steps, "repeats": repeats,
+        "study": study,
+        "shard": shard.shard_id,
+        "models": len(shard.runs),
+        "arch": r0.arch,
+        "width": r0.width,
+        "depth": r0.depth,
+        "batch": r0.batch_size,
+        "activation": r0.activation,
+        "steps": steps,
+        "repeats": repeats,
         "switch_interval_s": sys.getswitchinterval(),
-        "arrangements": {a: {"s": best[a], "spread": (max(v) - min(v)) / min(v),
-                             "of_alone": (best[a] / best["alone"] if "alone" in best else None)}
-                         for a, v in times.items()},
-        "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "arrangements": {
+            a: {
+                "s": best[a],
+                "spread": (max(v) - min(v)) / min(v),
+                "of_alone": (best[a] / best["alone"] if "alone" in best else None),
+            }
+            for a, v in times.items()
+        },
+        "torch": torch.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }

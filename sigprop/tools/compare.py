@@ -37,8 +37,14 @@ KINDS = {
     "layer reports": ["*/masks/*_layers.parquet"],
     "study tables": ["*/tables/*.parquet", "*/tables/*.csv"],
     "paper tables": ["papers/*/*.csv"],
-    "text outputs": ["papers/*/*.md", "*/tables/*.md", "*/claims.html", "papers/*/claims.html",
-                     "*/scales.html", "papers/*/front.html"],
+    "text outputs": [
+        "papers/*/*.md",
+        "*/tables/*.md",
+        "*/claims.html",
+        "papers/*/claims.html",
+        "*/scales.html",
+        "papers/*/front.html",
+    ],
 }
 """What ``compare`` reads, by kind (globs relative to the results folder)."""
 
@@ -52,8 +58,15 @@ def _kind(f: Path) -> str:
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted({p.relative_to(root) for pats in KINDS.values() for pat in pats
-                   for p in root.glob(pat) if not p.relative_to(root).parts[0].startswith(".")})
+    return sorted(
+        {
+            p.relative_to(root)
+            for pats in KINDS.values()
+            for pat in pats
+            for p in root.glob(pat)
+            if not p.relative_to(root).parts[0].startswith(".")
+        }
+    )
 
 
 def _key(f: Path, df: pd.DataFrame) -> list[str] | None:
@@ -91,19 +104,26 @@ def _equal(x: pd.Series, y: pd.Series, rtol: float) -> np.ndarray:
     """Element-wise equality of two aligned columns: numbers exactly or within ``rtol``, NaN
     equal to NaN, anything else by its text."""
     miss_x, miss_y = x.isna().to_numpy(), y.isna().to_numpy()
-    num = (pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y)
-           and not pd.api.types.is_bool_dtype(x) and not pd.api.types.is_bool_dtype(y))
+    num = (
+        pd.api.types.is_numeric_dtype(x)
+        and pd.api.types.is_numeric_dtype(y)
+        and not pd.api.types.is_bool_dtype(x)
+        and not pd.api.types.is_bool_dtype(y)
+    )
     if num:
         a, b = x.to_numpy(float, na_value=np.nan), y.to_numpy(float, na_value=np.nan)
         with np.errstate(invalid="ignore"):
-            eq = (a == b) | ((rtol > 0) & (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b))))
+            eq = (a == b) | (
+                (rtol > 0) & (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b)))
+            )
     else:
         eq = x.astype(str).to_numpy() == y.astype(str).to_numpy()
     return np.where(miss_x | miss_y, miss_x & miss_y, eq)
 
 
-def compare_frames(a: pd.DataFrame, b: pd.DataFrame, key: list[str] | None,
-                   rtol: float = 0.0, limit: int = 20) -> list[str]:
+def compare_frames(
+    a: pd.DataFrame, b: pd.DataFrame, key: list[str] | None, rtol: float = 0.0, limit: int = 20
+) -> list[str]:
     """Differences between two tables: a column on one side only, a column whose dtype changed
     (``x: dtype float64 -> object``, even where every value reads the same as text), then row
     by row (by ``key`` when given, else by position), vectorised per column; at most ``limit``
@@ -113,10 +133,17 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, key: list[str] | None,
     if cols_a != cols_b:
         out.append(f"columns differ: {sorted(set(cols_a) ^ set(cols_b))}")
     cols = [c for c in cols_a if c in cols_b]
-    out += [f"{c}: dtype {a[c].dtype} -> {b[c].dtype}" for c in cols
-            if str(a[c].dtype) != str(b[c].dtype)]
-    if key and all(k in cols for k in key) and not a.duplicated(key).any() \
-            and not b.duplicated(key).any():
+    out += [
+        f"{c}: dtype {a[c].dtype} -> {b[c].dtype}"
+        for c in cols
+        if str(a[c].dtype) != str(b[c].dtype)
+    ]
+    if (
+        key
+        and all(k in cols for k in key)
+        and not a.duplicated(key).any()
+        and not b.duplicated(key).any()
+    ):
         a_i, b_i = a.set_index(key), b.set_index(key)
         only_a = a_i.index.difference(b_i.index)
         only_b = b_i.index.difference(a_i.index)
@@ -152,8 +179,10 @@ def _check_folder(root: Path, side: str) -> list[Path]:
         raise CompareError(f"{root}: the {side} results folder does not exist")
     files = _files(root)
     if not files:
-        raise CompareError(f"{root}: the {side} results folder holds no outputs to compare "
-                           "(no claims, run, theory or paper tables, no summaries)")
+        raise CompareError(
+            f"{root}: the {side} results folder holds no outputs to compare "
+            "(no claims, run, theory or paper tables, no summaries)"
+        )
     return files
 
 
@@ -168,8 +197,9 @@ def compare(before: str | Path, after: str | Path, rtol: float = 0.0) -> dict[st
             out[str(f)] = [f"only in {'before' if f in fa else 'after'}"]
             continue
         if _kind(f) == "text outputs":
-            diff = _text_diff((before / f).read_text(errors="replace"),
-                              (after / f).read_text(errors="replace"))
+            diff = _text_diff(
+                (before / f).read_text(errors="replace"), (after / f).read_text(errors="replace")
+            )
         else:
             a, b = _read(before / f), _read(after / f)
             diff = compare_frames(a, b, _key(f, a), rtol)
@@ -178,8 +208,18 @@ def compare(before: str | Path, after: str | Path, rtol: float = 0.0) -> dict[st
     return out
 
 
-SHIFT_COLUMNS = ["study", "claim_id", "kind", "measured_before", "measured_after", "shift", "se",
-                 "shift_se", "verdict_before", "verdict_after"]
+SHIFT_COLUMNS = [
+    "study",
+    "claim_id",
+    "kind",
+    "measured_before",
+    "measured_after",
+    "shift",
+    "se",
+    "shift_se",
+    "verdict_before",
+    "verdict_after",
+]
 
 
 def _study_claims(root: Path) -> pd.DataFrame:
@@ -209,11 +249,20 @@ def claim_shifts(before: str | Path, after: str | Path) -> pd.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         shift = y - x
         z = np.where(same, 0.0, np.where(np.isfinite(se) & (se > 0), shift / se, np.nan))
-    return pd.DataFrame({
-        "study": m["study"], "claim_id": m["claim_id"], "kind": m["kind_after"],
-        "measured_before": x, "measured_after": y, "shift": np.where(same, 0.0, shift), "se": se,
-        "shift_se": z, "verdict_before": m["verdict_before"], "verdict_after": m["verdict_after"],
-    })[SHIFT_COLUMNS]
+    return pd.DataFrame(
+        {
+            "study": m["study"],
+            "claim_id": m["claim_id"],
+            "kind": m["kind_after"],
+            "measured_before": x,
+            "measured_after": y,
+            "shift": np.where(same, 0.0, shift),
+            "se": se,
+            "shift_se": z,
+            "verdict_before": m["verdict_before"],
+            "verdict_after": m["verdict_after"],
+        }
+    )[SHIFT_COLUMNS]
 
 
 def shift_report(shifts: pd.DataFrame) -> list[str]:
@@ -223,24 +272,36 @@ def shift_report(shifts: pd.DataFrame) -> list[str]:
         return []
     moved = shifts[shifts["shift"].ne(0) | shifts.verdict_before.ne(shifts.verdict_after)]
     z = shifts.shift_se.abs()
-    lines = [f"claim rows: {len(shifts)} on both sides, {len(moved)} moved"
-             + (f", largest |shift| {z.max():.2f} SE" if z.notna().any() and len(moved) else "")
-             + f", {int(moved.shift_se.isna().sum())} moved without an SE"]
+    lines = [
+        f"claim rows: {len(shifts)} on both sides, {len(moved)} moved"
+        + (f", largest |shift| {z.max():.2f} SE" if z.notna().any() and len(moved) else "")
+        + f", {int(moved.shift_se.isna().sum())} moved without an SE"
+    ]
     for r in moved.itertuples():
         zs = f"{r.shift_se:+.2f} SE" if np.isfinite(r.shift_se) else "no SE"
-        v = (f"; verdict {r.verdict_before} -> {r.verdict_after}"
-             if r.verdict_before != r.verdict_after else f"; verdict {r.verdict_after}")
-        lines.append(f"  {r.study} {r.claim_id} ({r.kind}): {r.measured_before:.6g} -> "
-                     f"{r.measured_after:.6g} ({zs}){v}")
+        v = (
+            f"; verdict {r.verdict_before} -> {r.verdict_after}"
+            if r.verdict_before != r.verdict_after
+            else f"; verdict {r.verdict_after}"
+        )
+        lines.append(
+            f"  {r.study} {r.claim_id} ({r.kind}): {r.measured_before:.6g} -> "
+            f"{r.measured_after:.6g} ({zs}){v}"
+        )
     changed = moved[moved.verdict_before != moved.verdict_after]
-    lines.append(f"verdicts changed: {len(changed)}"
-                 + "".join(f"\n  {r.study} {r.claim_id}: {r.verdict_before} -> {r.verdict_after}"
-                           for r in changed.itertuples()))
+    lines.append(
+        f"verdicts changed: {len(changed)}"
+        + "".join(
+            f"\n  {r.study} {r.claim_id}: {r.verdict_before} -> {r.verdict_after}"
+            for r in changed.itertuples()
+        )
+    )
     return lines
 
 
-def summary(before: str | Path, after: str | Path, rtol: float = 0.0,
-            shifts: str | Path | None = None) -> tuple[str, int]:
+def summary(
+    before: str | Path, after: str | Path, rtol: float = 0.0, shifts: str | Path | None = None
+) -> tuple[str, int]:
     """A readable report (what was compared, by kind, every difference, and the claim rows'
     shifts in SE units) and the number of files that differ; ``shifts``: also write
     :func:`claim_shifts` there as CSV.  Raises :class:`CompareError` for a missing or empty
@@ -248,8 +309,11 @@ def summary(before: str | Path, after: str | Path, rtol: float = 0.0,
     diffs = compare(before, after, rtol)
     files = sorted(set(_files(Path(before))) | set(_files(Path(after))))
     counts = [(k, sum(_kind(f) == k for f in files)) for k in KINDS]
-    lines = ["compared " + ", ".join(f"{n} {k}" for k, n in counts if n)
-             + " (figures are drawn from these and not compared)"]
+    lines = [
+        "compared "
+        + ", ".join(f"{n} {k}" for k, n in counts if n)
+        + " (figures are drawn from these and not compared)"
+    ]
     lines += [f"{f}:\n  " + "\n  ".join(d) for f, d in diffs.items()]
     lines.append(f"{len(diffs)} of {len(files)} files differ")
     table = claim_shifts(before, after)
@@ -264,22 +328,28 @@ def summary(before: str | Path, after: str | Path, rtol: float = 0.0,
 def register(subparsers) -> None:
     """``sigprop compare BEFORE AFTER``: :func:`summary` printed."""
     cmp = subparsers.add_parser(
-        "compare", help="compare two results folders' tables and text outputs value by value",
+        "compare",
+        help="compare two results folders' tables and text outputs value by value",
         description="Compare every table the run writes (claims, merged run tables, theory, "
-                    "shard tables, layer reports, study and paper tables, by key) and its text "
-                    "outputs (summaries, claims pages, paper tables in Markdown, the front page, "
-                    "by content) of two results folders, e.g. before and after a change meant to "
-                    "keep results; print what was compared, each difference and how far each "
-                    "claim's measured value moved in units of its standard error (the claims "
-                    "table's se), with every verdict that changed; exit 1 when there is a "
-                    "difference, 2 when a folder is missing or holds no outputs.")
+        "shard tables, layer reports, study and paper tables, by key) and its text "
+        "outputs (summaries, claims pages, paper tables in Markdown, the front page, "
+        "by content) of two results folders, e.g. before and after a change meant to "
+        "keep results; print what was compared, each difference and how far each "
+        "claim's measured value moved in units of its standard error (the claims "
+        "table's se), with every verdict that changed; exit 1 when there is a "
+        "difference, 2 when a folder is missing or holds no outputs.",
+    )
     cmp.add_argument("before")
     cmp.add_argument("after")
-    cmp.add_argument("--rtol", type=float, default=0.0,
-                     help="relative tolerance for numbers [default: 0, exact]")
-    cmp.add_argument("--shifts", metavar="CSV",
-                     help="write every claim row's shift (after - before), its SE and the shift "
-                          "in SE units, with both verdicts, to this CSV file")
+    cmp.add_argument(
+        "--rtol", type=float, default=0.0, help="relative tolerance for numbers [default: 0, exact]"
+    )
+    cmp.add_argument(
+        "--shifts",
+        metavar="CSV",
+        help="write every claim row's shift (after - before), its SE and the shift "
+        "in SE units, with both verdicts, to this CSV file",
+    )
     cmp.set_defaults(func=main)
 
 

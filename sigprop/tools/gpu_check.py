@@ -66,31 +66,34 @@ import torch
 from sigprop.tools.json_out import jsonable
 
 CPU = torch.device("cpu")
-N_OUT = 3                        # classes of the tiny comparison data
-N_TRAIN, N_TEST = 32, 16         # examples of the tiny comparison data
+N_OUT = 3  # classes of the tiny comparison data
+N_TRAIN, N_TEST = 32, 16  # examples of the tiny comparison data
 REPO = Path(__file__).resolve().parents[2]
-NO_CUDA = ("sigprop gpu-check: no CUDA device (torch.cuda.is_available() is False; torch {torch}, "
-           "{build}); it needs one: run it on a GPU node, e.g. srun --gpus=1 sigprop gpu-check")
+NO_CUDA = (
+    "sigprop gpu-check: no CUDA device (torch.cuda.is_available() is False; torch {torch}, "
+    "{build}); it needs one: run it on a GPU node, e.g. srun --gpus=1 sigprop gpu-check"
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class Tolerance:
     """How close two devices' runs of one shard must be (see the module docstring)."""
 
-    steps: int           # SGD steps trained on both sides
+    steps: int  # SGD steps trained on both sides
     lr: float
-    loss_rtol: float     # losses: |a - b| <= loss_atol + loss_rtol |b|
+    loss_rtol: float  # losses: |a - b| <= loss_atol + loss_rtol |b|
     loss_atol: float
-    param_rtol: float    # parameters and buffers: max |a - b| <= param_rtol max |b|, per tensor
-    acc_flips: int = 1   # examples per evaluation whose prediction may differ
+    param_rtol: float  # parameters and buffers: max |a - b| <= param_rtol max |b|, per tensor
+    acc_flips: int = 1  # examples per evaluation whose prediction may differ
     precision: str = "float32"
 
 
 TOLERANCES = {
     "shallow": Tolerance(steps=3, lr=0.01, loss_rtol=1e-4, loss_atol=1e-6, param_rtol=1e-4),
     "deep": Tolerance(steps=1, lr=0.005, loss_rtol=2e-3, loss_atol=1e-5, param_rtol=1e-2),
-    "float64": Tolerance(steps=2, lr=0.005, loss_rtol=1e-7, loss_atol=1e-10, param_rtol=1e-7,
-                         precision="float64"),
+    "float64": Tolerance(
+        steps=2, lr=0.005, loss_rtol=1e-7, loss_atol=1e-10, param_rtol=1e-7, precision="float64"
+    ),
 }
 
 # arch -> (run fields, input shape, tolerance class): a tiny net of each family
@@ -98,10 +101,16 @@ _CONV = dict(width=2, activation="relu")
 FAMILY_CASES = {
     "fc": (dict(width=16, depth=4, activation="tanh", keep_rate=0.9), (10,), "shallow"),
     "fc_loop": (dict(width=16, depth=3, activation="tanh"), (10,), "shallow"),
-    "resnet_fc": (dict(width=16, depth=3, activation="relu", branch_depth=2, alpha=0.5), (10,),
-                  "shallow"),
-    "stable_resnet_fc": (dict(width=16, depth=3, activation="tanh", branch_depth=2), (2, 5),
-                         "shallow"),
+    "resnet_fc": (
+        dict(width=16, depth=3, activation="relu", branch_depth=2, alpha=0.5),
+        (10,),
+        "shallow",
+    ),
+    "stable_resnet_fc": (
+        dict(width=16, depth=3, activation="tanh", branch_depth=2),
+        (2, 5),
+        "shallow",
+    ),
     "densenet_fc": (dict(width=8, depth=3, activation="relu"), (10,), "shallow"),
     "vcnn": (dict(width=4, depth=3, activation="tanh"), (1, 8, 8), "shallow"),
     "lenet": (dict(width=4, depth=2, activation="relu"), (1, 16, 16), "shallow"),
@@ -117,20 +126,35 @@ FAMILY_CASES = {
     "vgg16x3": (dict(_CONV), (3, 32, 32), "float64"),
 }
 LOSSES = ("train_loss", "test_loss", "batch_loss")
-ACCURACIES = {"train_acc": N_TRAIN, "test_acc": N_TEST}    # metric -> examples scored
+ACCURACIES = {"train_acc": N_TRAIN, "test_acc": N_TEST}  # metric -> examples scored
 
 
 # -- the comparison ----------------------------------------------------------------------------
+
 
 def family_shard(arch: str, tol: Tolerance | None = None, models: int = 2):
     """The tiny shard of ``arch`` (:data:`FAMILY_CASES`): ``(shard, in_shape, tolerance)``;
     ``models`` runs with their own sigma_w2 and seed, evaluated at every step."""
     from sigprop.runs import RunSpec, Shard
+
     kw, in_shape, cls = FAMILY_CASES[arch]
     tol = tol or TOLERANCES[cls]
-    runs = tuple(RunSpec(arch=arch, dataset="gpu_check", batch_size=8, steps=tol.steps,
-                         eval_every=1, lr=tol.lr, sigma_b2=0.05, sigma_w2=2.0 - 0.25 * i, seed=i,
-                         precision=tol.precision, **kw) for i in range(models))
+    runs = tuple(
+        RunSpec(
+            arch=arch,
+            dataset="gpu_check",
+            batch_size=8,
+            steps=tol.steps,
+            eval_every=1,
+            lr=tol.lr,
+            sigma_b2=0.05,
+            sigma_w2=2.0 - 0.25 * i,
+            seed=i,
+            precision=tol.precision,
+            **kw,
+        )
+        for i in range(models)
+    )
     return Shard("gpu_check", runs), in_shape, tol
 
 
@@ -138,6 +162,7 @@ def tiny_data(in_shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0):
     """:data:`N_TRAIN` + :data:`N_TEST` Gaussian inputs on the CPU, labels cycling over
     :data:`N_OUT` classes (every class in every batch's reach)."""
     from sigprop.train.engine import Data
+
     g = torch.Generator(device=CPU).manual_seed(seed)
     n = N_TRAIN + N_TEST
     x = torch.randn((n,) + tuple(in_shape), generator=g, dtype=torch.float64, device=CPU)
@@ -149,9 +174,11 @@ def _train(shard, data, params, buffers, device: torch.device):
     """Train copies of ``params`` / ``buffers`` on ``device``: ``(run table, final parameters
     and buffers on the CPU in float64, seconds)``."""
     from sigprop.train.engine import ShardTrainer
+
     t0 = time.perf_counter()
-    tr = ShardTrainer(shard, data, [p.clone() for p in params], device,
-                      buffers=[b.clone() for b in buffers])
+    tr = ShardTrainer(
+        shard, data, [p.clone() for p in params], device, buffers=[b.clone() for b in buffers]
+    )
     df = tr.run(progress_every=math.inf)
     state = [t.detach().to(CPU, torch.float64) for t in list(tr.params) + list(tr.buffers)]
     return df, state, time.perf_counter() - t0
@@ -176,13 +203,20 @@ def close(a, b, rtol: float, atol: float) -> dict:
     zero = torch.zeros_like(d)
     rel = torch.where(d == 0, zero, d / mag.clamp_min(max(atol, tiny)))
     worst = torch.where(d == 0, zero, d / (atol + rtol * mag).clamp_min(tiny))
-    return {"n": int(a.numel()), "max_abs": float(d.max()), "max_rel": float(rel.max()),
-            "worst": float(worst.max()), "rtol": rtol, "atol": atol}
+    return {
+        "n": int(a.numel()),
+        "max_abs": float(d.max()),
+        "max_rel": float(rel.max()),
+        "worst": float(worst.max()),
+        "rtol": rtol,
+        "atol": atol,
+    }
 
 
 def _rows(df) -> dict:
-    return {(r, int(s), str(m)): float(v)
-            for r, s, m, v in zip(df.run_id, df.step, df.metric, df.value)}
+    return {
+        (r, int(s), str(m)): float(v) for r, s, m, v in zip(df.run_id, df.step, df.metric, df.value)
+    }
 
 
 def compare_tables(df_a, df_b, tol: Tolerance) -> dict:
@@ -202,8 +236,9 @@ def compare_tables(df_a, df_b, tol: Tolerance) -> dict:
         out["accuracies"][metric] = c
     # the rest (diverged_step, target_step): equal on both sides
     ok = [k for k in keys if k[2] not in LOSSES and k[2] not in ACCURACIES]
-    out["others_equal"] = all(ra[k] == rb[k] or (math.isnan(ra[k]) and math.isnan(rb[k]))
-                              for k in ok)
+    out["others_equal"] = all(
+        ra[k] == rb[k] or (math.isnan(ra[k]) and math.isnan(rb[k])) for k in ok
+    )
     return out
 
 
@@ -213,8 +248,7 @@ shift is a few updates big after a few steps, and its relative error is the grad
 cancellation makes large; measured against 1e-2 it is an error of the trained model."""
 
 
-def compare_states(state_a, state_b, rtol: float, initial=None,
-                   floor: float = PARAM_FLOOR) -> dict:
+def compare_states(state_a, state_b, rtol: float, initial=None, floor: float = PARAM_FLOOR) -> dict:
     """Final parameters and buffers, tensor by tensor: ``max |a - b|`` over the tensor's scale,
     the largest entry of the reference ``b`` or of ``initial`` (the tensors before training, if
     given), at least ``floor``; ``worst`` is the largest of those over ``rtol`` (within
@@ -237,19 +271,31 @@ def compare_states(state_a, state_b, rtol: float, initial=None,
         absd.append(m)
         rel.append(m / scale)
     worst = max(rel, default=0.0)
-    return {"tensors": len(rel), "max_abs": max(absd, default=0.0), "max_rel": worst,
-            "worst": worst / rtol, "rtol": rtol, "floor": floor}
+    return {
+        "tensors": len(rel),
+        "max_abs": max(absd, default=0.0),
+        "max_rel": worst,
+        "worst": worst / rtol,
+        "rtol": rtol,
+        "floor": floor,
+    }
 
 
-def compare_family(arch: str, device_a: str | torch.device = "cpu",
-                   device_b: str | torch.device = "cuda", models: int = 2,
-                   tolerance: Tolerance | None = None, seed: int = 0) -> dict:
+def compare_family(
+    arch: str,
+    device_a: str | torch.device = "cpu",
+    device_b: str | torch.device = "cuda",
+    models: int = 2,
+    tolerance: Tolerance | None = None,
+    seed: int = 0,
+) -> dict:
     """Train the tiny shard of ``arch`` (:func:`family_shard`) on ``device_a`` (the reference)
     and on ``device_b`` from the same initial weights (made once, on the CPU) and data, and
     compare the run tables' losses and accuracies and the final parameters and buffers with
     the family's tolerance (:data:`TOLERANCES`, or ``tolerance``).  ``passed`` is true when
     every comparison is within tolerance; ``failures`` names the others."""
     from sigprop.train.engine import initial_state, set_precision_policy
+
     shard, in_shape, tol = family_shard(arch, tolerance, models)
     dtype = set_precision_policy(tol.precision)
     params, buffers = initial_state(shard, in_shape, N_OUT, CPU, dtype)
@@ -270,29 +316,48 @@ def compare_family(arch: str, device_a: str | torch.device = "cpu",
     failures += [m for m, c in tables["accuracies"].items() if not c["worst"] <= 1]
     if not state["worst"] <= 1:
         failures.append("parameters")
-    return {"arch": arch, "device_a": str(dev_a), "device_b": str(dev_b), "models": models,
-            "in_shape": list(in_shape), "tolerance_class": FAMILY_CASES[arch][2],
-            "tolerance": dataclasses.asdict(tol), "rows": tables["rows"],
-            "losses": tables["losses"], "accuracies": tables["accuracies"],
-            "parameters": state, "passed": not failures, "failures": failures,
-            "seconds": {"a": sec_a, "b": sec_b}}
+    return {
+        "arch": arch,
+        "device_a": str(dev_a),
+        "device_b": str(dev_b),
+        "models": models,
+        "in_shape": list(in_shape),
+        "tolerance_class": FAMILY_CASES[arch][2],
+        "tolerance": dataclasses.asdict(tol),
+        "rows": tables["rows"],
+        "losses": tables["losses"],
+        "accuracies": tables["accuracies"],
+        "parameters": state,
+        "passed": not failures,
+        "failures": failures,
+        "seconds": {"a": sec_a, "b": sec_b},
+    }
 
 
 # -- a paper-scale shard, timed -----------------------------------------------------------------
 
+
 def gpu_key(name: str | None) -> str | None:
     """The :data:`sigprop.tools.plan.GPUS` key of a CUDA device name (:func:`sigprop.sizing.gpu_of`)."""
     from sigprop.sizing import gpu_of
+
     return gpu_of(name)
 
 
-TRAINING_STUDIES = ("trainable_depth", "training_speed", "pruning_eoc", "width_batch",
-                    "dropout_training", "pruning_resnet")
+TRAINING_STUDIES = (
+    "trainable_depth",
+    "training_speed",
+    "pruning_eoc",
+    "width_batch",
+    "dropout_training",
+    "pruning_resnet",
+)
 """The studies that train: each one's costliest paper-scale shard is timed on the GPU."""
 
 
 def _paper(config: str | Path | None, study: str):
     from sigprop.tools import plan as P
+
     if config is None:
         config = REPO / "config" / "config.yaml"
         overrides = [f"studies_dir={REPO / 'config' / 'studies'}"]
@@ -304,8 +369,9 @@ def _paper(config: str | Path | None, study: str):
     return studies[study], cfg["data"]["options"]
 
 
-def paper_shard(config: str | Path | None = None, study: str = "trainable_depth",
-                shard: str | None = None):
+def paper_shard(
+    config: str | Path | None = None, study: str = "trainable_depth", shard: str | None = None
+):
     """A shard of ``study`` at ``scale=paper``, built as ``sigprop plan`` builds it: the one
     whose id is ``shard``, by default the first (for ``trainable_depth``: block (a), depth 10).
     Returns ``(shard, study, data options)``."""
@@ -315,8 +381,10 @@ def paper_shard(config: str | Path | None = None, study: str = "trainable_depth"
     for sh in st.shards:
         if sh.shard_id == shard:
             return sh, st, options
-    raise KeyError(f"{study} at scale=paper has no shard {shard!r} "
-                   f"({len(st.shards)} shards: {st.shards[0].shard_id}, ...)")
+    raise KeyError(
+        f"{study} at scale=paper has no shard {shard!r} "
+        f"({len(st.shards)} shards: {st.shards[0].shard_id}, ...)"
+    )
 
 
 def costliest_shard(study: str, config: str | Path | None = None, candidates: int = 3) -> dict:
@@ -331,6 +399,7 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
 
     from sigprop.sizing import param_count
     from sigprop.tools import plan as P
+
     st, options = _paper(config, study)
     best_in_block: dict = {}
     others = []
@@ -347,25 +416,46 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
     for rows in best_in_block.values():
         pick.update(i for _, i in sorted(rows, reverse=True)[:candidates])
     pick = sorted(pick)
-    sub = types.SimpleNamespace(shards=[st.shards[i] for i in pick], labels=st.labels,
-                                task=st.task, eval_splits=st.eval_splits)
+    sub = types.SimpleNamespace(
+        shards=[st.shards[i] for i in pick],
+        labels=st.labels,
+        task=st.task,
+        eval_splits=st.eval_splits,
+    )
     rows = P.shard_costs(sub, options)
     k = max(range(len(rows)), key=lambda j: rows[j]["flops"])
-    return {"shard": rows[k]["shard"], "block": rows[k]["block"], "flops": rows[k]["flops"],
-            "costed": len(rows), "shards": len(st.shards)}
+    return {
+        "shard": rows[k]["shard"],
+        "block": rows[k]["block"],
+        "flops": rows[k]["flops"],
+        "costed": len(rows),
+        "shards": len(st.shards),
+    }
 
 
-def projection(flops: float, seconds: float, gpu: str | None, precision: str = "float32",
-               efficiency: float | None = None, gpus: dict | None = None) -> dict:
+def projection(
+    flops: float,
+    seconds: float,
+    gpu: str | None,
+    precision: str = "float32",
+    efficiency: float | None = None,
+    gpus: dict | None = None,
+) -> dict:
     """Measured against projected: the GFLOP/s achieved and, for a GPU of
     :data:`sigprop.tools.plan.GPUS`, the plan's projected seconds (FLOPs / (dense peak x
     efficiency)), measured / projected, and the implied efficiency (achieved / dense peak)."""
     from sigprop.tools import plan as P
+
     gpus = gpus or P.GPUS
     eff = P.DEFAULT_EFFICIENCY if efficiency is None else efficiency
     rate = flops / seconds
-    out = {"flops": flops, "seconds": seconds, "gflops": rate / 1e9, "gpu_key": gpu,
-           "efficiency_assumed": eff}
+    out = {
+        "flops": flops,
+        "seconds": seconds,
+        "gflops": rate / 1e9,
+        "gpu_key": gpu,
+        "efficiency_assumed": eff,
+    }
     if gpu is not None:
         peak = P.dense_peak(gpus[gpu], precision)
         out["peak_tflops"] = peak / 1e12
@@ -375,12 +465,21 @@ def projection(flops: float, seconds: float, gpu: str | None, precision: str = "
     return out
 
 
-def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: int | None = None,
-                batch: int | None = None, warmup: int = 3, repeats: int = 3,
-                efficiency: float | None = None, config: str | Path | None = None,
-                study: str = "trainable_depth", shard: str | None = None,
-                matmul_n: int | None = 2048, gpu_name: str | None = None,
-                memory_fraction: float = 0.5) -> dict:
+def timed_shard(
+    device: str | torch.device = "cuda",
+    steps: int = 50,
+    models: int | None = None,
+    batch: int | None = None,
+    warmup: int = 3,
+    repeats: int = 3,
+    efficiency: float | None = None,
+    config: str | Path | None = None,
+    study: str = "trainable_depth",
+    shard: str | None = None,
+    matmul_n: int | None = 2048,
+    gpu_name: str | None = None,
+    memory_fraction: float = 0.5,
+) -> dict:
     """Time ``steps`` training steps (best of ``repeats``, after ``warmup``; no evaluation) of
     the paper-scale shard ``shard`` of ``study`` (:func:`paper_shard`; its first by default), its
     first ``models`` runs at batch ``batch`` (the shard's by default), on Gaussian inputs of the
@@ -400,13 +499,19 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
     from sigprop.tools import bench
     from sigprop.tools import plan as P
     from sigprop.train.engine import ShardTrainer, initial_state, set_precision_policy
+
     dev = torch.device(device)
     shard, st, options = paper_shard(config, study, shard)
     r0 = shard.runs[0]
     in_shape, n_out, _, _ = P.dataset_dims(r0.dataset, options)
     cache = P.StepCosts()
-    full = P.shard_costs(types.SimpleNamespace(shards=[shard], labels=st.labels, task=st.task,
-                                               eval_splits=st.eval_splits), options, cache)[0]
+    full = P.shard_costs(
+        types.SimpleNamespace(
+            shards=[shard], labels=st.labels, task=st.task, eval_splits=st.eval_splits
+        ),
+        options,
+        cache,
+    )[0]
     per_model = full["peak_bytes"] / len(shard.runs)
     capacity = None
     if dev.type == "cuda":
@@ -415,10 +520,16 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
         models = max(1, int(memory_fraction * capacity // per_model))
     m = min(models or len(shard.runs), len(shard.runs))
     b = batch or P.shard_batch(shard)
-    runs = tuple(dataclasses.replace(r, batch_size=b if batch else r.batch_size,
-                                     micro_batch=0 if batch else r.micro_batch,
-                                     steps=10 ** 6, eval_every=10 ** 6)
-                 for r in shard.runs[:m])
+    runs = tuple(
+        dataclasses.replace(
+            r,
+            batch_size=b if batch else r.batch_size,
+            micro_batch=0 if batch else r.micro_batch,
+            steps=10**6,
+            eval_every=10**6,
+        )
+        for r in shard.runs[:m]
+    )
     cut = Shard(shard.study, runs)
     cost = cache.get(runs[0], in_shape, n_out, P.shard_batch(cut))
     flops = m * cost.step_flops * steps
@@ -429,7 +540,7 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
         torch.cuda.reset_peak_memory_stats(dev)
     times = []
     for _ in range(max(1, repeats)):
-        tr = None                 # one trainer's state on the device at a time
+        tr = None  # one trainer's state on the device at a time
         tr = ShardTrainer(cut, data, params, dev, buffers=buffers)
         for _ in range(warmup):
             tr.train_step()
@@ -442,25 +553,46 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
     del tr
     name = gpu_name or (torch.cuda.get_device_name(dev) if dev.type == "cuda" else None)
     key = gpu_key(name)
-    out = {"study": study, "scale": "paper", "shard": shard.shard_id,
-           "block": st.labels[r0.run_id], "arch": r0.arch, "width": r0.width, "depth": r0.depth,
-           "dataset": r0.dataset, "in_shape": list(in_shape), "precision": r0.precision,
-           "models": m, "models_in_shard": len(shard.runs), "batch": P.shard_batch(cut),
-           "steps": steps, "warmup": warmup, "repeats": len(times), "times_s": times,
-           "device": str(dev), "device_name": name,
-           "step_flops_per_model": cost.step_flops,
-           **projection(flops, min(times), key, r0.precision, efficiency)}
+    out = {
+        "study": study,
+        "scale": "paper",
+        "shard": shard.shard_id,
+        "block": st.labels[r0.run_id],
+        "arch": r0.arch,
+        "width": r0.width,
+        "depth": r0.depth,
+        "dataset": r0.dataset,
+        "in_shape": list(in_shape),
+        "precision": r0.precision,
+        "models": m,
+        "models_in_shard": len(shard.runs),
+        "batch": P.shard_batch(cut),
+        "steps": steps,
+        "warmup": warmup,
+        "repeats": len(times),
+        "times_s": times,
+        "device": str(dev),
+        "device_name": name,
+        "step_flops_per_model": cost.step_flops,
+        **projection(flops, min(times), key, r0.precision, efficiency),
+    }
     eff = out["efficiency_assumed"]
-    out["full_shard"] = {"models": len(shard.runs), "steps": full["steps"],
-                         "flops": full["flops"], "peak_gb": full["peak_bytes"] / 2 ** 30,
-                         "fits": None if capacity is None else full["peak_bytes"] <= capacity,
-                         "device_memory_gb": None if capacity is None else capacity / 2 ** 30,
-                         "extrapolated_s": full["flops"] / (flops / min(times)),
-                         "projected_s": {g: full["flops"] / (P.dense_peak(spec, r0.precision) * eff)
-                                         for g, spec in P.GPUS.items()}}
+    out["full_shard"] = {
+        "models": len(shard.runs),
+        "steps": full["steps"],
+        "flops": full["flops"],
+        "peak_gb": full["peak_bytes"] / 2**30,
+        "fits": None if capacity is None else full["peak_bytes"] <= capacity,
+        "device_memory_gb": None if capacity is None else capacity / 2**30,
+        "extrapolated_s": full["flops"] / (flops / min(times)),
+        "projected_s": {
+            g: full["flops"] / (P.dense_peak(spec, r0.precision) * eff)
+            for g, spec in P.GPUS.items()
+        },
+    }
     if dev.type == "cuda":
-        out["max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(dev) / 2 ** 30
-        out["planned_peak_gb_of_timed_models"] = per_model * m / 2 ** 30
+        out["max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(dev) / 2**30
+        out["planned_peak_gb_of_timed_models"] = per_model * m / 2**30
     if matmul_n:
         peak = bench.matmul_peak(dev, n=matmul_n)
         out["matmul_gflops"] = peak / 1e9
@@ -471,11 +603,14 @@ def timed_shard(device: str | torch.device = "cuda", steps: int = 50, models: in
 
 # -- everything, one JSON ------------------------------------------------------------------------
 
+
 def precision_flags() -> dict:
     """TF32 settings in force (after ``set_precision_policy("float32")`` both are off)."""
-    flags = {"cuda_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-             "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
-             "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    flags = {
+        "cuda_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
     flags["tf32_off"] = not (flags["cuda_matmul_allow_tf32"] or flags["cudnn_allow_tf32"])
     return flags
 
@@ -483,13 +618,20 @@ def precision_flags() -> dict:
 def write_json(result: dict, path: str | Path) -> Path:
     """``result`` as strict JSON (:func:`jsonable`), written atomically."""
     from sigprop import atomic
+
     return atomic.write_text(path, json.dumps(jsonable(result), indent=2, allow_nan=False) + "\n")
 
 
-def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = None,
-            bench_repeats: int = 2, bench_cases: list[dict] | None = None,
-            archs: list[str] | None = None, timed: dict | None = None,
-            shards: dict | None = None, log=None) -> dict:
+def run_all(
+    device: str | torch.device = "cuda",
+    out_json: str | Path | None = None,
+    bench_repeats: int = 2,
+    bench_cases: list[dict] | None = None,
+    archs: list[str] | None = None,
+    timed: dict | None = None,
+    shards: dict | None = None,
+    log=None,
+) -> dict:
     """``sigprop bench shard`` (``bench_cases``, default its default cases, ``bench_repeats``
     repeats), :func:`compare_family` of every family (``archs``, default all) with the CPU as
     the reference and ``device`` as the other side, and :func:`timed_shard` (keyword
@@ -503,6 +645,7 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
     from sigprop.nets import families
     from sigprop.tools import bench
     from sigprop.train.engine import set_precision_policy
+
     log = log or (lambda line: None)
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
@@ -510,19 +653,26 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
     t0 = time.perf_counter()
     set_precision_policy("float32")
     cuda = dev.type == "cuda"
-    out = {"command": "sigprop gpu-check", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "commit": bench.git_commit(), "machine": bench.machine(), "device": str(dev),
-           "device_name": torch.cuda.get_device_name(dev) if cuda else None,
-           "gpu_key": gpu_key(torch.cuda.get_device_name(dev)) if cuda else None,
-           "torch": torch.__version__, "cuda": torch.version.cuda,
-           "cudnn": torch.backends.cudnn.version() if cuda else None,
-           "precision": precision_flags(), "tolerances": {k: dataclasses.asdict(v)
-                                                          for k, v in TOLERANCES.items()},
-           "errors": {}, "families": {}, "timed_shards": {}}
+    out = {
+        "command": "sigprop gpu-check",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "commit": bench.git_commit(),
+        "machine": bench.machine(),
+        "device": str(dev),
+        "device_name": torch.cuda.get_device_name(dev) if cuda else None,
+        "gpu_key": gpu_key(torch.cuda.get_device_name(dev)) if cuda else None,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if cuda else None,
+        "precision": precision_flags(),
+        "tolerances": {k: dataclasses.asdict(v) for k, v in TOLERANCES.items()},
+        "errors": {},
+        "families": {},
+        "timed_shards": {},
+    }
 
     def save():
-        out["failed_families"] = sorted(a for a, r in out["families"].items()
-                                        if not r["passed"])
+        out["failed_families"] = sorted(a for a, r in out["families"].items() if not r["passed"])
         out["passed"] = not out["failed_families"] and not out["errors"]
         out["efficiency"] = measured_efficiency(out)
         out["seconds"] = time.perf_counter() - t0
@@ -530,10 +680,11 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
             write_json(out, out_json)
 
     try:
-        out["bench"] = bench.run(bench_cases or bench.default_cases(str(dev)), str(dev),
-                                 bench_repeats)
+        out["bench"] = bench.run(
+            bench_cases or bench.default_cases(str(dev)), str(dev), bench_repeats
+        )
         log(f"bench: {len(out['bench']['results'])} cases")
-    except Exception as e:    # recorded; the comparisons still run
+    except Exception as e:  # recorded; the comparisons still run
         out["errors"]["bench"] = f"{type(e).__name__}: {e}"
         log(f"bench: ERROR {out['errors']['bench']}")
     save()
@@ -542,15 +693,18 @@ def run_all(device: str | torch.device = "cuda", out_json: str | Path | None = N
         try:
             out["families"][arch] = compare_family(arch, CPU, dev)
         except Exception as e:
-            out["families"][arch] = {"arch": arch, "passed": False, "failures": ["error"],
-                                     "error": f"{type(e).__name__}: {e}"}
+            out["families"][arch] = {
+                "arch": arch,
+                "passed": False,
+                "failures": ["error"],
+                "error": f"{type(e).__name__}: {e}",
+            }
         log(f"family {arch}: {'ok' if out['families'][arch]['passed'] else 'FAIL'}")
         save()
     for study, shard in (shards if shards is not None else {"trainable_depth": None}).items():
         set_precision_policy("float32")
         try:
-            out["timed_shards"][study] = timed_shard(dev, study=study, shard=shard,
-                                                     **(timed or {}))
+            out["timed_shards"][study] = timed_shard(dev, study=study, shard=shard, **(timed or {}))
             t = out["timed_shards"][study]
             log(f"timed {study} {t['shard']}: {t['seconds']:.3g} s, {t['gflops']:.0f} GFLOP/s")
         except Exception as e:
@@ -575,8 +729,9 @@ def measured_efficiency(result: dict) -> dict:
     for study, t in (result.get("timed_shards") or {}).items():
         eff = t.get("implied_efficiency")
         if eff is None and key is not None and t.get("seconds"):
-            eff = projection(t["flops"], t["seconds"], key,
-                             t.get("precision", "float32"))["implied_efficiency"]
+            eff = projection(t["flops"], t["seconds"], key, t.get("precision", "float32"))[
+                "implied_efficiency"
+            ]
         if eff is None:
             continue
         by_study[study] = eff
@@ -589,39 +744,56 @@ def measured_efficiency(result: dict) -> dict:
 
 def summary(result: dict) -> str:
     """A few readable lines of :func:`run_all`'s result."""
-    lines = [(f"sigprop gpu-check on {result['device']} "
-              f"({result.get('device_name') or 'no GPU'}), torch {result['torch']}, CUDA "
-              f"{result['cuda']}, TF32 off: {result['precision']['tf32_off']}")]
+    lines = [
+        (
+            f"sigprop gpu-check on {result['device']} "
+            f"({result.get('device_name') or 'no GPU'}), torch {result['torch']}, CUDA "
+            f"{result['cuda']}, TF32 off: {result['precision']['tf32_off']}"
+        )
+    ]
     for arch, r in result["families"].items():
         if "error" in r:
             lines.append(f"  {arch:18s} ERROR {r['error']}")
             continue
-        lines.append(f"  {arch:18s} {'ok  ' if r['passed'] else 'FAIL'} losses rel "
-                     f"{r['losses']['max_rel']:.1e} (rtol {r['tolerance']['loss_rtol']:g}), "
-                     f"params rel {r['parameters']['max_rel']:.1e} "
-                     f"(rtol {r['tolerance']['param_rtol']:g})"
-                     + (f"  failed: {', '.join(r['failures'])}" if r["failures"] else ""))
+        lines.append(
+            f"  {arch:18s} {'ok  ' if r['passed'] else 'FAIL'} losses rel "
+            f"{r['losses']['max_rel']:.1e} (rtol {r['tolerance']['loss_rtol']:g}), "
+            f"params rel {r['parameters']['max_rel']:.1e} "
+            f"(rtol {r['tolerance']['param_rtol']:g})"
+            + (f"  failed: {', '.join(r['failures'])}" if r["failures"] else "")
+        )
     for t in (result.get("timed_shards") or {}).values():
-        line = (f"  {t['study']} {t['block']} ({t['arch']}, {t['models']} models, batch "
-                f"{t['batch']}, {t['steps']} steps): {t['seconds']:.3g} s, "
-                f"{t['gflops']:.1f} GFLOP/s")
+        line = (
+            f"  {t['study']} {t['block']} ({t['arch']}, {t['models']} models, batch "
+            f"{t['batch']}, {t['steps']} steps): {t['seconds']:.3g} s, "
+            f"{t['gflops']:.1f} GFLOP/s"
+        )
         if "projected_s" in t:
-            line += (f"; plan projects {t['projected_s']:.3g} s on {t['gpu_key']} (measured / "
-                     f"projected {t['measured_over_projected']:.2f}, efficiency "
-                     f"{t['implied_efficiency']:.3f})")
+            line += (
+                f"; plan projects {t['projected_s']:.3g} s on {t['gpu_key']} (measured / "
+                f"projected {t['measured_over_projected']:.2f}, efficiency "
+                f"{t['implied_efficiency']:.3f})"
+            )
         lines.append(line)
     for part, err in result.get("errors", {}).items():
         lines.append(f"  {part}: ERROR {err}")
-    lines.append("passed" if result["passed"] else
-                 f"FAILED: {', '.join(result['failed_families'] + list(result['errors']))}")
+    lines.append(
+        "passed"
+        if result["passed"]
+        else f"FAILED: {', '.join(result['failed_families'] + list(result['errors']))}"
+    )
     return "\n".join(lines) + "\n"
 
 
 # -- the command ----------------------------------------------------------------------------------
 
+
 def no_cuda_message() -> str:
-    build = (f"built with CUDA {torch.version.cuda}" if torch.version.cuda
-             else "a CPU-only build; a GPU node needs a CUDA build of torch")
+    build = (
+        f"built with CUDA {torch.version.cuda}"
+        if torch.version.cuda
+        else "a CPU-only build; a GPU node needs a CUDA build of torch"
+    )
     return NO_CUDA.format(torch=torch.__version__, build=build)
 
 
@@ -639,15 +811,21 @@ def recorded_entry(result: dict, source: str) -> dict:
     and CUDA versions, ``source`` and the efficiencies (:func:`measured_efficiency`, rounded to
     4 digits)."""
     eff = measured_efficiency(result)
-    return {"device": result.get("device_name"), "date": str(result.get("date", ""))[:10],
-            "commit": result.get("commit"), "torch": result.get("torch"),
-            "cuda": result.get("cuda"), "source": source,
-            "by_study": {k: round(float(v), 4) for k, v in sorted(eff["by_study"].items())},
-            "by_family": {k: round(float(v), 4) for k, v in sorted(eff["by_family"].items())}}
+    return {
+        "device": result.get("device_name"),
+        "date": str(result.get("date", ""))[:10],
+        "commit": result.get("commit"),
+        "torch": result.get("torch"),
+        "cuda": result.get("cuda"),
+        "source": source,
+        "by_study": {k: round(float(v), 4) for k, v in sorted(eff["by_study"].items())},
+        "by_family": {k: round(float(v), 4) for k, v in sorted(eff["by_family"].items())},
+    }
 
 
-def record(json_path: str | Path, yaml_path: str | Path | None = None,
-           source: str | None = None) -> dict:
+def record(
+    json_path: str | Path, yaml_path: str | Path | None = None, source: str | None = None
+) -> dict:
     """Write the efficiencies of a gpu-check JSON (:func:`measured_efficiency`) into
     ``yaml_path`` (:data:`sigprop.tools.plan.EFFICIENCY_FILE`) under its GPU's key, with the device,
     date, commit, torch and CUDA versions, ``source`` (the JSON's path as given) and the JSON's
@@ -659,12 +837,15 @@ def record(json_path: str | Path, yaml_path: str | Path | None = None,
     from sigprop import atomic
     from sigprop.data.fetch import sha256_file
     from sigprop.tools import plan as P
+
     yaml_path = Path(yaml_path or P.EFFICIENCY_FILE)
     result = json.loads(Path(json_path).read_text())
     gpu = result.get("gpu_key") or gpu_key(result.get("device_name"))
     if gpu not in P.GPUS:
-        raise ValueError(f"{json_path}: device {result.get('device_name')!r} is no GPU of "
-                         f"sigprop.tools.plan.GPUS ({sorted(P.GPUS)}): nothing to record")
+        raise ValueError(
+            f"{json_path}: device {result.get('device_name')!r} is no GPU of "
+            f"sigprop.tools.plan.GPUS ({sorted(P.GPUS)}): nothing to record"
+        )
     if not measured_efficiency(result)["by_study"]:
         raise ValueError(f"{json_path}: no timed shard with a projection: nothing to record")
     entry = recorded_entry(result, str(source or json_path))
@@ -672,7 +853,7 @@ def record(json_path: str | Path, yaml_path: str | Path | None = None,
     data = P.measured_efficiencies(yaml_path)
     data[gpu] = entry
     atomic.write_text(yaml_path, RECORD_HEADER + yaml.safe_dump(data, sort_keys=True))
-    P.measured_efficiencies(yaml_path)           # what was written reads back
+    P.measured_efficiencies(yaml_path)  # what was written reads back
     return entry
 
 
@@ -687,8 +868,11 @@ def main(args: dict) -> int:
         except (OSError, ValueError) as e:
             print(f"sigprop gpu-check --record: {e}", file=sys.stderr)
             return 2
-        print(f"recorded {args['record']} ({entry['device']}, {entry['date']}) in "
-              "config/gpu_efficiency.yaml", file=sys.stderr)
+        print(
+            f"recorded {args['record']} ({entry['device']}, {entry['date']}) in "
+            "config/gpu_efficiency.yaml",
+            file=sys.stderr,
+        )
         return 0
     try:
         parse_shards(args.get("shards"))
@@ -701,26 +885,42 @@ def main(args: dict) -> int:
         return 1
     dev = torch.device(device)
     if dev.type != "cuda":
-        print(f"sigprop gpu-check: --device {device}: expected cuda or cuda:N (the CPU is the "
-              "reference side of every comparison)", file=sys.stderr)
+        print(
+            f"sigprop gpu-check: --device {device}: expected cuda or cuda:N (the CPU is the "
+            "reference side of every comparison)",
+            file=sys.stderr,
+        )
         return 1
     n = torch.cuda.device_count()
     if dev.index is not None and dev.index >= n:
-        print(f"sigprop gpu-check: --device {device}: only {n} CUDA device(s) visible",
-              file=sys.stderr)
+        print(
+            f"sigprop gpu-check: --device {device}: only {n} CUDA device(s) visible",
+            file=sys.stderr,
+        )
         return 1
     out = args.get("out") or "gpu_check.json"
     shards = parse_shards(args.get("shards"))
     for study in TRAINING_STUDIES:
         if shards.get(study, "") == "":
-            print(f"sigprop gpu-check: finding the costliest paper-scale shard of {study} ...",
-                  file=sys.stderr, flush=True)
+            print(
+                f"sigprop gpu-check: finding the costliest paper-scale shard of {study} ...",
+                file=sys.stderr,
+                flush=True,
+            )
             shards[study] = costliest_shard(study)["shard"]
-    result = run_all(dev, out, shards=shards, timed={"steps": int(args.get("steps") or 10)},
-                     log=lambda line: print(line, file=sys.stderr, flush=True))
+    result = run_all(
+        dev,
+        out,
+        shards=shards,
+        timed={"steps": int(args.get("steps") or 10)},
+        log=lambda line: print(line, file=sys.stderr, flush=True),
+    )
     sys.stdout.write(summary(result))
-    print(f"wrote {out}; its efficiencies go into config/gpu_efficiency.yaml with "
-          f"sigprop gpu-check --record {out}", file=sys.stderr)
+    print(
+        f"wrote {out}; its efficiencies go into config/gpu_efficiency.yaml with "
+        f"sigprop gpu-check --record {out}",
+        file=sys.stderr,
+    )
     return 0 if result["passed"] else 3
 
 
@@ -734,7 +934,9 @@ def parse_shards(text: str | None) -> dict:
             continue
         study, _, shard = item.partition("=")
         if study not in TRAINING_STUDIES:
-            raise ValueError(f"--shards {item!r}: {study!r} is not a training study "
-                             f"({', '.join(TRAINING_STUDIES)})")
+            raise ValueError(
+                f"--shards {item!r}: {study!r} is not a training study "
+                f"({', '.join(TRAINING_STUDIES)})"
+            )
         out[study] = shard.strip()
     return out

@@ -20,7 +20,7 @@ def jsonable(x):
     if isinstance(x, Path):
         return str(x)
     if not isinstance(x, (str, bytes, int, float, bool)) and hasattr(x, "tolist"):
-        return jsonable(x.tolist())       # a tensor or numpy array / scalar
+        return jsonable(x.tolist())  # a tensor or numpy array / scalar
     if isinstance(x, float) and not math.isfinite(x):
         return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
     return x

@@ -68,21 +68,25 @@ def study_text(template: str, name: str, paper: str, title: str) -> str:
         elif key == "title":
             line = f"title: {title}"
         elif line.startswith("#"):
-            continue                      # the template's own header
+            continue  # the template's own header
         out.append(line)
-    header = (f"# Study {name} of paper {paper}, written by `sigprop new-study` from the template "
-              "study;\n# edit the sections, grids and claims for your paper.\n")
+    header = (
+        f"# Study {name} of paper {paper}, written by `sigprop new-study` from the template "
+        "study;\n# edit the sections, grids and claims for your paper.\n"
+    )
     return header + "\n".join(out) + "\n"
 
 
-def write_study(name: str, paper: str, dest: str | Path = ".", citation: str = "",
-                title: str = "") -> Path:
+def write_study(
+    name: str, paper: str, dest: str | Path = ".", citation: str = "", title: str = ""
+) -> Path:
     """Write the distribution folder ``<dest>/<name>/`` (see the module's docstring) and return
     it.  Raises ValueError for a bad name or paper id and FileExistsError when the folder is
     there already (nothing is overwritten)."""
     if not NAME.match(name):
-        raise ValueError(f"study name {name!r}: use lower-case letters, digits and _, "
-                         "starting with a letter")
+        raise ValueError(
+            f"study name {name!r}: use lower-case letters, digits and _, starting with a letter"
+        )
     if not PAPER_ID.match(paper):
         raise ValueError(f"paper id {paper!r}: three digits, e.g. 900")
     root = Path(dest) / name
@@ -96,27 +100,33 @@ def write_study(name: str, paper: str, dest: str | Path = ".", citation: str = "
     for src in sorted(TEMPLATE.glob("*.py")):
         text = absolute_imports(src.read_text())
         if src.name == "__init__.py":
-            text = text.replace("Template study: copy this package to start a new one "
-                                "(docs/adding-a-study.md).",
-                                f"Study {name} of paper {paper}, from sigprop's template study.")
-            text = text.replace('\nSOURCE = "000 Eq. 2 (keep rate 1)"\n',
-                                "\n# the item of the paper that the claim tests\n"
-                                f'SOURCE = "{paper} Eq. 2 (keep rate 1)"\n'
-                                f"PAPER = {{\"id\": {paper!r}, \"citation\": {citation!r},\n"
-                                f"         \"title\": {title!r}}}\n")
+            text = text.replace(
+                "Template study: copy this package to start a new one (docs/adding-a-study.md).",
+                f"Study {name} of paper {paper}, from sigprop's template study.",
+            )
+            text = text.replace(
+                '\nSOURCE = "000 Eq. 2 (keep rate 1)"\n',
+                "\n# the item of the paper that the claim tests\n"
+                f'SOURCE = "{paper} Eq. 2 (keep rate 1)"\n'
+                f'PAPER = {{"id": {paper!r}, "citation": {citation!r},\n'
+                f'         "title": {title!r}}}\n',
+            )
         (pkg / src.name).write_text(text)
-    (pkg / "study.yaml").write_text(study_text((TEMPLATE / "study.yaml").read_text(), name,
-                                               paper, title))
+    (pkg / "study.yaml").write_text(
+        study_text((TEMPLATE / "study.yaml").read_text(), name, paper, title)
+    )
     return root
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "new-study", help="write the skeleton of a study kept outside this repository",
+        "new-study",
+        help="write the skeleton of a study kept outside this repository",
         description="Write <dest>/NAME/: an installable study package (the template study, "
-                    "its paper declared, its study file beside the code). Install it with "
-                    "`pip install -e <dest>/NAME` and run it with "
-                    "`snakemake --config 'studies=[NAME]'`.")
+        "its paper declared, its study file beside the code). Install it with "
+        "`pip install -e <dest>/NAME` and run it with "
+        "`snakemake --config 'studies=[NAME]'`.",
+    )
     p.add_argument("name", help="the study's name (its kind)")
     p.add_argument("--paper", required=True, help="the paper's id, three digits (e.g. 900)")
     p.add_argument("--dest", default=".", help="folder to write the distribution in")
@@ -127,11 +137,14 @@ def register(subparsers) -> None:
 
 def _run(args: dict) -> int:
     try:
-        root = write_study(args["name"], args["paper"], args["dest"], args["citation"],
-                           args["title"])
+        root = write_study(
+            args["name"], args["paper"], args["dest"], args["citation"], args["title"]
+        )
     except (ValueError, FileExistsError) as e:
         print(f"sigprop new-study: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {root}\nnext: pip install -e {root}  &&  "
-          f"snakemake --config 'studies=[{args['name']}]'")
+    print(
+        f"wrote {root}\nnext: pip install -e {root}  &&  "
+        f"snakemake --config 'studies=[{args['name']}]'"
+    )
     return 0

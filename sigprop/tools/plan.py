@@ -76,20 +76,27 @@ def measured_efficiencies(path: str | Path = EFFICIENCY_FILE) -> dict:
         raise ValueError(f"{path}: expected a mapping of GPUs, got {type(data).__name__}")
     for gpu, entry in data.items():
         if gpu not in GPUS:
-            raise ValueError(f"{path}: {gpu!r} is no GPU of sigprop.tools.plan.GPUS ({sorted(GPUS)})")
+            raise ValueError(
+                f"{path}: {gpu!r} is no GPU of sigprop.tools.plan.GPUS ({sorted(GPUS)})"
+            )
         if not isinstance(entry, dict):
             raise ValueError(f"{path}: {gpu}: expected a mapping, got {type(entry).__name__}")
         for part in ("by_study", "by_family"):
             for key, value in (entry.get(part) or {}).items():
-                if (isinstance(value, bool) or not isinstance(value, (int, float))
-                        or not 0 < value <= 1):
-                    raise ValueError(f"{path}: {gpu}.{part}.{key}: {value!r} is not a fraction "
-                                     "in (0, 1]")
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, (int, float))
+                    or not 0 < value <= 1
+                ):
+                    raise ValueError(
+                        f"{path}: {gpu}.{part}.{key}: {value!r} is not a fraction in (0, 1]"
+                    )
     return data
 
 
-def efficiency_for(measured: dict, gpu: str, study: str, arch: str,
-                   default: float = DEFAULT_EFFICIENCY) -> tuple[float, str]:
+def efficiency_for(
+    measured: dict, gpu: str, study: str, arch: str, default: float = DEFAULT_EFFICIENCY
+) -> tuple[float, str]:
     """The efficiency a projection on ``gpu`` uses for a shard of ``study`` and family ``arch``,
     and where it comes from: the study's measured value, else the family's, else ``default``
     (``"study"``, ``"family"`` or ``"assumed"``)."""
@@ -99,7 +106,9 @@ def efficiency_for(measured: dict, gpu: str, study: str, arch: str,
     if arch in (entry.get("by_family") or {}):
         return float(entry["by_family"][arch]), "family"
     return default, "assumed"
-EVAL_TRAIN_MAX = 2048     # as sigprop.train.engine.EVAL_TRAIN_MAX (checked in tests)
+
+
+EVAL_TRAIN_MAX = 2048  # as sigprop.train.engine.EVAL_TRAIN_MAX (checked in tests)
 
 
 @dataclasses.dataclass
@@ -113,8 +122,11 @@ class ShapeCost:
     act_bytes: int
 
 
-def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None,
-         results: str | Path | None = "results"):
+def load(
+    config_path: str | Path = "config/config.yaml",
+    overrides: list[str] | None = None,
+    results: str | Path | None = "results",
+):
     """The config with ``key=value`` overrides (YAML values, as ``snakemake --config``) and its
     studies, checked and built as the Snakefile builds them (size bound, schema, finite numbers,
     data options, scale overrides, each study file's schema, the shards already computed under
@@ -123,6 +135,7 @@ def load(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
     import jsonschema
 
     from sigprop.config import ConfigError, ConfigSources, explain, load_run, load_yaml
+
     config = load_yaml(config_path)
     cli = {}
     for item in overrides or []:
@@ -159,6 +172,7 @@ def dataset_dims(name: str, options: dict) -> tuple[tuple[int, ...], int, int, i
     """``(input shape, outputs, n_train, n_test)`` of a data set, known without building it."""
     from sigprop.data import registry
     from sigprop.data.sizes import train_size
+
     spec = registry.get(name)
     opts = (options or {}).get(name, {})
     shape = tuple(spec.input_shape)
@@ -176,15 +190,16 @@ def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeC
     from torch.utils.flop_counter import FlopCounterMode
 
     from sigprop.nets import families
+
     # dropout adds no FLOPs the counter sees; the init's distribution no shapes (and QR is slow)
     run = dataclasses.replace(run, keep_rate=1.0, init="gaussian")
     fam = families.get(run.arch)
     cpu, meta = torch.device("cpu"), torch.device("meta")
     dtype = torch.float64 if run.precision == "float64" else torch.float32
     keys = torch.zeros(1, dtype=torch.int64, device=meta)
-    try:            # shapes only: a one-model init on the meta device (no values, no time) ...
+    try:  # shapes only: a one-model init on the meta device (no values, no time) ...
         params, buffers = fam.init((run,), keys, tuple(in_shape), n_out, meta, dtype)
-    except (NotImplementedError, RuntimeError):   # ... or on the CPU where a family needs values
+    except (NotImplementedError, RuntimeError):  # ... or on the CPU where a family needs values
         params, buffers = fam.init((run,), keys.to(cpu), tuple(in_shape), n_out, cpu, dtype)
     params = [torch.empty_like(p, device=meta).requires_grad_(True) for p in params]
     buffers = [torch.empty_like(b, device=meta) for b in buffers]
@@ -195,19 +210,34 @@ def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeC
         return t
 
     x = torch.empty((1, batch) + tuple(in_shape), device=meta, dtype=dtype)
-    with FlopCounterMode(display=False) as step, \
-            torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with (
+        FlopCounterMode(display=False) as step,
+        torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t),
+    ):
         out, _ = fam.apply((run,), params, buffers, x, True, keys, 0)
         torch.autograd.grad(out.float().sum(), [p for p in params], allow_unused=True)
     xe = torch.empty((1, 1) + tuple(in_shape), device=meta, dtype=dtype)
     with torch.no_grad(), FlopCounterMode(display=False) as fwd:
         fam.apply((run,), params, buffers, xe, False, keys, 0)
-    return ShapeCost(float(step.get_total_flops()), float(fwd.get_total_flops()),
-                     sum(p.numel() for p in params), saved[0])
+    return ShapeCost(
+        float(step.get_total_flops()),
+        float(fwd.get_total_flops()),
+        sum(p.numel() for p in params),
+        saved[0],
+    )
 
 
-STEP_FIELDS = ("arch", "width", "depth", "branch_depth", "head_depth", "head_width",
-               "activation", "precision", "alpha")
+STEP_FIELDS = (
+    "arch",
+    "width",
+    "depth",
+    "branch_depth",
+    "head_depth",
+    "head_width",
+    "activation",
+    "precision",
+    "alpha",
+)
 """The run fields one training step's FLOPs and saved bytes depend on, besides the data's shape
 and the batch (:func:`shape_cost`): shards that differ only in steps, evaluation or optimizer
 share one count."""
@@ -249,9 +279,12 @@ class StepCosts:
 
 def affine_in_batch(c2: ShapeCost, c3: ShapeCost, batch: int) -> ShapeCost:
     """The cost at ``batch`` from the costs at batches 2 and 3 (:class:`StepCosts`)."""
-    return ShapeCost(c2.step_flops + (batch - 2) * (c3.step_flops - c2.step_flops),
-                     c2.fwd_flops_per_example, c2.params,
-                     c2.act_bytes + (batch - 2) * (c3.act_bytes - c2.act_bytes))
+    return ShapeCost(
+        c2.step_flops + (batch - 2) * (c3.step_flops - c2.step_flops),
+        c2.fwd_flops_per_example,
+        c2.params,
+        c2.act_bytes + (batch - 2) * (c3.act_bytes - c2.act_bytes),
+    )
 
 
 def step_batches(studies: dict, options: dict) -> dict:
@@ -280,6 +313,7 @@ def _prune_bytes(shard, c: ShapeCost, batch: int, n_classes: int, bytes_per: int
     class, all at once (BatchNorm in training mode needs the whole batch)."""
     from sigprop.prune import DATA_PRUNERS
     from sigprop.prune.stage import prune_groups
+
     best = 0
     for idx in prune_groups(shard).values():
         run = shard.runs[idx[0]]
@@ -287,8 +321,9 @@ def _prune_bytes(shard, c: ShapeCost, batch: int, n_classes: int, bytes_per: int
             continue
         examples = run.prune_batch * max(1, n_classes)
         examples = min(examples, run.prune_max or examples)
-        best = max(best, len(idx) * (2 * bytes_per * c.params
-                                     + c.act_bytes * examples // max(1, batch)))
+        best = max(
+            best, len(idx) * (2 * bytes_per * c.params + c.act_bytes * examples // max(1, batch))
+        )
     return best
 
 
@@ -304,22 +339,34 @@ def shard_costs(study, options: dict, cache: StepCosts | None = None) -> list[di
         c = cache.get(r0, in_shape, n_out, batch)
         m = len(shard.runs)
         measure = study.task == "measure"
-        steps = max(r.steps for r in shard.runs)      # a measure study may train (002)
+        steps = max(r.steps for r in shard.runs)  # a measure study may train (002)
         evals = 0 if measure else steps // max(1, min(r.eval_every for r in shard.runs)) + 1
         splits = study.eval_splits
         cap = r0.eval_max or max(EVAL_TRAIN_MAX, n_test)
-        n_eval = (min(EVAL_TRAIN_MAX, n_train, cap) * ("train" in splits)
-                  + min(n_test, cap) * ("test" in splits))
+        n_eval = min(EVAL_TRAIN_MAX, n_train, cap) * ("train" in splits) + min(n_test, cap) * (
+            "test" in splits
+        )
         flops = m * (c.step_flops * steps + c.fwd_flops_per_example * n_eval * evals)
         bytes_per = 8 if r0.precision == "float64" else 4
         mem = m * (bytes_per * c.params * (4 + _slots(r0)) + c.act_bytes)
         mem = max(mem, _prune_bytes(shard, c, batch, n_out, bytes_per))
         mem += bytes_per * (n_train + n_test) * math.prod(in_shape)
-        rows.append({"shard": shard.shard_id, "block": study.labels[r0.run_id], "models": m,
-                     "arch": r0.arch, "precision": r0.precision, "flops": flops,
-                     "params": m * c.params, "param_bytes": m * c.params * bytes_per,
-                     "peak_bytes": mem, "proxy": measure, "steps": steps,
-                     "step_flops": c.step_flops})
+        rows.append(
+            {
+                "shard": shard.shard_id,
+                "block": study.labels[r0.run_id],
+                "models": m,
+                "arch": r0.arch,
+                "precision": r0.precision,
+                "flops": flops,
+                "params": m * c.params,
+                "param_bytes": m * c.params * bytes_per,
+                "peak_bytes": mem,
+                "proxy": measure,
+                "steps": steps,
+                "step_flops": c.step_flops,
+            }
+        )
     return rows
 
 
@@ -330,10 +377,11 @@ def shard_floor_mb(study, shard, options: dict) -> float | None:
     for families whose shapes are not known
     without building them. Torch-free: the workflow asks it of every shard job."""
     from sigprop.sizing import shard_floor_bytes
+
     r0 = shard.runs[0]
     in_shape, n_out, n_train, n_test = dataset_dims(r0.dataset, options)
     floor = shard_floor_bytes(shard.runs, in_shape, n_out, n_train + n_test)
-    return None if floor is None else floor / 2 ** 20
+    return None if floor is None else floor / 2**20
 
 
 CALIBRATION_FLOPS = 2e10
@@ -351,9 +399,14 @@ def machine() -> dict:
     import os
 
     from sigprop.tools.bench import machine as described
+
     m = described()
-    return {"cpu": m.get("cpu_model") or m["cpu"], "cores": os.cpu_count(), "torch": m["torch"],
-            "threads": m["threads"]}
+    return {
+        "cpu": m.get("cpu_model") or m["cpu"],
+        "cores": os.cpu_count(),
+        "torch": m["torch"],
+        "threads": m["threads"],
+    }
 
 
 def calibration_key(family: str, shape: tuple) -> str:
@@ -363,13 +416,15 @@ def calibration_key(family: str, shape: tuple) -> str:
     return json.dumps([family, list(run.shape_key()), list(in_shape), n_out, batch, models])
 
 
-def stored_rates(families_shapes: dict, path: str | Path = CPU_RATES_FILE,
-                 recalibrate: bool = False) -> tuple[dict, dict]:
+def stored_rates(
+    families_shapes: dict, path: str | Path = CPU_RATES_FILE, recalibrate: bool = False
+) -> tuple[dict, dict]:
     """The CPU rates of ``families_shapes`` (:func:`calibrate`'s argument): those stored in
     ``path`` for this machine (:func:`machine`) and these shapes, the rest calibrated now and
     stored; ``recalibrate`` measures every one again.  Returns ``(rates, source)``, the source
     saying when each rate was measured and whether it came from the file."""
     import datetime
+
     path = Path(path)
     here = machine()
     stored = {}
@@ -388,13 +443,18 @@ def stored_rates(families_shapes: dict, path: str | Path = CPU_RATES_FILE,
         stored[keys[fam]] = {**rate, "measured": today}
     if fresh:
         from sigprop import atomic
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(path, json.dumps({"machine": here, "rates": stored}, indent=1,
-                                           sort_keys=True) + "\n")
+        atomic.write_text(
+            path, json.dumps({"machine": here, "rates": stored}, indent=1, sort_keys=True) + "\n"
+        )
     rates = {fam: stored[keys[fam]] for fam in families_shapes}
-    source = {"file": str(path), "machine": here,
-              "measured": {fam: r["measured"] for fam, r in rates.items()},
-              "reused": sorted(set(families_shapes) - set(fresh))}
+    source = {
+        "file": str(path),
+        "machine": here,
+        "measured": {fam: r["measured"] for fam, r in rates.items()},
+        "reused": sorted(set(families_shapes) - set(fresh)),
+    }
     return rates, source
 
 
@@ -407,6 +467,7 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
     from sigprop.runs import Shard
     from sigprop.tools.bench import gaussian_data
     from sigprop.train.engine import ShardTrainer, initial_state, load_state, save_state
+
     rates = {}
     dev = torch.device("cpu")
     for fam, (run, in_shape, n_out, batch, step_flops, models) in families_shapes.items():
@@ -414,8 +475,12 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
             batch = max(1, int(batch * CALIBRATION_FLOPS / step_flops))
             step_flops *= batch / (run.micro_batch or run.batch_size or batch)
         m = max(1, min(models, int(CALIBRATION_FLOPS // max(step_flops, 1.0))))
-        runs = tuple(dataclasses.replace(run, seed=i, batch_size=batch, micro_batch=0,
-                                         steps=10 ** 6, eval_every=10 ** 6) for i in range(m))
+        runs = tuple(
+            dataclasses.replace(
+                run, seed=i, batch_size=batch, micro_batch=0, steps=10**6, eval_every=10**6
+            )
+            for i in range(m)
+        )
         shard = Shard("plan", runs)
         data = gaussian_data(max(4 * batch, 64), in_shape, max(n_out, 2), dev)
         t0 = time.perf_counter()
@@ -423,7 +488,7 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
         t_init = time.perf_counter() - t0
         n_params = sum(p.numel() for p in params)
         n_bytes = sum(p.numel() * p.element_size() for p in params)
-        with tempfile.TemporaryDirectory() as tmp:      # the init file: written, then read
+        with tempfile.TemporaryDirectory() as tmp:  # the init file: written, then read
             path = Path(tmp) / "init.pt"
             t0 = time.perf_counter()
             save_state(params, buffers, shard, path)
@@ -436,9 +501,16 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
             tr.train_step()
             n += 1
         dt = (time.perf_counter() - t0) / n
-        rates[fam] = {"gflops": m * step_flops / dt / 1e9, "step_s": dt, "models": m,
-                      "batch": batch, "in_shape": list(in_shape), "steps_timed": n,
-                      "init_s_per_param": t_init / n_params, "io_s_per_byte": t_io / n_bytes}
+        rates[fam] = {
+            "gflops": m * step_flops / dt / 1e9,
+            "step_s": dt,
+            "models": m,
+            "batch": batch,
+            "in_shape": list(in_shape),
+            "steps_timed": n,
+            "init_s_per_param": t_init / n_params,
+            "io_s_per_byte": t_io / n_bytes,
+        }
     return rates
 
 
@@ -449,15 +521,23 @@ def cpu_seconds(shard_row: dict, rates: dict) -> float:
     r = rates.get(shard_row["arch"])
     if r is None:
         return math.nan
-    return (shard_row["flops"] / (r["gflops"] * 1e9)
-            + shard_row["params"] * r.get("init_s_per_param", 0.0)
-            + shard_row["param_bytes"] * r.get("io_s_per_byte", 0.0))
+    return (
+        shard_row["flops"] / (r["gflops"] * 1e9)
+        + shard_row["params"] * r.get("init_s_per_param", 0.0)
+        + shard_row["param_bytes"] * r.get("io_s_per_byte", 0.0)
+    )
 
 
-def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | None = None,
-         efficiency: float | None = None, calibrate_cpu: bool = True,
-         gpus: dict | None = None, measured: dict | None = None, recalibrate: bool = False,
-         rates_file: str | Path = CPU_RATES_FILE) -> dict:
+def plan(
+    config_path: str | Path = "config/config.yaml",
+    overrides: list[str] | None = None,
+    efficiency: float | None = None,
+    calibrate_cpu: bool = True,
+    gpus: dict | None = None,
+    measured: dict | None = None,
+    recalibrate: bool = False,
+    rates_file: str | Path = CPU_RATES_FILE,
+) -> dict:
     """The plan as a dict: ``blocks`` (one row per study and block), ``studies`` (totals),
     ``cpu_rates`` (the calibration, stored in ``rates_file`` and reused: :func:`stored_rates`;
     ``recalibrate`` measures again) and the assumptions.  GPU projections use ``efficiency``
@@ -465,6 +545,7 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
     or family (``measured``, default :func:`measured_efficiencies`; :func:`efficiency_for`),
     else :data:`DEFAULT_EFFICIENCY`."""
     import torch
+
     gpus = gpus or GPUS
     if measured is None:
         measured = {} if efficiency is not None else measured_efficiencies()
@@ -488,35 +569,64 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
             r0 = shard.runs[0]
             in_shape, n_out, _, _ = dataset_dims(r0.dataset, options)
             cur = fam_shapes.get(r0.arch)
-            if cur is None or r["flops"] > cur[0]:     # the family's costliest shard
-                fam_shapes[r0.arch] = (r["flops"], (r0, in_shape, n_out, shard_batch(shard),
-                                                    r["step_flops"], len(shard.runs)))
+            if cur is None or r["flops"] > cur[0]:  # the family's costliest shard
+                fam_shapes[r0.arch] = (
+                    r["flops"],
+                    (r0, in_shape, n_out, shard_batch(shard), r["step_flops"], len(shard.runs)),
+                )
     threads = torch.get_num_threads()
-    rates, rates_source = (stored_rates({k: v[1] for k, v in fam_shapes.items()}, rates_file,
-                                        recalibrate) if calibrate_cpu else ({}, {}))
+    rates, rates_source = (
+        stored_rates({k: v[1] for k, v in fam_shapes.items()}, rates_file, recalibrate)
+        if calibrate_cpu
+        else ({}, {})
+    )
     blocks, totals, shards = [], {}, []
     for name, (study, rows) in per_study.items():
         for r in rows:
             cpu = cpu_seconds(r, rates)
-            shards.append({"study": name, **{k: r[k] for k in ("shard", "block", "models", "arch",
-                                                               "precision", "flops", "peak_bytes",
-                                                               "proxy")},
-                           "cpu_s": cpu,
-                           **{f"{g}_s": r["flops"] / (dense_peak(spec, r["precision"])
-                                                      * eff(g, name, r["arch"]))
-                              for g, spec in gpus.items()}})
+            shards.append(
+                {
+                    "study": name,
+                    **{
+                        k: r[k]
+                        for k in (
+                            "shard",
+                            "block",
+                            "models",
+                            "arch",
+                            "precision",
+                            "flops",
+                            "peak_bytes",
+                            "proxy",
+                        )
+                    },
+                    "cpu_s": cpu,
+                    **{
+                        f"{g}_s": r["flops"]
+                        / (dense_peak(spec, r["precision"]) * eff(g, name, r["arch"]))
+                        for g, spec in gpus.items()
+                    },
+                }
+            )
         by_block: dict = {}
         for r in rows:
             by_block.setdefault(r["block"], []).append(r)
         for label, rs in by_block.items():
             cpu_s = [cpu_seconds(r, rates) for r in rs]
-            row = {"study": name, "scale": study.scale, "task": study.task, "block": label,
-                   "runs": sum(r["models"] for r in rs), "shards": len(rs),
-                   "flops_per_shard_max": max(r["flops"] for r in rs),
-                   "flops_total": sum(r["flops"] for r in rs),
-                   "peak_mb_per_shard_max": max(r["peak_bytes"] for r in rs) / 2 ** 20,
-                   "cpu_s_per_shard_max": max(cpu_s), "cpu_h_total": sum(cpu_s) / 3600,
-                   "flops_proxy": any(r["proxy"] for r in rs)}
+            row = {
+                "study": name,
+                "scale": study.scale,
+                "task": study.task,
+                "block": label,
+                "runs": sum(r["models"] for r in rs),
+                "shards": len(rs),
+                "flops_per_shard_max": max(r["flops"] for r in rs),
+                "flops_total": sum(r["flops"] for r in rs),
+                "peak_mb_per_shard_max": max(r["peak_bytes"] for r in rs) / 2**20,
+                "cpu_s_per_shard_max": max(cpu_s),
+                "cpu_h_total": sum(cpu_s) / 3600,
+                "flops_proxy": any(r["proxy"] for r in rs),
+            }
             for g, spec in gpus.items():
                 peak = [dense_peak(spec, r["precision"]) for r in rs]
                 secs = [r["flops"] / (p * eff(g, name, r["arch"])) for r, p in zip(rs, peak)]
@@ -525,29 +635,46 @@ def plan(config_path: str | Path = "config/config.yaml", overrides: list[str] | 
                 row[f"{g}_fits"] = row["peak_mb_per_shard_max"] <= spec["mem_gb"] * 1024
             blocks.append(row)
         b = [x for x in blocks if x["study"] == name]
-        totals[name] = {"scale": study.scale, "runs": sum(x["runs"] for x in b),
-                        "shards": sum(x["shards"] for x in b),
-                        "flops_total": sum(x["flops_total"] for x in b),
-                        "cpu_h_total": sum(x["cpu_h_total"] for x in b),
-                        "peak_mb_per_shard_max": max(x["peak_mb_per_shard_max"] for x in b),
-                        **{f"{g}_h_total": sum(x[f"{g}_h_total"] for x in b) for g in gpus}}
-    return {"config": str(config_path), "overrides": list(overrides or []),
-            "efficiency": efficiency if efficiency is not None else DEFAULT_EFFICIENCY,
-            "efficiency_given": efficiency is not None,
-            "efficiency_used": {g: {k: {"value": v, "source": src} for k, (v, src) in u.items()}
-                                for g, u in used.items()},
-            "efficiency_measured": {g: {k: e.get(k) for k in ("device", "date", "commit",
-                                                               "torch", "source")}
-                                    for g, e in measured.items() if g in gpus},
-            "gpus": gpus, "cpu_threads": threads,
-            "cpu_rates": rates, "cpu_rates_source": rates_source, "blocks": blocks, "studies": totals, "shards": shards,
-            "notes": ["FLOPs of measure studies are a proxy (one forward + backward per model)",
-                      "CPU times include the init stage (drawing, writing and reading the "
-                      "parameters); GPU times do not",
-                      "GPU times are projections: FLOPs / (dense peak x efficiency), the "
-                      "efficiency measured on that GPU for the study or family where "
-                      "config/gpu_efficiency.yaml has one",
-                      "peak memory excludes the framework's own workspace"]}
+        totals[name] = {
+            "scale": study.scale,
+            "runs": sum(x["runs"] for x in b),
+            "shards": sum(x["shards"] for x in b),
+            "flops_total": sum(x["flops_total"] for x in b),
+            "cpu_h_total": sum(x["cpu_h_total"] for x in b),
+            "peak_mb_per_shard_max": max(x["peak_mb_per_shard_max"] for x in b),
+            **{f"{g}_h_total": sum(x[f"{g}_h_total"] for x in b) for g in gpus},
+        }
+    return {
+        "config": str(config_path),
+        "overrides": list(overrides or []),
+        "efficiency": efficiency if efficiency is not None else DEFAULT_EFFICIENCY,
+        "efficiency_given": efficiency is not None,
+        "efficiency_used": {
+            g: {k: {"value": v, "source": src} for k, (v, src) in u.items()}
+            for g, u in used.items()
+        },
+        "efficiency_measured": {
+            g: {k: e.get(k) for k in ("device", "date", "commit", "torch", "source")}
+            for g, e in measured.items()
+            if g in gpus
+        },
+        "gpus": gpus,
+        "cpu_threads": threads,
+        "cpu_rates": rates,
+        "cpu_rates_source": rates_source,
+        "blocks": blocks,
+        "studies": totals,
+        "shards": shards,
+        "notes": [
+            "FLOPs of measure studies are a proxy (one forward + backward per model)",
+            "CPU times include the init stage (drawing, writing and reading the "
+            "parameters); GPU times do not",
+            "GPU times are projections: FLOPs / (dense peak x efficiency), the "
+            "efficiency measured on that GPU for the study or family where "
+            "config/gpu_efficiency.yaml has one",
+            "peak memory excludes the framework's own workspace",
+        ],
+    }
 
 
 SAFETY_TIME = 3.0
@@ -558,8 +685,12 @@ SAFETY_MEM = 1.5
 MIN_RUNTIME_MIN = 5
 
 
-def resources(p: dict, target: str = "A100-80GB", safety_time: float = SAFETY_TIME,
-              safety_mem: float = SAFETY_MEM) -> dict:
+def resources(
+    p: dict,
+    target: str = "A100-80GB",
+    safety_time: float = SAFETY_TIME,
+    safety_mem: float = SAFETY_MEM,
+) -> dict:
     """Per shard, what to ask a scheduler for on ``target`` (a GPU of :data:`GPUS`, or
     ``cpu``): ``runtime`` in minutes (projected time x ``safety_time``, at least
     :data:`MIN_RUNTIME_MIN`), ``mem_mb`` (host memory: planned peak x ``safety_mem`` +
@@ -567,23 +698,36 @@ def resources(p: dict, target: str = "A100-80GB", safety_time: float = SAFETY_TI
     The rules read it through the config's ``resources_plan``; retries multiply it by the
     attempt."""
     if target != "cpu" and target not in p["gpus"]:
-        raise ValueError(f"resources: unknown target {target!r} (cpu or one of {sorted(p['gpus'])})")
+        raise ValueError(
+            f"resources: unknown target {target!r} (cpu or one of {sorted(p['gpus'])})"
+        )
     out = {}
     for r in p["shards"]:
         secs = r["cpu_s"] if target == "cpu" else r[f"{target}_s"]
         if secs != secs:
-            raise ValueError(f"resources: shard {r['shard']} of {r['study']} has no {target} "
-                             "projection (calibrate the CPU, or pick a GPU)")
-        peak_mb = r["peak_bytes"] / 2 ** 20
-        row = {"runtime": max(MIN_RUNTIME_MIN, math.ceil(safety_time * secs / 60)),
-               "mem_mb": math.ceil(safety_mem * peak_mb + HOST_BASE_MB)}
+            raise ValueError(
+                f"resources: shard {r['shard']} of {r['study']} has no {target} "
+                "projection (calibrate the CPU, or pick a GPU)"
+            )
+        peak_mb = r["peak_bytes"] / 2**20
+        row = {
+            "runtime": max(MIN_RUNTIME_MIN, math.ceil(safety_time * secs / 60)),
+            "mem_mb": math.ceil(safety_mem * peak_mb + HOST_BASE_MB),
+        }
         if target != "cpu":
             row["gpu_mem_mb"] = math.ceil(safety_mem * peak_mb)
         out.setdefault(r["study"], {})[r["shard"]] = row
-    return {"target": target, "safety_time": safety_time, "safety_mem": safety_mem,
-            "host_base_mb": HOST_BASE_MB, "efficiency": p["efficiency"],
-            "efficiency_measured": (p.get("efficiency_measured") or {}).get(target),
-            "config": p["config"], "overrides": p["overrides"], "shards": out}
+    return {
+        "target": target,
+        "safety_time": safety_time,
+        "safety_mem": safety_mem,
+        "host_base_mb": HOST_BASE_MB,
+        "efficiency": p["efficiency"],
+        "efficiency_measured": (p.get("efficiency_measured") or {}).get(target),
+        "config": p["config"],
+        "overrides": p["overrides"],
+        "shards": out,
+    }
 
 
 def _fmt_s(s: float) -> str:
@@ -599,17 +743,22 @@ def _fmt_s(s: float) -> str:
 def efficiency_line(p: dict, gpu: str) -> str:
     """Which efficiencies the projections on ``gpu`` used, and where they were measured."""
     if p.get("efficiency_given") or not p.get("efficiency_used", {}).get(gpu):
-        return (f"Efficiency on {gpu}: {p['efficiency']:g} of its dense peak "
-                f"({'--efficiency' if p.get('efficiency_given') else 'assumed'}).")
+        return (
+            f"Efficiency on {gpu}: {p['efficiency']:g} of its dense peak "
+            f"({'--efficiency' if p.get('efficiency_given') else 'assumed'})."
+        )
     used = p["efficiency_used"][gpu]
-    measured = sorted({f"{k.split('/')[0]} {v['value']:.3f}" for k, v in used.items()
-                       if v["source"] != "assumed"})
+    measured = sorted(
+        {f"{k.split('/')[0]} {v['value']:.3f}" for k, v in used.items() if v["source"] != "assumed"}
+    )
     assumed = sorted({k.split("/")[0] for k, v in used.items() if v["source"] == "assumed"})
     if not measured:
         return f"Efficiency on {gpu}: {p['efficiency']:g} of its dense peak (assumed)."
     m = p["efficiency_measured"].get(gpu, {})
-    text = (f"Efficiency on {gpu} measured by sigprop gpu-check ({m.get('device')}, "
-            f"{m.get('date')}, commit {m.get('commit')}): " + ", ".join(measured))
+    text = (
+        f"Efficiency on {gpu} measured by sigprop gpu-check ({m.get('device')}, "
+        f"{m.get('date')}, commit {m.get('commit')}): " + ", ".join(measured)
+    )
     if assumed:
         text += f"; assumed {p['efficiency']:g} for " + ", ".join(assumed)
     return text + "."
@@ -617,32 +766,60 @@ def efficiency_line(p: dict, gpu: str) -> str:
 
 def table(p: dict, gpu: str = "A100-80GB") -> str:
     """The plan as Markdown: one row per study and block, then the studies' totals."""
-    head = ["study", "scale", "block", "runs", "shards", "TFLOP/shard (max)", "peak MB/shard",
-            "CPU/shard (max)", "CPU total", f"{gpu}/shard (max)", f"{gpu} h"]
+    head = [
+        "study",
+        "scale",
+        "block",
+        "runs",
+        "shards",
+        "TFLOP/shard (max)",
+        "peak MB/shard",
+        "CPU/shard (max)",
+        "CPU total",
+        f"{gpu}/shard (max)",
+        f"{gpu} h",
+    ]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for b in p["blocks"]:
         proxy = " (proxy)" if b["flops_proxy"] else ""
-        out.append(f"| {b['study']} | {b['scale']} | {b['block']} | {b['runs']} | {b['shards']} | "
-                   f"{b['flops_per_shard_max'] / 1e12:.3g}{proxy} | "
-                   f"{b['peak_mb_per_shard_max']:.0f} | {_fmt_s(b['cpu_s_per_shard_max'])} | "
-                   f"{_fmt_s(b['cpu_h_total'] * 3600)} | {_fmt_s(b[f'{gpu}_s_per_shard_max'])} | "
-                   f"{b[f'{gpu}_h_total']:.3g} |")
-    out += ["", "| study | scale | runs | shards | PFLOP | CPU total | " +
-            " | ".join(f"{g} h" for g in p["gpus"]) + " |",
-            "|" + "---|" * (6 + len(p["gpus"]))]
+        out.append(
+            f"| {b['study']} | {b['scale']} | {b['block']} | {b['runs']} | {b['shards']} | "
+            f"{b['flops_per_shard_max'] / 1e12:.3g}{proxy} | "
+            f"{b['peak_mb_per_shard_max']:.0f} | {_fmt_s(b['cpu_s_per_shard_max'])} | "
+            f"{_fmt_s(b['cpu_h_total'] * 3600)} | {_fmt_s(b[f'{gpu}_s_per_shard_max'])} | "
+            f"{b[f'{gpu}_h_total']:.3g} |"
+        )
+    out += [
+        "",
+        "| study | scale | runs | shards | PFLOP | CPU total | "
+        + " | ".join(f"{g} h" for g in p["gpus"])
+        + " |",
+        "|" + "---|" * (6 + len(p["gpus"])),
+    ]
     for name, t in p["studies"].items():
-        out.append(f"| {name} | {t['scale']} | {t['runs']} | {t['shards']} | "
-                   f"{t['flops_total'] / 1e15:.3g} | {_fmt_s(t['cpu_h_total'] * 3600)} | " +
-                   " | ".join(f"{t[f'{g}_h_total']:.3g}" for g in p["gpus"]) + " |")
+        out.append(
+            f"| {name} | {t['scale']} | {t['runs']} | {t['shards']} | "
+            f"{t['flops_total'] / 1e15:.3g} | {_fmt_s(t['cpu_h_total'] * 3600)} | "
+            + " | ".join(f"{t[f'{g}_h_total']:.3g}" for g in p["gpus"])
+            + " |"
+        )
     src = p.get("cpu_rates_source") or {}
     when = ", ".join(sorted({f"{d}" for d in (src.get("measured") or {}).values()}))
-    how = (f"stored in {src.get('file')}, measured {when} on {src.get('machine', {}).get('cpu')}, "
-           f"torch {src.get('machine', {}).get('torch')}; reused for "
-           f"{', '.join(src.get('reused')) or 'none'} (--recalibrate measures again)" if src else "")
-    cpu = (f" CPU rates measured on {p['cpu_threads']} threads: " +
-           ", ".join(f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in p["cpu_rates"].items()) +
-           (f" ({how})" if how else "") + "."
-           if p["cpu_rates"] else " CPU not calibrated (--no-calibrate): no CPU times.")
+    how = (
+        f"stored in {src.get('file')}, measured {when} on {src.get('machine', {}).get('cpu')}, "
+        f"torch {src.get('machine', {}).get('torch')}; reused for "
+        f"{', '.join(src.get('reused')) or 'none'} (--recalibrate measures again)"
+        if src
+        else ""
+    )
+    cpu = (
+        f" CPU rates measured on {p['cpu_threads']} threads: "
+        + ", ".join(f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in p["cpu_rates"].items())
+        + (f" ({how})" if how else "")
+        + "."
+        if p["cpu_rates"]
+        else " CPU not calibrated (--no-calibrate): no CPU times."
+    )
     out += ["", efficiency_line(p, gpu) + cpu]
     out += [f"Note: {n}." for n in p["notes"]]
     return "\n".join(out) + "\n"
@@ -652,30 +829,53 @@ def register(subparsers) -> None:
     """``sigprop plan``: :func:`plan` as :func:`table` prints it, optionally as JSON and as
     scheduler requests (:func:`resources`)."""
     pl = subparsers.add_parser(
-        "plan", help="cost plan: runs, shards, FLOPs, memory, CPU and GPU time per study and block",
+        "plan",
+        help="cost plan: runs, shards, FLOPs, memory, CPU and GPU time per study and block",
         description="Per study and block of the configured run: runs, shards, FLOPs per shard "
-                    "(counted from operator shapes on the meta device), peak memory per shard, the "
-                    "projected time of a shard on this CPU (calibrated by timing real steps) and "
-                    "on named GPUs (dense peak x efficiency), and the study's GPU-hours.")
-    pl.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                    help="overrides as for snakemake --config, e.g. scale=paper")
+        "(counted from operator shapes on the meta device), peak memory per shard, the "
+        "projected time of a shard on this CPU (calibrated by timing real steps) and "
+        "on named GPUs (dense peak x efficiency), and the study's GPU-hours.",
+    )
+    pl.add_argument(
+        "--config",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="overrides as for snakemake --config, e.g. scale=paper",
+    )
     pl.add_argument("--configfile", default="config/config.yaml")
-    pl.add_argument("--efficiency", type=float, default=None,
-                    help="fraction of a GPU's dense peak assumed [default: sigprop.tools.plan."
-                         "DEFAULT_EFFICIENCY]")
-    pl.add_argument("--gpu", default="A100-80GB", help="the GPU shown in the table's per-block "
-                                                       "columns [default: A100-80GB]")
+    pl.add_argument(
+        "--efficiency",
+        type=float,
+        default=None,
+        help="fraction of a GPU's dense peak assumed [default: sigprop.tools.plan."
+        "DEFAULT_EFFICIENCY]",
+    )
+    pl.add_argument(
+        "--gpu",
+        default="A100-80GB",
+        help="the GPU shown in the table's per-block columns [default: A100-80GB]",
+    )
     pl.add_argument("--no-calibrate", action="store_true", help="skip the CPU timing")
-    pl.add_argument("--recalibrate", action="store_true",
-                    help="time the CPU again instead of reusing the rates stored in "
-                         "results/plan/cpu_rates.json for this machine and torch version")
+    pl.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="time the CPU again instead of reusing the rates stored in "
+        "results/plan/cpu_rates.json for this machine and torch version",
+    )
     pl.add_argument("--json", metavar="FILE", help="also write the whole plan as JSON")
-    pl.add_argument("--resources", metavar="FILE",
-                    help="write per-shard scheduler requests (runtime, mem_mb, gpu_mem_mb) for "
-                         "the config's resources_plan")
-    pl.add_argument("--target", default="A100-80GB",
-                    help="what --resources plans for: a GPU of sigprop.tools.plan.GPUS or cpu "
-                         "[default: A100-80GB]")
+    pl.add_argument(
+        "--resources",
+        metavar="FILE",
+        help="write per-shard scheduler requests (runtime, mem_mb, gpu_mem_mb) for "
+        "the config's resources_plan",
+    )
+    pl.add_argument(
+        "--target",
+        default="A100-80GB",
+        help="what --resources plans for: a GPU of sigprop.tools.plan.GPUS or cpu "
+        "[default: A100-80GB]",
+    )
     pl.set_defaults(func=main)
 
 
@@ -684,6 +884,7 @@ def main(args: dict) -> int:
     ``--efficiency``, ``--gpu`` or ``--target``."""
     from sigprop import atomic
     from sigprop.tools.json_out import jsonable
+
     eff = args["efficiency"]
     if eff is not None and not 0 < eff <= 1:
         print(f"sigprop plan: --efficiency {eff}: expected a fraction in (0, 1]", file=sys.stderr)
@@ -692,20 +893,30 @@ def main(args: dict) -> int:
         print(f"sigprop plan: --gpu {args['gpu']}: known GPUs {sorted(GPUS)}", file=sys.stderr)
         return 2
     if args["target"] != "cpu" and args["target"] not in GPUS:
-        print(f"sigprop plan: --target {args['target']}: cpu or one of {sorted(GPUS)}",
-              file=sys.stderr)
+        print(
+            f"sigprop plan: --target {args['target']}: cpu or one of {sorted(GPUS)}",
+            file=sys.stderr,
+        )
         return 2
     if args["resources"] and args["target"] == "cpu" and args["no_calibrate"]:
-        print("sigprop plan: --target cpu needs the CPU calibration (drop --no-calibrate)",
-              file=sys.stderr)
+        print(
+            "sigprop plan: --target cpu needs the CPU calibration (drop --no-calibrate)",
+            file=sys.stderr,
+        )
         return 2
     try:
         measured = {} if eff is not None else measured_efficiencies()
     except ValueError as e:
         print(f"sigprop plan: {e}", file=sys.stderr)
         return 2
-    result = plan(args["configfile"], args["config"], eff, not args["no_calibrate"],
-                  measured=measured, recalibrate=args["recalibrate"])
+    result = plan(
+        args["configfile"],
+        args["config"],
+        eff,
+        not args["no_calibrate"],
+        measured=measured,
+        recalibrate=args["recalibrate"],
+    )
     if args["json"]:
         atomic.write_text(args["json"], json.dumps(jsonable(result), indent=2) + "\n")
     if args["resources"]:
@@ -715,8 +926,10 @@ def main(args: dict) -> int:
             print(f"sigprop plan: {e}", file=sys.stderr)
             return 2
         atomic.write_text(args["resources"], json.dumps(res, indent=2) + "\n")
-        print(f"wrote {args['resources']}: requests of "
-              f"{sum(len(v) for v in res['shards'].values())} shards on {args['target']}",
-              file=sys.stderr)
+        print(
+            f"wrote {args['resources']}: requests of "
+            f"{sum(len(v) for v in res['shards'].values())} shards on {args['target']}",
+            file=sys.stderr,
+        )
     sys.stdout.write(table(result, args["gpu"]))
     return 0

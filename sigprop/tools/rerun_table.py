@@ -44,8 +44,9 @@ def _comment(text: str) -> str:
 
 
 def _docstring(text: str) -> str:
-    return re.sub(r'(\n    """)', r"\1An edited docstring. ", text.replace('"""', '"""Edited. ', 1),
-                  count=1)
+    return re.sub(
+        r'(\n    """)', r"\1An edited docstring. ", text.replace('"""', '"""Edited. ', 1), count=1
+    )
 
 
 def _caption(text: str) -> str:
@@ -59,16 +60,37 @@ def _source(text: str) -> str:
 # (what is edited, file, edit): a statement appended to one module of each shared layer and of a
 # study, then edits that change only text
 PROBES: list[tuple[str, str, Callable[[str], str]]] = [
-    *[(f"`{f}`", f, _statement) for f in (
-        "sigprop/theory/meanfield.py", "sigprop/tables.py", "sigprop/runs.py", "sigprop/params.py",
-        "sigprop/contract.py", "sigprop/data/prepare.py", "sigprop/nets/fc.py",
-        "sigprop/train/engine.py", "sigprop/prune/magnitude.py", "sigprop/studies/jacobian_moments/jacobians.py",
-        "sigprop/claims/__init__.py", "sigprop/claims/render.py", "sigprop/claims/depth_scales.py",
-        "sigprop/figures/style.py", "sigprop/papers.py", "sigprop/steps/shards.py",
-        "sigprop/steps/analysis.py", "sigprop/studies/trainable_depth/claims.py",
-        "sigprop/studies/trainable_depth/figures.py", "sigprop/studies/trainable_depth/theory.py",
-        "sigprop/studies/meanfield_maps/measure.py")],
-    ("a study's `SOURCE` (trainable_depth)", "sigprop/studies/trainable_depth/__init__.py", _source),
+    *[
+        (f"`{f}`", f, _statement)
+        for f in (
+            "sigprop/theory/meanfield.py",
+            "sigprop/tables.py",
+            "sigprop/runs.py",
+            "sigprop/params.py",
+            "sigprop/contract.py",
+            "sigprop/data/prepare.py",
+            "sigprop/nets/fc.py",
+            "sigprop/train/engine.py",
+            "sigprop/prune/magnitude.py",
+            "sigprop/studies/jacobian_moments/jacobians.py",
+            "sigprop/claims/__init__.py",
+            "sigprop/claims/render.py",
+            "sigprop/claims/depth_scales.py",
+            "sigprop/figures/style.py",
+            "sigprop/papers.py",
+            "sigprop/steps/shards.py",
+            "sigprop/steps/analysis.py",
+            "sigprop/studies/trainable_depth/claims.py",
+            "sigprop/studies/trainable_depth/figures.py",
+            "sigprop/studies/trainable_depth/theory.py",
+            "sigprop/studies/meanfield_maps/measure.py",
+        )
+    ],
+    (
+        "a study's `SOURCE` (trainable_depth)",
+        "sigprop/studies/trainable_depth/__init__.py",
+        _source,
+    ),
     ("a caption (trainable_depth)", "sigprop/studies/trainable_depth/__init__.py", _caption),
     ("a comment (`sigprop/theory/meanfield.py`)", "sigprop/theory/meanfield.py", _comment),
     ("docstrings (`sigprop/tables.py`)", "sigprop/tables.py", _docstring),
@@ -79,6 +101,7 @@ PROBES: list[tuple[str, str, Callable[[str], str]]] = [
 def planned(out: str) -> dict[str, int]:
     """The jobs a dry run plans, per rule (its "Job stats" table, without ``all``)."""
     from sigprop.tools.bench import job_counts
+
     if "Nothing to be done" in out or "Job stats:" not in out:
         return {}
     return {r: n for r, n in job_counts(out).items() if r not in ("all", "total")}
@@ -96,25 +119,43 @@ def copy_repo(repo: Path, dest: Path) -> Path:
 def snakemake(root: Path, *args: str, cores: int = 2) -> str:
     """Snakemake on the copy ``root`` (its package first on ``PYTHONPATH``); its output."""
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
-    p = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile",
-                        str(root / "workflow" / "Snakefile"), "--directory", str(root),
-                        "--cores", str(cores), *args],
-                       capture_output=True, text=True, env=env, cwd=root, timeout=3600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(root / "workflow" / "Snakefile"),
+            "--directory",
+            str(root),
+            "--cores",
+            str(cores),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=3600,
+    )
     out = p.stdout + p.stderr
     if p.returncode != 0:
         raise RuntimeError(f"snakemake {' '.join(args)} failed:\n{out[-4000:]}")
     return out
 
 
-def measure(repo: Path, root: Path, probes=PROBES, cores: int = 2,
-            progress=lambda label, plan: None) -> list[tuple[str, dict[str, int]]]:
+def measure(
+    repo: Path, root: Path, probes=PROBES, cores: int = 2, progress=lambda label, plan: None
+) -> list[tuple[str, dict[str, int]]]:
     """Copy ``repo`` to ``root``, align its metadata with its code, then one dry run per probe."""
     copy_repo(repo, root)
     snakemake(root, "--touch", cores=cores)
     base = planned(snakemake(root, "-n", cores=cores))
     if base:
-        raise RuntimeError(f"after --touch a dry run still plans {base}: is the run in "
-                           f"{repo / 'results'} complete?")
+        raise RuntimeError(
+            f"after --touch a dry run still plans {base}: is the run in "
+            f"{repo / 'results'} complete?"
+        )
     rows = []
     for label, rel, edit in probes:
         f = root / rel
@@ -136,7 +177,9 @@ def markdown(rows: list[tuple[str, dict[str, int]]]) -> str:
     """The table: what was edited, the jobs a dry run plans per rule, their total."""
     out = ["| edited | jobs rerun, per rule | total |", "|---|---|---|"]
     for label, plan in rows:
-        per_rule = ", ".join(f"{r} {n}" for r, n in sorted(plan.items(), key=lambda x: (-x[1], x[0])))
+        per_rule = ", ".join(
+            f"{r} {n}" for r, n in sorted(plan.items(), key=lambda x: (-x[1], x[0]))
+        )
         out.append(f"| {label} | {per_rule or 'nothing'} | {sum(plan.values())} |")
     return "\n".join(out) + "\n"
 
@@ -149,14 +192,21 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     repo = Path(args.repo).resolve()
     if not (repo / ".snakemake").is_dir() or not (repo / "results").is_dir():
-        print(f"sigprop bench reruns: {repo}: no results/ and .snakemake/ of a finished run",
-              file=sys.stderr)
+        print(
+            f"sigprop bench reruns: {repo}: no results/ and .snakemake/ of a finished run",
+            file=sys.stderr,
+        )
         return 2
     tmp = Path(tempfile.mkdtemp(prefix="sigprop-rerun-table-"))
     try:
-        rows = measure(repo, tmp / "repo", cores=args.cores,
-                       progress=lambda label, plan: print(f"{label}: {sum(plan.values())} jobs",
-                                                          file=sys.stderr))
+        rows = measure(
+            repo,
+            tmp / "repo",
+            cores=args.cores,
+            progress=lambda label, plan: print(
+                f"{label}: {sum(plan.values())} jobs", file=sys.stderr
+            ),
+        )
     finally:
         if args.keep:
             print(f"kept {tmp}", file=sys.stderr)

@@ -10,18 +10,24 @@ COMMANDS = ("stand-ins",)
 
 def register(subparsers) -> None:
     si = subparsers.add_parser(
-        "stand-ins", help="write stand-in raw files of the downloaded data sets for the smoke run",
+        "stand-ins",
+        help="write stand-in raw files of the downloaded data sets for the smoke run",
         description="Write small random files in the real raw formats (IDX, CIFAR binary, "
-                    "EMNIST gzip.zip, Gisette text, Tiny ImageNet zip) under OUT/<dataset>/, and "
-                    "OUT/stand-ins.yaml with their digests and sizes, to pass to snakemake with "
-                    "--configfile config/config.yaml OUT/stand-ins.yaml --config scale=paper "
-                    "smoke=true.  Never use them for a real run.")
+        "EMNIST gzip.zip, Gisette text, Tiny ImageNet zip) under OUT/<dataset>/, and "
+        "OUT/stand-ins.yaml with their digests and sizes, to pass to snakemake with "
+        "--configfile config/config.yaml OUT/stand-ins.yaml --config scale=paper "
+        "smoke=true.  Never use them for a real run.",
+    )
     si.add_argument("out", help="folder to write into")
-    si.add_argument("--datasets", default=None,
-                    help="comma-separated data sets [default: every downloaded one]")
-    si.add_argument("--configfile", default="config/config.yaml",
-                    help="sizes fit this config's paper-scale runs (each set holds at least "
-                         "its largest batch) [default: config/config.yaml]")
+    si.add_argument(
+        "--datasets", default=None, help="comma-separated data sets [default: every downloaded one]"
+    )
+    si.add_argument(
+        "--configfile",
+        default="config/config.yaml",
+        help="sizes fit this config's paper-scale runs (each set holds at least "
+        "its largest batch) [default: config/config.yaml]",
+    )
     si.set_defaults(func=main)
 
 
@@ -31,12 +37,12 @@ def main(args: dict) -> int:
     from sigprop.data import registry
     from sigprop.data.stand_ins import sizes_for, write_stand_ins
     from sigprop.tools import plan as P
+
     names = args["datasets"].split(",") if args["datasets"] else None
     try:
-        for name in names or []:    # a wrong name fails before the studies are built
+        for name in names or []:  # a wrong name fails before the studies are built
             registry.get(name)
-        _, studies = P.load(args["configfile"], ["scale=paper", "smoke=true",
-                                                 "scale_overrides={}"])
+        _, studies = P.load(args["configfile"], ["scale=paper", "smoke=true", "scale_overrides={}"])
         runs = [r for s in studies.values() for r in s.runs]
         frag = write_stand_ins(args["out"], names, sizes_for(runs, names))
     except (KeyError, ValueError) as e:

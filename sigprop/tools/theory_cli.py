@@ -16,8 +16,15 @@ import sys
 from sigprop.tools.json_out import print_json
 
 COMMANDS = ("theory",)
-THEORY_MODULES = ("meanfield", "gradients", "kernels", "finite_width", "ensembles", "pruning",
-                  "diversity")
+THEORY_MODULES = (
+    "meanfield",
+    "gradients",
+    "kernels",
+    "finite_width",
+    "ensembles",
+    "pruning",
+    "diversity",
+)
 
 
 @functools.cache
@@ -44,7 +51,8 @@ def _parse_value(text: str, typ, name: str):
         return typ(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"--{name}: expected {typ.__name__}, got {text!r}") from None
+            f"--{name}: expected {typ.__name__}, got {text!r}"
+        ) from None
 
 
 def _converter(spec: dict, name: str):
@@ -57,9 +65,11 @@ def _converter(spec: dict, name: str):
 def register(subparsers) -> None:
     """``sigprop theory`` with one sub-command per entry of :func:`theory_commands`."""
     theory = subparsers.add_parser(
-        "theory", help="print theory predictions as JSON",
+        "theory",
+        help="print theory predictions as JSON",
         description="Print theory predictions of the five papers as JSON. "
-                    "Use 'sigprop theory <command> --help' for a command's parameters.")
+        "Use 'sigprop theory <command> --help' for a command's parameters.",
+    )
     tsub = theory.add_subparsers(dest="command", required=True, metavar="<command>")
     for name, cmd in sorted(theory_commands().items()):
         p = tsub.add_parser(name, help=f"{cmd['help']} [{cmd['module']}]", description=cmd["help"])
@@ -72,8 +82,14 @@ def register(subparsers) -> None:
                 helptext += " (comma-separated list)"
             if not required:
                 helptext += f" [default: {default}]"
-            p.add_argument(flag, dest=pname, type=_converter(spec, pname), default=default,
-                           required=required, help=helptext)
+            p.add_argument(
+                flag,
+                dest=pname,
+                type=_converter(spec, pname),
+                default=default,
+                required=required,
+                help=helptext,
+            )
     theory.set_defaults(func=main)
 
 

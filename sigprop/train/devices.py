@@ -35,8 +35,9 @@ def try_lock(path: Path):
     return f
 
 
-def free_gpu_index(n_devices: int, lock_dir: Path, wait: float = 5.0,
-                   timeout: float | None = None) -> int:
+def free_gpu_index(
+    n_devices: int, lock_dir: Path, wait: float = 5.0, timeout: float | None = None
+) -> int:
     """Index of a GPU no other local job holds; blocks until one is free."""
     t0 = time.time()
     while True:

@@ -56,7 +56,7 @@ PRECISIONS = {
     "bf16": (torch.float32, False, torch.bfloat16),
 }
 EVAL_TRAIN_MAX = 2048  # examples of the training set scored at each evaluation
-EVAL_CHUNK = 4096      # examples per model per forward pass at evaluation
+EVAL_CHUNK = 4096  # examples per model per forward pass at evaluation
 # seconds between progress lines ("step k/N, r steps/s") in a shard's log; the environment
 # variable SIGPROP_PROGRESS_EVERY overrides it (read when a shard starts, e.g. in a job)
 PROGRESS_EVERY = 30.0
@@ -70,7 +70,9 @@ def progress_interval() -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"SIGPROP_PROGRESS_EVERY must be a number of seconds, got {text!r}") from None
+        raise ValueError(
+            f"SIGPROP_PROGRESS_EVERY must be a number of seconds, got {text!r}"
+        ) from None
     if not value >= 0:
         raise ValueError(f"SIGPROP_PROGRESS_EVERY must be >= 0, got {text!r}")
     return value
@@ -121,15 +123,23 @@ def data_dims(ds) -> tuple[tuple[int, ...], int]:
 def to_data(ds, device: torch.device, dtype: torch.dtype) -> Data:
     """A prepared data set (``sigprop.data.prepare.Dataset``) on a device, shapes kept
     (``n_classes``: :func:`n_outputs`; labels as integers, for classification)."""
+
     def arr(x):
         return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
+
     n_classes = n_outputs(ds)
-    return Data(arr(ds.x_train), torch.as_tensor(ds.y_train, device=device).long(),
-                arr(ds.x_test), torch.as_tensor(ds.y_test, device=device).long(), n_classes)
+    return Data(
+        arr(ds.x_train),
+        torch.as_tensor(ds.y_train, device=device).long(),
+        arr(ds.x_test),
+        torch.as_tensor(ds.y_test, device=device).long(),
+        n_classes,
+    )
 
 
-def initial_state(shard: Shard, in_shape: tuple[int, ...], n_out: int, device: torch.device,
-                  dtype: torch.dtype) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def initial_state(
+    shard: Shard, in_shape: tuple[int, ...], n_out: int, device: torch.device, dtype: torch.dtype
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Initial parameters and buffers of every model of the shard (stacked)."""
     keys = torch.tensor([r.key for r in shard.runs], device=device, dtype=torch.int64)
     fam = families.get(shard.runs[0].arch)
@@ -144,8 +154,14 @@ def _atomic_save(obj, path: Path) -> None:
 
 
 def save_state(params, buffers, shard: Shard, path: Path) -> None:
-    _atomic_save({"shard_id": shard.shard_id, "params": [p.detach().cpu() for p in params],
-                  "buffers": [b.detach().cpu() for b in buffers]}, path)
+    _atomic_save(
+        {
+            "shard_id": shard.shard_id,
+            "params": [p.detach().cpu() for p in params],
+            "buffers": [b.detach().cpu() for b in buffers],
+        },
+        path,
+    )
 
 
 def load_state(path: Path, shard: Shard) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -155,18 +171,25 @@ def load_state(path: Path, shard: Shard) -> tuple[list[torch.Tensor], list[torch
         raise ValueError(f"{path}: not a readable parameter file ({e})") from e
     if not isinstance(d, dict) or d.get("shard_id") != shard.shard_id:
         found = d.get("shard_id") if isinstance(d, dict) else "?"
-        raise ValueError(f"{path}: holds the initial parameters of shard {found}; the workflow "
-                         f"expects shard {shard.shard_id} of study {shard.study}: "
-                         f"{rebuild_hint(path)}")
+        raise ValueError(
+            f"{path}: holds the initial parameters of shard {found}; the workflow "
+            f"expects shard {shard.shard_id} of study {shard.study}: "
+            f"{rebuild_hint(path)}"
+        )
     return list(d["params"]), list(d.get("buffers", []))
 
 
 def save_masks(masks: list, shard: Shard, path: Path) -> None:
     """The prune stage's mask file: ``{"shard_id", "run_ids", "masks"}`` where ``masks`` is a
     list aligned with the shard's parameters of ``None`` (dense) or ``[M, ...]`` bool tensors."""
-    _atomic_save({"shard_id": shard.shard_id, "run_ids": [r.run_id for r in shard.runs],
-                  "masks": [None if m is None else m.detach().to("cpu", torch.bool) for m in masks]},
-                 path)
+    _atomic_save(
+        {
+            "shard_id": shard.shard_id,
+            "run_ids": [r.run_id for r in shard.runs],
+            "masks": [None if m is None else m.detach().to("cpu", torch.bool) for m in masks],
+        },
+        path,
+    )
 
 
 def load_masks(path: Path, shard: Shard) -> list:
@@ -178,9 +201,11 @@ def load_masks(path: Path, shard: Shard) -> list:
     runs = [r.run_id for r in shard.runs]
     if not isinstance(d, dict) or d.get("shard_id") != shard.shard_id or d.get("run_ids") != runs:
         found = d.get("shard_id") if isinstance(d, dict) else "?"
-        raise ValueError(f"{path}: holds the masks of shard {found}; the workflow expects shard "
-                         f"{shard.shard_id} of study {shard.study} ({len(runs)} runs): "
-                         f"{rebuild_hint(path)}")
+        raise ValueError(
+            f"{path}: holds the masks of shard {found}; the workflow expects shard "
+            f"{shard.shard_id} of study {shard.study} ({len(runs)} runs): "
+            f"{rebuild_hint(path)}"
+        )
     return list(d["masks"])
 
 
@@ -215,11 +240,19 @@ def _param_layout(p: torch.Tensor) -> torch.Tensor:
 class ShardTrainer:
     """Train every model of a shard for its step budget (or until its target)."""
 
-    def __init__(self, shard: Shard, data: Data, params: list[torch.Tensor],
-                 device: torch.device, buffers: list[torch.Tensor] | None = None,
-                 checkpoint: Path | None = None, checkpoint_every: int = 0,
-                 masks: list[torch.Tensor | None] | None = None,
-                 eval_splits: tuple[str, ...] = ("train", "test"), code: str | None = None):
+    def __init__(
+        self,
+        shard: Shard,
+        data: Data,
+        params: list[torch.Tensor],
+        device: torch.device,
+        buffers: list[torch.Tensor] | None = None,
+        checkpoint: Path | None = None,
+        checkpoint_every: int = 0,
+        masks: list[torch.Tensor | None] | None = None,
+        eval_splits: tuple[str, ...] = ("train", "test"),
+        code: str | None = None,
+    ):
         runs = shard.runs
         r0 = runs[0]
         for r in runs:
@@ -229,22 +262,31 @@ class ShardTrainer:
         self.family = families.get(r0.arch)
         self.dtype = set_precision_policy(r0.precision)
         if data.x_train.dtype != self.dtype or data.x_train.device != device:
-            data = Data(data.x_train.to(device, self.dtype), data.y_train.to(device),
-                        data.x_test.to(device, self.dtype), data.y_test.to(device), data.n_classes)
+            data = Data(
+                data.x_train.to(device, self.dtype),
+                data.y_train.to(device),
+                data.x_test.to(device, self.dtype),
+                data.y_test.to(device),
+                data.n_classes,
+            )
         self.shard, self.runs, self.data, self.device = shard, runs, data, device
         self.autocast = PRECISIONS[r0.precision][2]
         self.r0 = r0
         self.M = len(runs)
 
         def vec(name):
-            return torch.tensor([float(getattr(r, name)) for r in runs], device=device,
-                                dtype=self.dtype)
+            return torch.tensor(
+                [float(getattr(r, name)) for r in runs], device=device, dtype=self.dtype
+            )
+
         self.keys = torch.tensor([r.key for r in runs], device=device, dtype=torch.int64)
         self.lr0 = vec("lr")
         self.target_acc, self.target_loss = vec("target_acc"), vec("target_loss")
         self._milestones = [milestones(r) for r in runs]
-        self.params = [_param_layout(p.to(device=device, dtype=self.dtype).clone())
-                       .requires_grad_(True) for p in params]
+        self.params = [
+            _param_layout(p.to(device=device, dtype=self.dtype).clone()).requires_grad_(True)
+            for p in params
+        ]
         self.buffers = [b.to(device=device) for b in (buffers or [])]
         self.masks = self._check_masks(masks)
         self._dropped = [None if m is None else m == 0 for m in self.masks]
@@ -252,16 +294,21 @@ class ShardTrainer:
         nesterov = {r.nesterov for r in runs}
         if len(nesterov) > 1:
             raise ValueError(f"shard {shard.shard_id}: mixed nesterov settings")
-        self.opt = StackedOptimizer(self.params, r0.optimizer, vec("momentum"),
-                                    nesterov=nesterov.pop(), weight_decay=vec("weight_decay"))
-        self.alive = torch.ones(self.M, dtype=torch.bool, device=device)    # not diverged
-        self.active = torch.ones(self.M, dtype=torch.bool, device=device)   # still training
+        self.opt = StackedOptimizer(
+            self.params,
+            r0.optimizer,
+            vec("momentum"),
+            nesterov=nesterov.pop(),
+            weight_decay=vec("weight_decay"),
+        )
+        self.alive = torch.ones(self.M, dtype=torch.bool, device=device)  # not diverged
+        self.active = torch.ones(self.M, dtype=torch.bool, device=device)  # still training
         self._all_active = True
-        self._any_active = True      # host copies of active.all() / .any(): no sync per step
+        self._any_active = True  # host copies of active.all() / .any(): no sync per step
         self._n_active_changes = 0
         self._all_milestones = np.array(sorted({s for ms in self._milestones for s in ms}))
         self._lr_key, self._lr_cache, self._lr_scalar = None, None, None
-        self._acc: list = [None] * len(self.params)   # micro-batches' summed gradients
+        self._acc: list = [None] * len(self.params)  # micro-batches' summed gradients
         self.diverged_step = [-1] * self.M
         self.target_step = [-1] * self.M
         self.step = 0
@@ -279,14 +326,19 @@ class ShardTrainer:
         self.micro = int(r0.micro_batch)
         if self.micro:
             if r0.arch not in MIXED_BATCH_ARCHS:
-                raise ValueError(f"shard {shard.shard_id}: micro_batch needs a family without "
-                                 f"BatchNorm ({', '.join(MIXED_BATCH_ARCHS)}), not '{r0.arch}'")
+                raise ValueError(
+                    f"shard {shard.shard_id}: micro_batch needs a family without "
+                    f"BatchNorm ({', '.join(MIXED_BATCH_ARCHS)}), not '{r0.arch}'"
+                )
             bad = [b for b in sizes if b % self.micro]
             if bad:
-                raise ValueError(f"shard {shard.shard_id}: batch_size {bad[0]} is not a multiple "
-                                 f"of micro_batch {self.micro}")
-        self.accum = torch.tensor([b // self.micro if self.micro else 1 for b in sizes],
-                                  device=device)
+                raise ValueError(
+                    f"shard {shard.shard_id}: batch_size {bad[0]} is not a multiple "
+                    f"of micro_batch {self.micro}"
+                )
+        self.accum = torch.tensor(
+            [b // self.micro if self.micro else 1 for b in sizes], device=device
+        )
         self.batch_max = self.micro or max(sizes)
         # models grouped by batch size: each group walks its own epochs
         self._groups = {}
@@ -297,7 +349,9 @@ class ShardTrainer:
         # loss weight of each sample slot: 1/b for a model's real samples, 0 for padding
         slots = torch.arange(self.batch_max, device=device).view(1, -1)
         bs = torch.tensor(sizes, device=device).view(-1, 1)
-        self.sample_w = torch.where(slots < bs, 1.0 / bs, torch.zeros((), device=device)).to(self.dtype)
+        self.sample_w = torch.where(slots < bs, 1.0 / bs, torch.zeros((), device=device)).to(
+            self.dtype
+        )
 
     # -- pruning masks (003) --------------------------------------------------
     def _check_masks(self, masks) -> list:
@@ -305,13 +359,16 @@ class ShardTrainer:
         if masks is None or all(m is None for m in masks):
             return []
         if len(masks) != len(self.params):
-            raise ValueError(f"shard {self.shard.shard_id}: {len(masks)} masks for "
-                             f"{len(self.params)} parameters")
+            raise ValueError(
+                f"shard {self.shard.shard_id}: {len(masks)} masks for {len(self.params)} parameters"
+            )
         out = []
         for i, (p, m) in enumerate(zip(self.params, masks)):
             if m is not None and tuple(m.shape) != tuple(p.shape):
-                raise ValueError(f"shard {self.shard.shard_id}: mask {i} has shape "
-                                 f"{tuple(m.shape)}, parameter {tuple(p.shape)}")
+                raise ValueError(
+                    f"shard {self.shard.shard_id}: mask {i} has shape "
+                    f"{tuple(m.shape)}, parameter {tuple(p.shape)}"
+                )
             out.append(None if m is None else m.to(device=self.device, dtype=self.dtype))
         return out
 
@@ -343,9 +400,12 @@ class ShardTrainer:
         examples ``[i b + j c, i b + (j+1) c)`` with ``i, epoch`` from ``u`` as above.
         """
         n = self.data.x_train.shape[0]
-        one = len(self._group_idx) == 1      # one batch size: no padding, no scatter
-        idx = None if one else torch.zeros(self.M, self.batch_max, dtype=torch.int64,
-                                           device=self.device)
+        one = len(self._group_idx) == 1  # one batch size: no padding, no scatter
+        idx = (
+            None
+            if one
+            else torch.zeros(self.M, self.batch_max, dtype=torch.int64, device=self.device)
+        )
         for b, members in self._group_idx.items():
             a = b // self.micro if self.micro else 1
             u, j = divmod(step, a)
@@ -357,28 +417,39 @@ class ShardTrainer:
             w = self.micro or b
             lo = i * b + j * w
             if one:
-                idx = self._perm_cache[key][:, lo:lo + w]
+                idx = self._perm_cache[key][:, lo : lo + w]
             else:
-                idx[members, :w] = self._perm_cache[key][:, lo:lo + w]
+                idx[members, :w] = self._perm_cache[key][:, lo : lo + w]
         flat = idx.reshape(-1)
         x = torch.index_select(self.data.x_train, 0, flat)
         y = torch.index_select(self.data.y_train, 0, flat)
-        return (x.view((self.M, idx.shape[1]) + tuple(self.data.x_train.shape[1:])),
-                y.view(self.M, idx.shape[1]))
+        return (
+            x.view((self.M, idx.shape[1]) + tuple(self.data.x_train.shape[1:])),
+            y.view(self.M, idx.shape[1]),
+        )
 
     def lr(self, step: int) -> torch.Tensor:
         """Per-model learning rates at ``step`` (schedules applied), 0 for stopped models."""
-        factor = torch.tensor([r.lr_gamma ** sum(step >= s for s in ms)
-                               for r, ms in zip(self.runs, self._milestones)],
-                              device=self.device, dtype=self.dtype)
+        factor = torch.tensor(
+            [
+                r.lr_gamma ** sum(step >= s for s in ms)
+                for r, ms in zip(self.runs, self._milestones)
+            ],
+            device=self.device,
+            dtype=self.dtype,
+        )
         return self.lr0 * factor * self.active.to(self.dtype)
 
     def _forward(self, x, train: bool):
-        ctx = (torch.autocast(self.device.type, dtype=self.autocast)
-               if train and self.autocast is not None else contextlib.nullcontext())
+        ctx = (
+            torch.autocast(self.device.type, dtype=self.autocast)
+            if train and self.autocast is not None
+            else contextlib.nullcontext()
+        )
         with ctx:
-            logits, buffers = self.family.apply(self.runs, self._masked_params(), self.buffers, x,
-                                                train, self.keys, self.step)
+            logits, buffers = self.family.apply(
+                self.runs, self._masked_params(), self.buffers, x, train, self.keys, self.step
+            )
         return logits.float() if self.autocast is not None else logits, buffers
 
     # -- training -----------------------------------------------------------
@@ -401,8 +472,10 @@ class ShardTrainer:
         x, y = self.batch(self.step)
         logits, buffers = self._forward(x, train=True)
         m, b, c = logits.shape
-        loss = (F.cross_entropy(logits.reshape(m * b, c), y.reshape(-1), reduction="none")
-                .view(m, b) * self.sample_w).sum(1)
+        loss = (
+            F.cross_entropy(logits.reshape(m * b, c), y.reshape(-1), reduction="none").view(m, b)
+            * self.sample_w
+        ).sum(1)
         finite = torch.isfinite(loss)
         newly = None if bool(finite.all()) else self.alive & ~finite
         if newly is not None and bool(newly.any()):
@@ -413,20 +486,25 @@ class ShardTrainer:
             self._set_active(self.active & finite)
         # gradients straight from autograd: no accumulation into .grad (which copied every
         # gradient of a transposed weight into the parameter's layout)
-        grads = list(torch.autograd.grad(self._where_active(loss).sum(), self.params,
-                                         allow_unused=True))
+        grads = list(
+            torch.autograd.grad(self._where_active(loss).sum(), self.params, allow_unused=True)
+        )
         # a diverged model's NaNs must not reach optimizer state
         if not self._all_active:
             grads = [None if g is None else self._where_active(g) for g in grads]
         if self.micro:
-            grads = [g if a is None else (a if g is None else g + a)
-                     for g, a in zip(grads, self._acc)]
+            grads = [
+                g if a is None else (a if g is None else g + a) for g, a in zip(grads, self._acc)
+            ]
             update = (self.step + 1) % self.accum == 0
             self.opt.step(self._lr(), update, grads=grads, lr_scalar=self._lr_scalar)
             # models that stepped start a new accumulation
-            self._acc = [None if g is None else
-                         torch.where(update.view((-1,) + (1,) * (g.dim() - 1)),
-                                     torch.zeros_like(g), g) for g in grads]
+            self._acc = [
+                None
+                if g is None
+                else torch.where(update.view((-1,) + (1,) * (g.dim() - 1)), torch.zeros_like(g), g)
+                for g in grads
+            ]
             loss = loss * self.accum  # report the micro-batch's mean loss
         else:
             self.opt.step(self._lr(), grads=grads, lr_scalar=self._lr_scalar)
@@ -446,7 +524,7 @@ class ShardTrainer:
             self._lr_key, self._lr_cache = key, self.lr(self.step)
             first = self._lr_cache[:1]
             # one rate for every model (the usual shard): the optimizer takes a scalar
-            self._lr_scalar = (float(first) if bool((self._lr_cache == first).all()) else None)
+            self._lr_scalar = float(first) if bool((self._lr_cache == first).all()) else None
         return self._lr_cache
 
     def _lr_epoch(self, step: int) -> int:
@@ -458,21 +536,27 @@ class ShardTrainer:
     @torch.no_grad()
     def evaluate(self) -> None:
         d = self.data
-        cap = self.shard.runs[0].eval_max or None       # a shape field: one value per shard
+        cap = self.shard.runs[0].eval_max or None  # a shape field: one value per shard
         n_tr = min(EVAL_TRAIN_MAX, d.x_train.shape[0], cap or EVAL_TRAIN_MAX)
         scores = {}
-        for split, x, y in (("train", d.x_train[:n_tr], d.y_train[:n_tr]),
-                            ("test", d.x_test[:cap], d.y_test[:cap])):
+        for split, x, y in (
+            ("train", d.x_train[:n_tr], d.y_train[:n_tr]),
+            ("test", d.x_test[:cap], d.y_test[:cap]),
+        ):
             if x.shape[0] == 0 or split not in self.eval_splits:
                 continue
             loss_sum = torch.zeros(self.M, dtype=torch.float64, device=self.device)
             correct = torch.zeros(self.M, dtype=torch.float64, device=self.device)
             for s in range(0, x.shape[0], EVAL_CHUNK):
-                xc, yc = x[s:s + EVAL_CHUNK], y[s:s + EVAL_CHUNK]
+                xc, yc = x[s : s + EVAL_CHUNK], y[s : s + EVAL_CHUNK]
                 logits, _ = self._forward(xc.unsqueeze(0).expand(self.M, *xc.shape), train=False)
                 m, b, c = logits.shape
-                loss_sum += F.cross_entropy(logits.reshape(m * b, c), yc.repeat(m),
-                                            reduction="none").view(m, b).double().sum(1)
+                loss_sum += (
+                    F.cross_entropy(logits.reshape(m * b, c), yc.repeat(m), reduction="none")
+                    .view(m, b)
+                    .double()
+                    .sum(1)
+                )
                 correct += (logits.argmax(-1) == yc.unsqueeze(0)).double().sum(1)
             scores[f"{split}_loss"] = loss_sum / x.shape[0]
             scores[f"{split}_acc"] = correct / x.shape[0]
@@ -519,18 +603,32 @@ class ShardTrainer:
             self.train_step()
             if self.step % self.r0.eval_every == 0 or self.step == total:
                 self.evaluate()
-            if self.checkpoint_every and self.step % self.checkpoint_every == 0 and self.step < total:
+            if (
+                self.checkpoint_every
+                and self.step % self.checkpoint_every == 0
+                and self.step < total
+            ):
                 self._save_checkpoint()
             if time.time() - last > progress_every:
                 rate = (self.step - start_step) / (time.time() - t0)
-                log.info("shard %s: step %d/%d, %.1f steps/s, %d/%d models training",
-                         self.shard.shard_id, self.step, total, rate,
-                         int(self.active.sum()), self.M)
+                log.info(
+                    "shard %s: step %d/%d, %.1f steps/s, %d/%d models training",
+                    self.shard.shard_id,
+                    self.step,
+                    total,
+                    rate,
+                    int(self.active.sum()),
+                    self.M,
+                )
                 last = time.time()
         for i in range(self.M):
-            self.rows.append((i, self.diverged_step[i], "diverged_step", float(self.diverged_step[i])))
+            self.rows.append(
+                (i, self.diverged_step[i], "diverged_step", float(self.diverged_step[i]))
+            )
             if self.runs[i].target_acc > 0 or self.runs[i].target_loss > 0:
-                self.rows.append((i, self.target_step[i], "target_step", float(self.target_step[i])))
+                self.rows.append(
+                    (i, self.target_step[i], "target_step", float(self.target_step[i]))
+                )
         return self.frame()
 
     # -- checkpoints ----------------------------------------------------------
@@ -541,24 +639,37 @@ class ShardTrainer:
         job; None in a direct call that gives none), torch, the device type, the parameter dtype
         and the evaluation splits.  A checkpoint is resumed only when its fingerprint is this
         one, so a job rerun for a code change never resumes the state that code left."""
-        return {"code": self.code, "torch": str(torch.__version__), "device": self.device.type,
-                "dtype": str(self.params[0].dtype) if self.params else "",
-                "eval_splits": list(self.eval_splits)}
+        return {
+            "code": self.code,
+            "torch": str(torch.__version__),
+            "device": self.device.type,
+            "dtype": str(self.params[0].dtype) if self.params else "",
+            "eval_splits": list(self.eval_splits),
+        }
 
     def _state(self) -> dict:
-        return {"shard_id": self.shard.shard_id, "step": self.step,
-                "fingerprint": self.fingerprint(),
-                "params": [p.detach().cpu() for p in self.params],
-                "buffers": [b.detach().cpu() for b in self.buffers],
-                "opt": {"kind": self.opt.kind,
-                        "state": [None if s is None else s.cpu() for s in self.opt.state]},
-                "alive": self.alive.cpu(), "active": self.active.cpu(),
-                "diverged_step": list(self.diverged_step), "target_step": list(self.target_step),
-                "loss_acc": self.loss_acc.cpu(), "loss_n": self.loss_n,
-                "mask_counts": self._mask_counts(),
-                "grads": [None if g is None else g.detach().cpu() for g in self._acc]
-                if self.micro else [],
-                "rows": [list(r) for r in self.rows]}
+        return {
+            "shard_id": self.shard.shard_id,
+            "step": self.step,
+            "fingerprint": self.fingerprint(),
+            "params": [p.detach().cpu() for p in self.params],
+            "buffers": [b.detach().cpu() for b in self.buffers],
+            "opt": {
+                "kind": self.opt.kind,
+                "state": [None if s is None else s.cpu() for s in self.opt.state],
+            },
+            "alive": self.alive.cpu(),
+            "active": self.active.cpu(),
+            "diverged_step": list(self.diverged_step),
+            "target_step": list(self.target_step),
+            "loss_acc": self.loss_acc.cpu(),
+            "loss_n": self.loss_n,
+            "mask_counts": self._mask_counts(),
+            "grads": [None if g is None else g.detach().cpu() for g in self._acc]
+            if self.micro
+            else [],
+            "rows": [list(r) for r in self.rows],
+        }
 
     def _save_checkpoint(self) -> None:
         if self.checkpoint is not None:
@@ -578,32 +689,43 @@ class ShardTrainer:
             return
         if not isinstance(st, dict) or not CHECKPOINT_KEYS <= set(st):
             have = sorted(st) if isinstance(st, dict) else type(st).__name__
-            log.warning("ignoring checkpoint %s: not a training checkpoint (holds %s); starting "
-                        "over", self.checkpoint, have)
+            log.warning(
+                "ignoring checkpoint %s: not a training checkpoint (holds %s); starting over",
+                self.checkpoint,
+                have,
+            )
             return
         if st.get("shard_id") != self.shard.shard_id:
             log.warning("ignoring checkpoint %s of another shard", self.checkpoint)
             return
         if not _same_counts(st.get("mask_counts", []), self._mask_counts()):
-            log.warning("ignoring checkpoint %s made with other pruning masks; starting over",
-                        self.checkpoint)
+            log.warning(
+                "ignoring checkpoint %s made with other pruning masks; starting over",
+                self.checkpoint,
+            )
             return
         mine, theirs = self.fingerprint(), st.get("fingerprint") or {}
         differ = sorted(k for k in mine if theirs.get(k) != mine[k])
         if differ:
-            log.warning("ignoring checkpoint %s: made with another %s (%s); training the shard "
-                        "from step 0", self.checkpoint, ", ".join(differ),
-                        "; ".join(f"{k}: {theirs.get(k, 'not recorded')} -> {mine[k]}"
-                                  for k in differ))
+            log.warning(
+                "ignoring checkpoint %s: made with another %s (%s); training the shard from step 0",
+                self.checkpoint,
+                ", ".join(differ),
+                "; ".join(f"{k}: {theirs.get(k, 'not recorded')} -> {mine[k]}" for k in differ),
+            )
             return
         saved = self._state()
         try:
             self._restore(st)
-        except Exception as e:          # a checkpoint whose contents do not fit this shard
+        except Exception as e:  # a checkpoint whose contents do not fit this shard
             self._restore(saved)
-            log.warning("ignoring checkpoint %s: its contents do not fit shard %s (%s: %s); "
-                        "starting over", self.checkpoint, self.shard.shard_id,
-                        type(e).__name__, e)
+            log.warning(
+                "ignoring checkpoint %s: its contents do not fit shard %s (%s: %s); starting over",
+                self.checkpoint,
+                self.shard.shard_id,
+                type(e).__name__,
+                e,
+            )
             return
         log.info("shard %s: resumed from checkpoint at step %d", self.shard.shard_id, self.step)
 
@@ -616,9 +738,12 @@ class ShardTrainer:
                     raise ValueError(f"a parameter of shape {tuple(q.shape)}, not {tuple(p.shape)}")
                 p.copy_(q.to(p.device, p.dtype))
         self.buffers = [b.to(self.device) for b in st["buffers"]]
-        self.opt.load_state_dict({"kind": st["opt"]["kind"],
-                                  "state": [None if s is None else s.to(self.device)
-                                            for s in st["opt"]["state"]]})
+        self.opt.load_state_dict(
+            {
+                "kind": st["opt"]["kind"],
+                "state": [None if s is None else s.to(self.device) for s in st["opt"]["state"]],
+            }
+        )
         self.alive = st["alive"].to(self.device)
         self._set_active(st["active"].to(self.device))
         self.diverged_step = list(st["diverged_step"])
@@ -627,16 +752,20 @@ class ShardTrainer:
         self.loss_n = int(st["loss_n"])
         self.rows = [tuple(r) for r in st["rows"]]
         for k, (p, g) in enumerate(zip(self.params, st.get("grads") or [])):
-            self._acc[k] = None if g is None else g.to(p.device, p.dtype)   # a micro-batch's sum
+            self._acc[k] = None if g is None else g.to(p.device, p.dtype)  # a micro-batch's sum
         self.step = int(st["step"])
 
     def frame(self) -> pd.DataFrame:
         """Long-format rows with each run's hyperparameters as columns."""
         idx, step, metric, value = zip(*self.rows) if self.rows else ((), (), (), ())
-        df = pd.DataFrame({"model": np.asarray(idx, dtype=np.int64),
-                           "step": np.asarray(step, dtype=np.int64),
-                           "metric": pd.array(metric, dtype="string"),
-                           "value": np.asarray(value, dtype=np.float64)})
+        df = pd.DataFrame(
+            {
+                "model": np.asarray(idx, dtype=np.int64),
+                "step": np.asarray(step, dtype=np.int64),
+                "metric": pd.array(metric, dtype="string"),
+                "value": np.asarray(value, dtype=np.float64),
+            }
+        )
         return tables.run_rows(self.shard, df, self.device.type, PRECISIONS[self.r0.precision][1])
 
 
@@ -645,24 +774,44 @@ def _check_eval_splits(shard: Shard, splits) -> tuple[str, ...]:
     ``target_acc`` needs the test split, a ``target_loss`` the training split."""
     splits = tuple(splits)
     if not splits or set(splits) - {"train", "test"}:
-        raise ValueError(f"shard {shard.shard_id}: eval_splits must be a non-empty subset of "
-                         f"('train', 'test'), got {splits!r}")
+        raise ValueError(
+            f"shard {shard.shard_id}: eval_splits must be a non-empty subset of "
+            f"('train', 'test'), got {splits!r}"
+        )
     for r in shard.runs:
         if r.target_acc > 0 and "test" not in splits:
-            raise ValueError(f"shard {shard.shard_id}: run {r.run_id} stops at a test accuracy "
-                             "(target_acc) but the study does not evaluate the test split")
+            raise ValueError(
+                f"shard {shard.shard_id}: run {r.run_id} stops at a test accuracy "
+                "(target_acc) but the study does not evaluate the test split"
+            )
         if r.target_loss > 0 and "train" not in splits:
-            raise ValueError(f"shard {shard.shard_id}: run {r.run_id} stops at a training loss "
-                             "(target_loss) but the study does not evaluate the training split")
+            raise ValueError(
+                f"shard {shard.shard_id}: run {r.run_id} stops at a training loss "
+                "(target_loss) but the study does not evaluate the training split"
+            )
     return splits
 
 
-CHECKPOINT_KEYS = {"shard_id", "step", "params", "buffers", "opt", "alive", "active",
-                   "diverged_step", "target_step", "loss_acc", "loss_n", "rows"}
+CHECKPOINT_KEYS = {
+    "shard_id",
+    "step",
+    "params",
+    "buffers",
+    "opt",
+    "alive",
+    "active",
+    "diverged_step",
+    "target_step",
+    "loss_acc",
+    "loss_n",
+    "rows",
+}
 """What a training checkpoint holds (:meth:`ShardTrainer._state`)."""
+
 
 def _same_counts(a: list, b: list) -> bool:
     """Equal mask fingerprints (``[]`` for a dense shard, also in checkpoints that predate masks)."""
     return len(a) == len(b) and all(
         (x is None and y is None) or (x is not None and y is not None and torch.equal(x, y))
-        for x, y in zip(a, b))
+        for x, y in zip(a, b)
+    )

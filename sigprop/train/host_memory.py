@@ -46,12 +46,12 @@ from pathlib import Path
 
 log = logging.getLogger("sigprop.host_memory")
 
-M_TRIM_THRESHOLD = -1   # glibc <malloc.h>
+M_TRIM_THRESHOLD = -1  # glibc <malloc.h>
 M_MMAP_THRESHOLD = -3
 # larger than any tensor a CPU step allocates: every block comes from the heap and is reused
 THRESHOLD = 1 << 30
 ENV = "SIGPROP_KEEP_FREED_MEMORY"
-THP_ENV = "THP_MEM_ALLOC_ENABLE"     # read by PyTorch (c10's alloc_cpu) at its first allocation
+THP_ENV = "THP_MEM_ALLOC_ENABLE"  # read by PyTorch (c10's alloc_cpu) at its first allocation
 THP_SYSFS = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 _STATE: dict = {}
@@ -73,7 +73,8 @@ def keep_freed_memory() -> bool:
             log.info("no glibc mallopt here: host memory settings unchanged")
         else:
             on = bool(libc.mallopt(M_MMAP_THRESHOLD, THRESHOLD)) and bool(
-                libc.mallopt(M_TRIM_THRESHOLD, THRESHOLD))
+                libc.mallopt(M_TRIM_THRESHOLD, THRESHOLD)
+            )
             if not on:
                 log.warning("glibc refused mallopt(%d): host memory settings unchanged", THRESHOLD)
     _STATE["on"] = on
@@ -94,7 +95,7 @@ def thp_mode() -> str:
         text = THP_SYSFS.read_text()
     except OSError:
         return "unknown"
-    return text[text.index("[") + 1:text.index("]")] if "[" in text else "unknown"
+    return text[text.index("[") + 1 : text.index("]")] if "[" in text else "unknown"
 
 
 def minor_faults() -> int:

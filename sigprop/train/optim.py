@@ -15,9 +15,16 @@ OPTIMIZERS = ("sgd", "rmsprop")
 
 
 class StackedOptimizer:
-    def __init__(self, params: list[torch.Tensor], kind: str, momentum: torch.Tensor,
-                 nesterov: bool = False, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: torch.Tensor | None = None):
+    def __init__(
+        self,
+        params: list[torch.Tensor],
+        kind: str,
+        momentum: torch.Tensor,
+        nesterov: bool = False,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: torch.Tensor | None = None,
+    ):
         if kind not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer '{kind}'; known: {list(OPTIMIZERS)}")
         self.params, self.kind = params, kind
@@ -33,9 +40,13 @@ class StackedOptimizer:
         return t.view((-1,) + (1,) * (p.dim() - 1)).to(p.dtype)
 
     @torch.no_grad()
-    def step(self, lr: torch.Tensor, update: torch.Tensor | None = None,
-             grads: list[torch.Tensor | None] | None = None,
-             lr_scalar: float | None = None) -> None:
+    def step(
+        self,
+        lr: torch.Tensor,
+        update: torch.Tensor | None = None,
+        grads: list[torch.Tensor | None] | None = None,
+        lr_scalar: float | None = None,
+    ) -> None:
         """One step for every model, or only for the models where ``update`` ([M] bool) is
         true: the others keep their parameters and optimizer state exactly (gradient
         accumulation of a micro-batched shard, :class:`sigprop.train.engine.ShardTrainer`).

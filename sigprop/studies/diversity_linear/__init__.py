@@ -67,26 +67,38 @@ QUICK_LRS = (0.00390625, 0.0078125, 0.015625, 0.03125, 0.0625, 0.125, 0.25, 0.5,
 
 @dataclass(frozen=True)
 class Measure:
-    lrs: tuple[float, ...] = param(QUICK_LRS, gt=0, min_len=1,
-                                   doc="candidate learning rates (step on the batch-mean squared "
-                                       "error)")
-    lr_epochs: int = param(2, ge=1, doc="004 Sec. 5: the candidate with the lowest training loss "
-                                        "after this many epochs is kept")
+    lrs: tuple[float, ...] = param(
+        QUICK_LRS,
+        gt=0,
+        min_len=1,
+        doc="candidate learning rates (step on the batch-mean squared error)",
+    )
+    lr_epochs: int = param(
+        2,
+        ge=1,
+        doc="004 Sec. 5: the candidate with the lowest training loss "
+        "after this many epochs is kept",
+    )
     n_train: int | None = param(None, ge=1, doc="first n examples of the data set (default: all)")
     init_draws: int = param(16, ge=1, doc="Thm. 6 draws (student, teacher, data) per run")
-    divergence_loss: float = param(1.0e6, gt=0, doc="a model whose training loss exceeds this is "
-                                                    "diverged (frozen)")
+    divergence_loss: float = param(
+        1.0e6, gt=0, doc="a model whose training loss exceeds this is diverged (frozen)"
+    )
 
 
 @dataclass(frozen=True)
 class Theory:
     d_in: int = param(32, ge=1, doc="input dimension of the data set (checked against the data)")
-    width_max: int = param(128, ge=2, doc="Thm. 6 / Thm. 3 tabulated for equal hidden widths "
-                                          "2..width_max ...")
+    width_max: int = param(
+        128, ge=2, doc="Thm. 6 / Thm. 3 tabulated for equal hidden widths 2..width_max ..."
+    )
     depth_max: int = param(4, ge=1, doc="... and 1..depth_max hidden layers")
-    thm2_widths: tuple[int, ...] = param((4, 16, 64), ge=1, min_len=1,
-                                         doc="004 Thm. 2 Monte Carlo: hidden widths of the "
-                                             "2-layer tanh nets")
+    thm2_widths: tuple[int, ...] = param(
+        (4, 16, 64),
+        ge=1,
+        min_len=1,
+        doc="004 Thm. 2 Monte Carlo: hidden widths of the 2-layer tanh nets",
+    )
     thm2_n: int = param(1024, ge=2, doc="004 Thm. 2 Monte Carlo: data points per draw")
     thm2_draws: int = param(200, ge=2, doc="004 Thm. 2 Monte Carlo: (net, teacher, data) draws")
     thm2_seed: int = param(0, ge=0, doc="004 Thm. 2 Monte Carlo: numpy seed")
@@ -94,74 +106,118 @@ class Theory:
 
 @dataclass(frozen=True)
 class Threshold:
-    flat_factor: float = param(1.5, ge=1, doc="flat up to B*: epochs <= max(flat_factor e_min, "
-                                              "e_min + 1) from the smallest batch")
-    growth_factor: float = param(2.0, ge=1, doc="grows beyond: epochs at the largest batch >= "
-                                                "growth_factor e_min (or never reached)")
+    flat_factor: float = param(
+        1.5,
+        ge=1,
+        doc="flat up to B*: epochs <= max(flat_factor e_min, e_min + 1) from the smallest batch",
+    )
+    growth_factor: float = param(
+        2.0,
+        ge=1,
+        doc="grows beyond: epochs at the largest batch >= growth_factor e_min (or never reached)",
+    )
 
 
 @dataclass(frozen=True)
 class DivWindow:
-    progress: float = param(0.5, gt=0, le=1, doc="the window ends at this fraction of the "
-                                                 "log-loss decrease from the initial loss to the "
-                                                 "target")
-    points: int = param(5, ge=2, doc="evenly spaced progress values from 0 to the window's end "
-                                     "at which each run's diversity is interpolated")
+    progress: float = param(
+        0.5,
+        gt=0,
+        le=1,
+        doc="the window ends at this fraction of the "
+        "log-loss decrease from the initial loss to the "
+        "target",
+    )
+    points: int = param(
+        5,
+        ge=2,
+        doc="evenly spaced progress values from 0 to the window's end "
+        "at which each run's diversity is interpolated",
+    )
 
 
 @dataclass(frozen=True)
 class Analysis:
-    fig2_epochs: float = param(14.0, gt=0, doc="Fig. 2(b): largest batch converging within this "
-                                               "many epochs")
-    div_window: DivWindow = param(DivWindow, doc="Fig. 2(a): diversity during training, averaged "
-                                                 "over a window of matched training progress")
-    threshold: Threshold = param(Threshold, doc="batch threshold B* (Sec. 5 finding 1), on "
-                                                "median epochs per batch")
+    fig2_epochs: float = param(
+        14.0, gt=0, doc="Fig. 2(b): largest batch converging within this many epochs"
+    )
+    div_window: DivWindow = param(
+        DivWindow,
+        doc="Fig. 2(a): diversity during training, averaged "
+        "over a window of matched training progress",
+    )
+    threshold: Threshold = param(
+        Threshold, doc="batch threshold B* (Sec. 5 finding 1), on median epochs per batch"
+    )
 
 
 @dataclass(frozen=True)
 class Claims:
-    tau_min: float = param(0.6, gt=0, le=1, doc="'rises with' / 'falls with': Kendall tau-b >= "
-                                                "tau_min (<= -tau_min), mean over the groups")
+    tau_min: float = param(
+        0.6,
+        gt=0,
+        le=1,
+        doc="'rises with' / 'falls with': Kendall tau-b >= "
+        "tau_min (<= -tau_min), mean over the groups",
+    )
     z_max: float = param(3.0, gt=0, doc="Thm. 3/6 comparisons at initialization within z_max SE")
-    within_fraction: float = param(0.9, gt=0, le=1, doc="Thm. 6 holds / a threshold exists for "
-                                                        "at least this fraction of the nets")
-    margin: float = param(0.1, gt=0, doc="Thm. 6 equivalence margin: a pass needs the test to "
-                                         "detect a relative offset of the E-ratio this small")
+    within_fraction: float = param(
+        0.9,
+        gt=0,
+        le=1,
+        doc="Thm. 6 holds / a threshold exists for at least this fraction of the nets",
+    )
+    margin: float = param(
+        0.1,
+        gt=0,
+        doc="Thm. 6 equivalence margin: a pass needs the test to "
+        "detect a relative offset of the E-ratio this small",
+    )
 
 
 SPEC = StudySpec(
     task="measure",
     source=SOURCE,
     figures={
-        "diversity_linear": Figure("fig2", (
-            "004 Fig. 2 on the synthetic regression set with linear FC nets (no biases, square loss, "
-            "SGD with the paper's learning-rate protocol). (a) At initialization in 004's setting "
-            "(N(0,1) student, N(0,1) teacher of the same widths, N(0,I) inputs, n and d of the "
-            "training set): n times the ratio of the mean sum_i ||grad f_i||^2 to the mean "
-            "||sum_i grad f_i||^2 over draws (points, ±1 SE) against width, one colour per depth "
-            "(hidden layers); solid: the exact E-ratio of Thm. 6 at this n, dashed: the lower bound "
-            "of Thm. 3 (Eq. 4.1, n -> infinity). (b) Gradient diversity Delta_S (Def. 1) of the "
-            "trained nets on the training set during training, over the same window of progress "
-            "for every net (the first half of the log-loss decrease from the initial loss to the "
-            "target by default: log Delta_S interpolated between the measurements every few "
-            "epochs at evenly spaced progress values and averaged; runs whose measurements do "
-            "not reach the window's end are left out), mean ± 1 SE over runs; dotted: the same "
-            "nets at initialization. (c) Largest batch size whose median run reaches training loss "
-            "1e-12 within the epoch budget of Fig. 2(b) (the text gives 14 epochs), against width; "
-            "(d) the same against the diversity of (b) (Fig. 2(c)). Crosses in (c) and points "
-            "at the bottom edge of (d) (half the smallest batch): no batch size converged within the "
-            "budget; in (c) the depths are offset vertically "
-            "by a few percent so that equal values stay visible."),
-            claims=("thm*", "diversity_*", "largest_batch_*")),
-        "diversity_epochs": Figure("epochs_figure", (
-            "004 Figs. 3(a)/4(a) analogue on the synthetic regression set: epochs for linear FC nets "
-            "to reach training loss 1e-12 against batch size, median over seeds (error bars: "
-            "min-max), one panel per depth, one line per width (learning rate tuned per net and "
-            "batch size by the lowest training loss after 2 epochs). Open markers at the top: the "
-            "epoch budget ran out before the target. Right: log10 of the median epochs as a "
-            "heatmap over nets and batch sizes (Fig. 4(a)); hatched cells never converged."),
-            claims=("batch_threshold_exists", "threshold_*", "wider_*")),
+        "diversity_linear": Figure(
+            "fig2",
+            (
+                "004 Fig. 2 on the synthetic regression set with linear FC nets (no biases, square loss, "
+                "SGD with the paper's learning-rate protocol). (a) At initialization in 004's setting "
+                "(N(0,1) student, N(0,1) teacher of the same widths, N(0,I) inputs, n and d of the "
+                "training set): n times the ratio of the mean sum_i ||grad f_i||^2 to the mean "
+                "||sum_i grad f_i||^2 over draws (points, ±1 SE) against width, one colour per depth "
+                "(hidden layers); solid: the exact E-ratio of Thm. 6 at this n, dashed: the lower bound "
+                "of Thm. 3 (Eq. 4.1, n -> infinity). (b) Gradient diversity Delta_S (Def. 1) of the "
+                "trained nets on the training set during training, over the same window of progress "
+                "for every net (the first half of the log-loss decrease from the initial loss to the "
+                "target by default: log Delta_S interpolated between the measurements every few "
+                "epochs at evenly spaced progress values and averaged; runs whose measurements do "
+                "not reach the window's end are left out), mean ± 1 SE over runs; dotted: the same "
+                "nets at initialization. (c) Largest batch size whose median run reaches training loss "
+                "1e-12 within the epoch budget of Fig. 2(b) (the text gives 14 epochs), against width; "
+                "(d) the same against the diversity of (b) (Fig. 2(c)). Crosses in (c) and points "
+                "at the bottom edge of (d) (half the smallest batch): no batch size converged within the "
+                "budget; in (c) the depths are offset vertically "
+                "by a few percent so that equal values stay visible."
+            ),
+            claims=("thm*", "diversity_*", "largest_batch_*"),
+        ),
+        "diversity_epochs": Figure(
+            "epochs_figure",
+            (
+                "004 Figs. 3(a)/4(a) analogue on the synthetic regression set: epochs for linear FC nets "
+                "to reach training loss 1e-12 against batch size, median over seeds (error bars: "
+                "min-max), one panel per depth, one line per width (learning rate tuned per net and "
+                "batch size by the lowest training loss after 2 epochs). Open markers at the top: the "
+                "epoch budget ran out before the target. Right: log10 of the median epochs as a "
+                "heatmap over nets and batch sizes (Fig. 4(a)); hatched cells never converged."
+            ),
+            claims=("batch_threshold_exists", "threshold_*", "wider_*"),
+        ),
     },
-    measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
+    measure=Measure,
+    theory=Theory,
+    analysis=Analysis,
+    claims=Claims,
 )

@@ -8,13 +8,17 @@ import numpy as np
 import pandas as pd
 
 
-def theory_ratio(theory: pd.DataFrame, width, depth: int, n: float) -> tuple[np.ndarray, np.ndarray]:
+def theory_ratio(
+    theory: pd.DataFrame, width, depth: int, n: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(Thm. 6 E-ratio at n, Thm. 3 bound) at the given widths of one depth, from the theory table."""
     t = theory[theory.depth == depth].pivot_table(index="width", columns="quantity", values="value")
     w = np.asarray(width, int)
     if not set(w) <= set(t.index):
-        raise ValueError(f"theory table has widths {t.index.min()}..{t.index.max()} at depth {depth}; "
-                         f"need {sorted(set(w))} (raise theory.width_max / depth_max)")
+        raise ValueError(
+            f"theory table has widths {t.index.min()}..{t.index.max()} at depth {depth}; "
+            f"need {sorted(set(w))} (raise theory.width_max / depth_max)"
+        )
     A, C = t.loc[w, "sq_norm_thm8"].to_numpy(), t.loc[w, "inner_thm6"].to_numpy()
     return n * A / (A + (n - 1) * C), t.loc[w, "bound_thm3"].to_numpy()
 
@@ -31,7 +35,7 @@ def _ratio_of_means(num: np.ndarray, den: np.ndarray, n: float) -> tuple[float, 
     if k < 2:
         return r, np.nan
     c = np.cov(num, den, ddof=1)
-    var = (c[0, 0] / a ** 2 + c[1, 1] / b ** 2 - 2 * c[0, 1] / (a * b)) / k
+    var = (c[0, 0] / a**2 + c[1, 1] / b**2 - 2 * c[0, 1] / (a * b)) / k
     return r, r * np.sqrt(max(var, 0.0))
 
 
@@ -40,15 +44,26 @@ def init_table(runs: pd.DataFrame, theory: pd.DataFrame) -> pd.DataFrame:
     the number of draws, Thm. 6 at n and the Thm. 3 bound."""
     r = runs[runs.metric.isin(["init_num", "init_den"])]
     if not len(r):
-        return pd.DataFrame(columns=["width", "depth", "rho", "rho_se", "draws", "thm6", "bound", "n", "d"])
+        return pd.DataFrame(
+            columns=["width", "depth", "rho", "rho_se", "draws", "thm6", "bound", "n", "d"]
+        )
     n = float(_metric(runs, "n_train").value.iloc[0])
     d = float(_metric(runs, "d_in").value.iloc[0])
     w = r.pivot_table(index=["width", "depth", "run_id", "probe"], columns="metric", values="value")
     out = []
     for (width, depth), g in w.groupby(level=["width", "depth"]):
         rho, se = _ratio_of_means(g.init_num.to_numpy(), g.init_den.to_numpy(), n)
-        out.append({"width": int(width), "depth": int(depth), "rho": rho, "rho_se": se,
-                    "draws": len(g), "n": n, "d": d})
+        out.append(
+            {
+                "width": int(width),
+                "depth": int(depth),
+                "rho": rho,
+                "rho_se": se,
+                "draws": len(g),
+                "n": n,
+                "d": d,
+            }
+        )
     df = pd.DataFrame(out)
     _check_d(theory, d)
     for depth, g in df.groupby("depth"):
@@ -61,8 +76,10 @@ def init_table(runs: pd.DataFrame, theory: pd.DataFrame) -> pd.DataFrame:
 def _check_d(theory: pd.DataFrame, d: float) -> None:
     td = set(theory.d_in.astype(int)) if "d_in" in theory else set()
     if td != {int(d)}:
-        raise ValueError(f"theory table computed for d_in {sorted(td)} but the training set has "
-                         f"d = {int(d)}: set theory.d_in in the study config")
+        raise ValueError(
+            f"theory table computed for d_in {sorted(td)} but the training set has "
+            f"d = {int(d)}: set theory.d_in in the study config"
+        )
 
 
 def progress(loss: np.ndarray, target: float) -> np.ndarray:
@@ -77,8 +94,9 @@ def progress(loss: np.ndarray, target: float) -> np.ndarray:
     return np.clip(np.log(loss[0] / best) / span, 0.0, None)
 
 
-def window_diversity(epochs, diversity, loss_epochs, loss, target: float, upto: float,
-                     points: int) -> float:
+def window_diversity(
+    epochs, diversity, loss_epochs, loss, target: float, upto: float, points: int
+) -> float:
     """The gradient diversity of one run averaged over a window of matched progress: log
     diversity interpolated linearly in progress (:func:`progress`) between the run's
     measurements, at ``points`` evenly spaced progress values from 0 to ``upto``, and the
@@ -94,7 +112,7 @@ def window_diversity(epochs, diversity, loss_epochs, loss, target: float, upto: 
         return np.nan
     order = np.argsort(pr, kind="stable")
     pr, lv = pr[order], np.log(dv[order])
-    pr, first = np.unique(pr, return_index=True)     # a plateau: its first measurement
+    pr, first = np.unique(pr, return_index=True)  # a plateau: its first measurement
     lv = lv[first]
     grid = np.linspace(0.0, upto, points)
     return float(np.exp(np.interp(grid, pr, lv).mean()))
@@ -106,7 +124,8 @@ def run_table(runs: pd.DataFrame, window=None) -> pd.DataFrame:
     (``div_window``, :func:`window_diversity`; ``window``: the study's ``analysis.div_window``,
     NaN without it), diversity at initialization (``div_init``), measurements."""
     scal = runs[runs.metric.isin(["lr", "epochs_to_target", "diverged"])].pivot(
-        index="run_id", columns="metric", values="value")
+        index="run_id", columns="metric", values="value"
+    )
     dv = _metric(runs, "diversity")
     agg = dv.groupby("run_id").value.agg(div_train="mean", n_div="count")
     agg["div_init"] = dv[dv.step == 0].groupby("run_id").value.first()
@@ -115,8 +134,12 @@ def run_table(runs: pd.DataFrame, window=None) -> pd.DataFrame:
     out["div_window"] = np.nan
     if window is not None:
         tl = _metric(runs, "train_loss")
-        target = runs[["run_id", "target_loss"]].drop_duplicates("run_id").set_index(
-            "run_id").target_loss
+        target = (
+            runs[["run_id", "target_loss"]]
+            .drop_duplicates("run_id")
+            .set_index("run_id")
+            .target_loss
+        )
         loss_by = {k: g.sort_values("step") for k, g in tl.groupby("run_id")}
         for rid, g in dv.groupby("run_id"):
             lg = loss_by.get(rid)
@@ -124,8 +147,14 @@ def run_table(runs: pd.DataFrame, window=None) -> pd.DataFrame:
                 continue
             g = g.sort_values("step")
             out.loc[rid, "div_window"] = window_diversity(
-                g.step, g.value, lg.step, lg.value, float(target[rid]), float(window.progress),
-                int(window.points))
+                g.step,
+                g.value,
+                lg.step,
+                lg.value,
+                float(target[rid]),
+                float(window.progress),
+                int(window.points),
+            )
     out = out.reset_index()
     return out.sort_values(["depth", "width", "batch_size", "seed"]).reset_index(drop=True)
 
@@ -135,8 +164,15 @@ def batch_table(runs: pd.DataFrame) -> pd.DataFrame:
     rt = run_table(runs)
     rt["ep"] = rt.epochs_to_target.fillna(np.inf)
     g = rt.groupby(["width", "depth", "batch_size"]).ep
-    out = pd.DataFrame({"median": g.median(), "min": g.min(), "max": g.max(), "seeds": g.size(),
-                        "budget": rt.groupby(["width", "depth", "batch_size"]).steps.max()})
+    out = pd.DataFrame(
+        {
+            "median": g.median(),
+            "min": g.min(),
+            "max": g.max(),
+            "seeds": g.size(),
+            "budget": rt.groupby(["width", "depth", "batch_size"]).steps.max(),
+        }
+    )
     return out.reset_index()
 
 
@@ -150,12 +186,17 @@ def net_table(runs: pd.DataFrame, an) -> pd.DataFrame:
     budget = float(an.fig2_epochs)
     rt = run_table(runs, an.div_window)
     g = rt.groupby(["width", "depth"])
-    nt = pd.DataFrame({"div_train": g.div_window.mean(),
-                       "div_train_se": g.div_window.std(ddof=1) / np.sqrt(g.div_window.count()),
-                       "window_runs": g.div_window.count(),
-                       "div_all": g.div_train.mean(),
-                       "div_init": g.div_init.mean(), "runs": g.size(),
-                       "measurements": g.n_div.mean()}).reset_index()
+    nt = pd.DataFrame(
+        {
+            "div_train": g.div_window.mean(),
+            "div_train_se": g.div_window.std(ddof=1) / np.sqrt(g.div_window.count()),
+            "window_runs": g.div_window.count(),
+            "div_all": g.div_train.mean(),
+            "div_init": g.div_init.mean(),
+            "runs": g.size(),
+            "measurements": g.n_div.mean(),
+        }
+    ).reset_index()
     bt = batch_table(runs)
     largest, thresh = [], []
     for _, net in nt.iterrows():

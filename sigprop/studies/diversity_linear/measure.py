@@ -15,19 +15,25 @@ import pandas as pd
 
 from ... import tables
 
-STREAM_STUDENT, STREAM_TEACHER, STREAM_X = 41, 42, 43   # streams of the Thm. 6 draws
+STREAM_STUDENT, STREAM_TEACHER, STREAM_X = 41, 42, 43  # streams of the Thm. 6 draws
 
 
 def _draw_keys(run, count: int, what: str):
     import torch
-    ks = [int(hashlib.sha256(f"{run.run_id}:{what}:{j}".encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
-          for j in range(count)]
-    return torch.tensor(ks, dtype=torch.int64, device="cpu")   # drawn on the CPU, moved by the caller
+
+    ks = [
+        int(hashlib.sha256(f"{run.run_id}:{what}:{j}".encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
+        for j in range(count)
+    ]
+    return torch.tensor(
+        ks, dtype=torch.int64, device="cpu"
+    )  # drawn on the CPU, moved by the caller
 
 
 def net_dims(d: int, width: int, depth: int) -> list[tuple[int, int]]:
     """(in, out) of the ``depth + 1`` weight matrices: 004's ``L = depth + 1`` layers, ``K_L = 1``."""
     from ...nets import fc
+
     return fc.layer_dims(d, width, depth, 1)
 
 
@@ -40,6 +46,7 @@ def initial_weights(runs, d: int, dtype, device):
     import torch
 
     from ...nets import fc
+
     keys = torch.tensor([r.key for r in runs], dtype=torch.int64, device=device)
     sw = torch.tensor([r.sigma_w2 for r in runs], dtype=torch.float64, device=device)
     dims = net_dims(d, runs[0].width, runs[0].depth)
@@ -50,16 +57,18 @@ def initial_weights(runs, d: int, dtype, device):
 def full_loss(ws, x, y):
     """``[M]`` mean squared error over the whole training set, through the end-to-end map."""
     import torch
+
     p = ws[-1]
     for w in reversed(ws[:-1]):
-        p = torch.bmm(p, w)                                   # [M, 1, d]
-    out = torch.matmul(x, p.transpose(1, 2))                  # [M, n, 1]
+        p = torch.bmm(p, w)  # [M, 1, d]
+    out = torch.matmul(x, p.transpose(1, 2))  # [M, n, 1]
     return (out - y).pow(2).mean(dim=(1, 2))
 
 
 def diversity(ws, x, y, chunk: int = 4096):
     """``[M]`` gradient diversity (004 Def. 1) of the square loss on the whole set (no biases)."""
     from .per_example import fc_grad_norms
+
     return fc_grad_norms([(w, None) for w in ws], x, y, "linear", "mse", chunk).diversity()
 
 
@@ -73,14 +82,15 @@ def linear_sgd_step(ws, xb, yb, step_lr) -> None:
     ``step_lr`` ``[M, 1, 1]``.
     """
     import torch
+
     L = len(ws)
     rows = [None] * L
     r = torch.ones(ws[-1].shape[0], 1, 1, dtype=ws[-1].dtype, device=ws[-1].device)
     for j in range(L - 1, -1, -1):
         rows[j] = r
-        r = torch.bmm(r, ws[j])                                 # ends as p = W_L ... W_1
-    e = torch.bmm(xb, r.transpose(1, 2)) - yb                     # [M, b, 1]
-    u = torch.bmm(xb.transpose(1, 2), e) * (2.0 / xb.shape[1])   # [M, d, 1]
+        r = torch.bmm(r, ws[j])  # ends as p = W_L ... W_1
+    e = torch.bmm(xb, r.transpose(1, 2)) - yb  # [M, b, 1]
+    u = torch.bmm(xb.transpose(1, 2), e) * (2.0 / xb.shape[1])  # [M, d, 1]
     grads = []
     for j in range(L):
         grads.append(torch.bmm(rows[j].transpose(1, 2), u.transpose(1, 2)))
@@ -92,11 +102,12 @@ def linear_sgd_step(ws, xb, yb, step_lr) -> None:
 def _sgd_epoch(ws, lr, keys_per_model, epoch, x, y, batch, active):
     """One epoch of SGD for every model (own permutation), in place; frozen where not ``active``."""
     from ...nets import rng
+
     n = x.shape[0]
-    perm = rng.permutations(keys_per_model, epoch, n)           # [M, n]
+    perm = rng.permutations(keys_per_model, epoch, n)  # [M, n]
     step_lr = (lr * active).view(-1, 1, 1)
     for s in range(0, n, batch):
-        idx = perm[:, s:s + batch]
+        idx = perm[:, s : s + batch]
         linear_sgd_step(ws, x[idx], y[idx], step_lr)
 
 
@@ -111,6 +122,7 @@ def train_group(runs, x, y, prot, device) -> list[dict]:
     (epoch -> Delta_S), ``seconds``.
     """
     import torch
+
     t0 = time.perf_counter()
     lrs = torch.tensor(prot.lrs, dtype=x.dtype, device=device)
     n_lr, R = len(lrs), len(runs)
@@ -127,7 +139,7 @@ def train_group(runs, x, y, prot, device) -> list[dict]:
     lr = lrs.repeat(R)
     active = torch.ones(R * n_lr, dtype=x.dtype, device=device)
     losses = {0: full_loss(ws, x, y)}
-    div0 = diversity(init, x, y)                                # same for every candidate
+    div0 = diversity(init, x, y)  # same for every candidate
     divs = {0: div0.repeat_interleave(n_lr)}
     for e in range(1, lr_epochs + 1):
         _sgd_epoch(ws, lr, keys, e - 1, x, y, batch, active)
@@ -138,7 +150,7 @@ def train_group(runs, x, y, prot, device) -> list[dict]:
         if e % every == 0:
             divs[e] = diversity(ws, x, y)
     final = losses[lr_epochs].view(R, n_lr)
-    choice = torch.nan_to_num(final, nan=float("inf")).argmin(dim=1)     # [R]
+    choice = torch.nan_to_num(final, nan=float("inf")).argmin(dim=1)  # [R]
     sel = torch.arange(R, device=device) * n_lr + choice
     loss_hist = {e: v[sel] for e, v in losses.items()}
     div_hist = {e: v[sel] for e, v in divs.items()}
@@ -173,16 +185,26 @@ def train_group(runs, x, y, prot, device) -> list[dict]:
     for i in range(R):
         lh = {k: float(v[i]) for k, v in loss_hist.items() if np.isfinite(float(v[i]))}
         # diversity only while the loss is above the target (before convergence)
-        dh = {k: float(v[i]) for k, v in div_hist.items()
-              if np.isfinite(float(v[i])) and (int(reached[i]) < 0 or k < int(reached[i]))}
-        out.append({"lr": float(lrs[choice[i]]), "lr_loss": final[i].cpu().numpy(),
-                    "epochs_to_target": float(reached[i]) if int(reached[i]) > 0 else np.nan,
-                    "diverged": float(diverged[i]), "loss": lh, "diversity": dh,
-                    "seconds": secs})
+        dh = {
+            k: float(v[i])
+            for k, v in div_hist.items()
+            if np.isfinite(float(v[i])) and (int(reached[i]) < 0 or k < int(reached[i]))
+        }
+        out.append(
+            {
+                "lr": float(lrs[choice[i]]),
+                "lr_loss": final[i].cpu().numpy(),
+                "epochs_to_target": float(reached[i]) if int(reached[i]) > 0 else np.nan,
+                "diverged": float(diverged[i]),
+                "loss": lh,
+                "diversity": dh,
+                "seconds": secs,
+            }
+        )
     return out
 
 
-def init_draws(run, n: int, d: int, draws: int, device, dtype=None, max_elements: int = 2 ** 24):
+def init_draws(run, n: int, d: int, draws: int, device, dtype=None, max_elements: int = 2**24):
     """``sum_i ||grad f_i||^2`` and ``||sum_i grad f_i||^2`` ``[draws]`` in 004 Thm. 6's setting.
 
     Draw j: student and teacher with the run's widths and N(0, 1) weights, n inputs N(0, I_d),
@@ -193,14 +215,19 @@ def init_draws(run, n: int, d: int, draws: int, device, dtype=None, max_elements
 
     from ...nets import rng
     from .per_example import fc_grad_norms
+
     dtype = dtype or torch.float64
     keys = _draw_keys(run, draws, "thm6").to(device)
     dims = net_dims(d, run.width, run.depth)
-    student = [rng.normal(keys, STREAM_STUDENT, (o, i), offset=l << 34, dtype=dtype)
-               for l, (i, o) in enumerate(dims)]
-    teacher = [rng.normal(keys, STREAM_TEACHER, (o, i), offset=l << 34, dtype=dtype)
-               for l, (i, o) in enumerate(dims)]
-    x = rng.normal(keys, STREAM_X, (n, d), dtype=dtype)                # [J, n, d]
+    student = [
+        rng.normal(keys, STREAM_STUDENT, (o, i), offset=l << 34, dtype=dtype)
+        for l, (i, o) in enumerate(dims)
+    ]
+    teacher = [
+        rng.normal(keys, STREAM_TEACHER, (o, i), offset=l << 34, dtype=dtype)
+        for l, (i, o) in enumerate(dims)
+    ]
+    x = rng.normal(keys, STREAM_X, (n, d), dtype=dtype)  # [J, n, d]
     y = full_targets(teacher, x)
     chunk = max(1, max_elements // (draws * max(run.width, d)))
     g = fc_grad_norms([(w, None) for w in student], x, y, "linear", "mse", chunk)
@@ -210,6 +237,7 @@ def init_draws(run, n: int, d: int, draws: int, device, dtype=None, max_elements
 def full_targets(ws, x):
     """``[M, n, 1]`` outputs of linear nets ``ws`` on per-model inputs ``x [M, n, d]``."""
     import torch
+
     p = ws[-1]
     for w in reversed(ws[:-1]):
         p = torch.bmm(p, w)
@@ -220,6 +248,7 @@ def _load(data_path, prot, device):
     import torch
 
     from ...data.prepare import load
+
     ds = load(data_path)
     x = np.asarray(ds.x_train, np.float64)
     y = np.asarray(ds.y_train, np.float64)
@@ -227,27 +256,35 @@ def _load(data_path, prot, device):
     n = prot.n_train
     if n is not None:
         if int(n) > len(x):
-            raise ValueError(f"measure.n_train = {n} but the data set has {len(x)} "
-                             "training examples (config data.options)")
-        x, y = x[:int(n)], y[:int(n)]
+            raise ValueError(
+                f"measure.n_train = {n} but the data set has {len(x)} "
+                "training examples (config data.options)"
+            )
+        x, y = x[: int(n)], y[: int(n)]
     if y.shape[1] != 1:
-        raise ValueError(f"004's nets have one output; the data set has {y.shape[1]} "
-                         "(set data.options.synthetic_regression.d_out: 1)")
+        raise ValueError(
+            f"004's nets have one output; the data set has {y.shape[1]} "
+            "(set data.options.synthetic_regression.d_out: 1)"
+        )
     return (torch.as_tensor(x, device=device), torch.as_tensor(y, device=device))
 
 
-def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
-            masks_path=None) -> pd.DataFrame:
+def measure(
+    shard, params, buffers, p, device: str = "cpu", data_path=None, masks_path=None
+) -> pd.DataFrame:
     """Train every run of the shard by the 004 Sec. 5 protocol and measure its gradient diversity.
 
     ``params`` (the init stage's weights) are not used: the nets are re-drawn from the same keys
     with one output and without biases (:func:`initial_weights`).
     """
     import torch
+
     for r in shard.runs:
         if r.activation != "linear" or r.arch != "fc" or r.precision != "float64":
-            raise ValueError(f"run {r.run_id}: diversity_linear trains fc nets with activation "
-                             f"linear in float64 (got {r.arch}, {r.activation}, {r.precision})")
+            raise ValueError(
+                f"run {r.run_id}: diversity_linear trains fc nets with activation "
+                f"linear in float64 (got {r.arch}, {r.activation}, {r.precision})"
+            )
     prot = p.measure
     dev = torch.device(device) if isinstance(device, str) else device
     x, y = _load(data_path, prot, dev)
@@ -263,12 +300,39 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
     for i, r in enumerate(shard.runs):
         num, den = init_draws(r, n, d, int(prot.init_draws), dev)
         j = np.arange(len(num))
-        frames.append(pd.DataFrame({"model": i, "metric": "init_num", "step": 0, "probe": j,
-                                    "value": num.cpu().numpy()}))
-        frames.append(pd.DataFrame({"model": i, "metric": "init_den", "step": 0, "probe": j,
-                                    "value": den.cpu().numpy()}))
-        frames.append(pd.DataFrame({"model": i, "metric": ["n_train", "d_in"], "step": 0, "probe": 0,
-                                    "value": [float(n), float(d)]}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": i,
+                    "metric": "init_num",
+                    "step": 0,
+                    "probe": j,
+                    "value": num.cpu().numpy(),
+                }
+            )
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": i,
+                    "metric": "init_den",
+                    "step": 0,
+                    "probe": j,
+                    "value": den.cpu().numpy(),
+                }
+            )
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": i,
+                    "metric": ["n_train", "d_in"],
+                    "step": 0,
+                    "probe": 0,
+                    "value": [float(n), float(d)],
+                }
+            )
+        )
     long = pd.concat(frames, ignore_index=True)
     long["step"] = long.step.astype(np.int64)
     long["probe"] = long.probe.astype(np.int64)
@@ -277,18 +341,51 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
 
 
 def _rows(i: int, rec: dict, lrs) -> pd.DataFrame:
-    parts = [pd.DataFrame({"model": i, "metric": "train_loss", "step": list(rec["loss"]),
-                           "probe": 0, "value": list(rec["loss"].values())}),
-             pd.DataFrame({"model": i, "metric": "diversity", "step": list(rec["diversity"]),
-                           "probe": 0, "value": list(rec["diversity"].values())}),
-             pd.DataFrame({"model": i, "metric": "lr_candidate", "step": 0,
-                           "probe": np.arange(len(lrs)), "value": lrs}),
-             pd.DataFrame({"model": i, "metric": "lr_loss", "step": 0,
-                           "probe": np.arange(len(lrs)), "value": rec["lr_loss"]}),
-             pd.DataFrame({"model": i, "metric": ["lr", "epochs_to_target", "diverged", "seconds"],
-                           "step": 0, "probe": 0,
-                           "value": [rec["lr"], rec["epochs_to_target"], rec["diverged"],
-                                     rec["seconds"]]})]
+    parts = [
+        pd.DataFrame(
+            {
+                "model": i,
+                "metric": "train_loss",
+                "step": list(rec["loss"]),
+                "probe": 0,
+                "value": list(rec["loss"].values()),
+            }
+        ),
+        pd.DataFrame(
+            {
+                "model": i,
+                "metric": "diversity",
+                "step": list(rec["diversity"]),
+                "probe": 0,
+                "value": list(rec["diversity"].values()),
+            }
+        ),
+        pd.DataFrame(
+            {
+                "model": i,
+                "metric": "lr_candidate",
+                "step": 0,
+                "probe": np.arange(len(lrs)),
+                "value": lrs,
+            }
+        ),
+        pd.DataFrame(
+            {
+                "model": i,
+                "metric": "lr_loss",
+                "step": 0,
+                "probe": np.arange(len(lrs)),
+                "value": rec["lr_loss"],
+            }
+        ),
+        pd.DataFrame(
+            {
+                "model": i,
+                "metric": ["lr", "epochs_to_target", "diverged", "seconds"],
+                "step": 0,
+                "probe": 0,
+                "value": [rec["lr"], rec["epochs_to_target"], rec["diverged"], rec["seconds"]],
+            }
+        ),
+    ]
     return pd.concat([p for p in parts if len(p)], ignore_index=True)
-
-

@@ -114,8 +114,10 @@ def _per_model(t: torch.Tensor, m: int, lead: int) -> tuple[torch.Tensor, bool]:
         return t, False
     if t.dim() == lead:
         return t.unsqueeze(0).expand(m, *t.shape), True
-    raise ValueError(f"expected {lead} or {lead + 1} dims (leading model axis of size {m}), "
-                     f"got shape {tuple(t.shape)}")
+    raise ValueError(
+        f"expected {lead} or {lead + 1} dims (leading model axis of size {m}), "
+        f"got shape {tuple(t.shape)}"
+    )
 
 
 def _loss_sum(out: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
@@ -123,7 +125,9 @@ def _loss_sum(out: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
     if loss == "mse":
         return 0.5 * (out - y.reshape(out.shape)).pow(2).sum()
     if loss == "ce":
-        return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1).long(), reduction="sum")
+        return F.cross_entropy(
+            out.reshape(-1, out.shape[-1]), y.reshape(-1).long(), reduction="sum"
+        )
     raise ValueError(f"unknown loss '{loss}'; known: {list(LOSSES)}")
 
 
@@ -141,12 +145,20 @@ def _check_layers(layers):
         if w.dim() != 3 or w.shape[0] != m:
             raise ValueError(f"weights must be [M, out, in] with one M, got {tuple(w.shape)}")
         if b is not None and tuple(b.shape) != (m, 1, w.shape[1]):
-            raise ValueError(f"bias must be [M, 1, out] = {(m, 1, w.shape[1])}, got {tuple(b.shape)}")
+            raise ValueError(
+                f"bias must be [M, 1, out] = {(m, 1, w.shape[1])}, got {tuple(b.shape)}"
+            )
     return m
 
 
-def fc_grad_norms(layers: list[tuple], x: torch.Tensor, y: torch.Tensor, activation: str = "linear",
-                  loss: str = "mse", chunk: int = 4096) -> GradNorms:
+def fc_grad_norms(
+    layers: list[tuple],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    activation: str = "linear",
+    loss: str = "mse",
+    chunk: int = 4096,
+) -> GradNorms:
     """Per-example gradient norms of stacked fc nets, without per-example gradients.
 
     ``layers``: ``[(W [M, out, in], b [M, 1, out] or None), ...]`` (see :func:`fc_layers`),
@@ -163,7 +175,7 @@ def fc_grad_norms(layers: list[tuple], x: torch.Tensor, y: torch.Tensor, activat
     dtype, dev = layers[0][0].dtype, layers[0][0].device
     groups = [g for w, b in layers for g in ((w,) if b is None else (w, b))]
     per_ex = torch.zeros(m, n, len(groups), dtype=dtype, device=dev)
-    sums = []                                   # summed gradient of each group
+    sums = []  # summed gradient of each group
     for w, b in layers:
         sums.append(torch.zeros_like(w))
         if b is not None:
@@ -171,13 +183,17 @@ def fc_grad_norms(layers: list[tuple], x: torch.Tensor, y: torch.Tensor, activat
     ws = [w.detach() for w, _ in layers]
     bs = [None if b is None else b.detach() for _, b in layers]
     for s in range(0, n, chunk):
-        xc, yc = x[:, s:s + chunk].to(dtype), y[:, s:s + chunk]
+        xc, yc = x[:, s : s + chunk].to(dtype), y[:, s : s + chunk]
         acts, zs = [], []
         h = xc
         with torch.enable_grad():
             for i, (w, b) in enumerate(zip(ws, bs)):
                 acts.append(h)
-                z = torch.bmm(h, w.transpose(1, 2)) if b is None else torch.baddbmm(b, h, w.transpose(1, 2))
+                z = (
+                    torch.bmm(h, w.transpose(1, 2))
+                    if b is None
+                    else torch.baddbmm(b, h, w.transpose(1, 2))
+                )
                 if i == 0:
                     z.requires_grad_(True)
                 zs.append(z)
@@ -187,12 +203,12 @@ def fc_grad_norms(layers: list[tuple], x: torch.Tensor, y: torch.Tensor, activat
         for i, (a, d) in enumerate(zip(acts, deltas)):
             d = d.detach()
             a = a.detach()
-            d2 = _row_sq(d)                              # [M, c]
-            per_ex[:, s:s + chunk, col] = d2 * _row_sq(a)
-            sums[col] += torch.bmm(d.transpose(1, 2), a)   # sum_i delta_i a_i^T
+            d2 = _row_sq(d)  # [M, c]
+            per_ex[:, s : s + chunk, col] = d2 * _row_sq(a)
+            sums[col] += torch.bmm(d.transpose(1, 2), a)  # sum_i delta_i a_i^T
             col += 1
             if bs[i] is not None:
-                per_ex[:, s:s + chunk, col] = d2
+                per_ex[:, s : s + chunk, col] = d2
                 sums[col] += d.sum(1)
                 col += 1
     sum_sq = torch.stack([g.pow(2).flatten(1).sum(-1) for g in sums], dim=-1)
@@ -219,11 +235,18 @@ def fc_loss_fn(activation: str = "linear", loss: str = "mse", bias: bool = True)
         if loss == "ce":
             return F.cross_entropy(h.unsqueeze(0), y.reshape(1).long(), reduction="sum")
         raise ValueError(f"unknown loss '{loss}'; known: {list(LOSSES)}")
+
     return loss_fn
 
 
-def func_grad_norms(loss_fn, params: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-                    chunk: int = 1024, data_per_model: bool = False) -> GradNorms:
+def func_grad_norms(
+    loss_fn,
+    params: list[torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    chunk: int = 1024,
+    data_per_model: bool = False,
+) -> GradNorms:
     """Generic per-example gradient norms by ``torch.func`` for any single-model loss.
 
     ``loss_fn(params, x_i, y_i) -> scalar``: one model's loss on one example, ``params`` a tuple
@@ -237,22 +260,26 @@ def func_grad_norms(loss_fn, params: list[torch.Tensor], x: torch.Tensor, y: tor
     shared_x = not data_per_model
     n = x.shape[0] if shared_x else x.shape[1]
     per_example_grad = vmap(grad(lambda p, xi, yi: loss_fn(p, xi, yi)), in_dims=(None, 0, 0))
-    over_models = vmap(per_example_grad, in_dims=(0, None if shared_x else 0, None if shared_x else 0))
+    over_models = vmap(
+        per_example_grad, in_dims=(0, None if shared_x else 0, None if shared_x else 0)
+    )
     per_ex = torch.zeros(m, n, len(params), dtype=params[0].dtype, device=params[0].device)
     sums = [torch.zeros_like(p) for p in params]
     ps = tuple(p.detach() for p in params)
     for s in range(0, n, chunk):
-        xc = x[s:s + chunk] if shared_x else x[:, s:s + chunk]
-        yc = y[s:s + chunk] if shared_x else y[:, s:s + chunk]
-        g = over_models(ps, xc, yc)              # each [M, c, *shape]
+        xc = x[s : s + chunk] if shared_x else x[:, s : s + chunk]
+        yc = y[s : s + chunk] if shared_x else y[:, s : s + chunk]
+        g = over_models(ps, xc, yc)  # each [M, c, *shape]
         for j, gj in enumerate(g):
-            per_ex[:, s:s + chunk, j] = gj.pow(2).flatten(2).sum(-1)
+            per_ex[:, s : s + chunk, j] = gj.pow(2).flatten(2).sum(-1)
             sums[j] += gj.sum(1)
     sum_sq = torch.stack([t.pow(2).flatten(1).sum(-1) for t in sums], dim=-1)
     return GradNorms(per_ex, sum_sq)
 
 
-def naive_grad_norms(loss_fn, params: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> GradNorms:
+def naive_grad_norms(
+    loss_fn, params: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor
+) -> GradNorms:
     """Reference: one ``torch.autograd.grad`` per model and example (slow; for tests and benchmarks).
 
     Same arguments as :func:`func_grad_norms` with shared data ``x [n, ...]``, ``y [n, ...]``.
@@ -272,9 +299,19 @@ def naive_grad_norms(loss_fn, params: list[torch.Tensor], x: torch.Tensor, y: to
     return GradNorms(per_ex, sum_sq)
 
 
-def benchmark(n: int = 2048, d: int = 32, width: int = 64, depth: int = 4, models: int = 1,
-              activation: str = "linear", chunk: int = 4096, naive_examples: int = 256,
-              seed: int = 0, threads: int = 1, reps: int = 5) -> dict:
+def benchmark(
+    n: int = 2048,
+    d: int = 32,
+    width: int = 64,
+    depth: int = 4,
+    models: int = 1,
+    activation: str = "linear",
+    chunk: int = 4096,
+    naive_examples: int = 256,
+    seed: int = 0,
+    threads: int = 1,
+    reps: int = 5,
+) -> dict:
     """Seconds per data set of the three paths on an fc net (``depth`` hidden layers, 1 output,
     float64), and the speed-ups of :func:`fc_grad_norms` over the others.
 
@@ -283,13 +320,15 @@ def benchmark(n: int = 2048, d: int = 32, width: int = 64, depth: int = 4, model
     Run as ``python -m sigprop.studies.diversity_linear.per_example [n=2048 width=64 depth=4 ...]``.
     """
     torch.set_num_threads(threads)
-    cpu = torch.device("cpu")   # a CPU benchmark, whatever the process's default device
+    cpu = torch.device("cpu")  # a CPU benchmark, whatever the process's default device
     gen = torch.Generator(device=cpu).manual_seed(seed)
     dims = [d] + [width] * depth + [1]
     params = []
     for a, b in itertools.pairwise(dims):
-        params += [torch.randn(models, b, a, generator=gen, dtype=torch.float64, device=cpu) / a ** 0.5,
-                   0.1 * torch.randn(models, 1, b, generator=gen, dtype=torch.float64, device=cpu)]
+        params += [
+            torch.randn(models, b, a, generator=gen, dtype=torch.float64, device=cpu) / a**0.5,
+            0.1 * torch.randn(models, 1, b, generator=gen, dtype=torch.float64, device=cpu),
+        ]
     x = torch.randn(n, d, generator=gen, dtype=torch.float64, device=cpu)
     y = torch.randn(n, 1, generator=gen, dtype=torch.float64, device=cpu)
     fn = fc_loss_fn(activation, "mse", bias=True)
@@ -307,19 +346,35 @@ def benchmark(n: int = 2048, d: int = 32, width: int = 64, depth: int = 4, model
     k = min(naive_examples, n)
     t_naive, c = timed(lambda: naive_grad_norms(fn, params, x[:k], y[:k]), reps=1)
     t_naive *= n / k
-    return {"n": n, "d": d, "width": width, "depth": depth, "models": models,
-            "parameters": sum(p[0].numel() for p in params), "threads": torch.get_num_threads(),
-            "efficient_s": t_eff, "func_s": t_func, "naive_s_scaled": t_naive,
-            "speedup_vs_naive": t_naive / t_eff, "speedup_vs_func": t_func / t_eff,
-            "max_rel_diff_func": float((a.per_example - b.per_example).abs().max()
-                                       / a.per_example.abs().max()),
-            "max_rel_diff_naive": float((a.per_example[:, :k] - c.per_example).abs().max()
-                                        / c.per_example.abs().max())}
+    return {
+        "n": n,
+        "d": d,
+        "width": width,
+        "depth": depth,
+        "models": models,
+        "parameters": sum(p[0].numel() for p in params),
+        "threads": torch.get_num_threads(),
+        "efficient_s": t_eff,
+        "func_s": t_func,
+        "naive_s_scaled": t_naive,
+        "speedup_vs_naive": t_naive / t_eff,
+        "speedup_vs_func": t_func / t_eff,
+        "max_rel_diff_func": float(
+            (a.per_example - b.per_example).abs().max() / a.per_example.abs().max()
+        ),
+        "max_rel_diff_naive": float(
+            (a.per_example[:, :k] - c.per_example).abs().max() / c.per_example.abs().max()
+        ),
+    }
 
 
 if __name__ == "__main__":  # pragma: no cover
     import json
     import sys
+
     kw = dict(a.split("=") for a in sys.argv[1:])
-    print(json.dumps(benchmark(**{k: (v if k == "activation" else int(v)) for k, v in kw.items()}),
-                     indent=1))
+    print(
+        json.dumps(
+            benchmark(**{k: (v if k == "activation" else int(v)) for k, v in kw.items()}), indent=1
+        )
+    )

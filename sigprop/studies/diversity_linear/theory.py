@@ -13,7 +13,9 @@ from ...theory import diversity as th
 def theory_widths(d: int, width, depth: int) -> np.ndarray:
     """004 Thm. 3/6 widths ``(K_0 = d, K_1, ..., K_{L-1})`` of a net with ``depth`` hidden layers."""
     K = np.atleast_1d(np.asarray(width, float))
-    return np.concatenate([np.full((K.size, 1), float(d)), np.repeat(K[:, None], depth, axis=1)], axis=1)
+    return np.concatenate(
+        [np.full((K.size, 1), float(d)), np.repeat(K[:, None], depth, axis=1)], axis=1
+    )
 
 
 def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
@@ -29,13 +31,25 @@ def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
     rows = []
     for depth in range(1, int(p.theory.depth_max) + 1):
         w = theory_widths(d, K, depth)
-        vals = {"sq_norm_thm8": th.linear_sq_norm_expectation(w),
-                "inner_thm6": th.linear_inner_expectation(w),
-                "ratio_inf_thm6": th.linear_expected_ratio(w),
-                "bound_thm3": th.linear_lower_bound(w)}
+        vals = {
+            "sq_norm_thm8": th.linear_sq_norm_expectation(w),
+            "inner_thm6": th.linear_inner_expectation(w),
+            "ratio_inf_thm6": th.linear_expected_ratio(w),
+            "bound_thm3": th.linear_lower_bound(w),
+        }
         for q, v in vals.items():
-            rows.append(pd.DataFrame({"study": study, "quantity": q, "value": np.asarray(v, float),
-                                      "width": K.astype(int), "depth": depth, "d_in": d}))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "study": study,
+                        "quantity": q,
+                        "value": np.asarray(v, float),
+                        "width": K.astype(int),
+                        "depth": depth,
+                        "d_in": d,
+                    }
+                )
+            )
     rows.append(thm2_table(study, p))
     return pd.concat(rows, ignore_index=True)
 
@@ -52,10 +66,10 @@ def tanh2_sums(d: int, K: int, n: int, draws: int, rng) -> tuple[np.ndarray, np.
         W1, T1 = rng.standard_normal((2, K, d))
         w2, t2 = rng.standard_normal((2, K))
         X = rng.standard_normal((n, d))
-        H = np.tanh(X @ W1.T)                       # (n, K)
-        e = H @ w2 - np.tanh(X @ T1.T) @ t2         # residuals (n,)
-        U = w2 * (1.0 - H ** 2)                     # (n, K): d f / d (W1 x)
-        num[s] = n * np.sum(e ** 2 * ((H ** 2).sum(1) + (U ** 2).sum(1) * (X ** 2).sum(1)))
+        H = np.tanh(X @ W1.T)  # (n, K)
+        e = H @ w2 - np.tanh(X @ T1.T) @ t2  # residuals (n,)
+        U = w2 * (1.0 - H**2)  # (n, K): d f / d (W1 x)
+        num[s] = n * np.sum(e**2 * ((H**2).sum(1) + (U**2).sum(1) * (X**2).sum(1)))
         den[s] = np.sum((H.T @ e) ** 2) + np.sum(((U * e[:, None]).T @ X) ** 2)
     return num, den
 
@@ -74,10 +88,22 @@ def thm2_table(study: str, p) -> pd.DataFrame:
         a, b = num.mean(), den.mean()
         r = a / b
         c = np.cov(num, den, ddof=1)
-        se = r * np.sqrt(max((c[0, 0] / a ** 2 + c[1, 1] / b ** 2 - 2 * c[0, 1] / (a * b)) / S, 0.0))
-        for q, v in (("thm2_ratio_mc", r), ("thm2_ratio_mc_se", se),
-                     ("thm2_order", float(th.two_layer_nonlinear_order(K, d))),
-                     ("thm2_draws", float(S)), ("thm2_n", float(n))):
-            out.append({"study": study, "quantity": q, "value": float(v), "width": int(K),
-                        "depth": 1, "d_in": d})
+        se = r * np.sqrt(max((c[0, 0] / a**2 + c[1, 1] / b**2 - 2 * c[0, 1] / (a * b)) / S, 0.0))
+        for q, v in (
+            ("thm2_ratio_mc", r),
+            ("thm2_ratio_mc_se", se),
+            ("thm2_order", float(th.two_layer_nonlinear_order(K, d))),
+            ("thm2_draws", float(S)),
+            ("thm2_n", float(n)),
+        ):
+            out.append(
+                {
+                    "study": study,
+                    "quantity": q,
+                    "value": float(v),
+                    "width": int(K),
+                    "depth": 1,
+                    "d_in": d,
+                }
+            )
     return pd.DataFrame(out)

@@ -24,13 +24,16 @@ def sampling_labels(p) -> list[str]:
 def with_labels(runs: pd.DataFrame, p) -> pd.DataFrame:
     """The run table with ``label`` (the run's ``block``) and ``part`` columns."""
     if "block" not in runs.columns:
-        raise ValueError("the run table has no 'block' column (the label of the grid block of "
-                         "each run, added when the shard tables are merged)")
+        raise ValueError(
+            "the run table has no 'block' column (the label of the grid block of "
+            "each run, added when the shard tables are merged)"
+        )
     sims = simulations(p)
     missing = sorted(set(runs.block.dropna()) - set(sims))
     if missing:
-        raise ValueError(f"block label(s) {missing} name no entry of measure.simulations "
-                         f"(known: {sorted(sims)})")
+        raise ValueError(
+            f"block label(s) {missing} name no entry of measure.simulations (known: {sorted(sims)})"
+        )
     lab = runs.block.astype(object)
     out = runs.assign(label=lab)[lab.notna().to_numpy()]
     return out.assign(part=out.label.map(lambda s: sims[s].part))
@@ -77,11 +80,25 @@ def sampling_table(runs: pd.DataFrame, p) -> pd.DataFrame:
         pc = mc.pearson_cov(e, nw)
         d = nw - e
         sk, ku = mc.skew_kurtosis(nw)
-        out.append({"distribution": label, "m": int(m), "n": pc["n"], "r": pc["r"],
-                    "r_se": pc["r_se"], "cov": pc["cov"], "cov_se": pc["cov_se"],
-                    "var_E": e.var(ddof=1), "var_NWGM": nw.var(ddof=1), "mean_E": e.mean(),
-                    "mean_NWGM": nw.mean(), "bias": d.mean(), "bias_se": d.std(ddof=1) / np.sqrt(len(d)),
-                    "skew_NWGM": sk, "kurt_NWGM": ku})
+        out.append(
+            {
+                "distribution": label,
+                "m": int(m),
+                "n": pc["n"],
+                "r": pc["r"],
+                "r_se": pc["r_se"],
+                "cov": pc["cov"],
+                "cov_se": pc["cov_se"],
+                "var_E": e.var(ddof=1),
+                "var_NWGM": nw.var(ddof=1),
+                "mean_E": e.mean(),
+                "mean_NWGM": nw.mean(),
+                "bias": d.mean(),
+                "bias_se": d.std(ddof=1) / np.sqrt(len(d)),
+                "skew_NWGM": sk,
+                "kurt_NWGM": ku,
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -99,16 +116,41 @@ def linear_table(runs: pd.DataFrame, p) -> dict[str, pd.DataFrame]:
     r = r[r.part == "linear"]
     if not len(r):
         return {"units": pd.DataFrame(), "pairs": pd.DataFrame(), "cost": pd.DataFrame()}
-    u = _wide(r[r.metric.isin(["exact_mean", "naive_mean", "mc_mean", "mc_mean_se", "exact_var",
-                               "mc_var", "mc_var_se"])], ["run_id", "layer", "probe"]).reset_index()
+    u = _wide(
+        r[
+            r.metric.isin(
+                [
+                    "exact_mean",
+                    "naive_mean",
+                    "mc_mean",
+                    "mc_mean_se",
+                    "exact_var",
+                    "mc_var",
+                    "mc_var_se",
+                ]
+            )
+        ],
+        ["run_id", "layer", "probe"],
+    ).reset_index()
     u["z_mean"] = mc.z_scores(u.mc_mean, u.mc_mean_se, u.exact_mean)
     u["z_naive"] = mc.z_scores(u.mc_mean, u.mc_mean_se, u.naive_mean)
     u["z_var"] = mc.z_scores(u.mc_var, u.mc_var_se, u.exact_var)
     pr = r[r.metric.isin(["exact_cov", "mc_cov", "mc_cov_se"])]
-    pr = _wide(pr, ["run_id", "layer", "probe"]).reset_index() if len(pr) else pd.DataFrame(
-        columns=["run_id", "layer", "probe", "exact_cov", "mc_cov", "mc_cov_se"])
+    pr = (
+        _wide(pr, ["run_id", "layer", "probe"]).reset_index()
+        if len(pr)
+        else pd.DataFrame(columns=["run_id", "layer", "probe", "exact_cov", "mc_cov", "mc_cov_se"])
+    )
     pr["z_cov"] = mc.z_scores(pr.mc_cov, pr.mc_cov_se, pr.exact_cov) if len(pr) else []
-    c = _wide(r[r.metric.isin(["mc_seconds", "mc_samples", "mc_samples_per_second", "mc_gflops",
-                               "exact_seconds"])], ["run_id"]).reset_index()
-    c = c.merge(r[["run_id", "width", "depth", "batch_size", "keep_rate"]].drop_duplicates(), on="run_id")
+    c = _wide(
+        r[
+            r.metric.isin(
+                ["mc_seconds", "mc_samples", "mc_samples_per_second", "mc_gflops", "exact_seconds"]
+            )
+        ],
+        ["run_id"],
+    ).reset_index()
+    c = c.merge(
+        r[["run_id", "width", "depth", "batch_size", "keep_rate"]].drop_duplicates(), on="run_id"
+    )
     return {"units": u, "pairs": pr, "cost": c}

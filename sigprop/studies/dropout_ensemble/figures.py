@@ -36,18 +36,31 @@ def bounds_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
     pts = _subsample(w, int(an.plot_points))
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.3), constrained_layout=True)
     sc = None
-    for ax, q, title in ((axes[0], "bound2", r"(a) Fig. 8.1: $E(1-E)|1-2E|\,/\,(1-2E(1-E))$"),
-                         (axes[1], "bound3", r"(b) Fig. 8.2: $2E(1-E)|1-2E|$")):
+    for ax, q, title in (
+        (axes[0], "bound2", r"(a) Fig. 8.1: $E(1-E)|1-2E|\,/\,(1-2E(1-E))$"),
+        (axes[1], "bound3", r"(b) Fig. 8.2: $2E(1-E)|1-2E|$"),
+    ):
         t = theory[theory.quantity == q].sort_values("x")
         if len(pts):
-            sc = ax.scatter(pts.E, np.abs(pts["diff"]), c=pts.sd_S, s=4, cmap="viridis", alpha=0.7,
-                            lw=0, vmin=0, zorder=2)
+            sc = ax.scatter(
+                pts.E,
+                np.abs(pts["diff"]),
+                c=pts.sd_S,
+                s=4,
+                cmap="viridis",
+                alpha=0.7,
+                lw=0,
+                vmin=0,
+                zorder=2,
+            )
         ax.plot(t.x, t.value, "k-", lw=1.8, label="Eq. 87 curve", zorder=3)
         a = theory_value(theory, f"argmax_{q}")
         for xv in (a, 1 - a):
             ax.axvline(xv, color="k", ls=":", lw=0.9)
         ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.08 * max(float(t.value.max()), float(np.abs(pts["diff"]).max()) if len(pts) else 0))
+        ax.set_ylim(
+            0, 1.08 * max(float(t.value.max()), float(np.abs(pts["diff"]).max()) if len(pts) else 0)
+        )
         ax.set_xlabel("$E$")
         ax.set_ylabel(r"$|E - \mathrm{NWGM}|$")
         ax.set_title(title, fontsize=10)
@@ -59,8 +72,10 @@ def bounds_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
     sel = pts[np.abs(1 - 2 * pts.E) >= asym] if len(pts) else pts
     if len(sel):
         y = np.abs(sel["diff"])
-        for q, lab, c in (("eq85", "Eq. 85: $V(1-2E)/(1-2V)$", "tab:blue"),
-                          ("eq202", "Eq. 202 (App. B)", "tab:orange")):
+        for q, lab, c in (
+            ("eq85", "Eq. 85: $V(1-2E)/(1-2V)$", "tab:blue"),
+            ("eq202", "Eq. 202 (App. B)", "tab:orange"),
+        ):
             ax.scatter(np.abs(sel[q]), y, s=4, color=c, alpha=0.5, lw=0, label=lab)
         lo = max(1e-6, float(np.nanmin(y[y > 0]))) if (y > 0).any() else 1e-6
         hi = float(np.nanmax(np.r_[y, np.abs(sel.eq85)]))
@@ -74,8 +89,10 @@ def bounds_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
     ax.set_ylabel(r"measured $|E - \mathrm{NWGM}|$")
     ax.set_title(f"(c) sets with $|1-2E| \\geq {asym:g}$", fontsize=10)
     m = int(runs.loc[runs.metric == "E", "width"].iloc[0]) if (runs.metric == "E").any() else 0
-    fig.suptitle(f"Eq. 87 bounds (002 Figs. 8.1-8.2) with {len(w)} simulated sets of {m} logistic "
-                 "outputs $O = \\sigma(S)$, $S \\sim N(\\mu, s^2)$")
+    fig.suptitle(
+        f"Eq. 87 bounds (002 Figs. 8.1-8.2) with {len(w)} simulated sets of {m} logistic "
+        "outputs $O = \\sigma(S)$, $S \\sim N(\\mu, s^2)$"
+    )
     return fig
 
 
@@ -87,7 +104,7 @@ def sampling_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
     s = sampling_table(runs, p)
     fig = plt.figure(figsize=(16, 6.2), constrained_layout=True)
     gs = GridSpec(2, 4, figure=fig)
-    positions = [(0, 0), (1, 0), (0, 1), (1, 1)]   # the paper's upper/lower left, upper/lower right
+    positions = [(0, 0), (1, 0), (0, 1), (1, 1)]  # the paper's upper/lower left, upper/lower right
     for i, label in enumerate(labels[:4]):
         ax = fig.add_subplot(gs[positions[i]])
         v = sampling_values(runs, p, label, hist_m)
@@ -141,11 +158,22 @@ def linear_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
     layers = sorted(u.layer.unique()) if len(u) else []
     ax = axes[0]
     if len(u):
-        ax.scatter(u.naive_mean, u.mc_mean, s=10, marker="x", color="grey", lw=0.6, alpha=0.4,
-                   label="unscaled network", zorder=2)
+        ax.scatter(
+            u.naive_mean,
+            u.mc_mean,
+            s=10,
+            marker="x",
+            color="grey",
+            lw=0.6,
+            alpha=0.4,
+            label="unscaled network",
+            zorder=2,
+        )
     for j, layer in enumerate(layers):
         g = u[u.layer == layer]
-        ax.scatter(g.exact_mean, g.mc_mean, s=6, color=f"C{j}", lw=0, label=f"layer {layer}", zorder=3)
+        ax.scatter(
+            g.exact_mean, g.mc_mean, s=6, color=f"C{j}", lw=0, label=f"layer {layer}", zorder=3
+        )
     if len(u):
         lim = 1.05 * np.nanmax(np.abs(np.r_[u.exact_mean, u.mc_mean, u.naive_mean]))
         ax.plot([-lim, lim], [-lim, lim], "k--", lw=0.8)
@@ -174,7 +202,9 @@ def linear_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
         for j, layer in enumerate(layers):
             g = pc[pc.layer == layer]
             if len(g):
-                ax.scatter(g.exact_corr, g.mc_corr, s=8, color=f"C{j}", lw=0, label=f"layer {layer}")
+                ax.scatter(
+                    g.exact_corr, g.mc_corr, s=8, color=f"C{j}", lw=0, label=f"layer {layer}"
+                )
         ax.plot([-1, 1], [-1, 1], "k--", lw=0.8)
         ax.set_xlim(-1.02, 1.02)
         ax.set_ylim(-1.02, 1.02)
@@ -183,15 +213,25 @@ def linear_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
     ax.set_title("(c) covariances of unit pairs, as correlations", fontsize=10)
     ax = axes[3]
     bins = np.linspace(-5, 5, 41)
-    zs = [("mean", u.z_mean if len(u) else []), ("variance", u.z_var if len(u) else []),
-          ("covariance", pr.z_cov if len(pr) else [])]
+    zs = [
+        ("mean", u.z_mean if len(u) else []),
+        ("variance", u.z_var if len(u) else []),
+        ("covariance", pr.z_cov if len(pr) else []),
+    ]
     for j, (lab, z) in enumerate(zs):
         z = np.asarray(z, float)
         if len(z):
-            ax.hist(np.clip(z, -5, 5), bins=bins, density=True, histtype="step", lw=1.4,
-                    color=f"C{j}", label=f"{lab} ({len(z)})")
+            ax.hist(
+                np.clip(z, -5, 5),
+                bins=bins,
+                density=True,
+                histtype="step",
+                lw=1.4,
+                color=f"C{j}",
+                label=f"{lab} ({len(z)})",
+            )
     xx = np.linspace(-5, 5, 200)
-    ax.plot(xx, np.exp(-xx ** 2 / 2) / np.sqrt(2 * np.pi), "k--", lw=1, label="N(0, 1)")
+    ax.plot(xx, np.exp(-(xx**2) / 2) / np.sqrt(2 * np.pi), "k--", lw=1, label="N(0, 1)")
     if len(u):
         zn = np.abs(np.asarray(u.z_naive, float))
         ax.plot([], [], " ", label=f"unscaled network: median |z| {np.median(zn):.0f}")
@@ -202,9 +242,11 @@ def linear_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
     ax.legend(fontsize=7, loc="upper left")
     if len(cost):
         c = cost.iloc[0]
-        fig.suptitle(f"Deep linear dropout networks (002 Secs. 2-3): {len(cost)} networks "
-                     f"{int(c.width)} wide, {int(c.depth)} hidden layers, {int(c.mc_samples)} "
-                     "dropout masks per input")
+        fig.suptitle(
+            f"Deep linear dropout networks (002 Secs. 2-3): {len(cost)} networks "
+            f"{int(c.width)} wide, {int(c.depth)} hidden layers, {int(c.mc_samples)} "
+            "dropout masks per input"
+        )
     return fig
 
 
@@ -216,4 +258,6 @@ def pair_correlations(units: pd.DataFrame, pairs: pd.DataFrame, k: int) -> pd.Da
     vi = var.reindex(list(zip(pairs.run_id, pairs.layer, i))).to_numpy()
     vj = var.reindex(list(zip(pairs.run_id, pairs.layer, j))).to_numpy()
     d = np.sqrt(vi * vj)
-    return pairs.assign(exact_corr=pairs.exact_cov.to_numpy() / d, mc_corr=pairs.mc_cov.to_numpy() / d)
+    return pairs.assign(
+        exact_corr=pairs.exact_cov.to_numpy() / d, mc_corr=pairs.mc_cov.to_numpy() / d
+    )

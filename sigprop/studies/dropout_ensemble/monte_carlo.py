@@ -39,7 +39,7 @@ def generator(key: int, stream: int) -> np.random.Generator:
 
 def open_uniform(rng: np.random.Generator, shape) -> np.ndarray:
     """Uniform numbers in the open interval (0, 1) (53-bit grid, never 0 or 1)."""
-    return (rng.integers(0, 2 ** 52, size=shape).astype(float) + 0.5) * 2.0 ** -52
+    return (rng.integers(0, 2**52, size=shape).astype(float) + 0.5) * 2.0**-52
 
 
 # ----------------------------------------------------------------- Sec. 8: sets of outputs
@@ -63,8 +63,14 @@ def set_statistics(O: np.ndarray) -> dict:
     """Per set (last axis, equal weights): ``E``, ``V``, ``NWGM`` (Sec. 8, Eqs. 35-37),
     ``E_minus_NWGM`` and the extremes ``O_min``, ``O_max`` (for Eqs. 81-82)."""
     w = ensembles.weighted_means(O, axis=-1)
-    return {"E": w["E"], "V": w["V"], "NWGM": w["NWGM"], "E_minus_NWGM": w["E"] - w["NWGM"],
-            "O_min": O.min(-1), "O_max": O.max(-1)}
+    return {
+        "E": w["E"],
+        "V": w["V"],
+        "NWGM": w["NWGM"],
+        "E_minus_NWGM": w["E"] - w["NWGM"],
+        "O_min": O.min(-1),
+        "O_max": O.max(-1),
+    }
 
 
 def bound_fraction(diff: np.ndarray, bound: np.ndarray, atol: float = 1e-12) -> float:
@@ -122,8 +128,12 @@ def density(spec: dict):
         return (lambda o: 1.0 / (hi - lo)), (lo, hi)
     _, _, fa, fb = _trunc(spec)
     z = fb - fa
-    return (lambda o: np.exp(-0.5 * ((o - spec["mean"]) / spec["sd"]) ** 2)
-            / (np.sqrt(2 * np.pi) * spec["sd"] * z)), (0.0, 1.0)
+    return (
+        lambda o: (
+            np.exp(-0.5 * ((o - spec["mean"]) / spec["sd"]) ** 2)
+            / (np.sqrt(2 * np.pi) * spec["sd"] * z)
+        )
+    ), (0.0, 1.0)
 
 
 def population_moments(spec: dict) -> dict:
@@ -134,19 +144,27 @@ def population_moments(spec: dict) -> dict:
     pts = [spec["mean"]] if spec["dist"] == "normal" and lo < spec["mean"] < hi else None
 
     def q(g):
-        return integrate.quad(lambda o: g(o) * f(o), lo, hi, points=pts, limit=200,
-                              epsabs=1e-13, epsrel=1e-11)[0]
+        return integrate.quad(
+            lambda o: g(o) * f(o), lo, hi, points=pts, limit=200, epsabs=1e-13, epsrel=1e-11
+        )[0]
 
     def logit(o):
         return np.log(o) - np.log1p(-o)
+
     mu_o = q(lambda o: o)
     var_o = q(lambda o: (o - mu_o) ** 2)
     mu_s = q(logit)
     var_s = q(lambda o: (logit(o) - mu_s) ** 2)
     sig = float(ensembles.logistic(mu_s))
     t = sig * (1.0 - sig)
-    return {"mu_O": mu_o, "var_O": var_o, "mu_S": mu_s, "var_S": var_s, "nwgm_mean_eq104": sig,
-            "C2_eq104": t * t * var_s}
+    return {
+        "mu_O": mu_o,
+        "var_O": var_o,
+        "mu_S": mu_s,
+        "var_S": var_s,
+        "nwgm_mean_eq104": sig,
+        "C2_eq104": t * t * var_s,
+    }
 
 
 def pearson_cov(x: np.ndarray, y: np.ndarray) -> dict:
@@ -159,15 +177,20 @@ def pearson_cov(x: np.ndarray, y: np.ndarray) -> dict:
     prod = dx * dy
     cov = prod.sum() / (n - 1)
     r = prod.sum() / np.sqrt((dx * dx).sum() * (dy * dy).sum())
-    return {"r": float(r), "r_se": float((1 - r * r) / np.sqrt(max(n - 3, 1))), "cov": float(cov),
-            "cov_se": float(prod.std(ddof=1) / np.sqrt(n)), "n": n}
+    return {
+        "r": float(r),
+        "r_se": float((1 - r * r) / np.sqrt(max(n - 3, 1))),
+        "cov": float(cov),
+        "cov_se": float(prod.std(ddof=1) / np.sqrt(n)),
+        "n": n,
+    }
 
 
 def skew_kurtosis(x: np.ndarray) -> tuple[float, float]:
     """Sample skewness and excess kurtosis (moment estimators)."""
     d = np.asarray(x, float) - np.mean(x)
     s2 = np.mean(d * d)
-    return float(np.mean(d ** 3) / s2 ** 1.5), float(np.mean(d ** 4) / s2 ** 2 - 3.0)
+    return float(np.mean(d**3) / s2**1.5), float(np.mean(d**4) / s2**2 - 3.0)
 
 
 def loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
@@ -182,7 +205,10 @@ def fc_layers(params, model: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Weights ``(n_out, n_in)`` and biases of model ``model`` of a stacked fc shard
     (:mod:`sigprop.nets.fc` layout ``[W_0, b_0, W_1, b_1, ...]``), as float64 numpy."""
     ws = [params[i][model].detach().cpu().double().numpy() for i in range(0, len(params), 2)]
-    bs = [params[i][model].detach().cpu().double().numpy().reshape(-1) for i in range(1, len(params), 2)]
+    bs = [
+        params[i][model].detach().cpu().double().numpy().reshape(-1)
+        for i in range(1, len(params), 2)
+    ]
     return ws, bs
 
 
@@ -213,8 +239,9 @@ def input_vector(key: int, d: int) -> np.ndarray:
     return open_uniform(generator(key, STREAM_INPUT), d)
 
 
-def linear_mc(weights, biases, keeps, x, n_samples: int, key: int, cov_units: int = 8,
-              device: str = "cpu") -> list[dict]:
+def linear_mc(
+    weights, biases, keeps, x, n_samples: int, key: int, cov_units: int = 8, device: str = "cpu"
+) -> list[dict]:
     """Monte Carlo of a deep linear dropout network (Eq. 22) for one input, all ``n_samples``
     masks in one pass: ``S^{h+1} = W^h (delta^h * S^h) + b^h`` on a ``[n_samples, n_h]`` tensor.
 
@@ -238,9 +265,12 @@ def linear_mc(weights, biases, keeps, x, n_samples: int, key: int, cov_units: in
         for layer, (w, b, p) in enumerate(zip(weights, biases, keeps)):
             d = h.shape[1]
             idx = (layer << 40) + torch.arange(n_samples * d, dtype=torch.int64, device=dev)
-            mask = (crng.uniform(keys, crng.STREAM_DROPOUT, idx, torch.float64)[0] < p)
-            h = torch.addmm(torch.as_tensor(b, device=dev), h * mask.view(n_samples, d).to(h.dtype),
-                            torch.as_tensor(w, device=dev).T)
+            mask = crng.uniform(keys, crng.STREAM_DROPOUT, idx, torch.float64)[0] < p
+            h = torch.addmm(
+                torch.as_tensor(b, device=dev),
+                h * mask.view(n_samples, d).to(h.dtype),
+                torch.as_tensor(w, device=dev).T,
+            )
             mean = h.mean(0)
             c = h - mean
             sq = c * c
@@ -248,11 +278,18 @@ def linear_mc(weights, biases, keeps, x, n_samples: int, key: int, cov_units: in
             k = min(int(cov_units), h.shape[1])
             ii, jj = np.triu_indices(k, 1)
             prod = c[:, ii] * c[:, jj]
-            out.append({"mean": mean.cpu().numpy(), "mean_se": (var / n).sqrt().cpu().numpy(),
-                        "var": var.cpu().numpy(), "var_se": (sq.std(0) / n ** 0.5).cpu().numpy(),
-                        "cov": (prod.sum(0) / (n - 1)).cpu().numpy(),
-                        "cov_se": (prod.std(0) / n ** 0.5).cpu().numpy() if len(ii) else np.zeros(0),
-                        "pair_i": ii, "pair_j": jj})
+            out.append(
+                {
+                    "mean": mean.cpu().numpy(),
+                    "mean_se": (var / n).sqrt().cpu().numpy(),
+                    "var": var.cpu().numpy(),
+                    "var_se": (sq.std(0) / n**0.5).cpu().numpy(),
+                    "cov": (prod.sum(0) / (n - 1)).cpu().numpy(),
+                    "cov_se": (prod.std(0) / n**0.5).cpu().numpy() if len(ii) else np.zeros(0),
+                    "pair_i": ii,
+                    "pair_j": jj,
+                }
+            )
     return out
 
 

@@ -17,14 +17,40 @@ def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
     E = np.linspace(0.0, 1.0, int(p.theory.points))
     b = ensembles.eq87_bounds(E)
     # curves and maximisers have no distribution: NaN, as a missing string reads back from Parquet
-    rows = [pd.DataFrame({"study": study, "quantity": q, "x": E, "value": b[q],
-                          "distribution": np.nan}) for q in ("bound2", "bound3")]
+    rows = [
+        pd.DataFrame({"study": study, "quantity": q, "x": E, "value": b[q], "distribution": np.nan})
+        for q in ("bound2", "bound3")
+    ]
     am = ensembles.eq87_argmax()
-    rows.append(pd.DataFrame([{"study": study, "quantity": f"argmax_{q}", "x": np.nan,
-                               "value": float(v), "distribution": np.nan} for q, v in am.items()]))
+    rows.append(
+        pd.DataFrame(
+            [
+                {
+                    "study": study,
+                    "quantity": f"argmax_{q}",
+                    "x": np.nan,
+                    "value": float(v),
+                    "distribution": np.nan,
+                }
+                for q, v in am.items()
+            ]
+        )
+    )
     sims = [s for s in p.measure.simulations if s.part == "sampling"]
     for s in sims:
         pm = mc.population_moments(s.spec())
-        rows.append(pd.DataFrame([{"study": study, "quantity": q, "x": np.nan, "value": v,
-                                   "distribution": s.label} for q, v in pm.items()]))
+        rows.append(
+            pd.DataFrame(
+                [
+                    {
+                        "study": study,
+                        "quantity": q,
+                        "x": np.nan,
+                        "value": v,
+                        "distribution": s.label,
+                    }
+                    for q, v in pm.items()
+                ]
+            )
+        )
     return pd.concat(rows, ignore_index=True)

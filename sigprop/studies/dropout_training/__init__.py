@@ -49,23 +49,36 @@ SOURCE_DROPIN = "002 §11.6"
 
 @dataclass(frozen=True)
 class Measure:
-    input_keep: float = param(0.8, gt=0, le=1, doc="keep probability of the input units "
-                                                   "(002 §9.5: 0.8); keep_rate is the hidden one")
-    active_threshold: float = param(0.1, ge=0, le=1, doc="Fig. 11.3: a unit is active when its "
-                                                         "activation at the end exceeds this")
-    sparse_threshold: float = param(0.1, ge=0, le=1, doc="Fig. 11.1: an activation below this "
-                                                         "counts as silent")
+    input_keep: float = param(
+        0.8,
+        gt=0,
+        le=1,
+        doc="keep probability of the input units (002 §9.5: 0.8); keep_rate is the hidden one",
+    )
+    active_threshold: float = param(
+        0.1,
+        ge=0,
+        le=1,
+        doc="Fig. 11.3: a unit is active when its activation at the end exceeds this",
+    )
+    sparse_threshold: float = param(
+        0.1, ge=0, le=1, doc="Fig. 11.1: an activation below this counts as silent"
+    )
     hist_bins: int = param(20, ge=1, doc="bins of the activation histograms on [0, 1]")
     n_inputs: int = param(10, ge=1, doc="probe inputs sampled by Monte Carlo")
-    mc_samples: int = param(500, ge=2, doc="dropout samples per probe input before and after "
-                                           "training")
-    mc_samples_trajectory: int = param(200, ge=2, doc="dropout samples per probe input at "
-                                                      "every snapshot")
+    mc_samples: int = param(
+        500, ge=2, doc="dropout samples per probe input before and after training"
+    )
+    mc_samples_trajectory: int = param(
+        200, ge=2, doc="dropout samples per probe input at every snapshot"
+    )
     mc_chunk: int = param(0, ge=0, doc="samples per Monte Carlo pass (0: all in one)")
-    pairs_per_layer: int = param(300, ge=1, doc="sampled unit pairs per hidden layer "
-                                                "(Figs. 9.12-9.14)")
-    sparsity_inputs: int = param(450, ge=1, doc="test inputs of the sparsity histograms "
-                                                "(Fig. 11.1)")
+    pairs_per_layer: int = param(
+        300, ge=1, doc="sampled unit pairs per hidden layer (Figs. 9.12-9.14)"
+    )
+    sparsity_inputs: int = param(
+        450, ge=1, doc="test inputs of the sparsity histograms (Fig. 11.1)"
+    )
     mc_eval_samples: int = param(20, ge=1, doc="masks of the Monte Carlo ensemble accuracy")
 
 
@@ -76,98 +89,150 @@ class Theory:
 
 @dataclass(frozen=True)
 class Analysis:
-    noise_z: float = param(3.0, gt=0, doc="a Monte Carlo estimate lies within a bound when it is "
-                                          "at most bound + noise_z SE; E - NWGM is resolved "
-                                          "above noise_z SE")
+    noise_z: float = param(
+        3.0,
+        gt=0,
+        doc="a Monte Carlo estimate lies within a bound when it is "
+        "at most bound + noise_z SE; E - NWGM is resolved "
+        "above noise_z SE",
+    )
 
 
 @dataclass(frozen=True)
 class Claims:
-    within_fraction: float = param(0.95, gt=0, le=1, doc="Figs. 9.3, 9.8: fraction of (unit, "
-                                                        "input) pairs within the bound")
+    within_fraction: float = param(
+        0.95, gt=0, le=1, doc="Figs. 9.3, 9.8: fraction of (unit, input) pairs within the bound"
+    )
     approx_factor: float = param(2.0, ge=1, doc="App. B: Eq. 85 within this factor (median)")
     small_rms: float = param(0.05, gt=0, doc="Figs. 9.6-9.7: RMS of NWGM - E, W - E per layer")
     max_skew: float = param(1.0, gt=0, doc="Figs. 9.6-9.7: |skewness| per layer")
     max_excess_kurtosis: float = param(3.0, gt=0, doc="Figs. 9.6-9.7: |excess kurtosis| per layer")
     depth_growth: float = param(2.0, gt=0, doc="§9.5: RMS(W - E), last / first hidden layer")
-    majority_fraction: float = param(0.5, gt=0, le=1, doc="Figs. 9.8-9.9: fraction with 0 the "
-                                                         "better variance estimate")
+    majority_fraction: float = param(
+        0.5, gt=0, le=1, doc="Figs. 9.8-9.9: fraction with 0 the better variance estimate"
+    )
     rise_factor: float = param(2.0, gt=0, doc="Figs. 9.10, 11.2: peak / initial dropout variance")
-    pair_ratio: float = param(0.2, gt=0, doc="Figs. 9.12-9.14: median |E(OiOj) - WiWj| / "
-                                             "median |E(OiOj)|")
-    sigma_prime_tol: float = param(0.02, gt=0, doc="Fig. 9.15: median |E(sigma'(S)) - "
-                                                   "sigma'(E(S))|")
-    sparse_fraction: float = param(0.5, gt=0, le=1, doc="Fig. 11.1: fraction of silent "
-                                                       "activations per layer")
-    settle_window: float = param(0.2, gt=0, lt=1, doc="Fig. 11.2: the last fraction of training "
-                                                      "over which active units settle ...")
+    pair_ratio: float = param(
+        0.2, gt=0, doc="Figs. 9.12-9.14: median |E(OiOj) - WiWj| / median |E(OiOj)|"
+    )
+    sigma_prime_tol: float = param(
+        0.02, gt=0, doc="Fig. 9.15: median |E(sigma'(S)) - sigma'(E(S))|"
+    )
+    sparse_fraction: float = param(
+        0.5, gt=0, le=1, doc="Fig. 11.1: fraction of silent activations per layer"
+    )
+    settle_window: float = param(
+        0.2,
+        gt=0,
+        lt=1,
+        doc="Fig. 11.2: the last fraction of training over which active units settle ...",
+    )
     settle_tol: float = param(0.2, gt=0, doc="... to within this relative change")
-    inactive_ratio: float = param(0.5, gt=0, doc="Fig. 11.2: peak SD of inactive / of active "
-                                                 "units")
-    layer_sd_ratio: float = param(1.25, gt=0, doc="Fig. 11.3: final SD of active units, last / "
-                                                  "first hidden layer")
-    success_acc: float = param(0.85, ge=0, le=1, doc="§11.6: dropout's test accuracy at least "
-                                                     "this (set per scale)")
+    inactive_ratio: float = param(0.5, gt=0, doc="Fig. 11.2: peak SD of inactive / of active units")
+    layer_sd_ratio: float = param(
+        1.25, gt=0, doc="Fig. 11.3: final SD of active units, last / first hidden layer"
+    )
+    success_acc: float = param(
+        0.85, ge=0, le=1, doc="§11.6: dropout's test accuracy at least this (set per scale)"
+    )
     fail_acc: float = param(0.5, ge=0, le=1, doc="§11.6: dropin's test accuracy at most this")
-    trained_acc: float = param(0.5, ge=0, le=1, doc="a seed whose dropout net ends below this "
-                                                    "test accuracy did not train (it stayed on "
-                                                    "the plateau) and is left out of the "
-                                                    "[final] statistics, named in their rows")
-    seed_z: float = param(3.0, gt=0, doc="a claim's seed mean must clear its threshold "
-                                         "by seed_z SE over seeds to pass (or miss it by seed_z "
-                                         "SE to fail); in between it is inconclusive")
+    trained_acc: float = param(
+        0.5,
+        ge=0,
+        le=1,
+        doc="a seed whose dropout net ends below this "
+        "test accuracy did not train (it stayed on "
+        "the plateau) and is left out of the "
+        "[final] statistics, named in their rows",
+    )
+    seed_z: float = param(
+        3.0,
+        gt=0,
+        doc="a claim's seed mean must clear its threshold "
+        "by seed_z SE over seeds to pass (or miss it by seed_z "
+        "SE to fail); in between it is inconclusive",
+    )
 
 
 SPEC = StudySpec(
     task="measure",
     source="002 §§9.5-9.6, 11.6-11.7; Figs. 9.3-9.15, 11.1-11.3",
     figures={
-        "dropout_approximations": Figure("fig_approximations", (
-        "002 Figs. 9.3-9.5 after training: for every hidden unit and each of the probe inputs (one row "
-        "per hidden layer), |E - NWGM| (left) and |E - W| (middle) against E = E(O) estimated from "
-        "the Monte Carlo dropout samples; NWGM = sigma(E(S)) (Eq. 39), W = the deterministic ensemble "
-        "network with weights scaled by the keep probabilities (Eq. 98). Overlaid: the second-order "
-        "approximation V|1-2E|/(1-2V) of Eq. 85/87 (blue), the expansion around E of Eq. 202 (orange), "
-        "Bound 1 E(1-E)|1-2E|/(1-2V) (green points) and Bound 2 E(1-E)|1-2E|/(1-2E(1-E)) (black "
-        "curve). Right: histograms of approximation minus measured |E - NWGM| for Eq. 85 and Eq. 202 "
-        "(Fig. 9.5), on units whose E - NWGM exceeds 3 Monte Carlo standard errors. Points of all "
-        "seeds' networks (3 at quick scale) pooled."),
-            claims=("nwgm_within_*", "w_within_*", "eq202_beats_eq85*", "eq85_predicts_*")),
-        "dropout_errors": Figure("fig_errors", (
-        "002 Figs. 9.6-9.7: distributions of NWGM - E and W - E per hidden layer before (grey) and "
-        "after (colour) training, pooled over hidden units and probe inputs; dashed: Gaussian with "
-        "the same mean and standard deviation; skewness and excess kurtosis in each panel. Before "
-        "training W - E is mostly the Monte Carlo noise of E (standard error sqrt(V/n)). All seeds' "
-        "networks pooled."),
-            claims=("nwgm_error_*", "w_error_*")),
-        "dropout_moments": Figure("fig_moments", (
-        "002 Figs. 9.8-9.15, before (grey) and after (colour) training, all hidden units and probe "
-        "inputs: (a) E(O^2) - W and E(O^2) - W^2, i.e. the variance estimates W(1-W) and 0 (Fig. 9.8); "
-        "(b) V - W(1-W) (Fig. 9.9); (c) mean dropout variance V over training per hidden layer, "
-        "dropout (solid) and dropin (dotted) (Fig. 9.10); (d) mean W(1-W) - V over training "
-        "(Fig. 9.11); (e) E(O_i O_j) - W_i W_j for random pairs of units of the same hidden layer "
-        "(unconnected, Fig. 9.12); (f) E(O_i O_j) - 0 for the same pairs (Fig. 9.13); (g) connected "
-        "pairs j -> i in adjacent hidden layers: E(O_i O_j) - W_i W_j and E(O_i O_j) - W_ij W_j "
-        "(W_ij: unit i with j removed, Eq. 121) (Fig. 9.14); (h) E(sigma'(S)) - sigma'(E(S)) "
-        "(Fig. 9.15). Points of all seeds' networks pooled; trajectories (c-d): means over the seeds."),
-            claims=("w1mw_bounds_*", "zero_better_*", "variance_rises_*", "ww_approximates_*",
-                    "wij_correction_*", "sigma_prime_*")),
-        "dropout_sparsity": Figure("fig_sparsity", (
-        "002 Figs. 11.1-11.3: (a) distribution of the deterministic activations W per hidden layer "
-        "over the test inputs at the end of training (log scale; grey: before training); (b) the "
-        "learning phases of a typical active (red) and a typical inactive (blue) unit of the top hidden "
-        "layer for probe input 0: Monte Carlo mean activation with its 5% and 95% dropout quantiles "
-        "over training; (c) the dropout standard deviation of the active units (E > 0.1 at the end of "
-        "training) per hidden layer over training: mean and 5%-95% band over active (unit, input) "
-        "pairs. (a, c) pool or average all seeds' networks; (b) shows the first seed's network."),
-            claims=("sparse_activations*", "active_*", "inactive_*")),
-        "dropin": Figure("fig_dropin", (
-        "002 §11.6: the same network trained with dropout (units set to 0) and dropin (units set to 1) "
-        "from the same initial weights, data order and mask draws: (a) test accuracy of the "
-        "deterministic ensemble network over training (markers at the end: Monte Carlo ensemble); "
-        "(b) mean training loss; (c) mean dropout variance of the hidden units over training. Curves: "
-        "means over the seeds' networks (3 at quick scale)."),
-            claims=("dropout_learns", "dropin_fails")),
+        "dropout_approximations": Figure(
+            "fig_approximations",
+            (
+                "002 Figs. 9.3-9.5 after training: for every hidden unit and each of the probe inputs (one row "
+                "per hidden layer), |E - NWGM| (left) and |E - W| (middle) against E = E(O) estimated from "
+                "the Monte Carlo dropout samples; NWGM = sigma(E(S)) (Eq. 39), W = the deterministic ensemble "
+                "network with weights scaled by the keep probabilities (Eq. 98). Overlaid: the second-order "
+                "approximation V|1-2E|/(1-2V) of Eq. 85/87 (blue), the expansion around E of Eq. 202 (orange), "
+                "Bound 1 E(1-E)|1-2E|/(1-2V) (green points) and Bound 2 E(1-E)|1-2E|/(1-2E(1-E)) (black "
+                "curve). Right: histograms of approximation minus measured |E - NWGM| for Eq. 85 and Eq. 202 "
+                "(Fig. 9.5), on units whose E - NWGM exceeds 3 Monte Carlo standard errors. Points of all "
+                "seeds' networks (3 at quick scale) pooled."
+            ),
+            claims=("nwgm_within_*", "w_within_*", "eq202_beats_eq85*", "eq85_predicts_*"),
+        ),
+        "dropout_errors": Figure(
+            "fig_errors",
+            (
+                "002 Figs. 9.6-9.7: distributions of NWGM - E and W - E per hidden layer before (grey) and "
+                "after (colour) training, pooled over hidden units and probe inputs; dashed: Gaussian with "
+                "the same mean and standard deviation; skewness and excess kurtosis in each panel. Before "
+                "training W - E is mostly the Monte Carlo noise of E (standard error sqrt(V/n)). All seeds' "
+                "networks pooled."
+            ),
+            claims=("nwgm_error_*", "w_error_*"),
+        ),
+        "dropout_moments": Figure(
+            "fig_moments",
+            (
+                "002 Figs. 9.8-9.15, before (grey) and after (colour) training, all hidden units and probe "
+                "inputs: (a) E(O^2) - W and E(O^2) - W^2, i.e. the variance estimates W(1-W) and 0 (Fig. 9.8); "
+                "(b) V - W(1-W) (Fig. 9.9); (c) mean dropout variance V over training per hidden layer, "
+                "dropout (solid) and dropin (dotted) (Fig. 9.10); (d) mean W(1-W) - V over training "
+                "(Fig. 9.11); (e) E(O_i O_j) - W_i W_j for random pairs of units of the same hidden layer "
+                "(unconnected, Fig. 9.12); (f) E(O_i O_j) - 0 for the same pairs (Fig. 9.13); (g) connected "
+                "pairs j -> i in adjacent hidden layers: E(O_i O_j) - W_i W_j and E(O_i O_j) - W_ij W_j "
+                "(W_ij: unit i with j removed, Eq. 121) (Fig. 9.14); (h) E(sigma'(S)) - sigma'(E(S)) "
+                "(Fig. 9.15). Points of all seeds' networks pooled; trajectories (c-d): means over the seeds."
+            ),
+            claims=(
+                "w1mw_bounds_*",
+                "zero_better_*",
+                "variance_rises_*",
+                "ww_approximates_*",
+                "wij_correction_*",
+                "sigma_prime_*",
+            ),
+        ),
+        "dropout_sparsity": Figure(
+            "fig_sparsity",
+            (
+                "002 Figs. 11.1-11.3: (a) distribution of the deterministic activations W per hidden layer "
+                "over the test inputs at the end of training (log scale; grey: before training); (b) the "
+                "learning phases of a typical active (red) and a typical inactive (blue) unit of the top hidden "
+                "layer for probe input 0: Monte Carlo mean activation with its 5% and 95% dropout quantiles "
+                "over training; (c) the dropout standard deviation of the active units (E > 0.1 at the end of "
+                "training) per hidden layer over training: mean and 5%-95% band over active (unit, input) "
+                "pairs. (a, c) pool or average all seeds' networks; (b) shows the first seed's network."
+            ),
+            claims=("sparse_activations*", "active_*", "inactive_*"),
+        ),
+        "dropin": Figure(
+            "fig_dropin",
+            (
+                "002 §11.6: the same network trained with dropout (units set to 0) and dropin (units set to 1) "
+                "from the same initial weights, data order and mask draws: (a) test accuracy of the "
+                "deterministic ensemble network over training (markers at the end: Monte Carlo ensemble); "
+                "(b) mean training loss; (c) mean dropout variance of the hidden units over training. Curves: "
+                "means over the seeds' networks (3 at quick scale)."
+            ),
+            claims=("dropout_learns", "dropin_fails"),
+        ),
     },
-    measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
+    measure=Measure,
+    theory=Theory,
+    analysis=Analysis,
+    claims=Claims,
 )

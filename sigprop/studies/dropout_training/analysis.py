@@ -16,12 +16,14 @@ def unit_table(runs: pd.DataFrame, step: int) -> pd.DataFrame:
     """One row per (run, layer, probe = input x unit) at ``step`` with the per-unit metrics as
     columns, plus the derived ``EO2 = V + E^2``, ``d_nwgm = NWGM - E``, ``d_w = W - E``."""
     from .learning import UNIT_METRICS
+
     d = runs[(runs.step == step) & runs.metric.isin(UNIT_METRICS)]
-    w = d.pivot_table(index=["run_id", "layer", "probe"], columns="metric", values="value",
-                      aggfunc="first").reset_index()
+    w = d.pivot_table(
+        index=["run_id", "layer", "probe"], columns="metric", values="value", aggfunc="first"
+    ).reset_index()
     w.columns.name = None
     if len(w):
-        w["EO2"] = w.V + w.E ** 2
+        w["EO2"] = w.V + w.E**2
         w["d_nwgm"] = w.NWGM - w.E
         w["d_w"] = w.W - w.E
     return w
@@ -31,8 +33,9 @@ def pair_table(runs: pd.DataFrame, step: int, kind: str) -> pd.DataFrame:
     """Pairs of kind ``u`` (unconnected) or ``c`` (connected) at ``step``: columns ``EOO, WW``
     (and ``WijW``) per (run, layer, probe)."""
     d = runs[(runs.step == step) & runs.metric.str.startswith(f"p{kind}_")]
-    w = d.pivot_table(index=["run_id", "layer", "probe"], columns="metric", values="value",
-                      aggfunc="first").reset_index()
+    w = d.pivot_table(
+        index=["run_id", "layer", "probe"], columns="metric", values="value", aggfunc="first"
+    ).reset_index()
     w.columns = [c.split("_", 1)[1] if str(c).startswith(f"p{kind}_") else c for c in w.columns]
     return w
 
@@ -68,7 +71,7 @@ def skew_kurtosis(x) -> tuple[float, float]:
     s2 = np.mean(c * c)
     if x.size < 3 or s2 <= 0:
         return np.nan, np.nan
-    return float(np.mean(c ** 3) / s2 ** 1.5), float(np.mean(c ** 4) / s2 ** 2 - 3.0)
+    return float(np.mean(c**3) / s2**1.5), float(np.mean(c**4) / s2**2 - 3.0)
 
 
 def median_abs_log_ratio(measured, approx) -> float:

@@ -33,8 +33,9 @@ def fig_approximations(runs: pd.DataFrame, theory: pd.DataFrame, p):
     z = float(p.analysis.noise_z)
     T, _, u = _tables(runs)
     layers = sorted(u.layer.unique())
-    fig, axes = plt.subplots(len(layers), 3, figsize=(13, 3.0 * len(layers)), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = plt.subplots(
+        len(layers), 3, figsize=(13, 3.0 * len(layers)), squeeze=False, constrained_layout=True
+    )
     xb, yb = _bound2(theory)
     for r, l in enumerate(layers):
         d = u[u.layer == l].sort_values("E")
@@ -47,8 +48,12 @@ def fig_approximations(runs: pd.DataFrame, theory: pd.DataFrame, p):
             ax.plot(xb, yb, color="k", lw=1.2, label="Bound 2")
             ax.scatter(E, b["bound1"], s=3, color="tab:green", alpha=0.5, lw=0, label="Bound 1")
             if name == "NWGM":
-                ax.scatter(E, a85, s=3, color="tab:blue", alpha=0.6, lw=0, label="Eq. 85/87 approx.")
-                ax.scatter(E, a202, s=3, color="tab:orange", alpha=0.6, lw=0, label="Eq. 202 approx.")
+                ax.scatter(
+                    E, a85, s=3, color="tab:blue", alpha=0.6, lw=0, label="Eq. 85/87 approx."
+                )
+                ax.scatter(
+                    E, a202, s=3, color="tab:orange", alpha=0.6, lw=0, label="Eq. 202 approx."
+                )
             ax.scatter(E, np.abs(d[col]), s=4, color="tab:red", lw=0, label=f"|E - {name}| (MC)")
             top = max(float(np.nanmax(yb)), float(np.nanquantile(np.abs(d[col]), 0.999)))
             ax.set_ylim(0, 1.05 * top)
@@ -60,7 +65,10 @@ def fig_approximations(runs: pd.DataFrame, theory: pd.DataFrame, p):
         if len(res):
             meas = np.abs(res.d_nwgm.to_numpy())
             e85 = np.abs(ens.e_minus_nwgm_second_order(res.E.to_numpy(), res.V.to_numpy())) - meas
-            e202 = np.abs(ens.e_minus_nwgm_second_order_about_mean(res.E.to_numpy(), res.V.to_numpy())) - meas
+            e202 = (
+                np.abs(ens.e_minus_nwgm_second_order_about_mean(res.E.to_numpy(), res.V.to_numpy()))
+                - meas
+            )
             lim = float(np.quantile(np.abs(np.r_[e85, e202]), 0.99)) or 1e-6
             bins = np.linspace(-lim, lim, 41)
             ax.hist(e85, bins=bins, color="tab:blue", alpha=0.6, label="Eq. 85 - measured")
@@ -70,8 +78,10 @@ def fig_approximations(runs: pd.DataFrame, theory: pd.DataFrame, p):
     axes[0, 0].legend(fontsize=7, markerscale=3, loc="upper right")
     axes[0, 1].legend(fontsize=7, markerscale=3, loc="upper right")
     axes[0, 2].legend(fontsize=7)
-    fig.suptitle(f"Dropout approximations after training (step {T}), all hidden units x probe inputs "
-                 "(002 Figs. 9.3-9.5)")
+    fig.suptitle(
+        f"Dropout approximations after training (step {T}), all hidden units x probe inputs "
+        "(002 Figs. 9.3-9.5)"
+    )
     return fig
 
 
@@ -85,28 +95,42 @@ def _hist_gauss(ax, x, colour, label):
     if s > 0:
         ax.plot(g, np.exp(-0.5 * ((g - m) / s) ** 2) / (s * np.sqrt(2 * np.pi)), "k--", lw=1)
     sk, ku = skew_kurtosis(x)
-    ax.text(0.02, 0.97, f"sd {s:.2g}\nskew {sk:+.2f}\nex.kurt {ku:+.2f}", transform=ax.transAxes,
-            va="top", fontsize=7)
+    ax.text(
+        0.02,
+        0.97,
+        f"sd {s:.2g}\nskew {sk:+.2f}\nex.kurt {ku:+.2f}",
+        transform=ax.transAxes,
+        va="top",
+        fontsize=7,
+    )
 
 
 def fig_errors(runs: pd.DataFrame, theory: pd.DataFrame, p):
     """Figs. 9.6-9.7: NWGM - E and W - E per layer, before and after training."""
     T, u0, u1 = _tables(runs)
     layers = sorted(u1.layer.unique())
-    fig, axes = plt.subplots(len(layers), 4, figsize=(14, 2.6 * len(layers)), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = plt.subplots(
+        len(layers), 4, figsize=(14, 2.6 * len(layers)), squeeze=False, constrained_layout=True
+    )
     for r, l in enumerate(layers):
-        for c, (col, name, u, tag, colour) in enumerate((
-                ("d_nwgm", "NWGM - E", u0, "before", BEFORE), ("d_nwgm", "NWGM - E", u1, "after", AFTER),
-                ("d_w", "W - E", u0, "before", BEFORE), ("d_w", "W - E", u1, "after", "tab:red"))):
+        for c, (col, name, u, tag, colour) in enumerate(
+            (
+                ("d_nwgm", "NWGM - E", u0, "before", BEFORE),
+                ("d_nwgm", "NWGM - E", u1, "after", AFTER),
+                ("d_w", "W - E", u0, "before", BEFORE),
+                ("d_w", "W - E", u1, "after", "tab:red"),
+            )
+        ):
             ax = axes[r, c]
             _hist_gauss(ax, u[u.layer == l][col], colour, tag)
             ax.set_title(f"layer {l}: {name}, {tag} training", fontsize=9)
             ax.tick_params(labelsize=7)
             ax.xaxis.set_major_locator(MaxNLocator(5))
             ax.ticklabel_format(axis="x", style="sci", scilimits=(-2, 2))
-    fig.suptitle(f"Distributions of NWGM - E (002 Fig. 9.6) and W - E (Fig. 9.7); before: step 0, "
-                 f"after: step {T}; dashed: Gaussian fit")
+    fig.suptitle(
+        f"Distributions of NWGM - E (002 Fig. 9.6) and W - E (Fig. 9.7); before: step 0, "
+        f"after: step {T}; dashed: Gaussian fit"
+    )
     return fig
 
 
@@ -125,8 +149,11 @@ def fig_moments(runs: pd.DataFrame, theory: pd.DataFrame, p):
     T, u0, u1 = _tables(runs)
     fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), constrained_layout=True)
     ax = axes[0, 0]
-    for u, tag, cols in ((u0, "before", ("0.4", "0.75")), (u1, "after", ("tab:blue", "tab:orange"))):
-        x1, x2 = u.EO2 - u.W, u.EO2 - u.W ** 2
+    for u, tag, cols in (
+        (u0, "before", ("0.4", "0.75")),
+        (u1, "after", ("tab:blue", "tab:orange")),
+    ):
+        x1, x2 = u.EO2 - u.W, u.EO2 - u.W**2
         lo, hi = np.quantile(np.r_[x1, x2], [0.002, 0.998])
         bins = np.linspace(lo, hi, 60)
         ax.hist(x1, bins=bins, color=cols[0], alpha=0.6, label=f"E(O²) - W, {tag}")
@@ -139,8 +166,10 @@ def fig_moments(runs: pd.DataFrame, theory: pd.DataFrame, p):
     ax.set_title("(b) V - W(1-W) (Fig. 9.9)", fontsize=10)
     ax.set_yscale("log")
     ax.legend(fontsize=8)
-    for ax, m, t in ((axes[0, 2], "traj_V", "(c) mean dropout variance V (Fig. 9.10)"),
-                     (axes[0, 3], "traj_gap", "(d) mean W(1-W) - V (Fig. 9.11)")):
+    for ax, m, t in (
+        (axes[0, 2], "traj_V", "(c) mean dropout variance V (Fig. 9.10)"),
+        (axes[0, 3], "traj_gap", "(d) mean W(1-W) - V (Fig. 9.11)"),
+    ):
         s, sd = layer_series(runs, m), layer_series(runs, f"dropin_{m}")
         for i, l in enumerate(s.columns):
             ax.plot(s.index, s[l], color=f"C{i}", lw=1.5, label=f"layer {l}")
@@ -167,10 +196,12 @@ def fig_moments(runs: pd.DataFrame, theory: pd.DataFrame, p):
         x = np.r_[pc0.EOO - pc0.WW, pc1.EOO - pc1.WW, pc0.EOO - pc0.WijW, pc1.EOO - pc1.WijW]
         lo, hi = np.quantile(x, [0.002, 0.998])
         bins = np.linspace(lo, hi, 50)
-        for d, col, lab in ((pc0.EOO - pc0.WW, "0.35", "- WiWj, before"),
-                            (pc0.EOO - pc0.WijW, "0.7", "- WijWj, before"),
-                            (pc1.EOO - pc1.WW, "tab:blue", "- WiWj, after"),
-                            (pc1.EOO - pc1.WijW, "tab:orange", "- WijWj, after")):
+        for d, col, lab in (
+            (pc0.EOO - pc0.WW, "0.35", "- WiWj, before"),
+            (pc0.EOO - pc0.WijW, "0.7", "- WijWj, before"),
+            (pc1.EOO - pc1.WW, "tab:blue", "- WiWj, after"),
+            (pc1.EOO - pc1.WijW, "tab:orange", "- WijWj, after"),
+        ):
             ax.hist(d, bins=bins, histtype="step", lw=1.4, color=col, label=f"E(OiOj) {lab}")
         ax.legend(fontsize=7)
     ax.set_title("(g) connected j -> i: E(OiOj) - WiWj, - WijWj (Fig. 9.14)", fontsize=10)
@@ -182,8 +213,10 @@ def fig_moments(runs: pd.DataFrame, theory: pd.DataFrame, p):
     ax.legend(fontsize=8)
     for ax in axes.ravel():
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"Dropout variances and covariances, hidden units x probe inputs, before (step 0) and "
-                 f"after (step {T}) training (002 Figs. 9.8-9.15)")
+    fig.suptitle(
+        f"Dropout variances and covariances, hidden units x probe inputs, before (step 0) and "
+        f"after (step {T}) training (002 Figs. 9.8-9.15)"
+    )
     return fig
 
 
@@ -198,8 +231,15 @@ def fig_sparsity(runs: pd.DataFrame, theory: pd.DataFrame, p):
     for i, l in enumerate(sorted(h.index.get_level_values("layer").unique())):
         for s, ls, alpha in ((0, ":", 0.6), (T, "-", 1.0)):
             c = h.loc[(s, l)].reindex(range(nb)).fillna(0).to_numpy()
-            ax.plot(centres, c / c.sum(), ls=ls, color=f"C{i}", alpha=alpha, marker=".",
-                    label=f"layer {l}" if s == T else None)
+            ax.plot(
+                centres,
+                c / c.sum(),
+                ls=ls,
+                color=f"C{i}",
+                alpha=alpha,
+                marker=".",
+                label=f"layer {l}" if s == T else None,
+            )
     ax.plot([], [], "k:", label="before training")
     ax.set_yscale("log")
     ax.set_xlabel("activation W")
@@ -218,14 +258,22 @@ def fig_sparsity(runs: pd.DataFrame, theory: pd.DataFrame, p):
                 continue
             unit = int(d[d.metric == f"typ_{name}_E"].probe.iloc[0])
             ax.plot(piv.index, piv[f"typ_{name}_E"], color=col, lw=1.6, label=f"{name} unit {unit}")
-            ax.fill_between(piv.index, piv[f"typ_{name}_q05"], piv[f"typ_{name}_q95"], color=col, alpha=0.25,
-                            lw=0)
+            ax.fill_between(
+                piv.index,
+                piv[f"typ_{name}_q05"],
+                piv[f"typ_{name}_q95"],
+                color=col,
+                alpha=0.25,
+                lw=0,
+            )
         ax.set_title(f"(b) learning phases, layer {top}, probe input 0 (Fig. 11.2)", fontsize=10)
     ax.set_xlabel("training step")
     ax.set_ylabel("activation O: MC mean, 5-95% band")
     ax.legend(fontsize=8)
     ax = axes[2]
-    m, lo, hi = (layer_series(runs, k) for k in ("active_std_mean", "active_std_q05", "active_std_q95"))
+    m, lo, hi = (
+        layer_series(runs, k) for k in ("active_std_mean", "active_std_q05", "active_std_q95")
+    )
     for i, l in enumerate(m.columns):
         ax.plot(m.index, m[l], color=f"C{i}", lw=1.5, label=f"layer {l}")
         ax.fill_between(m.index, lo[l], hi[l], color=f"C{i}", alpha=0.12, lw=0)
@@ -246,7 +294,9 @@ def fig_dropin(runs: pd.DataFrame, theory: pd.DataFrame, p):
             d = runs[runs.metric == f"{pre}{m}"].groupby("step").value.mean()
             ax.plot(d.index, d.to_numpy(), color=col, lw=1.6, label=name)
         mc = runs[runs.metric == f"{pre}test_acc_mc"].value.mean()
-        axes[0].plot([T], [mc], marker="*", ms=12, color=col, ls="none", label=f"{name}, MC ensemble")
+        axes[0].plot(
+            [T], [mc], marker="*", ms=12, color=col, ls="none", label=f"{name}, MC ensemble"
+        )
         v = layer_series(runs, f"{pre}traj_V").mean(axis=1)
         axes[2].plot(v.index, v.to_numpy(), color=col, lw=1.6, label=name)
     axes[0].set_ylim(0, 1)

@@ -62,8 +62,9 @@ def probe_code(inp, idx):
     return np.asarray(inp, np.int64) * PROBE_STRIDE + np.asarray(idx, np.int64)
 
 
-def unit_interval(x_train: np.ndarray, x_test: np.ndarray, per_feature: bool = True
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def unit_interval(
+    x_train: np.ndarray, x_test: np.ndarray, per_feature: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """Inputs mapped affinely to [0, 1] by their training min and max, per feature (constant
     features -> 0) or over all features at once; test values clipped to [0, 1].  The paper's MNIST
     pixels lie in [0, 1] and our prepared data sets are standardised: for an image set standardised
@@ -74,8 +75,10 @@ def unit_interval(x_train: np.ndarray, x_test: np.ndarray, per_feature: bool = T
     lo, hi = (a.min(0), a.max(0)) if per_feature else (a.min(), a.max())
     span = np.where(hi > lo, hi - lo, 1.0)
     const = hi <= lo
+
     def f(z):
         return np.where(const, 0.0, np.clip((z - lo) / span, 0.0, 1.0))
+
     return f(a), f(b)
 
 
@@ -84,9 +87,24 @@ def snapshot_steps(steps: int, every: int) -> list[int]:
     return sorted(set(range(0, steps + 1, max(1, every))) | {steps})
 
 
-def train(weights, biases, x, y, *, steps: int, lr: float, momentum: float, batch_size: int,
-          keeps: list[float], mode: str, gen_batch: torch.Generator, gen_mask: torch.Generator,
-          snapshots: list[int], on_snapshot, weight_decay: float = 0.0) -> dict:
+def train(
+    weights,
+    biases,
+    x,
+    y,
+    *,
+    steps: int,
+    lr: float,
+    momentum: float,
+    batch_size: int,
+    keeps: list[float],
+    mode: str,
+    gen_batch: torch.Generator,
+    gen_mask: torch.Generator,
+    snapshots: list[int],
+    on_snapshot,
+    weight_decay: float = 0.0,
+) -> dict:
     """SGD with momentum on the cross-entropy of the softmax of the last layer's sums ``S^L``
     of masked networks (one fresh mask per example and step; 002 Eq. 49 gates).  Epochs are
     random permutations of the training set.  ``on_snapshot(step, weights, biases)`` runs
@@ -115,7 +133,7 @@ def train(weights, biases, x, y, *, steps: int, lr: float, momentum: float, batc
             break
         if pos + batch_size > n:
             perm, pos = order(), 0
-        idx = perm[pos:pos + batch_size]
+        idx = perm[pos : pos + batch_size]
         pos += batch_size
         masks = mc.draw_masks(gen_mask, len(idx), dims, keeps, x.dtype, x.device)
         S, _ = mc.mc_forward(ws, bs, x[idx], masks, mode)
@@ -159,9 +177,15 @@ def sample_pairs(widths: list[int], n_pairs: int, gen: np.random.Generator) -> d
 
 def _rows(step, layer, probe, metric, value) -> pd.DataFrame:
     v = np.asarray(value, float).ravel()
-    return pd.DataFrame({"step": step, "layer": layer,
-                         "probe": np.broadcast_to(np.asarray(probe, np.int64), v.shape),
-                         "metric": metric, "value": v})
+    return pd.DataFrame(
+        {
+            "step": step,
+            "layer": layer,
+            "probe": np.broadcast_to(np.asarray(probe, np.int64), v.shape),
+            "metric": metric,
+            "value": v,
+        }
+    )
 
 
 class _Recorder:
@@ -171,14 +195,24 @@ class _Recorder:
     def __init__(self, mode, keeps, probes, data, p, pairs, key, detail_steps, device):
         self.mode, self.keeps, self.probes, self.data, self.p = mode, keeps, probes, data, p
         self.pairs, self.key, self.detail, self.device = pairs, key, set(detail_steps), device
-        self.traj = {}      # step -> {"E","V","W": [layers] of [inputs, units]; "q": [layers] [3, units]}
+        self.traj = {}  # step -> {"E","V","W": [layers] of [inputs, units]; "q": [layers] [3, units]}
         self.acc, self.rows = {}, []
         self.mc_seconds = self.mc_macs = self.mc_sample_units = 0.0
 
     def _mc(self, ws, bs, x, n, gen, pairs=None, quantiles=()):
         t0 = time.perf_counter()
-        r = mc.mc_input_stats(ws, bs, x, self.keeps, n, gen, self.mode, int(self.p.get("mc_chunk", 0)),
-                              pairs, quantiles)
+        r = mc.mc_input_stats(
+            ws,
+            bs,
+            x,
+            self.keeps,
+            n,
+            gen,
+            self.mode,
+            int(self.p.get("mc_chunk", 0)),
+            pairs,
+            quantiles,
+        )
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         self.mc_seconds += time.perf_counter() - t0
@@ -193,8 +227,14 @@ class _Recorder:
         gen = mc.seeded_generator(self.key, STREAM_MC * 100_000 + step, self.device)
         E, V, W, q = ([[] for _ in range(L)] for _ in range(4))
         for k, x in enumerate(self.probes):
-            r = self._mc(ws, bs, x, int(self.p["mc_samples_trajectory"]), gen,
-                         quantiles=(0.05, 0.95) if k == 0 else ())
+            r = self._mc(
+                ws,
+                bs,
+                x,
+                int(self.p["mc_samples_trajectory"]),
+                gen,
+                quantiles=(0.05, 0.95) if k == 0 else (),
+            )
             for l in range(L):
                 u = r["units"][l]
                 E[l].append(u["E"])
@@ -202,8 +242,10 @@ class _Recorder:
                 W[l].append(u["W"])
                 if k == 0:
                     q[l] = torch.stack([r["quantiles"][l][0], u["E"], r["quantiles"][l][1]])
+
         def st(a):
             return [torch.stack(v).cpu().numpy() for v in a]
+
         self.traj[step] = {"E": st(E), "V": st(V), "W": st(W), "q": [v.cpu().numpy() for v in q]}
         if step in self.detail and self.mode == "dropout":
             self._detail(step, ws, bs)
@@ -226,24 +268,41 @@ class _Recorder:
             for (kind, l), (i, j) in self.pairs.items():
                 probe = probe_code(k, np.arange(len(i)))
                 eoo = r["pairs"][(kind, l)].cpu().numpy()
-                wi, wj = Wd[l - 1][0].cpu().numpy()[i], Wd[l - 2 if kind == "c" else l - 1][0].cpu().numpy()[j]
+                wi, wj = (
+                    Wd[l - 1][0].cpu().numpy()[i],
+                    Wd[l - 2 if kind == "c" else l - 1][0].cpu().numpy()[j],
+                )
                 self.rows.append(_rows(step, l, probe, f"p{kind}_EOO", eoo))
                 self.rows.append(_rows(step, l, probe, f"p{kind}_WW", wi * wj))
                 if kind == "c":
-                    ti, tj = torch.as_tensor(i, device=self.device), torch.as_tensor(j, device=self.device)
-                    wij = mc.connected_w_removed(U[l - 1][0][ti], ws[l - 1][ti, tj], self.keeps[l - 1],
-                                                 Wd[l - 2][0][tj], self.mode).cpu().numpy()
+                    ti, tj = (
+                        torch.as_tensor(i, device=self.device),
+                        torch.as_tensor(j, device=self.device),
+                    )
+                    wij = (
+                        mc.connected_w_removed(
+                            U[l - 1][0][ti],
+                            ws[l - 1][ti, tj],
+                            self.keeps[l - 1],
+                            Wd[l - 2][0][tj],
+                            self.mode,
+                        )
+                        .cpu()
+                        .numpy()
+                    )
                     self.rows.append(_rows(step, l, probe, "pc_WijW", wij * wj))
 
 
-def _trajectory_rows(traj: dict, thr: float, prefix: str = "", full: bool = True) -> list[pd.DataFrame]:
+def _trajectory_rows(
+    traj: dict, thr: float, prefix: str = "", full: bool = True
+) -> list[pd.DataFrame]:
     steps = sorted(traj)
     last = traj[steps[-1]]
     L = len(last["E"])
     rows = []
     for l in range(L):
-        active = last["E"][l] > thr                    # [inputs, units] at the end of training
-        e0 = last["q"][l][1] if full else None         # probe input 0, final E per unit
+        active = last["E"][l] > thr  # [inputs, units] at the end of training
+        e0 = last["q"][l][1] if full else None  # probe input 0, final E per unit
         if full:
             sd_end = np.sqrt(last["V"][l][0])
             act_units = np.flatnonzero(e0 > thr)
@@ -287,8 +346,9 @@ def _sparsity_rows(step, ws, bs, x, keeps, bins: int, thr: float) -> list[pd.Dat
     return rows
 
 
-def measure_run(weights, biases, data: dict, run, p: dict, input_keep: float,
-                device: torch.device) -> pd.DataFrame:
+def measure_run(
+    weights, biases, data: dict, run, p: dict, input_keep: float, device: torch.device
+) -> pd.DataFrame:
     """All rows of one run (see the module docstring).  ``data``: tensors ``x_train, y_train,
     x_test, y_test`` on ``device`` (inputs in [0, 1], flattened); ``run``: a RunSpec
     (``keep_rate`` = hidden keep, ``steps, eval_every, lr, momentum, batch_size,
@@ -301,32 +361,65 @@ def measure_run(weights, biases, data: dict, run, p: dict, input_keep: float,
     probe_idx = rng.choice(n_test, size=min(int(p["n_inputs"]), n_test), replace=False)
     probes = [data["x_test"][i] for i in probe_idx]
     hidden = [w.shape[0] for w in weights[:-1]]
-    pairs = sample_pairs(hidden, int(p["pairs_per_layer"]),
-                         np.random.default_rng(mc.seeded_generator(run.key, STREAM_PAIRS).initial_seed()))
+    pairs = sample_pairs(
+        hidden,
+        int(p["pairs_per_layer"]),
+        np.random.default_rng(mc.seeded_generator(run.key, STREAM_PAIRS).initial_seed()),
+    )
     thr_act, thr_sparse = float(p["active_threshold"]), float(p["sparse_threshold"])
     xs = data["x_test"][: int(p["sparsity_inputs"])]
     out, costs = [], {}
     for mode in mc.MODES:
         rec = _Recorder(mode, keeps, probes, data, p, pairs, run.key, detail, device)
         t0 = time.perf_counter()
-        res = train(weights, biases, data["x_train"], data["y_train"], steps=run.steps, lr=run.lr,
-                    momentum=run.momentum, batch_size=run.batch_size, keeps=keeps, mode=mode,
-                    gen_batch=mc.seeded_generator(run.key, STREAM_BATCHES),
-                    gen_mask=mc.seeded_generator(run.key, STREAM_MASKS, device),
-                    snapshots=steps, on_snapshot=rec, weight_decay=run.weight_decay)
+        res = train(
+            weights,
+            biases,
+            data["x_train"],
+            data["y_train"],
+            steps=run.steps,
+            lr=run.lr,
+            momentum=run.momentum,
+            batch_size=run.batch_size,
+            keeps=keeps,
+            mode=mode,
+            gen_batch=mc.seeded_generator(run.key, STREAM_BATCHES),
+            gen_mask=mc.seeded_generator(run.key, STREAM_MASKS, device),
+            snapshots=steps,
+            on_snapshot=rec,
+            weight_decay=run.weight_decay,
+        )
         elapsed = time.perf_counter() - t0
         pre = "" if mode == "dropout" else "dropin_"
         for s in steps:
             out.append(_rows(s, 0, 0, f"{pre}test_acc", rec.acc[s]))
             out.append(_rows(s, 0, 0, f"{pre}train_loss", res["loss"][s]))
         gen = mc.seeded_generator(run.key, STREAM_MC * 100_000 + 99_999, device)
-        out.append(_rows(run.steps, 0, 0, f"{pre}test_acc_mc",
-                         mc_accuracy(res["weights"], res["biases"], data["x_test"], data["y_test"],
-                                     keeps, mode, int(p["mc_eval_samples"]), gen)))
+        out.append(
+            _rows(
+                run.steps,
+                0,
+                0,
+                f"{pre}test_acc_mc",
+                mc_accuracy(
+                    res["weights"],
+                    res["biases"],
+                    data["x_test"],
+                    data["y_test"],
+                    keeps,
+                    mode,
+                    int(p["mc_eval_samples"]),
+                    gen,
+                ),
+            )
+        )
         out += _trajectory_rows(rec.traj, thr_act, pre, full=(mode == "dropout"))
         if mode == "dropout":
             out += rec.rows
-            for s, (ws, bs) in ((0, (weights, biases)), (run.steps, (res["weights"], res["biases"]))):
+            for s, (ws, bs) in (
+                (0, (weights, biases)),
+                (run.steps, (res["weights"], res["biases"])),
+            ):
                 out += _sparsity_rows(s, ws, bs, xs, keeps, int(p["hist_bins"]), thr_sparse)
         costs[f"{pre}mc_seconds"] = rec.mc_seconds
         costs[f"{pre}train_seconds"] = elapsed - rec.mc_seconds

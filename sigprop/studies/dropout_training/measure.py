@@ -11,9 +11,18 @@ import pandas as pd
 from ... import tables
 
 # the Monte Carlo parameters measure_run reads (the rest of the measure section: input_keep)
-MC_KEYS = ("n_inputs", "mc_samples", "mc_samples_trajectory", "mc_chunk", "pairs_per_layer",
-           "sparsity_inputs", "mc_eval_samples", "active_threshold", "sparse_threshold",
-           "hist_bins")
+MC_KEYS = (
+    "n_inputs",
+    "mc_samples",
+    "mc_samples_trajectory",
+    "mc_chunk",
+    "pairs_per_layer",
+    "sparsity_inputs",
+    "mc_eval_samples",
+    "active_threshold",
+    "sparse_threshold",
+    "hist_bins",
+)
 
 
 def mc_params(m) -> dict:
@@ -29,17 +38,25 @@ def load_data(path: str | Path, device, dtype) -> dict:
 
     from ...data.prepare import load
     from .learning import unit_interval
+
     ds = load(path)
     per_feature = ds.meta.get("normalization", {}).get("kind", "per_feature") == "per_feature"
     a, b = unit_interval(ds.x_train, ds.x_test, per_feature)
+
     def t(v):
         return torch.as_tensor(v, dtype=dtype, device=device)
-    return {"x_train": t(a), "y_train": torch.as_tensor(ds.y_train, device=device).long(),
-            "x_test": t(b), "y_test": torch.as_tensor(ds.y_test, device=device).long()}
+
+    return {
+        "x_train": t(a),
+        "y_train": torch.as_tensor(ds.y_train, device=device).long(),
+        "x_test": t(b),
+        "y_test": torch.as_tensor(ds.y_test, device=device).long(),
+    }
 
 
-def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
-            masks_path=None) -> pd.DataFrame:
+def measure(
+    shard, params, buffers, p, device: str = "cpu", data_path=None, masks_path=None
+) -> pd.DataFrame:
     """Train and measure every run of the shard (:func:`sigprop.studies.dropout_training.learning.measure_run`).
 
     Reads the shard's prepared data set from ``data_path`` (the measure rule's ``data``
@@ -48,12 +65,15 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
 
     from .learning import measure_run
     from .monte_carlo import split_params
+
     m = p.measure
     dev = torch.device(device)
     dtype = params[0].dtype
     if data_path is None:
-        raise ValueError("dropout_training.measure needs data_path (the shard's prepared "
-                         "data set, results/data/<dataset>.npz)")
+        raise ValueError(
+            "dropout_training.measure needs data_path (the shard's prepared "
+            "data set, results/data/<dataset>.npz)"
+        )
     cache, frames = {}, []
     for i, run in enumerate(shard.runs):
         if run.activation != "sigmoid" or run.arch != "fc":
@@ -63,5 +83,6 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
         ws, bs = split_params([w.to(dev) for w in params], i)
         long = measure_run(ws, bs, cache[run.dataset], run, mc_params(m), float(m.input_keep), dev)
         frames.append(long.assign(model=i))
-    return tables.run_rows(shard, pd.concat(frames, ignore_index=True), device,
-                           order=("layer", "probe"))
+    return tables.run_rows(
+        shard, pd.concat(frames, ignore_index=True), device, order=("layer", "probe")
+    )

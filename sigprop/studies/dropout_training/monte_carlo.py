@@ -40,7 +40,9 @@ import torch
 MODES = ("dropout", "dropin")
 
 
-def split_params(params: list[torch.Tensor], m: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def split_params(
+    params: list[torch.Tensor], m: int
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Model ``m``'s weights ``[(out, in)]`` and biases ``[(out,)]`` from the stacked fc
     parameters ``[W_0 (M, out, in), b_0 (M, 1, out), ...]`` (:mod:`sigprop.nets.fc`)."""
     ws = [params[i][m].detach().clone() for i in range(0, len(params), 2)]
@@ -72,11 +74,19 @@ def mean_gate(o: torch.Tensor, p: float, mode: str) -> torch.Tensor:
     raise ValueError(f"unknown mode '{mode}'; known: {MODES}")
 
 
-def draw_masks(gen: torch.Generator, n: int, dims: list[int], keeps: list[float],
-               dtype=torch.float64, device="cpu") -> list[torch.Tensor]:
+def draw_masks(
+    gen: torch.Generator,
+    n: int,
+    dims: list[int],
+    keeps: list[float],
+    dtype=torch.float64,
+    device="cpu",
+) -> list[torch.Tensor]:
     """Selectors ``delta^h`` for ``n`` samples: one ``[n, dims[h]]`` tensor of 0/1 per layer."""
-    return [(torch.rand((n, d), generator=gen, dtype=dtype, device=device) < p).to(dtype)
-            for d, p in zip(dims, keeps)]
+    return [
+        (torch.rand((n, d), generator=gen, dtype=dtype, device=device) < p).to(dtype)
+        for d, p in zip(dims, keeps)
+    ]
 
 
 def mc_forward(weights, biases, x: torch.Tensor, masks: list[torch.Tensor], mode: str = "dropout"):
@@ -112,8 +122,15 @@ def det_forward(weights, biases, x: torch.Tensor, keeps: list[float], mode: str 
 
 def unit_sums(S: torch.Tensor, O: torch.Tensor) -> dict:
     """Sums over the samples (axis 0) of ``O, O^2, S, S^2, O S, sigma'(S) = O(1 - O)``."""
-    return {"n": S.shape[0], "O": O.sum(0), "O2": (O * O).sum(0), "S": S.sum(0),
-            "S2": (S * S).sum(0), "OS": (O * S).sum(0), "dsig": (O * (1.0 - O)).sum(0)}
+    return {
+        "n": S.shape[0],
+        "O": O.sum(0),
+        "O2": (O * O).sum(0),
+        "S": S.sum(0),
+        "S2": (S * S).sum(0),
+        "OS": (O * S).sum(0),
+        "dsig": (O * (1.0 - O)).sum(0),
+    }
 
 
 def add_sums(a: dict | None, b: dict) -> dict:
@@ -137,20 +154,40 @@ def unit_stats(sums: dict, W: torch.Tensor) -> dict:
     nw = torch.sigmoid(ES)
     g = nw * (1.0 - nw)
     var_d = torch.clamp(V - 2.0 * g * cov + g * g * VS, min=0.0)
-    return {"E": E, "V": V, "NWGM": nw, "W": W, "ES": ES, "VS": VS, "Esp": sums["dsig"] / n,
-            "spE": g, "se_e": torch.sqrt(V / n), "se_nwgm": torch.sqrt(var_d / n)}
+    return {
+        "E": E,
+        "V": V,
+        "NWGM": nw,
+        "W": W,
+        "ES": ES,
+        "VS": VS,
+        "Esp": sums["dsig"] / n,
+        "spE": g,
+        "se_e": torch.sqrt(V / n),
+        "se_nwgm": torch.sqrt(var_d / n),
+    }
 
 
-def connected_w_removed(U_i: torch.Tensor, w_ij: torch.Tensor, p_j: float, W_j: torch.Tensor,
-                        mode: str = "dropout") -> torch.Tensor:
+def connected_w_removed(
+    U_i: torch.Tensor, w_ij: torch.Tensor, p_j: float, W_j: torch.Tensor, mode: str = "dropout"
+) -> torch.Tensor:
     """Eq. 121: ``W_ij`` = deterministic activation of unit ``i`` with unit ``j`` removed from its
     inputs, ``sigma(U_i - w_ij * mean_gate(W_j))`` (exact, not the Taylor form of Eq. 122)."""
     return torch.sigmoid(U_i - w_ij * mean_gate(W_j, p_j, mode))
 
 
-def mc_input_stats(weights, biases, x: torch.Tensor, keeps: list[float], n: int,
-                   gen: torch.Generator, mode: str = "dropout", chunk: int = 0,
-                   pairs: dict | None = None, quantiles: tuple[float, ...] = ()) -> dict:
+def mc_input_stats(
+    weights,
+    biases,
+    x: torch.Tensor,
+    keeps: list[float],
+    n: int,
+    gen: torch.Generator,
+    mode: str = "dropout",
+    chunk: int = 0,
+    pairs: dict | None = None,
+    quantiles: tuple[float, ...] = (),
+) -> dict:
     """Monte Carlo statistics of one input ``x`` ``[d_0]`` over ``n`` mask samples.
 
     Runs :func:`mc_forward` on chunks of ``chunk`` samples (0: all at once) and returns
@@ -188,7 +225,7 @@ def mc_input_stats(weights, biases, x: torch.Tensor, keeps: list[float], n: int,
 def seeded_generator(key: int, stream: int, device="cpu") -> torch.Generator:
     """A generator whose seed depends on a run's key and a stream number only."""
     g = torch.Generator(device=device)
-    g.manual_seed((int(key) * 1_000_003 + int(stream) * 7_919) % (2 ** 62))
+    g.manual_seed((int(key) * 1_000_003 + int(stream) * 7_919) % (2**62))
     return g
 
 

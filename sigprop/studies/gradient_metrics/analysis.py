@@ -11,9 +11,12 @@ from ...runs import SETTING_FIELDS
 
 SETTING = list(SETTING_FIELDS)
 
+
 def settings_of(runs: pd.DataFrame) -> list[dict]:
     keys = SETTING + ["depth"]
-    return [dict(zip(keys, t)) for t in sorted(set(map(tuple, runs[keys].drop_duplicates().to_numpy())))]
+    return [
+        dict(zip(keys, t)) for t in sorted(set(map(tuple, runs[keys].drop_duplicates().to_numpy())))
+    ]
 
 
 def profile(runs: pd.DataFrame, s: dict, metric: str) -> pd.DataFrame:

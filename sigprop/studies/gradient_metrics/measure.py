@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 
 
-def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
-            masks_path=None) -> pd.DataFrame:
+def measure(
+    shard, params, buffers, p, device: str = "cpu", data_path=None, masks_path=None
+) -> pd.DataFrame:
     """Rows ``metric ∈ {g_aa, g_ab, g_ab_abs (g~_ab), g_ab_signed}`` per run and layer ``1..L``."""
     from ...measure.gradients import metric_rows  # torch: imported only in the job
+
     return metric_rows(shard, params, device)

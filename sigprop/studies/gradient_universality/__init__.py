@@ -70,31 +70,44 @@ class Analysis:
 @dataclass(frozen=True)
 class Claims:
     z_max: float = param(3.0, gt=0, doc="tolerance = max(z_max * bootstrap SE, abs_tolerance)")
-    abs_tolerance: float = param(0.1, gt=0, doc="smallest tolerance on the power; a pass needs "
-                                                "z_max * SE <= this (else inconclusive)")
-    min_layers: int = param(3, ge=2, doc="a fit needs at least this many layers with m > 0 "
-                                         "and V > 0")
-    n_boot: int = param(200, ge=2, doc="bootstrap resamples of the instantiations for the SE "
-                                       "of p")
+    abs_tolerance: float = param(
+        0.1,
+        gt=0,
+        doc="smallest tolerance on the power; a pass needs z_max * SE <= this (else inconclusive)",
+    )
+    min_layers: int = param(
+        3, ge=2, doc="a fit needs at least this many layers with m > 0 and V > 0"
+    )
+    n_boot: int = param(200, ge=2, doc="bootstrap resamples of the instantiations for the SE of p")
 
 
 SPEC = StudySpec(
     task="measure",
     source=SOURCE,
     figures={
-        "gradient_universality_activations": Figure("fig4", (
-            "Variance V^l over network instantiations against the mean m^l of the gradient metrics, one "
-            "point per layer l, for linear (sigma_w^2 = 0.5), ReLU (1.0), tanh and hard tanh (1.4) dropout "
-            "networks, sigma_b^2 = 0.1 (000 Fig. 4): (a) g_aa, (b) g_ab (absolute value per network), "
-            "(c) g~_ab. Colour: keep rate rho; marker: activation; black line: the conjectured law "
-            "V ∝ m^2 (through the median of V/m^2). Legend: the power p of a least-squares fit of "
-            "log V on log m per group."),
-            claims=("power2[[]*", "power2_all_activations", "power2_pooled_activations*")),
-        "gradient_universality_widths": Figure("fig5", (
-            "As the activations figure for tanh dropout networks with sigma_w^2 = 1.4, sigma_b^2 = 0.1, "
-            "rho = 0.9 and different widths N (000 Fig. 5; colour: width). Black line: V ∝ m^2; "
-            "legend: fitted powers."),
-            claims=("power2_width*", "power2_all_widths", "power2_pooled_widths*")),
+        "gradient_universality_activations": Figure(
+            "fig4",
+            (
+                "Variance V^l over network instantiations against the mean m^l of the gradient metrics, one "
+                "point per layer l, for linear (sigma_w^2 = 0.5), ReLU (1.0), tanh and hard tanh (1.4) dropout "
+                "networks, sigma_b^2 = 0.1 (000 Fig. 4): (a) g_aa, (b) g_ab (absolute value per network), "
+                "(c) g~_ab. Colour: keep rate rho; marker: activation; black line: the conjectured law "
+                "V ∝ m^2 (through the median of V/m^2). Legend: the power p of a least-squares fit of "
+                "log V on log m per group."
+            ),
+            claims=("power2[[]*", "power2_all_activations", "power2_pooled_activations*"),
+        ),
+        "gradient_universality_widths": Figure(
+            "fig5",
+            (
+                "As the activations figure for tanh dropout networks with sigma_w^2 = 1.4, sigma_b^2 = 0.1, "
+                "rho = 0.9 and different widths N (000 Fig. 5; colour: width). Black line: V ∝ m^2; "
+                "legend: fitted powers."
+            ),
+            claims=("power2_width*", "power2_all_widths", "power2_pooled_widths*"),
+        ),
     },
-    theory=Theory, analysis=Analysis, claims=Claims,
+    theory=Theory,
+    analysis=Analysis,
+    claims=Claims,
 )

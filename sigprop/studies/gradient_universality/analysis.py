@@ -14,7 +14,7 @@ from ...runs import SETTING_FIELDS
 METRICS = {"g_aa": "g_aa", "g_ab": "g_ab", "g_ab_abs": "g~_ab"}
 SETTING = list(SETTING_FIELDS)
 GROUP = SETTING + ["width", "depth"]
-ACTIVATION_ORDER = ("linear", "relu", "tanh", "hard_tanh")   # 000 Fig. 4
+ACTIVATION_ORDER = ("linear", "relu", "tanh", "hard_tanh")  # 000 Fig. 4
 
 
 def groups_of(runs: pd.DataFrame) -> list[dict]:
@@ -32,8 +32,10 @@ def fig4_groups(runs: pd.DataFrame) -> list[dict]:
     count = pd.Series([g["width"] for g in gs]).value_counts()
     w = max(count.index[count == count.max()])
     order = {a: i for i, a in enumerate(ACTIVATION_ORDER)}
-    return sorted([g for g in gs if g["width"] == w],
-                  key=lambda g: (order.get(g["activation"], len(order)), g["activation"], -g["keep_rate"]))
+    return sorted(
+        [g for g in gs if g["width"] == w],
+        key=lambda g: (order.get(g["activation"], len(order)), g["activation"], -g["keep_rate"]),
+    )
 
 
 def fig5_groups(runs: pd.DataFrame, p) -> list[dict]:
@@ -120,8 +122,13 @@ def _span_drift(vs: list[np.ndarray], layers: list | None) -> tuple[float, float
     return span_decades(m, V), (float(np.median(drifts)) if drifts else np.nan)
 
 
-def power_and_se(vs: list[np.ndarray], n_boot: int = 200, min_points: int = 3,
-                 seed: int = 0, layers: list | None = None) -> dict:
+def power_and_se(
+    vs: list[np.ndarray],
+    n_boot: int = 200,
+    min_points: int = 3,
+    seed: int = 0,
+    layers: list | None = None,
+) -> dict:
     """Fitted power of ``V^l ∝ (m^l)^p`` over the layers of one or more groups, each
     ``[instantiations, layers]`` (000 §4.2); SE of ``p`` by bootstrap over the
     instantiations (each group's rows resampled with replacement).  Diagnostics:
@@ -146,16 +153,28 @@ def power_and_se(vs: list[np.ndarray], n_boot: int = 200, min_points: int = 3,
 
     m0, V0 = mean_var(vs[0])
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = V0 / m0 ** 2
+        r = V0 / m0**2
     pos = m[m > 0]
     decades = float(np.log10(pos.max() / pos.min())) if len(pos) else np.nan
-    return {"p": p, "a": a, "n_layers": n, "se": sd(0), "n_inst": min(len(v) for v in vs),
-            "rel_var_first": float(r[0]), "rel_var_last": float(r[-1]), "m_decades": decades,
-            "span_decades": span, "span_se": sd(1), "drift_decades": drift, "drift_se": sd(2)}
+    return {
+        "p": p,
+        "a": a,
+        "n_layers": n,
+        "se": sd(0),
+        "n_inst": min(len(v) for v in vs),
+        "rel_var_first": float(r[0]),
+        "rel_var_last": float(r[-1]),
+        "m_decades": decades,
+        "span_decades": span,
+        "span_se": sd(1),
+        "drift_decades": drift,
+        "drift_se": sd(2),
+    }
 
 
-def group_fits(runs: pd.DataFrame, groups: list[dict], n_boot: int = 200,
-               min_layers: int = 3) -> pd.DataFrame:
+def group_fits(
+    runs: pd.DataFrame, groups: list[dict], n_boot: int = 200, min_layers: int = 3
+) -> pd.DataFrame:
     """One row per group and metric: fitted power, SE, prefactor and diagnostics."""
     rows = []
     for g in groups:
@@ -166,15 +185,17 @@ def group_fits(runs: pd.DataFrame, groups: list[dict], n_boot: int = 200,
     return pd.DataFrame(rows)
 
 
-def pooled_fits(runs: pd.DataFrame, groups: list[dict], n_boot: int = 200,
-                min_layers: int = 3) -> pd.DataFrame:
+def pooled_fits(
+    runs: pd.DataFrame, groups: list[dict], n_boot: int = 200, min_layers: int = 3
+) -> pd.DataFrame:
     """One row per metric: the power fitted to the points of all groups together (the
     collapse of 000 Figs. 4-5 read as one line)."""
     rows = []
     for metric in METRICS:
         vl = [matrix(runs, g, metric) for g in groups]
-        f = power_and_se([v for v, _ in vl], int(n_boot), int(min_layers),
-                         layers=[lay for _, lay in vl])
+        f = power_and_se(
+            [v for v, _ in vl], int(n_boot), int(min_layers), layers=[lay for _, lay in vl]
+        )
         rows.append({"metric": metric, "n_groups": len(groups), **f})
     return pd.DataFrame(rows)
 

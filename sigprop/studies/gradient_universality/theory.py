@@ -20,7 +20,11 @@ def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
     for s in settings:
         act, sw, sb, rho = s["activation"], s["sigma_w2"], s["sigma_b2"], s["keep_rate"]
         base = {"study": study, "activation": act, "sigma_w2": sw, "sigma_b2": sb, "keep_rate": rho}
-        for q, f in (("q_star", meanfield.q_star), ("c_star", meanfield.c_star),
-                     ("chi1", meanfield.chi1), ("chi2", meanfield.chi2)):
+        for q, f in (
+            ("q_star", meanfield.q_star),
+            ("c_star", meanfield.c_star),
+            ("chi1", meanfield.chi1),
+            ("chi2", meanfield.chi2),
+        ):
             rows.append({**base, "quantity": q, "value": float(f(sw, sb, rho, act))})
     return pd.DataFrame(rows, columns=["study", "quantity", "value", *SETTING])

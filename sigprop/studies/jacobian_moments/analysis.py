@@ -15,13 +15,17 @@ def panels(runs: pd.DataFrame, p) -> pd.Series:
     """``run_id -> 'fig4' | 'fig5' | 'kernel'`` from the block labels (the ``block`` column of
     the merged run table): "Fig. 5 ..." and "Kernel ..." blocks, the rest Fig. 4."""
     if "block" not in runs.columns:
-        raise ValueError("jacobian_moments: the run table has no 'block' column (the merge "
-                         "labels each run with its grid block; panels are found by it)")
+        raise ValueError(
+            "jacobian_moments: the run table has no 'block' column (the merge "
+            "labels each run with its grid block; panels are found by it)"
+        )
     ids = runs.drop_duplicates("run_id").set_index("run_id")
     lab = ids.block.astype(object).fillna("")
     name = {"Fig. 5": "fig5", "Kernel": "kernel"}
-    return pd.Series({r: next((v for k, v in name.items() if lab[r].startswith(k)), "fig4")
-                      for r in ids.index}, dtype=object)
+    return pd.Series(
+        {r: next((v for k, v in name.items() if lab[r].startswith(k)), "fig4") for r in ids.index},
+        dtype=object,
+    )
 
 
 def select(runs: pd.DataFrame, p, panel: str) -> pd.DataFrame:
@@ -32,8 +36,9 @@ def select(runs: pd.DataFrame, p, panel: str) -> pd.DataFrame:
 def wide(d: pd.DataFrame, metric: str) -> pd.DataFrame:
     """``[runs, (layer, probe)]`` values of one metric."""
     d = d[d.metric == metric]
-    return d.pivot_table(index="run_id", columns=["layer", "probe"], values="value",
-                         aggfunc="first").sort_index(axis=1)
+    return d.pivot_table(
+        index="run_id", columns=["layer", "probe"], values="value", aggfunc="first"
+    ).sort_index(axis=1)
 
 
 def fig4_points(runs: pd.DataFrame, c4: float = 3.0) -> pd.DataFrame:
@@ -46,16 +51,25 @@ def fig4_points(runs: pd.DataFrame, c4: float = 3.0) -> pd.DataFrame:
         common = J.index.intersection(F.index)
         J, F = J.loc[common], F.loc[common]
         n = len(common)
-        for (k, h) in J.columns:
+        for k, h in J.columns:
             j2 = J[(k, h)].to_numpy()
             f2 = F[(k, 0)].to_numpy() ** 2
-            rec = {"depth": int(L), "alpha": float(alpha), "width": int(width), "layer": int(k),
-                   "sub": int(h), "n": n}
-            for name, a in (("J2", j2), ("f2", f2), ("J4", j2 ** 2), ("f4", f2 ** 2)):
+            rec = {
+                "depth": int(L),
+                "alpha": float(alpha),
+                "width": int(width),
+                "layer": int(k),
+                "sub": int(h),
+                "n": n,
+            }
+            for name, a in (("J2", j2), ("f2", f2), ("J4", j2**2), ("f4", f2**2)):
                 rec[name] = a.mean()
                 rec[f"se_{name}"] = a.std(ddof=1) / np.sqrt(n)
-            for name, a, b in (("J2_f2", j2, f2), ("J4_f4", j2 ** 2, f2 ** 2),
-                               ("J4_f4c4", j2 ** 2, f2 ** 2 / c4)):
+            for name, a, b in (
+                ("J2_f2", j2, f2),
+                ("J4_f4", j2**2, f2**2),
+                ("J4_f4c4", j2**2, f2**2 / c4),
+            ):
                 dlt = a - b
                 rec[f"d_{name}"] = dlt.mean()
                 rec[f"se_d_{name}"] = dlt.std(ddof=1) / np.sqrt(n)
@@ -65,10 +79,11 @@ def fig4_points(runs: pd.DataFrame, c4: float = 3.0) -> pd.DataFrame:
 
 def fig4_reduced(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (depth, alpha, k): mean and SE of ``f_(k)^2`` (for Eq. 152)."""
-    d = runs[runs.metric == "f_reduced"].assign(f2=lambda x: x.value ** 2)
+    d = runs[runs.metric == "f_reduced"].assign(f2=lambda x: x.value**2)
     g = d.groupby(["depth", "alpha", "branch_depth", "layer"]).f2
-    return pd.DataFrame({"mean": g.mean(), "se": g.std(ddof=1) / np.sqrt(g.count()),
-                         "n": g.count()}).reset_index()
+    return pd.DataFrame(
+        {"mean": g.mean(), "se": g.std(ddof=1) / np.sqrt(g.count()), "n": g.count()}
+    ).reset_index()
 
 
 def totals(runs: pd.DataFrame, arch: str) -> dict[int, np.ndarray]:
@@ -86,6 +101,7 @@ def ratio_stats(samples: dict[int, np.ndarray], n_boot: int = 400, seed: int = 0
     """``Var/E^2`` and ``Var`` per depth, their bootstrap SEs (of the log), and the log-log
     slope of ``Var/E^2`` against depth with its bootstrap SE (runs resampled per depth)."""
     from .jacobians import normalized_variance
+
     depths = np.array(sorted(samples))
     ratio = np.array([normalized_variance(samples[L]) for L in depths])
     var = np.array([samples[L].var(ddof=1) for L in depths])
@@ -100,11 +116,18 @@ def ratio_stats(samples: dict[int, np.ndarray], n_boot: int = 400, seed: int = 0
         br[:, i] = bv[:, i] / s.mean(axis=1) ** 2
     slope = loglog_slope(depths, ratio) if len(depths) > 1 else np.nan
     bs = [loglog_slope(depths, b) for b in br] if len(depths) > 1 else []
-    return {"depth": depths, "ratio": ratio, "var": var, "mean": mean,
-            "se_mean": np.array([samples[L].std(ddof=1) / np.sqrt(len(samples[L])) for L in depths]),
-            "se_log_ratio": np.log(br).std(0, ddof=1), "se_log_var": np.log(bv).std(0, ddof=1),
-            "slope": slope, "slope_se": float(np.std(bs, ddof=1)) if len(bs) > 1 else np.nan,
-            "n": np.array([len(samples[L]) for L in depths])}
+    return {
+        "depth": depths,
+        "ratio": ratio,
+        "var": var,
+        "mean": mean,
+        "se_mean": np.array([samples[L].std(ddof=1) / np.sqrt(len(samples[L])) for L in depths]),
+        "se_log_ratio": np.log(br).std(0, ddof=1),
+        "se_log_var": np.log(bv).std(0, ddof=1),
+        "slope": slope,
+        "slope_se": float(np.std(bs, ddof=1)) if len(bs) > 1 else np.nan,
+        "n": np.array([len(samples[L]) for L in depths]),
+    }
 
 
 def theory_on(theory: pd.DataFrame, arch: str, quantity: str, depths, widths=None) -> np.ndarray:
@@ -129,25 +152,34 @@ def c4_of(theory: pd.DataFrame) -> float:
     return float(t.value.iloc[0]) if len(t) else 3.0
 
 
-
 def kernel_groups(runs: pd.DataFrame) -> pd.DataFrame:
     """Kernel-regime runs per (group, depth, width): mean and SE of the NTK's relative change,
     mean initial and final loss, diverged count.  Groups: ``vanilla``, ``DenseNet``,
     ``ResNet alpha=<alpha>`` per distinct alpha/depth, named by how alpha was set."""
     wide_ = runs.pivot_table(index="run_id", columns="metric", values="value", aggfunc="first")
-    hp = runs.drop_duplicates("run_id").set_index("run_id")[["arch", "depth", "width", "alpha", "branch_depth"]]
+    hp = runs.drop_duplicates("run_id").set_index("run_id")[
+        ["arch", "depth", "width", "alpha", "branch_depth"]
+    ]
     d = wide_.join(hp)
-    d["group"] = [ARCH_NAMES[a] if a != "resnet_fc" else f"ResNet alpha={al:.4g}"
-                  for a, al in zip(d.arch, d.alpha)]
+    d["group"] = [
+        ARCH_NAMES[a] if a != "resnet_fc" else f"ResNet alpha={al:.4g}"
+        for a, al in zip(d.arch, d.alpha)
+    ]
     ok = d[d.get("diverged", 0) == 0]
     g = ok.groupby(["group", "arch", "depth", "width", "alpha"])
-    out = pd.DataFrame({"rel": g.ntk_rel_change.mean(),
-                        "se": g.ntk_rel_change.std(ddof=1) / np.sqrt(g.ntk_rel_change.count()),
-                        "n": g.ntk_rel_change.count(), "loss_init": g.loss_init.mean(),
-                        "loss_final": g.loss_final.mean()}).reset_index()
+    out = pd.DataFrame(
+        {
+            "rel": g.ntk_rel_change.mean(),
+            "se": g.ntk_rel_change.std(ddof=1) / np.sqrt(g.ntk_rel_change.count()),
+            "n": g.ntk_rel_change.count(),
+            "loss_init": g.loss_init.mean(),
+            "loss_final": g.loss_final.mean(),
+        }
+    ).reset_index()
     div = d.groupby(["group", "depth"]).diverged.sum() if "diverged" in d else None
-    out["diverged"] = [int(div.get((a, b), 0)) if div is not None else 0
-                       for a, b in zip(out.group, out.depth)]
+    out["diverged"] = [
+        int(div.get((a, b), 0)) if div is not None else 0 for a, b in zip(out.group, out.depth)
+    ]
     return out
 
 
@@ -156,7 +188,9 @@ def kernel_scaled(alpha: float, depth: int, p) -> bool:
     constant)."""
     k = p.analysis.kernel
     a, m = float(k.resnet_a), int(k.branch_depth)
-    return bool(np.isclose(alpha, fig5_alpha(depth, a, m)[0], rtol=1e-6)) and not np.isclose(alpha, a)
+    return bool(np.isclose(alpha, fig5_alpha(depth, a, m)[0], rtol=1e-6)) and not np.isclose(
+        alpha, a
+    )
 
 
 def fig4_samples(runs: pd.DataFrame) -> dict[tuple[int, float, int], dict]:
@@ -173,8 +207,10 @@ def fig4_samples(runs: pd.DataFrame) -> dict[tuple[int, float, int], dict]:
         out[(int(L), float(alpha), int(width))] = {
             "J2": J.to_numpy(float),
             "F2": np.stack([F[(k, 0)].to_numpy(float) ** 2 for k, _h in cols], axis=1),
-            "layer": np.array([k for k, _ in cols], int), "sub": np.array([h for _, h in cols], int),
-            "run_id": common.to_numpy()}
+            "layer": np.array([k for k, _ in cols], int),
+            "sub": np.array([h for _, h in cols], int),
+            "run_id": common.to_numpy(),
+        }
     return out
 
 

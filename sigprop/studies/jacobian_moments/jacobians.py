@@ -39,7 +39,7 @@ from ...nets import activations, families, rng
 
 log = logging.getLogger("sigprop.measure")
 
-STREAM_PROBE = 11      # rng stream of the probe inputs (distinct from sigprop.nets.rng's 1-4)
+STREAM_PROBE = 11  # rng stream of the probe inputs (distinct from sigprop.nets.rng's 1-4)
 
 
 def probe_input(keys: torch.Tensor, d: int, n_inputs: int = 1, dtype=torch.float64) -> torch.Tensor:
@@ -49,8 +49,9 @@ def probe_input(keys: torch.Tensor, d: int, n_inputs: int = 1, dtype=torch.float
 
 
 def _per_model(runs, attr, default, like: torch.Tensor) -> torch.Tensor:
-    return torch.tensor([float(getattr(r, attr, default)) for r in runs],
-                        dtype=like.dtype, device=like.device).view(-1, 1, 1)
+    return torch.tensor(
+        [float(getattr(r, attr, default)) for r in runs], dtype=like.dtype, device=like.device
+    ).view(-1, 1, 1)
 
 
 # ------------------------------------------------------------------ hidden weights
@@ -77,9 +78,12 @@ def ntk_scales(arch: str, runs, params: list[torch.Tensor]) -> torch.Tensor:
     dev = params[0].device
     if arch != "fc":
         return torch.ones(m, len(idx), dtype=torch.float64, device=dev)
-    sw2 = torch.tensor([float(r.sigma_w2) for r in runs], dtype=torch.float64, device=dev).view(-1, 1)
-    fan_in = torch.tensor([float(params[i].shape[2]) for i in idx], dtype=torch.float64,
-                          device=dev).view(1, -1)
+    sw2 = torch.tensor([float(r.sigma_w2) for r in runs], dtype=torch.float64, device=dev).view(
+        -1, 1
+    )
+    fan_in = torch.tensor(
+        [float(params[i].shape[2]) for i in idx], dtype=torch.float64, device=dev
+    ).view(1, -1)
     return sw2 / fan_in
 
 
@@ -97,8 +101,14 @@ def layer_labels(arch: str, runs, params: list[torch.Tensor]) -> tuple[np.ndarra
 # ------------------------------------------------------------------ measurements
 
 
-def output_and_jacobians(arch: str, runs, params: list[torch.Tensor], x: torch.Tensor,
-                         out_index: int = 0, with_paths: bool = False):
+def output_and_jacobians(
+    arch: str,
+    runs,
+    params: list[torch.Tensor],
+    x: torch.Tensor,
+    out_index: int = 0,
+    with_paths: bool = False,
+):
     """Scalar outputs ``f`` ``[M, B]`` and ``||df/dW^k||^2`` ``[M, B, n_hidden]`` (NTK param.).
 
     One backward pass per input through the family's forward; ``f`` is logit ``out_index``.
@@ -115,22 +125,32 @@ def output_and_jacobians(arch: str, runs, params: list[torch.Tensor], x: torch.T
     fs, js, paths = [], [], []
     with torch.enable_grad():
         for b in range(x.shape[1]):
-            logits, _ = fam.apply(runs, ps, [], x[:, b:b + 1].to(torch.float64), False, keys, 0)
+            logits, _ = fam.apply(runs, ps, [], x[:, b : b + 1].to(torch.float64), False, keys, 0)
             f = logits[:, 0, out_index]
             grads = torch.autograd.grad(f.sum(), [ps[i] for i in idx])
             js.append(torch.stack([g.pow(2).flatten(1).sum(1) for g in grads], dim=1) * scale)
             if with_paths:
-                paths.append(torch.stack([(ps[i].detach() * g).flatten(1).sum(1)
-                                          for i, g in zip(idx, grads)], dim=1))
+                paths.append(
+                    torch.stack(
+                        [(ps[i].detach() * g).flatten(1).sum(1) for i, g in zip(idx, grads)], dim=1
+                    )
+                )
             fs.append(f.detach())
     if with_paths:
         return torch.stack(fs, dim=1), torch.stack(js, dim=1), torch.stack(paths, dim=1)
     return torch.stack(fs, dim=1), torch.stack(js, dim=1)
 
 
-def resnet_forward(params: list[torch.Tensor], x: torch.Tensor, alpha: torch.Tensor,
-                   gain: torch.Tensor, m: int, act: str = "relu", reduced: int | None = None,
-                   out_index: int = 0) -> torch.Tensor:
+def resnet_forward(
+    params: list[torch.Tensor],
+    x: torch.Tensor,
+    alpha: torch.Tensor,
+    gain: torch.Tensor,
+    m: int,
+    act: str = "relu",
+    reduced: int | None = None,
+    out_index: int = 0,
+) -> torch.Tensor:
     """001 Eqs. 7-8 (as :class:`sigprop.nets.residual.ResNetFC`), or with ``reduced = k`` the
     reduced network of Def. 1 / Eq. 150 (``y^k = g^{k,m}``, no skip).  Returns ``f`` ``[M, B]``.
 
@@ -152,8 +172,9 @@ def resnet_forward(params: list[torch.Tensor], x: torch.Tensor, alpha: torch.Ten
     return (torch.bmm(y, params[i].transpose(1, 2)) / math.sqrt(n))[..., out_index]
 
 
-def resnet_reduced_outputs(runs, params: list[torch.Tensor], x: torch.Tensor,
-                           out_index: int = 0) -> torch.Tensor:
+def resnet_reduced_outputs(
+    runs, params: list[torch.Tensor], x: torch.Tensor, out_index: int = 0
+) -> torch.Tensor:
     """``f_(k)`` for ``k = 1..L``: ``[M, B, L]`` (001 Def. 1, Eq. 150)."""
     ps = [p.detach().to(torch.float64) for p in params]
     x = x.to(torch.float64)
@@ -162,12 +183,23 @@ def resnet_reduced_outputs(runs, params: list[torch.Tensor], x: torch.Tensor,
     gain = _per_model(runs, "sigma_w2", 1.0, x).sqrt()
     L = (len(ps) - 2) // m
     with torch.no_grad():
-        return torch.stack([resnet_forward(ps, x, alpha, gain, m, runs[0].activation, k, out_index)
-                            for k in range(1, L + 1)], dim=-1)
+        return torch.stack(
+            [
+                resnet_forward(ps, x, alpha, gain, m, runs[0].activation, k, out_index)
+                for k in range(1, L + 1)
+            ],
+            dim=-1,
+        )
 
 
-def jacobian_moments(arch: str, runs, params: list[torch.Tensor], chunk: int = 32,
-                     reduced: bool = True, chunk_bytes: int | None = None) -> dict[str, np.ndarray]:
+def jacobian_moments(
+    arch: str,
+    runs,
+    params: list[torch.Tensor],
+    chunk: int = 32,
+    reduced: bool = True,
+    chunk_bytes: int | None = None,
+) -> dict[str, np.ndarray]:
     """Everything 001 Figs. 4-5 need, per model (float64 numpy):
 
     ``f`` ``[M]`` (output), ``jac_sq`` ``[M, n_hidden]`` (``||J^k||^2`` per hidden matrix),
@@ -218,8 +250,9 @@ def normalized_variance(v: np.ndarray, axis: int = 0) -> np.ndarray:
 # regime than vanilla architectures"): how much the empirical NTK moves during a short SGD run.
 
 
-def empirical_ntk(arch: str, run, params_m: list[torch.Tensor], x: torch.Tensor,
-                  trained: list[int]) -> torch.Tensor:
+def empirical_ntk(
+    arch: str, run, params_m: list[torch.Tensor], x: torch.Tensor, trained: list[int]
+) -> torch.Tensor:
     """Empirical NTK ``Theta[p, q] = sum_c <df_c(x_p)/dW, df_c(x_q)/dW>`` of ONE model over the
     ``trained`` parameters (the hidden weights), summed over the logits ``c``: ``[P, P]``.
 
@@ -233,14 +266,15 @@ def empirical_ntk(arch: str, run, params_m: list[torch.Tensor], x: torch.Tensor,
         ps = list(params_m)
         for i, t in zip(trained, w):
             ps[i] = t
-        return fam.apply((run,), ps, [], x.unsqueeze(0), False, keys, 0)[0][0]     # [P, C]
+        return fam.apply((run,), ps, [], x.unsqueeze(0), False, keys, 0)[0][0]  # [P, C]
 
-    jac = list(torch.func.jacrev(fn, argnums=tuple(range(len(trained))))(
-        *[params_m[i] for i in trained]))
+    jac = list(
+        torch.func.jacrev(fn, argnums=tuple(range(len(trained))))(*[params_m[i] for i in trained])
+    )
     p = x.shape[0]
     theta = torch.zeros(p, p, dtype=torch.float64, device=x.device)
-    while jac:      # sum_c <J_c(x_p), J_c(x_q)> one weight at a time, each freed once added:
-        j = jac.pop(0).reshape(p, -1).to(torch.float64)   # no float64 copy of the whole Jacobian
+    while jac:  # sum_c <J_c(x_p), J_c(x_q)> one weight at a time, each freed once added:
+        j = jac.pop(0).reshape(p, -1).to(torch.float64)  # no float64 copy of the whole Jacobian
         theta.addmm_(j, j.T)
         del j
     return theta
@@ -249,8 +283,12 @@ def empirical_ntk(arch: str, run, params_m: list[torch.Tensor], x: torch.Tensor,
 def ntk_all(arch: str, runs, params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
     """:func:`empirical_ntk` of every model: ``[M, P, P]`` (one model at a time)."""
     trained = hidden_weights(arch, params)
-    return torch.stack([empirical_ntk(arch, r, [p[i:i + 1].detach() for p in params], x, trained)
-                        for i, r in enumerate(runs)])
+    return torch.stack(
+        [
+            empirical_ntk(arch, r, [p[i : i + 1].detach() for p in params], x, trained)
+            for i, r in enumerate(runs)
+        ]
+    )
 
 
 def mse_per_model(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -259,9 +297,18 @@ def mse_per_model(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return 0.5 * (out - t).pow(2).sum(-1).mean(-1)
 
 
-def train_kernel_change(arch: str, runs, params: list[torch.Tensor], x_train: torch.Tensor,
-                        y_train: torch.Tensor, x_probe: torch.Tensor, steps: int, batch: int,
-                        eta: torch.Tensor, n_eval: int = 512) -> dict[str, np.ndarray]:
+def train_kernel_change(
+    arch: str,
+    runs,
+    params: list[torch.Tensor],
+    x_train: torch.Tensor,
+    y_train: torch.Tensor,
+    x_probe: torch.Tensor,
+    steps: int,
+    batch: int,
+    eta: torch.Tensor,
+    n_eval: int = 512,
+) -> dict[str, np.ndarray]:
     """Train the hidden weights of every model by plain minibatch SGD on the MSE to one-hot
     targets and measure how far the empirical NTK on ``x_probe`` moves.
 
@@ -289,10 +336,13 @@ def train_kernel_change(arch: str, runs, params: list[torch.Tensor], x_train: to
             return mse_per_model(out, ye.unsqueeze(0).expand(m, -1))
 
     from ...train.engine import progress_interval
+
     every, t0 = progress_interval(), time.time()
     theta0 = ntk_all(arch, runs, ps, x_probe)
     log.info("kernel regime: NTK at initialization of %d models in %.1f s", m, time.time() - t0)
-    c = fam.apply(runs[:1], [p[:1] for p in ps], [], x_probe[:1].unsqueeze(0), False, keys[:1], 0)[0].shape[-1]
+    c = fam.apply(runs[:1], [p[:1] for p in ps], [], x_probe[:1].unsqueeze(0), False, keys[:1], 0)[
+        0
+    ].shape[-1]
     k0 = torch.diagonal(theta0, dim1=1, dim2=2).mean(1) / c
     lr = (eta.to(torch.float64) / k0).to(ps[0].dtype)
     loss0 = eval_loss()
@@ -306,7 +356,7 @@ def train_kernel_change(arch: str, runs, params: list[torch.Tensor], x_train: to
         epoch, pos = divmod(t, per_epoch)
         if pos == 0:
             perm = rng.permutations(keys, epoch, n)
-        idx = perm[:, pos * batch:(pos + 1) * batch]
+        idx = perm[:, pos * batch : (pos + 1) * batch]
         with torch.enable_grad():
             w = [ps[i].requires_grad_(True) for i in trained]
             out = fam.apply(runs, ps, [], x_train[idx], True, keys, t)[0]
@@ -314,12 +364,17 @@ def train_kernel_change(arch: str, runs, params: list[torch.Tensor], x_train: to
             grads = torch.autograd.grad(loss.sum(), w)
         with torch.no_grad():
             for i, g in zip(trained, grads):
-                ps[i] = (ps[i].detach() - lr.view(-1, *([1] * (g.dim() - 1))) * g)
+                ps[i] = ps[i].detach() - lr.view(-1, *([1] * (g.dim() - 1))) * g
     lossT = eval_loss()
     thetaT = ntk_all(arch, runs, ps, x_probe)
     log.info("kernel regime: %d steps and both NTKs in %.1f s", steps, time.time() - t0)
     rel = (thetaT - theta0).flatten(1).norm(dim=1) / theta0.flatten(1).norm(dim=1)
     bad = ~torch.isfinite(lossT) | ~torch.isfinite(rel)
-    return {"ntk_rel_change": rel.cpu().numpy(), "ntk_diag_0": k0.cpu().numpy(),
-            "lr": lr.double().cpu().numpy(), "loss_init": loss0.double().cpu().numpy(),
-            "loss_final": lossT.double().cpu().numpy(), "diverged": bad.double().cpu().numpy()}
+    return {
+        "ntk_rel_change": rel.cpu().numpy(),
+        "ntk_diag_0": k0.cpu().numpy(),
+        "lr": lr.double().cpu().numpy(),
+        "loss_init": loss0.double().cpu().numpy(),
+        "loss_final": lossT.double().cpu().numpy(),
+        "diverged": bad.double().cpu().numpy(),
+    }

@@ -31,20 +31,30 @@ SOURCE = "000 §3.1, Eqs. 2-4, Fig. 1"
 
 @dataclass(frozen=True)
 class Measure:
-    q_probes: tuple[float, ...] = param((0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 15.0),
-                                        gt=0, min_len=1, doc="input lengths q of the length map")
-    c_probes: tuple[float, ...] = param((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
-                                        ge=-1, le=1, min_len=1,
-                                        doc="input correlations c of the correlation map")
-    q_cap: float = param(1000.0, gt=0, doc="correlation maps are probed at q*, or at this "
-                                           "length where q* is infinite")
+    q_probes: tuple[float, ...] = param(
+        (0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 15.0),
+        gt=0,
+        min_len=1,
+        doc="input lengths q of the length map",
+    )
+    c_probes: tuple[float, ...] = param(
+        (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+        ge=-1,
+        le=1,
+        min_len=1,
+        doc="input correlations c of the correlation map",
+    )
+    q_cap: float = param(
+        1000.0,
+        gt=0,
+        doc="correlation maps are probed at q*, or at this length where q* is infinite",
+    )
 
 
 @dataclass(frozen=True)
 class Theory:
     points: int = param(200, ge=2, doc="points of each theory curve")
-    q_max: float | None = param(None, gt=0, doc="length maps drawn on [0, q_max] "
-                                                "(default 2.5 q*)")
+    q_max: float | None = param(None, gt=0, doc="length maps drawn on [0, q_max] (default 2.5 q*)")
 
 
 @dataclass(frozen=True)
@@ -55,34 +65,58 @@ class Panel:
 
 @dataclass(frozen=True)
 class Analysis:
-    panels: tuple[Panel, ...] = param((Panel("linear", "q"), Panel("tanh", "q"),
-                                       Panel("relu", "c"), Panel("erf", "c")), min_len=1,
-                                      doc="Fig. 1's panels, in order")
+    panels: tuple[Panel, ...] = param(
+        (Panel("linear", "q"), Panel("tanh", "q"), Panel("relu", "c"), Panel("erf", "c")),
+        min_len=1,
+        doc="Fig. 1's panels, in order",
+    )
 
 
 @dataclass(frozen=True)
 class Claims:
     z_max: float = param(3.0, gt=0, doc="c* < 1 with dropout when 1 - c_out(1) > z_max SE")
-    joint_level: float = param(0.95, gt=0, lt=1, doc="a map matches simulation when the largest "
-                                                      "|z| over its points is below this quantile "
-                                                      "of its bootstrap null")
-    n_boot: int = param(2000, ge=100, doc="bootstrap resamples of the instantiations for the "
-                                          "joint test")
-    margin: float = param(0.1, gt=0, doc="equivalence margin of the map-vs-simulation claims: "
-                                         "the largest common relative offset from Eqs. 2-4 they "
-                                         "tolerate; a pass needs the joint test's detectable "
-                                         "relative offset <= this (else inconclusive)")
+    joint_level: float = param(
+        0.95,
+        gt=0,
+        lt=1,
+        doc="a map matches simulation when the largest "
+        "|z| over its points is below this quantile "
+        "of its bootstrap null",
+    )
+    n_boot: int = param(
+        2000, ge=100, doc="bootstrap resamples of the instantiations for the joint test"
+    )
+    margin: float = param(
+        0.1,
+        gt=0,
+        doc="equivalence margin of the map-vs-simulation claims: "
+        "the largest common relative offset from Eqs. 2-4 they "
+        "tolerate; a pass needs the joint test's detectable "
+        "relative offset <= this (else inconclusive)",
+    )
 
 
 SPEC = StudySpec(
     task="measure",
     source=SOURCE,
-    figures={"meanfield_maps": Figure("figure", (
-        "One-layer length map q^l(q^{l-1}) (linear, tanh) and correlation map c^l(c^{l-1}) at q* "
-        "(ReLU, erf) with keep rates ρ (000 Fig. 1). Lines: 000 Eqs. 2–4 by quadrature/closed "
-        "form; dots: mean over random instantiations with ±1 standard error; diamonds: fixed "
-        "points q*, c*; dashed: the unity line."),
-        claims=("q_map_matches_simulation*", "c_map_matches_simulation*",
-                "c_star_below_one_iff_dropout*"))},
-    measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
+    figures={
+        "meanfield_maps": Figure(
+            "figure",
+            (
+                "One-layer length map q^l(q^{l-1}) (linear, tanh) and correlation map c^l(c^{l-1}) at q* "
+                "(ReLU, erf) with keep rates ρ (000 Fig. 1). Lines: 000 Eqs. 2–4 by quadrature/closed "
+                "form; dots: mean over random instantiations with ±1 standard error; diamonds: fixed "
+                "points q*, c*; dashed: the unity line."
+            ),
+            claims=(
+                "q_map_matches_simulation*",
+                "c_map_matches_simulation*",
+                "c_star_below_one_iff_dropout*",
+            ),
+        )
+    },
+    measure=Measure,
+    theory=Theory,
+    analysis=Analysis,
+    claims=Claims,
 )

@@ -15,8 +15,9 @@ COLOURS = {1.0: "tab:red", 0.7: "tab:green", 0.4: "tab:blue"}
 
 def figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
     panels = p.analysis.panels
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.8), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(4.0 * len(panels), 3.8), squeeze=False, constrained_layout=True
+    )
     for ax, panel, letter in zip(axes[0], panels, "abcdefgh"):
         act, kind = panel.activation, panel.map
         s = summary(runs[runs.activation == act], theory, kind)

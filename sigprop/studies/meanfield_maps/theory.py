@@ -13,8 +13,11 @@ def c_probe_q(setting: dict, q_cap: float) -> float:
     """Length at which the correlation map is probed: q* of the setting, or, where q* is
     infinite (e.g. ReLU above its edge of chaos, Fig. 1c at rho = 0.4), ``q_cap`` standing for
     the scale-free limit (``measure.q_cap``)."""
-    q = float(meanfield.q_star(setting["sigma_w2"], setting["sigma_b2"], setting["keep_rate"],
-                               setting["activation"]))
+    q = float(
+        meanfield.q_star(
+            setting["sigma_w2"], setting["sigma_b2"], setting["keep_rate"], setting["activation"]
+        )
+    )
     return q if np.isfinite(q) else float(q_cap)
 
 
@@ -31,10 +34,32 @@ def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
         qs = np.linspace(0.0, q_hi, n)
         cs = np.linspace(0.0, 1.0, n)
         base = dict(study=study, activation=act, sigma_w2=sw, sigma_b2=sb, keep_rate=rho)
-        rows.append(pd.DataFrame({**base, "quantity": "q_map", "x": qs,
-                                  "value": meanfield.q_map(qs, sw, sb, rho, act)}))
-        rows.append(pd.DataFrame({**base, "quantity": "c_map", "x": cs,
-                                  "value": meanfield.c_map(cs, q_c, sw, sb, rho, act)}))
-        rows.append(pd.DataFrame([{**base, "quantity": "q_star", "x": np.nan, "value": q_star},
-                                  {**base, "quantity": "c_star", "x": np.nan, "value": c_star}]))
+        rows.append(
+            pd.DataFrame(
+                {
+                    **base,
+                    "quantity": "q_map",
+                    "x": qs,
+                    "value": meanfield.q_map(qs, sw, sb, rho, act),
+                }
+            )
+        )
+        rows.append(
+            pd.DataFrame(
+                {
+                    **base,
+                    "quantity": "c_map",
+                    "x": cs,
+                    "value": meanfield.c_map(cs, q_c, sw, sb, rho, act),
+                }
+            )
+        )
+        rows.append(
+            pd.DataFrame(
+                [
+                    {**base, "quantity": "q_star", "x": np.nan, "value": q_star},
+                    {**base, "quantity": "c_star", "x": np.nan, "value": c_star},
+                ]
+            )
+        )
     return pd.concat(rows, ignore_index=True)

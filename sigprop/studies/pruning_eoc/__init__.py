@@ -41,50 +41,79 @@ class Region:
     """003 Sec. 4.1: "untrainable when s > 40% and L > 60", i.e. s >= 0.5, L >= 80 on the
     paper's grid."""
 
-    min_sparsity: float = param(0.5, ge=0, le=1, doc="the region: cells with sparsity >= this "
-                                                     "...")
+    min_sparsity: float = param(0.5, ge=0, le=1, doc="the region: cells with sparsity >= this ...")
     min_depth: int = param(80, ge=1, doc="... and depth >= this")
 
 
 @dataclass(frozen=True)
 class Analysis:
-    metric: str = param("test_acc", doc="the run-table metric whose final value is a cell's "
-                                        "accuracy")
-    trainable_acc: float = param(0.5, ge=0, le=1, doc="a cell is trainable when its mean final "
-                                                      "accuracy >= this ('x' below it in the figure)")
-    ordered_region: Region = param(Region, doc="where the claims expect ordered-phase init to "
-                                               "be untrainable (set per scale; the figure's "
-                                               "dashed box); default: the paper's grid")
+    metric: str = param(
+        "test_acc", doc="the run-table metric whose final value is a cell's accuracy"
+    )
+    trainable_acc: float = param(
+        0.5,
+        ge=0,
+        le=1,
+        doc="a cell is trainable when its mean final accuracy >= this ('x' below it in the figure)",
+    )
+    ordered_region: Region = param(
+        Region,
+        doc="where the claims expect ordered-phase init to "
+        "be untrainable (set per scale; the figure's "
+        "dashed box); default: the paper's grid",
+    )
 
 
 @dataclass(frozen=True)
 class Claims:
-    untrainable_acc: float = param(0.2, ge=0, le=1, doc="a cell is untrainable when its mean "
-                                                        "final accuracy <= this")
-    untrainable_fraction: float = param(1.0, ge=0, le=1, doc="fraction of the ordered region's "
-                                                             "testable cells (where the dense "
-                                                             "control trains) that must be "
-                                                             "untrainable")
-    z: float = param(3.0, gt=0, doc="a difference (dense - pruned accuracy, trainable-cell "
-                                    "counts) counts when it exceeds z standard errors over seeds")
-    paper_activations: tuple[str, ...] = param(("elu", "tanh"), min_len=1,
-                                               doc="the activations 003 trains (Figs. 3, 5); the "
-                                                   "claims for others are beyond the paper")
+    untrainable_acc: float = param(
+        0.2, ge=0, le=1, doc="a cell is untrainable when its mean final accuracy <= this"
+    )
+    untrainable_fraction: float = param(
+        1.0,
+        ge=0,
+        le=1,
+        doc="fraction of the ordered region's "
+        "testable cells (where the dense "
+        "control trains) that must be "
+        "untrainable",
+    )
+    z: float = param(
+        3.0,
+        gt=0,
+        doc="a difference (dense - pruned accuracy, trainable-cell "
+        "counts) counts when it exceeds z standard errors over seeds",
+    )
+    paper_activations: tuple[str, ...] = param(
+        ("elu", "tanh"),
+        min_len=1,
+        doc="the activations 003 trains (Figs. 3, 5); the claims for others are beyond the paper",
+    )
 
 
 SPEC = StudySpec(
     task="train",
     source=SOURCE,
-    figures={"pruning_eoc_accuracy": Figure("accuracy_grid", (
-        "Final test accuracy of FFNNs pruned at initialization by SNIP (003 Sec. 2.2) over depth L "
-        "(rows of each panel) and sparsity s (columns), mean over seeds, for EOC init + rescaling "
-        "(003 Prop. 1 / Alg. 1, variance-preserving), EOC init and ordered-phase init (columns of "
-        "panels), one row of panels per activation (003 Fig. 3: tanh; Fig. 5: ELU; ReLU added). "
-        "Cells are marked 'x' when below the study's trainability threshold; the dashed box is the "
-        "region where the claims expect ordered-phase init to be untrainable; the ordered panels' "
-        "s = 0 column is the unpruned control with the same init (its chi_1 is our choice). A run "
-        "whose loss diverged (NaN) counts as accuracy 0."),
-        claims=("ordered_untrainable_region*", "rescaling_enlarges_trainable_region*",
-                "eoc_more_trainable_than_ordered*"))},
-    analysis=Analysis, claims=Claims,
+    figures={
+        "pruning_eoc_accuracy": Figure(
+            "accuracy_grid",
+            (
+                "Final test accuracy of FFNNs pruned at initialization by SNIP (003 Sec. 2.2) over depth L "
+                "(rows of each panel) and sparsity s (columns), mean over seeds, for EOC init + rescaling "
+                "(003 Prop. 1 / Alg. 1, variance-preserving), EOC init and ordered-phase init (columns of "
+                "panels), one row of panels per activation (003 Fig. 3: tanh; Fig. 5: ELU; ReLU added). "
+                "Cells are marked 'x' when below the study's trainability threshold; the dashed box is the "
+                "region where the claims expect ordered-phase init to be untrainable; the ordered panels' "
+                "s = 0 column is the unpruned control with the same init (its chi_1 is our choice). A run "
+                "whose loss diverged (NaN) counts as accuracy 0."
+            ),
+            claims=(
+                "ordered_untrainable_region*",
+                "rescaling_enlarges_trainable_region*",
+                "eoc_more_trainable_than_ordered*",
+            ),
+        )
+    },
+    analysis=Analysis,
+    claims=Claims,
 )

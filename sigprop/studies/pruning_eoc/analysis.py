@@ -15,8 +15,18 @@ def final_accuracy(runs: pd.DataFrame, metric: str = "test_acc") -> pd.DataFrame
     (NaN, i.e. untrainable, for a diverged run)."""
     d = runs[runs.metric == metric]
     last = d[d.step == d.groupby("run_id").step.transform("max")]
-    keep = ["run_id", "activation", "sigma_w2", "sigma_b2", "keep_rate", "depth", "sparsity",
-            "prune_rescale", "seed", "value"]
+    keep = [
+        "run_id",
+        "activation",
+        "sigma_w2",
+        "sigma_b2",
+        "keep_rate",
+        "depth",
+        "sparsity",
+        "prune_rescale",
+        "seed",
+        "value",
+    ]
     return last[keep].rename(columns={"value": "acc"}).reset_index(drop=True)
 
 
@@ -49,27 +59,35 @@ def cell_table(runs: pd.DataFrame, theory: pd.DataFrame, metric: str = "test_acc
     deviation ``sd`` and ``n`` over seeds, ``n_diverged`` and ``chi1``; a diverged run counts as
     accuracy 0 (not trainable).  Unpruned controls are the cells with ``dense`` (sparsity 0)."""
     acc = run_table(runs, theory, metric)
-    out = (acc.groupby(["activation", "scheme", "depth", "sparsity"], as_index=False)
-           .agg(acc=("acc", "mean"), sd=("acc", "std"), n=("acc", "size"),
-                n_diverged=("diverged", "sum"), chi1=("chi1", "first")))
+    out = acc.groupby(["activation", "scheme", "depth", "sparsity"], as_index=False).agg(
+        acc=("acc", "mean"),
+        sd=("acc", "std"),
+        n=("acc", "size"),
+        n_diverged=("diverged", "sum"),
+        chi1=("chi1", "first"),
+    )
     out["dense"] = out.sparsity.astype(float) <= 0
     return out
 
 
-def trainable_counts(runs: pd.DataFrame, theory: pd.DataFrame, threshold: float,
-                     metric: str = "test_acc") -> pd.DataFrame:
+def trainable_counts(
+    runs: pd.DataFrame, theory: pd.DataFrame, threshold: float, metric: str = "test_acc"
+) -> pd.DataFrame:
     """Per (activation, scheme, seed): the number of pruned (depth, sparsity) cells whose final
     accuracy in that seed is >= ``threshold`` (``count``) and of cells (``cells``): the
     trainable region of one seed, whose spread over seeds gives the SE of a count."""
     acc = run_table(runs, theory, metric)
     acc = acc[~acc.dense]
     acc["ok"] = acc.acc >= threshold
-    return (acc.groupby(["activation", "scheme", "seed"], as_index=False)
-            .agg(count=("ok", "sum"), cells=("ok", "size")))
+    return acc.groupby(["activation", "scheme", "seed"], as_index=False).agg(
+        count=("ok", "sum"), cells=("ok", "size")
+    )
 
 
 def in_region(cells: pd.DataFrame, region) -> np.ndarray:
     """Cells with ``sparsity >= region.min_sparsity`` and ``depth >= region.min_depth``
     (``region``: ``analysis.ordered_region``)."""
-    return ((cells.sparsity >= float(region.min_sparsity) - 1e-12)
-            & (cells.depth >= int(region.min_depth))).to_numpy()
+    return (
+        (cells.sparsity >= float(region.min_sparsity) - 1e-12)
+        & (cells.depth >= int(region.min_depth))
+    ).to_numpy()

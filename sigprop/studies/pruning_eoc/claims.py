@@ -30,8 +30,16 @@ def _row(paper: bool, act: str):
         return row
 
     def ours(study, cid, claim, source, *a, **kw):
-        return beyond(study, cid, claim, f"003's {source.split('003 ', 1)[-1]} claim extended to "
-                      f"{act}, which 003 does not train", *a, **kw)
+        return beyond(
+            study,
+            cid,
+            claim,
+            f"003's {source.split('003 ', 1)[-1]} claim extended to "
+            f"{act}, which 003 does not train",
+            *a,
+            **kw,
+        )
+
     return ours
 
 
@@ -44,28 +52,50 @@ def _ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k, paper
     dense = c[(c.scheme == "ordered") & c.dense].set_index("depth")
     reg = o[in_region(o, region)]
     chi = float(o.chi1.iloc[0]) if len(o) else np.nan
-    claim = (f"Ordered-phase init ({act}, chi_1 = {chi:.3g}, our choice: the paper gives no "
-             f"ordered-phase sigma's) is untrainable after SNIP pruning in the region "
-             f"s >= {region.min_sparsity:g}, L >= {region.min_depth} (paper: s > 40% and L > 60), "
-             "where the unpruned net with the same init trains")
-    test = (f"per region cell whose dense control trains (mean acc >= {train_acc:g}): pruned mean "
-            f"acc <= {untrain_acc:g} and drop = acc(dense) - acc(pruned) > {k:g} SE over seeds "
-            f"(z_above); pass when >= {want:g} of those cells pass, fail when one trains "
-            f"(pruned mean acc >= {train_acc:g}); units: accuracy")
+    claim = (
+        f"Ordered-phase init ({act}, chi_1 = {chi:.3g}, our choice: the paper gives no "
+        f"ordered-phase sigma's) is untrainable after SNIP pruning in the region "
+        f"s >= {region.min_sparsity:g}, L >= {region.min_depth} (paper: s > 40% and L > 60), "
+        "where the unpruned net with the same init trains"
+    )
+    test = (
+        f"per region cell whose dense control trains (mean acc >= {train_acc:g}): pruned mean "
+        f"acc <= {untrain_acc:g} and drop = acc(dense) - acc(pruned) > {k:g} SE over seeds "
+        f"(z_above); pass when >= {want:g} of those cells pass, fail when one trains "
+        f"(pruned mean acc >= {train_acc:g}); units: accuracy"
+    )
     mk = _row(paper, act)
     if reg.empty or dense.empty:
-        why = "no ordered-phase cells in the region" if reg.empty else "no dense ordered-phase control"
-        return mk(study, cid, claim, SOURCE, measured=np.nan, expected="cells in the region",
-                   tolerance=np.nan, verdict="inconclusive", detail=why, test=test)
+        why = (
+            "no ordered-phase cells in the region"
+            if reg.empty
+            else "no dense ordered-phase control"
+        )
+        return mk(
+            study,
+            cid,
+            claim,
+            SOURCE,
+            measured=np.nan,
+            expected="cells in the region",
+            tolerance=np.nan,
+            verdict="inconclusive",
+            detail=why,
+            test=test,
+        )
     parts, ok, trains, detect, tested = [], [], [], [], 0
     for r in reg.sort_values(["depth", "sparsity"]).itertuples():
         if r.depth not in dense.index:
-            parts.append(f"L={int(r.depth)}, s={r.sparsity:g}: pruned {r.acc:.3f}, no dense control")
+            parts.append(
+                f"L={int(r.depth)}, s={r.sparsity:g}: pruned {r.acc:.3f}, no dense control"
+            )
             continue
         d = dense.loc[r.depth]
         if d.acc < train_acc:
-            parts.append(f"L={int(r.depth)}, s={r.sparsity:g}: pruned {r.acc:.3f}, dense {d.acc:.3f} "
-                         "(dense does not train: not a test of pruning)")
+            parts.append(
+                f"L={int(r.depth)}, s={r.sparsity:g}: pruned {r.acc:.3f}, dense {d.acc:.3f} "
+                "(dense does not train: not a test of pruning)"
+            )
             continue
         tested += 1
         se = np.hypot(_se(d.sd, d.n), _se(r.sd, r.n))
@@ -74,24 +104,41 @@ def _ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k, paper
         ok.append(cell_ok)
         trains.append(r.acc >= train_acc)
         detect.append(det)
-        parts.append(f"L={int(r.depth)}, s={r.sparsity:g}: pruned {r.acc:.3f}, dense {d.acc:.3f}, "
-                     f"drop {d.acc - r.acc:.3f} (SE {se:.3f}, {int(min(d.n, r.n))} seeds)")
+        parts.append(
+            f"L={int(r.depth)}, s={r.sparsity:g}: pruned {r.acc:.3f}, dense {d.acc:.3f}, "
+            f"drop {d.acc - r.acc:.3f} (SE {se:.3f}, {int(min(d.n, r.n))} seeds)"
+        )
     frac = float(np.mean(ok)) if tested else np.nan
     if not tested:
         verdict, detectable = "inconclusive", np.nan
-        parts.append("no region cell where the dense control trains: the design cannot test the claim")
+        parts.append(
+            "no region cell where the dense control trains: the design cannot test the claim"
+        )
     elif not np.all(np.isfinite(detect)):
         verdict, detectable = "inconclusive", np.nan
     else:
         detectable = float(np.max(detect))
-        verdict = ("pass" if frac >= want else ("fail" if any(trains) else "inconclusive"))
-    return mk(study, cid, claim, SOURCE, measured=frac,
-               expected=f">= {want:g} of the testable region cells untrainable (acc <= "
-                        f"{untrain_acc:g}) and below the dense control by > {k:g} SE",
-               tolerance=0.0, verdict=verdict, detail="; ".join(parts), test=test,
-               detectable=detectable,
-               values={"fraction": frac, "tested_cells": tested, "region_cells": len(reg),
-                       "max_pruned_acc": float(reg.acc.max())})
+        verdict = "pass" if frac >= want else ("fail" if any(trains) else "inconclusive")
+    return mk(
+        study,
+        cid,
+        claim,
+        SOURCE,
+        measured=frac,
+        expected=f">= {want:g} of the testable region cells untrainable (acc <= "
+        f"{untrain_acc:g}) and below the dense control by > {k:g} SE",
+        tolerance=0.0,
+        verdict=verdict,
+        detail="; ".join(parts),
+        test=test,
+        detectable=detectable,
+        values={
+            "fraction": frac,
+            "tested_cells": tested,
+            "region_cells": len(reg),
+            "max_pruned_acc": float(reg.acc.max()),
+        },
+    )
 
 
 def _count_claim(study, cid, claim, counts, a, b, k, extra="", paper=True, act=""):
@@ -99,29 +146,57 @@ def _count_claim(study, cid, claim, counts, a, b, k, extra="", paper=True, act="
     ``b``, with its SE (unpaired), by :func:`sigprop.claims.z_above`."""
     ca = counts[counts.scheme == a]["count"].to_numpy(float)
     cb = counts[counts.scheme == b]["count"].to_numpy(float)
-    tot = {s: int(counts[counts.scheme == s].cells.max()) if (counts.scheme == s).any() else 0
-           for s in SCHEMES}
+    tot = {
+        s: int(counts[counts.scheme == s].cells.max()) if (counts.scheme == s).any() else 0
+        for s in SCHEMES
+    }
     mk = _row(paper, act)
     if len(ca) == 0 or len(cb) == 0:
-        return mk(study, cid, claim, SOURCE, measured=np.nan, expected="> 0", tolerance=np.nan,
-                   verdict="inconclusive", detail=f"no runs of {a if len(ca) == 0 else b}",
-                   test="mean over seeds of the trainable-cell count difference > k SE")
+        return mk(
+            study,
+            cid,
+            claim,
+            SOURCE,
+            measured=np.nan,
+            expected="> 0",
+            tolerance=np.nan,
+            verdict="inconclusive",
+            detail=f"no runs of {a if len(ca) == 0 else b}",
+            test="mean over seeds of the trainable-cell count difference > k SE",
+        )
     eff = float(ca.mean() - cb.mean())
-    se = (float(np.sqrt(ca.var(ddof=1) / len(ca) + cb.var(ddof=1) / len(cb)))
-          if min(len(ca), len(cb)) >= 2 else np.nan)
+    se = (
+        float(np.sqrt(ca.var(ddof=1) / len(ca) + cb.var(ddof=1) / len(cb)))
+        if min(len(ca), len(cb)) >= 2
+        else np.nan
+    )
     verdict, test, det = z_above(eff, se, k)
     n = int(min(len(ca), len(cb)))
     # a count is an integer: a mean over n seeds moves in steps of 1/n
     det = max(det, 1.0 / n) if np.isfinite(det) else det
-    return mk(study, cid, claim, SOURCE, measured=eff, expected=f"> {k:g} SE more trainable cells",
-               tolerance=k * se if np.isfinite(se) else np.nan, verdict=verdict,
-               detail=(f"trainable cells per seed ({n} seeds): {a} {ca.astype(int).tolist()} of "
-                       f"{tot.get(a, 0)}, {b} {cb.astype(int).tolist()} of {tot.get(b, 0)}; "
-                       f"SE {se:.3g}" + extra),
-               test=(f"trainable-cell count per seed (final test acc >= threshold); mean difference "
-                     f"{test}, SE over {n} seeds; units: cells (resolution 1/{n})"),
-               detectable=det, se=se, false_pass=false_pass_z(k, n - 1),
-               values={a: float(ca.mean()), b: float(cb.mean()), "se": se})
+    return mk(
+        study,
+        cid,
+        claim,
+        SOURCE,
+        measured=eff,
+        expected=f"> {k:g} SE more trainable cells",
+        tolerance=k * se if np.isfinite(se) else np.nan,
+        verdict=verdict,
+        detail=(
+            f"trainable cells per seed ({n} seeds): {a} {ca.astype(int).tolist()} of "
+            f"{tot.get(a, 0)}, {b} {cb.astype(int).tolist()} of {tot.get(b, 0)}; "
+            f"SE {se:.3g}" + extra
+        ),
+        test=(
+            f"trainable-cell count per seed (final test acc >= threshold); mean difference "
+            f"{test}, SE over {n} seeds; units: cells (resolution 1/{n})"
+        ),
+        detectable=det,
+        se=se,
+        false_pass=false_pass_z(k, n - 1),
+        values={a: float(ca.mean()), b: float(cb.mean()), "se": se},
+    )
 
 
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
@@ -142,18 +217,41 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         rows.append(_ordered_claim(study, act, c, region, train_acc, untrain_acc, want, k, paper))
         pruned = c[~c.dense]
         means = "; mean accuracy over the grid: " + ", ".join(
-            f"{s} {pruned[pruned.scheme == s].acc.mean():.3f}" for s in SCHEMES)
+            f"{s} {pruned[pruned.scheme == s].acc.mean():.3f}" for s in SCHEMES
+        )
         div = "; diverged runs (counted as accuracy 0): " + ", ".join(
-            f"{s} {int(pruned[pruned.scheme == s].n_diverged.sum())}" for s in SCHEMES)
-        rows.append(_count_claim(
-            study, f"rescaling_enlarges_trainable_region[{act}]",
-            f"The rescaling trick (Prop. 1) gives more trainable (s, L) cells than EOC init alone ({act})",
-            n, "EOC + rescaling", "EOC", k, means + div, paper, act))
+            f"{s} {int(pruned[pruned.scheme == s].n_diverged.sum())}" for s in SCHEMES
+        )
+        rows.append(
+            _count_claim(
+                study,
+                f"rescaling_enlarges_trainable_region[{act}]",
+                f"The rescaling trick (Prop. 1) gives more trainable (s, L) cells than EOC init alone ({act})",
+                n,
+                "EOC + rescaling",
+                "EOC",
+                k,
+                means + div,
+                paper,
+                act,
+            )
+        )
         chi = pruned[pruned.scheme == "ordered"].chi1
-        rows.append(_count_claim(
-            study, f"eoc_more_trainable_than_ordered[{act}]",
-            (f"EOC init has more trainable (s, L) cells after pruning than ordered-phase init "
-             f"({act}, ordered chi_1 = {float(chi.iloc[0]) if len(chi) else np.nan:.3g}, our "
-             "choice) (Thm. 1: the trainable set 'becomes larger' at the EOC)"),
-            n, "EOC", "ordered", k, paper=paper, act=act))
+        rows.append(
+            _count_claim(
+                study,
+                f"eoc_more_trainable_than_ordered[{act}]",
+                (
+                    f"EOC init has more trainable (s, L) cells after pruning than ordered-phase init "
+                    f"({act}, ordered chi_1 = {float(chi.iloc[0]) if len(chi) else np.nan:.3g}, our "
+                    "choice) (Thm. 1: the trainable set 'becomes larger' at the EOC)"
+                ),
+                n,
+                "EOC",
+                "ordered",
+                k,
+                paper=paper,
+                act=act,
+            )
+        )
     return frame(rows)

@@ -21,8 +21,13 @@ def accuracy_grid(runs: pd.DataFrame, theory: pd.DataFrame, p):
     region = an.ordered_region
     cells = cell_table(runs, theory, metric)
     acts = sorted(cells.activation.unique())
-    fig, axes = plt.subplots(len(acts), len(SCHEMES), figsize=(3.6 * len(SCHEMES), 3.0 * len(acts)),
-                             squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(
+        len(acts),
+        len(SCHEMES),
+        figsize=(3.6 * len(SCHEMES), 3.0 * len(acts)),
+        squeeze=False,
+        constrained_layout=True,
+    )
     im = None
     for i, act in enumerate(acts):
         for j, scheme in enumerate(SCHEMES):
@@ -32,19 +37,36 @@ def accuracy_grid(runs: pd.DataFrame, theory: pd.DataFrame, p):
                 ax.set_visible(False)
                 continue
             a = c.pivot(index="depth", columns="sparsity", values="acc").sort_index()
-            im = ax.imshow(a.to_numpy(), origin="lower", cmap="viridis", vmin=0.0, vmax=1.0,
-                           aspect="auto")
+            im = ax.imshow(
+                a.to_numpy(), origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto"
+            )
             for (y, x), v in np.ndenumerate(a.to_numpy()):
-                ax.text(x, y, f"{v:.2f}" + ("\nx" if v < thr else ""), ha="center", va="center",
-                        fontsize=7, color="white" if v < 0.6 else "black")
+                ax.text(
+                    x,
+                    y,
+                    f"{v:.2f}" + ("\nx" if v < thr else ""),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if v < 0.6 else "black",
+                )
             ax.set_xticks(range(a.shape[1]), [f"{s:g}" for s in a.columns])
             ax.set_yticks(range(a.shape[0]), [str(int(d)) for d in a.index])
             if region and scheme == "ordered":
                 cs = np.flatnonzero(a.columns.to_numpy() >= float(region.min_sparsity) - 1e-12)
                 ds = np.flatnonzero(a.index.to_numpy() >= int(region.min_depth))
                 if len(cs) and len(ds):
-                    ax.add_patch(plt.Rectangle((cs[0] - 0.5, ds[0] - 0.5), len(cs), len(ds), fill=False,
-                                               ec="red", ls="--", lw=1.5))
+                    ax.add_patch(
+                        plt.Rectangle(
+                            (cs[0] - 0.5, ds[0] - 0.5),
+                            len(cs),
+                            len(ds),
+                            fill=False,
+                            ec="red",
+                            ls="--",
+                            lw=1.5,
+                        )
+                    )
             ax.set_title(f"{act}: {scheme} (chi1 = {c.chi1.iloc[0]:.2f})", fontsize=9)
             ax.set_xlabel("sparsity s")
             if j == 0:

@@ -15,5 +15,7 @@ def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
         act, sw, sb, rho = s["activation"], s["sigma_w2"], s["sigma_b2"], s["keep_rate"]
         base = {"study": study, "activation": act, "sigma_w2": sw, "sigma_b2": sb, "keep_rate": rho}
         rows.append({**base, "quantity": "chi1", "value": float(meanfield.chi1(sw, sb, rho, act))})
-        rows.append({**base, "quantity": "q_star", "value": float(meanfield.q_star(sw, sb, rho, act))})
+        rows.append(
+            {**base, "quantity": "q_star", "value": float(meanfield.q_star(sw, sb, rho, act))}
+        )
     return pd.DataFrame(rows)

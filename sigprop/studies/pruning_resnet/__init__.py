@@ -45,38 +45,57 @@ TABLES = ("table1", "table2", "table9", "table3", "table4", "table5")
 
 @dataclass(frozen=True)
 class Analysis:
-    paper_numbers: str = param("config/pruning_resnet_paper_numbers.yaml",
-                               doc="the transcribed reference values of 003's tables (a path "
-                                   "relative to the working directory, else to the repository)")
-    fig_sparsities: tuple[float, ...] = param((0.9, 0.98, 0.995), ge=0, lt=1,
-                                              doc="Fig. 2 / Fig. 4 panels (those present in the "
-                                                  "runs; all present when none is)")
+    paper_numbers: str = param(
+        "config/pruning_resnet_paper_numbers.yaml",
+        doc="the transcribed reference values of 003's tables (a path "
+        "relative to the working directory, else to the repository)",
+    )
+    fig_sparsities: tuple[float, ...] = param(
+        (0.9, 0.98, 0.995),
+        ge=0,
+        lt=1,
+        doc="Fig. 2 / Fig. 4 panels (those present in the runs; all present when none is)",
+    )
 
 
 @dataclass(frozen=True)
 class Claims:
-    acc_margin: float = param(0.01, ge=0, le=1, doc="SBP-SR may trail SNIP / the best pruner "
-                                                    "by this much accuracy (a fraction)")
+    acc_margin: float = param(
+        0.01,
+        ge=0,
+        le=1,
+        doc="SBP-SR may trail SNIP / the best pruner by this much accuracy (a fraction)",
+    )
     min_seeds: int = param(2, ge=1, doc="a claim with fewer seeds per cell is inconclusive")
     uniform_ratio: float = param(1.0, gt=0, doc="spread(Stable ResNet) / spread(ResNet) <= this")
-    z: float = param(3.0, gt=0, doc="a difference of means over seeds counts when it exceeds z "
-                                    "standard errors (unpaired)")
+    z: float = param(
+        3.0,
+        gt=0,
+        doc="a difference of means over seeds counts when it exceeds z standard errors (unpaired)",
+    )
 
 
 SPEC = StudySpec(
     task="train",
     source="003 Secs. 3-4, App. G: Figs. 2, 4, Tables 1-5, 9",
     figures={
-        "pruning_resnet_kept_relu": Figure("fig2", (
-            "Percentage of weights kept per prunable layer (conv layers in order, shortcut convs and "
-            "the readout included) after pruning at initialization: SNIP on ResNet32 (Kaiming init) "
-            "vs SBP-SR (SNIP on Stable ResNet32, 003 Eq. 9), ReLU, one panel per sparsity; mean over "
-            "seeds, band min-max; dotted lines: section boundaries (003 Fig. 2)."),
-            claims=("uniform_within_sections?relu*", "deeper_layers_kept?relu*")),
-        "pruning_resnet_kept_tanh": Figure("fig4", (
-            "As the ReLU figure for tanh ResNet32 / Stable ResNet32 (003 App. G, Fig. 4)."),
-            claims=("uniform_within_sections?tanh*", "deeper_layers_kept?tanh*")),
+        "pruning_resnet_kept_relu": Figure(
+            "fig2",
+            (
+                "Percentage of weights kept per prunable layer (conv layers in order, shortcut convs and "
+                "the readout included) after pruning at initialization: SNIP on ResNet32 (Kaiming init) "
+                "vs SBP-SR (SNIP on Stable ResNet32, 003 Eq. 9), ReLU, one panel per sparsity; mean over "
+                "seeds, band min-max; dotted lines: section boundaries (003 Fig. 2)."
+            ),
+            claims=("uniform_within_sections?relu*", "deeper_layers_kept?relu*"),
+        ),
+        "pruning_resnet_kept_tanh": Figure(
+            "fig4",
+            ("As the ReLU figure for tanh ResNet32 / Stable ResNet32 (003 App. G, Fig. 4)."),
+            claims=("uniform_within_sections?tanh*", "deeper_layers_kept?tanh*"),
+        ),
     },
     tables=TABLES,
-    analysis=Analysis, claims=Claims,
+    analysis=Analysis,
+    claims=Claims,
 )

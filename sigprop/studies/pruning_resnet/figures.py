@@ -18,8 +18,13 @@ from .analysis import layer_profiles
 COLOURS = {"ResNet32 (SNIP)": "tab:red", "Stable ResNet32 (SBP-SR)": "tab:blue"}
 
 
-def kept_figure(layers: pd.DataFrame, activation: str, sparsities, runs: pd.DataFrame | None = None,
-                net: str = "resnet32"):
+def kept_figure(
+    layers: pd.DataFrame,
+    activation: str,
+    sparsities,
+    runs: pd.DataFrame | None = None,
+    net: str = "resnet32",
+):
     """One panel per sparsity: percentage of weights kept against the layer index."""
     prof = layer_profiles(layers, net, runs)
     prof = prof[prof.activation == activation]
@@ -43,8 +48,9 @@ def kept_figure(layers: pd.DataFrame, activation: str, sparsities, runs: pd.Data
         ax.set_ylabel("weights kept (%)")
         ax.legend(fontsize=7)
     if prof.empty:
-        axes[0, 0].text(0.5, 0.5, f"no {activation} layer reports", ha="center",
-                        transform=axes[0, 0].transAxes)
+        axes[0, 0].text(
+            0.5, 0.5, f"no {activation} layer reports", ha="center", transform=axes[0, 0].transAxes
+        )
     fig.tight_layout()
     return fig
 

@@ -16,6 +16,7 @@ def paper_numbers(p) -> pd.DataFrame:
     """The transcribed reference values: table, dataset, activation, net, method, sparsity,
     paper_mean, paper_std (003 Tables 1-5, 9; file ``analysis.paper_numbers``)."""
     import yaml
+
     rel = p.analysis.paper_numbers
     path = Path(rel)
     if not path.exists():  # the workflow runs in its working copy; tests run anywhere
@@ -23,33 +24,57 @@ def paper_numbers(p) -> pd.DataFrame:
     rows = []
     for r in yaml.safe_load(path.read_text())["rows"]:
         for s, (m, sd) in r["acc"].items():
-            rows.append({"table": str(r["table"]), "dataset": r["dataset"],
-                         "activation": r["activation"], "net": r["net"], "method": r["method"],
-                         "sparsity": round(float(s), 6), "paper_mean": float(m),
-                         "paper_std": np.nan if sd is None else float(sd)})
+            rows.append(
+                {
+                    "table": str(r["table"]),
+                    "dataset": r["dataset"],
+                    "activation": r["activation"],
+                    "net": r["net"],
+                    "method": r["method"],
+                    "sparsity": round(float(s), 6),
+                    "paper_mean": float(m),
+                    "paper_std": np.nan if sd is None else float(sd),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 TABLE_SPECS = {
     # table id: (methods shown, sparsities shown (None: all measured), title)
-    "1": (["SNIP", "SBP-SR"], None,
-          "003 Table 1: test accuracy (%) of SNIP and SBP-SR on ResNets, CIFAR-10"),
-    "2": (METHOD_ORDER, None,
-          "003 Table 2: test accuracy (%) after pruning, CIFAR-10 and CIFAR-100"),
-    "9": (["SNIP", "SBP-SR"], None,
-          "003 Table 9: test accuracy (%) with ReLU and tanh, CIFAR-10"),
-    "3": (["SBP-SR", "SNIP", "GraSP", "SynFlow"], None,
-          "003 Table 3: test accuracy (%) on Tiny ImageNet, ResNet32/50/104"),
-    "4": (["Ordered phase Init", "EOC Init", "EOC + ReScaling"], None,
-          "003 Table 4: test accuracy (%) of tanh V-CNN on MNIST, SNIP at 50% sparsity"),
-    "5": (["SNIP", "SynFlow", "EOC + ReScaling"], None,
-          "003 Table 5: test accuracy (%) of VGG16 and 3xVGG16 on CIFAR-10"),
+    "1": (
+        ["SNIP", "SBP-SR"],
+        None,
+        "003 Table 1: test accuracy (%) of SNIP and SBP-SR on ResNets, CIFAR-10",
+    ),
+    "2": (
+        METHOD_ORDER,
+        None,
+        "003 Table 2: test accuracy (%) after pruning, CIFAR-10 and CIFAR-100",
+    ),
+    "9": (["SNIP", "SBP-SR"], None, "003 Table 9: test accuracy (%) with ReLU and tanh, CIFAR-10"),
+    "3": (
+        ["SBP-SR", "SNIP", "GraSP", "SynFlow"],
+        None,
+        "003 Table 3: test accuracy (%) on Tiny ImageNet, ResNet32/50/104",
+    ),
+    "4": (
+        ["Ordered phase Init", "EOC Init", "EOC + ReScaling"],
+        None,
+        "003 Table 4: test accuracy (%) of tanh V-CNN on MNIST, SNIP at 50% sparsity",
+    ),
+    "5": (
+        ["SNIP", "SynFlow", "EOC + ReScaling"],
+        None,
+        "003 Table 5: test accuracy (%) of VGG16 and 3xVGG16 on CIFAR-10",
+    ),
 }
 # Tables 3-5 exist at paper scale only (Tiny ImageNet, MNIST V-CNN, CIFAR-10 VGG): their rows
 # are selected by these (data set, nets) and listed with every paper cell, ours or not.
-PAPER_SCALE_TABLES = {"3": ("tiny_imagenet", ("resnet32", "resnet50", "resnet104")),
-                      "4": ("mnist", ("vcnn10", "vcnn50", "vcnn100")),
-                      "5": ("cifar10", ("vgg16", "vgg16x3"))}
+PAPER_SCALE_TABLES = {
+    "3": ("tiny_imagenet", ("resnet32", "resnet50", "resnet104")),
+    "4": ("mnist", ("vcnn10", "vcnn50", "vcnn100")),
+    "5": ("cifar10", ("vgg16", "vgg16x3")),
+}
 
 
 def paper_table(acc: pd.DataFrame, paper: pd.DataFrame, table: str) -> pd.DataFrame:
@@ -67,10 +92,15 @@ def paper_table(acc: pd.DataFrame, paper: pd.DataFrame, table: str) -> pd.DataFr
         out = ours.merge(p, on=GROUP, how="outer")
         out["n"] = out["n"].fillna(0).astype("int64")
         order = {m: i for i, m in enumerate(methods)}
-        out = out.sort_values(["net", "method", "sparsity"],
-                              key=lambda c: c.map(order) if c.name == "method" else
-                              (c.map({n: i for i, n in enumerate(nets)}) if c.name == "net" else c),
-                              ignore_index=True)
+        out = out.sort_values(
+            ["net", "method", "sparsity"],
+            key=lambda c: (
+                c.map(order)
+                if c.name == "method"
+                else (c.map({n: i for i, n in enumerate(nets)}) if c.name == "net" else c)
+            ),
+            ignore_index=True,
+        )
     else:
         out = ours.merge(p, on=GROUP, how="left")
     out.insert(0, "table", table)

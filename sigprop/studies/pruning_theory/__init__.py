@@ -58,11 +58,18 @@ TABLE7 = {"gamma": [2.0, 5.0, 10.0], "bound": [5.77, 0.81, 0.72], "empirical": [
 
 @dataclass(frozen=True)
 class Measure:
-    gammas: tuple[float, ...] = param(tuple(TABLE7["gamma"]), gt=0, doc="Table 7's gammas: "
-                                      "alpha_l0 of the magnitude runs' s_cr_gamma")
-    gamma_layer: int = param(0, ge=0, doc="prunable layer l0 (0-based; 0 = the input layer, "
-                                          "Table 7's alpha_1) whose variance is sigma_w2 / "
-                                          "(gamma N)")
+    gammas: tuple[float, ...] = param(
+        tuple(TABLE7["gamma"]),
+        gt=0,
+        doc="Table 7's gammas: alpha_l0 of the magnitude runs' s_cr_gamma",
+    )
+    gamma_layer: int = param(
+        0,
+        ge=0,
+        doc="prunable layer l0 (0-based; 0 = the input layer, "
+        "Table 7's alpha_1) whose variance is sigma_w2 / "
+        "(gamma N)",
+    )
 
 
 @dataclass(frozen=True)
@@ -70,10 +77,10 @@ class Theory:
     depth: int = param(100, ge=1, doc="L of Thm. 1 / Prop. 4 (the runs' depth)")
     width: int = param(100, ge=1, doc="N of Thm. 1 / Prop. 4 (the runs' width)")
     eoc_tolerance: float = param(1e-6, ge=0, doc="no Thm. 1 bound where |chi_1 - 1| <= this")
-    gammas: tuple[float, ...] = param(tuple(TABLE7["gamma"]), gt=0,
-                                      doc="gammas of Prop. 4's bound")
-    zeta_l0: float = param(1.0, gt=0, doc="M_l0 / N^2 of Prop. 4's layer l0 (the input layer: "
-                                          "d / N, d its fan-in)")
+    gammas: tuple[float, ...] = param(tuple(TABLE7["gamma"]), gt=0, doc="gammas of Prop. 4's bound")
+    zeta_l0: float = param(
+        1.0, gt=0, doc="M_l0 / N^2 of Prop. 4's layer l0 (the input layer: d / N, d its fan-in)"
+    )
 
 
 @dataclass(frozen=True)
@@ -86,8 +93,9 @@ class Analysis:
 class Claims:
     z_max: float = param(3.0, gt=0, doc="bounds hold when mean s_cr <= bound + z_max SE")
     example_kappa: float = param(0.2, gt=0, doc="kappa of the example after Thm. 1")
-    example_kappa_tol: float = param(0.002, ge=0, doc="a setting is the example when "
-                                                      "|kappa - example_kappa| <= this")
+    example_kappa_tol: float = param(
+        0.002, ge=0, doc="a setting is the example when |kappa - example_kappa| <= this"
+    )
     example_tolerance: float = param(0.05, gt=0, doc="|mean s_cr - 0.22| <= this")
     table7_tolerance: float = param(0.05, gt=0, doc="|mean s_cr - Table 7 empirical| <= this")
 
@@ -96,20 +104,31 @@ SPEC = StudySpec(
     task="measure",
     source="003 Sec. 2.2, Fig. 1, Thm. 1; App. E, Prop. 4, Table 7",
     figures={
-        "pruning_theory_fig1": Figure("fig1_kept_per_neuron", (
-            "Fraction of each neuron's incoming weights kept after SBP (SNIP) at 70% sparsity of a "
-            "randomly initialized tanh FFNN (003 Fig. 1: depth 100, width 100); pixel (layer, neuron), "
-            "first seed; left EOC init (chi = 1), right chaotic init. Black rows are fully pruned layers; "
-            "the top row is the 10-unit output layer (blank beyond its 10 neurons)."),
-            claims=("fig1_*",)),
-        "pruning_theory_scr": Figure("fig_scr", (
-            "(a) Critical sparsity s_cr of SBP (SNIP) over chi = f'(1) (003 Thm. 1; ordered phase "
-            "chi < 1, EOC chi = 1, chaotic chi > 1), mean ± SE over seeds (grey points: seeds), against "
-            "Thm. 1's bound with ln (the theorem) and log10 (the 27% quoted after it); no bound on the "
-            "EOC, bounds above 1 are vacuous and off scale. (b) s_cr of magnitude pruning with "
-            "one layer's alpha = gamma (003 Prop. 4, Table 7) against Prop. 4's bound as printed "
-            "(gamma Q_x), with sqrt(gamma), and Table 7's printed values."),
-            claims=("thm1_*", "prop4_*", "table7_*")),
+        "pruning_theory_fig1": Figure(
+            "fig1_kept_per_neuron",
+            (
+                "Fraction of each neuron's incoming weights kept after SBP (SNIP) at 70% sparsity of a "
+                "randomly initialized tanh FFNN (003 Fig. 1: depth 100, width 100); pixel (layer, neuron), "
+                "first seed; left EOC init (chi = 1), right chaotic init. Black rows are fully pruned layers; "
+                "the top row is the 10-unit output layer (blank beyond its 10 neurons)."
+            ),
+            claims=("fig1_*",),
+        ),
+        "pruning_theory_scr": Figure(
+            "fig_scr",
+            (
+                "(a) Critical sparsity s_cr of SBP (SNIP) over chi = f'(1) (003 Thm. 1; ordered phase "
+                "chi < 1, EOC chi = 1, chaotic chi > 1), mean ± SE over seeds (grey points: seeds), against "
+                "Thm. 1's bound with ln (the theorem) and log10 (the 27% quoted after it); no bound on the "
+                "EOC, bounds above 1 are vacuous and off scale. (b) s_cr of magnitude pruning with "
+                "one layer's alpha = gamma (003 Prop. 4, Table 7) against Prop. 4's bound as printed "
+                "(gamma Q_x), with sqrt(gamma), and Table 7's printed values."
+            ),
+            claims=("thm1_*", "prop4_*", "table7_*"),
+        ),
     },
-    measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
+    measure=Measure,
+    theory=Theory,
+    analysis=Analysis,
+    claims=Claims,
 )

@@ -17,7 +17,9 @@ def per_run(runs: pd.DataFrame, metric: str, probe: float | None = None) -> pd.D
     d = runs[runs.metric == metric]
     if probe is not None:
         d = d[np.isclose(d.probe, probe)]
-    return d[["run_id", *SETTING, "depth", "width", "pruner", "sparsity", "seed", "value"]].reset_index(drop=True)
+    return d[
+        ["run_id", *SETTING, "depth", "width", "pruner", "sparsity", "seed", "value"]
+    ].reset_index(drop=True)
 
 
 def with_chi(df: pd.DataFrame, theory: pd.DataFrame) -> pd.DataFrame:
@@ -36,9 +38,14 @@ def collapsed_layers(runs: pd.DataFrame) -> pd.DataFrame:
     kept fraction and setting, from the per-neuron rows."""
     d = runs[runs.metric == "kept_fraction_neuron"]
     lay = d.groupby(["run_id", "layer"]).value.max().reset_index()
-    n = lay.groupby("run_id").agg(n_collapsed=("value", lambda v: int((v == 0).sum())),
-                                  n_layers=("value", "size")).reset_index()
-    info = d.drop_duplicates("run_id")[["run_id", *SETTING, "depth", "width", "pruner", "sparsity", "seed"]]
+    n = (
+        lay.groupby("run_id")
+        .agg(n_collapsed=("value", lambda v: int((v == 0).sum())), n_layers=("value", "size"))
+        .reset_index()
+    )
+    info = d.drop_duplicates("run_id")[
+        ["run_id", *SETTING, "depth", "width", "pruner", "sparsity", "seed"]
+    ]
     return info.merge(n, on="run_id")
 
 
@@ -47,9 +54,14 @@ def scr_summary(runs: pd.DataFrame, theory: pd.DataFrame, pruner: str = "snip") 
     d = with_chi(per_run(runs, "s_cr"), theory)
     d = d[d.pruner == pruner]
     g = d.groupby(SETTING + ["depth", "width"], as_index=False).agg(
-        mean=("value", "mean"), sd=("value", "std"), n=("value", "size"), chi1=("chi1", "first"),
-        bound_ln=("thm1_bound_ln", "first"), bound_log10=("thm1_bound_log10", "first"),
-        kappa=("kappa", "first"))
+        mean=("value", "mean"),
+        sd=("value", "std"),
+        n=("value", "size"),
+        chi1=("chi1", "first"),
+        bound_ln=("thm1_bound_ln", "first"),
+        bound_log10=("thm1_bound_log10", "first"),
+        kappa=("kappa", "first"),
+    )
     g["se"] = g.sd / np.sqrt(g.n)
     return g.sort_values("chi1").reset_index(drop=True)
 
@@ -58,8 +70,11 @@ def gamma_summary(runs: pd.DataFrame, theory: pd.DataFrame, first_layer: int = 0
     """Mean, SE, n of ``s_cr_gamma`` per gamma with Prop. 4's bounds and Table 7's values, and
     ``l0_first``: the fraction of seeds whose first emptied layer is ``first_layer`` (= l0)."""
     d = runs[runs.metric == "s_cr_gamma"]
-    g = d.groupby("probe", as_index=False).agg(mean=("value", "mean"), sd=("value", "std"),
-                                               n=("value", "size")).rename(columns={"probe": "gamma"})
+    g = (
+        d.groupby("probe", as_index=False)
+        .agg(mean=("value", "mean"), sd=("value", "std"), n=("value", "size"))
+        .rename(columns={"probe": "gamma"})
+    )
     g["se"] = g.sd / np.sqrt(g.n)
     first = runs[runs.metric == "s_cr_gamma_layer"]
     share = first.groupby("probe").value.agg(lambda v: float(np.mean(v == first_layer)))

@@ -19,11 +19,20 @@ def _model_scores(shard, params, buffers, x_train, y_train, i):
 
     from ... import prune
     from ...nets import families
+
     r = shard.runs[i]
     x, y = prune.class_balanced_batch(x_train, y_train, r.prune_batch, r.prune_data_key)
     keys = torch.tensor([r.key], device=params[0].device, dtype=torch.int64)
-    return prune.compute_scores(r.pruner, families.get(r.arch), [r], [p[i:i + 1] for p in params],
-                                [b[i:i + 1] for b in buffers], x[None], y[None], keys)
+    return prune.compute_scores(
+        r.pruner,
+        families.get(r.arch),
+        [r],
+        [p[i : i + 1] for p in params],
+        [b[i : i + 1] for b in buffers],
+        x[None],
+        y[None],
+        keys,
+    )
 
 
 def alpha_scale(gamma: float, fan_in: int, width: int) -> float:
@@ -51,13 +60,20 @@ def _scaled(scores, flags, layer, factor):
 def _rows(model, metric, value, layer=-1, probe=0.0):
     value = np.atleast_1d(np.asarray(value, float))
     n = len(value)
-    return pd.DataFrame({"model": model, "metric": metric, "value": value,
-                         "layer": np.broadcast_to(layer, n),
-                         "probe": np.broadcast_to(np.asarray(probe, float), n)})
+    return pd.DataFrame(
+        {
+            "model": model,
+            "metric": metric,
+            "value": value,
+            "layer": np.broadcast_to(layer, n),
+            "probe": np.broadcast_to(np.asarray(probe, float), n),
+        }
+    )
 
 
-def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
-            masks_path=None) -> pd.DataFrame:
+def measure(
+    shard, params, buffers, p, device: str = "cpu", data_path=None, masks_path=None
+) -> pd.DataFrame:
     """Per model: per-neuron kept fractions at the run's sparsity, ``s_cr`` and ``s_cr_layer``
     of its pruner, and for magnitude runs ``s_cr_gamma`` per ``measure.gammas``.  The masks
     are the prune stage's (``masks_path``, which the workflow passes) or, without it, computed
@@ -66,15 +82,19 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
     from ...data.prepare import load
     from ...prune.stage import shard_masks
     from ...train import engine
+
     gammas = [float(g) for g in p.measure.gammas]
     l0 = int(p.measure.gamma_layer)
     data = engine.to_data(load(data_path), params[0].device, params[0].dtype)
-    d_in = int(np.prod(tuple(data.x_train.shape[1:])))   # the input layer's fan-in
+    d_in = int(np.prod(tuple(data.x_train.shape[1:])))  # the input layer's fan-in
     flags = prune.prunable(shard.runs[0].arch, params)
-    if masks_path:   # the prune stage's masks (the workflow passes them)
+    if masks_path:  # the prune stage's masks (the workflow passes them)
         from pathlib import Path
-        masks = [m.to(params[0].device) if m is not None else None
-                 for m in engine.load_masks(Path(masks_path), shard)]
+
+        masks = [
+            m.to(params[0].device) if m is not None else None
+            for m in engine.load_masks(Path(masks_path), shard)
+        ]
     else:
         masks = shard_masks(shard, params, buffers, data.x_train, data.y_train)
     frames = []
@@ -83,8 +103,15 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
         for m, f in zip(masks, flags):
             if f and m is not None:
                 kept = m[i].double().mean(-1).cpu().numpy()  # [out]: fraction of the fan-in kept
-                frames.append(_rows(i, "kept_fraction_neuron", kept, layer=k + 1,
-                                    probe=np.arange(1, len(kept) + 1)))
+                frames.append(
+                    _rows(
+                        i,
+                        "kept_fraction_neuron",
+                        kept,
+                        layer=k + 1,
+                        probe=np.arange(1, len(kept) + 1),
+                    )
+                )
                 k += 1
         sc = _model_scores(shard, params, buffers, data.x_train, data.y_train, i)
         cr = prune.critical_sparsity_from_scores(sc)
@@ -95,8 +122,11 @@ def measure(shard, params, buffers, p, device: str = "cpu", data_path=None,
             fan_in = d_in if l0 == 0 else int(r.width)
             for g in gammas:
                 cg = prune.critical_sparsity_from_scores(
-                    _scaled(sc, flags, l0, alpha_scale(g, fan_in, int(r.width))))
+                    _scaled(sc, flags, l0, alpha_scale(g, fan_in, int(r.width)))
+                )
                 frames.append(_rows(i, "s_cr_gamma", cg.s_cr.iloc[0], probe=g))
-                frames.append(_rows(i, "s_cr_gamma_layer", layer_of[int(cg.layer.iloc[0])], probe=g))
+                frames.append(
+                    _rows(i, "s_cr_gamma_layer", layer_of[int(cg.layer.iloc[0])], probe=g)
+                )
     long = pd.concat(frames, ignore_index=True)
     return tables.run_rows(shard, long, device, order=("layer", "probe"))

@@ -24,18 +24,34 @@ def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
     rows = []
     for s in settings:
         act, sw, sb, rho = s["activation"], s["sigma_w2"], s["sigma_b2"], s["keep_rate"]
-        base = {"study": study, "activation": act, "sigma_w2": sw, "sigma_b2": sb, "keep_rate": rho,
-                "depth": L, "width": N, "x": np.nan}
-        vals = {"chi1": float(meanfield.chi1(sw, sb, 1.0, act)),
-                "kappa": float(tp.sbp_kappa(sw, sb, act)),
-                "thm1_bound_ln": float(tp.critical_sparsity_bound(L, N, sw, sb, act)),
-                "thm1_bound_log10": float(tp.critical_sparsity_bound(L, N, sw, sb, act, log_base=10.0))}
-        if abs(vals["chi1"] - 1.0) <= eoc_tol:  # Thm. 1 holds off the EOC only (sigma_w2 on it is rounded)
+        base = {
+            "study": study,
+            "activation": act,
+            "sigma_w2": sw,
+            "sigma_b2": sb,
+            "keep_rate": rho,
+            "depth": L,
+            "width": N,
+            "x": np.nan,
+        }
+        vals = {
+            "chi1": float(meanfield.chi1(sw, sb, 1.0, act)),
+            "kappa": float(tp.sbp_kappa(sw, sb, act)),
+            "thm1_bound_ln": float(tp.critical_sparsity_bound(L, N, sw, sb, act)),
+            "thm1_bound_log10": float(tp.critical_sparsity_bound(L, N, sw, sb, act, log_base=10.0)),
+        }
+        if (
+            abs(vals["chi1"] - 1.0) <= eoc_tol
+        ):  # Thm. 1 holds off the EOC only (sigma_w2 on it is rounded)
             vals["thm1_bound_ln"] = vals["thm1_bound_log10"] = np.inf
         rows += [{**base, "quantity": k, "value": v} for k, v in vals.items()]
     g = np.asarray(th.gammas, float)
     base = {"study": study, "depth": L, "width": N}
     for q, fac in (("prop4_bound", "gamma"), ("prop4_bound_sqrt", "sqrt_gamma")):
-        b = np.atleast_1d(tp.mbp_critical_sparsity_bound(g, N, float(th.zeta_l0), quantile_factor=fac))
-        rows += [{**base, "quantity": q, "x": float(gi), "value": float(bi)} for gi, bi in zip(g, b)]
+        b = np.atleast_1d(
+            tp.mbp_critical_sparsity_bound(g, N, float(th.zeta_l0), quantile_factor=fac)
+        )
+        rows += [
+            {**base, "quantity": q, "x": float(gi), "value": float(bi)} for gi, bi in zip(g, b)
+        ]
     return pd.DataFrame(rows)

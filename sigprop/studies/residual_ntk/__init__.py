@@ -51,8 +51,9 @@ SOURCE = "001 §4.3, Thms. 1-2, Fig. 2, Eqs. 25, 29"
 @dataclass(frozen=True)
 class Measure:
     n_angles: int = param(20, ge=2, doc="Fig. 2's angles: theta = linspace(0, pi, n_angles)")
-    fig2_input_dim: float = param(2.0, gt=0, doc="d of Eq. 11 for the Fig. 2 inputs: "
-                                                 "Sigma^0(x, x') = x.x'/d")
+    fig2_input_dim: float = param(
+        2.0, gt=0, doc="d of Eq. 11 for the Fig. 2 inputs: Sigma^0(x, x') = x.x'/d"
+    )
 
 
 @dataclass(frozen=True)
@@ -69,48 +70,79 @@ class Theory:
 
 @dataclass(frozen=True)
 class Analysis:
-    faint_samples: int = param(5, ge=0, doc="individual inits (the first seeds) drawn faintly "
-                                            "per Fig. 2 panel")
+    faint_samples: int = param(
+        5, ge=0, doc="individual inits (the first seeds) drawn faintly per Fig. 2 panel"
+    )
 
 
 @dataclass(frozen=True)
 class Claims:
-    z_max: float = param(3.0, gt=0, doc="theory agrees at a point when |mean - theory| <= "
-                                        "z_max SE of the mean")
-    within_fraction: float = param(0.95, gt=0, le=1, doc="... for at least this fraction of "
-                                                         "the depths (less fraction_tolerance)")
-    fraction_tolerance: float = param(0.05, ge=0, lt=1, doc="pass when the fraction >= "
-                                                            "within_fraction - this")
-    n_boot: int = param(500, ge=0, doc="bootstrap resamples (over inits) for the SE of the "
-                                       "SD ratio")
-    n_boot_joint: int = param(2000, ge=100, doc="bootstrap resamples (over inits) of the joint "
-                                                "max |z| test over a Fig. 2 panel's angles")
-    margin: float = param(0.1, gt=0, doc="equivalence margin of the 'theory equals measurement' "
-                                         "claims (Fig. 2 means, diagonals): the largest common "
-                                         "relative offset from theory they tolerate; a pass needs "
-                                         "the detectable offset <= this")
-    exponent_tolerance: float = param(0.1, gt=0, doc="the spread's exponent equals 1/2 when "
-                                                     "|beta - 1/2| <= max(z_max SE, this); also "
-                                                     "its equivalence margin (exponent units)")
+    z_max: float = param(
+        3.0, gt=0, doc="theory agrees at a point when |mean - theory| <= z_max SE of the mean"
+    )
+    within_fraction: float = param(
+        0.95,
+        gt=0,
+        le=1,
+        doc="... for at least this fraction of the depths (less fraction_tolerance)",
+    )
+    fraction_tolerance: float = param(
+        0.05, ge=0, lt=1, doc="pass when the fraction >= within_fraction - this"
+    )
+    n_boot: int = param(
+        500, ge=0, doc="bootstrap resamples (over inits) for the SE of the SD ratio"
+    )
+    n_boot_joint: int = param(
+        2000,
+        ge=100,
+        doc="bootstrap resamples (over inits) of the joint "
+        "max |z| test over a Fig. 2 panel's angles",
+    )
+    margin: float = param(
+        0.1,
+        gt=0,
+        doc="equivalence margin of the 'theory equals measurement' "
+        "claims (Fig. 2 means, diagonals): the largest common "
+        "relative offset from theory they tolerate; a pass needs "
+        "the detectable offset <= this",
+    )
+    exponent_tolerance: float = param(
+        0.1,
+        gt=0,
+        doc="the spread's exponent equals 1/2 when "
+        "|beta - 1/2| <= max(z_max SE, this); also "
+        "its equivalence margin (exponent units)",
+    )
 
 
 SPEC = StudySpec(
     task="measure",
     source=SOURCE,
     figures={
-        "residual_ntk_angles": Figure("angles_figure", (
-            "Sampled NTK G(x, x') over the hidden weights of random ReLU ResNets (001 Eq. 8, m = 2) "
-            "and DenseNets (Eq. 19) against the angle theta of x' = [cos theta, sin theta], x = [1, 0] "
-            "(Sigma^0 = x.x'/2, Eq. 11 with d = 2), at two widths (001 Fig. 2; red: narrow, green: "
-            "wide). Thin faint lines: individual initializations; coloured line and band: mean ± 1 SE "
-            "over initializations; black: Thm. 1 / Thm. 2."),
-            claims=("fig2_*",)),
-        "residual_ntk_diagonal": Figure("diagonal_figure", (
-            "Diagonal G(x, x) (Sigma^0(x, x) = 1) against depth L, mean ± 1 SE over initializations "
-            "(markers). (a) ResNets per (m, alpha) with 001 Eq. 25, m L alpha^m (1 + alpha^m)^(L-1) "
-            "(lines). (b) DenseNets with the printed Eq. 29, sum_l 1/(l+1) (dashed), and the value of "
-            "Eqs. 26-27, H_L = sum_l 1/l (solid)."),
-            claims=("eq25_*", "eq29_*", "densenet_diagonal_*")),
+        "residual_ntk_angles": Figure(
+            "angles_figure",
+            (
+                "Sampled NTK G(x, x') over the hidden weights of random ReLU ResNets (001 Eq. 8, m = 2) "
+                "and DenseNets (Eq. 19) against the angle theta of x' = [cos theta, sin theta], x = [1, 0] "
+                "(Sigma^0 = x.x'/2, Eq. 11 with d = 2), at two widths (001 Fig. 2; red: narrow, green: "
+                "wide). Thin faint lines: individual initializations; coloured line and band: mean ± 1 SE "
+                "over initializations; black: Thm. 1 / Thm. 2."
+            ),
+            claims=("fig2_*",),
+        ),
+        "residual_ntk_diagonal": Figure(
+            "diagonal_figure",
+            (
+                "Diagonal G(x, x) (Sigma^0(x, x) = 1) against depth L, mean ± 1 SE over initializations "
+                "(markers). (a) ResNets per (m, alpha) with 001 Eq. 25, m L alpha^m (1 + alpha^m)^(L-1) "
+                "(lines). (b) DenseNets with the printed Eq. 29, sum_l 1/(l+1) (dashed), and the value of "
+                "Eqs. 26-27, H_L = sum_l 1/l (solid)."
+            ),
+            claims=("eq25_*", "eq29_*", "densenet_diagonal_*"),
+        ),
     },
-    measure=Measure, theory=Theory, analysis=Analysis, claims=Claims,
+    measure=Measure,
+    theory=Theory,
+    analysis=Analysis,
+    claims=Claims,
 )

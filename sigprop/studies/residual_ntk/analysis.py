@@ -14,8 +14,11 @@ def roles(runs: pd.DataFrame) -> pd.Series:
     """``'fig2'``, ``'diagonal'`` or ``''`` per row, from the label of the block that made its
     run (``runs.block``: blocks labelled ``Fig. 2 ...`` or ``diagonal ...``)."""
     lab = runs.block.astype(object).fillna("")
-    return lab.map(lambda s: "fig2" if s.startswith("Fig. 2") else
-                   "diagonal" if s.startswith("diagonal") else "")
+    return lab.map(
+        lambda s: (
+            "fig2" if s.startswith("Fig. 2") else "diagonal" if s.startswith("diagonal") else ""
+        )
+    )
 
 
 def groups(runs: pd.DataFrame) -> list[dict]:
@@ -24,7 +27,7 @@ def groups(runs: pd.DataFrame) -> list[dict]:
     dense = ~g.arch.isin(RESNETS)
     g.loc[dense, ["branch_depth", "alpha"]] = np.nan
     g = g.drop_duplicates().assign(_dense=dense).sort_values(["_dense", *GROUP])
-    return g.drop(columns="_dense").to_dict("records")      # ResNets first, as in Fig. 2
+    return g.drop(columns="_dense").to_dict("records")  # ResNets first, as in Fig. 2
 
 
 def _select(df: pd.DataFrame, g: dict, keys=GROUP) -> pd.DataFrame:
@@ -40,8 +43,9 @@ def _select(df: pd.DataFrame, g: dict, keys=GROUP) -> pd.DataFrame:
 def angle_matrix(runs: pd.DataFrame, g: dict) -> tuple[np.ndarray, np.ndarray]:
     """``[inits, angles]`` of ``G(x, x'(theta))`` for group ``g`` (rows in seed order), and the angles."""
     d = _select(runs[runs.metric == "ntk"], g)
-    p = d.pivot_table(index=["seed", "run_id"], columns="theta", values="value",
-                      aggfunc="first").sort_index(axis=1)
+    p = d.pivot_table(
+        index=["seed", "run_id"], columns="theta", values="value", aggfunc="first"
+    ).sort_index(axis=1)
     return p.to_numpy(float), p.columns.to_numpy(float)
 
 
@@ -53,7 +57,9 @@ def mean_se(v: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def theory_angle(theory: pd.DataFrame, g: dict, theta: np.ndarray) -> np.ndarray:
     """Thm. 1 / 2 at the angles ``theta`` for group ``g`` (NaN where not tabulated)."""
-    t = _select(theory[theory.quantity == "ntk_angle"], g, ["arch", "depth", "branch_depth", "alpha"])
+    t = _select(
+        theory[theory.quantity == "ntk_angle"], g, ["arch", "depth", "branch_depth", "alpha"]
+    )
     s = t.groupby(t.theta.round(9)).value.first()
     return s.reindex(np.round(np.asarray(theta, float), 9)).to_numpy(float)
 
@@ -73,9 +79,13 @@ def diag_profile(runs: pd.DataFrame, g: dict) -> pd.DataFrame:
 
 def diag_families(runs: pd.DataFrame) -> list[dict]:
     """Distinct (arch, m, alpha) of some runs (DenseNet: m, alpha NaN)."""
-    return [{k: v for k, v in g.items() if k not in ("width", "depth")}
-            for g in pd.DataFrame(groups(runs)).drop(columns=["width", "depth"]).drop_duplicates(
-                ).to_dict("records")]
+    return [
+        {k: v for k, v in g.items() if k not in ("width", "depth")}
+        for g in pd.DataFrame(groups(runs))
+        .drop(columns=["width", "depth"])
+        .drop_duplicates()
+        .to_dict("records")
+    ]
 
 
 def spread(v: np.ndarray) -> float:
@@ -87,12 +97,17 @@ def spread_ratio(v_wide: np.ndarray, v_narrow: np.ndarray, n_boot: int, seed: in
     """``spread(wide) / spread(narrow)`` and its bootstrap SE (inits resampled per width)."""
     r = spread(v_wide) / spread(v_narrow)
     rng = np.random.default_rng(seed)
-    boot = [spread(v_wide[rng.integers(0, len(v_wide), len(v_wide))])
-            / spread(v_narrow[rng.integers(0, len(v_narrow), len(v_narrow))]) for _ in range(n_boot)]
+    boot = [
+        spread(v_wide[rng.integers(0, len(v_wide), len(v_wide))])
+        / spread(v_narrow[rng.integers(0, len(v_narrow), len(v_narrow))])
+        for _ in range(n_boot)
+    ]
     return r, float(np.std(boot, ddof=1)) if n_boot > 1 else np.nan
 
 
-def spread_exponent(ratio: float, ratio_se: float, n_narrow: int, n_wide: int) -> tuple[float, float]:
+def spread_exponent(
+    ratio: float, ratio_se: float, n_narrow: int, n_wide: int
+) -> tuple[float, float]:
     """The exponent ``beta`` of ``SD ~ n^(-beta)`` fitted between two widths from the SD ratio
     ``wide / narrow``: ``beta = -ln(ratio) / ln(n_wide / n_narrow)``, and its SE by the delta
     method, ``SE(ratio) / (ratio ln(n_wide / n_narrow))``.  NaN for a ratio that is not positive

@@ -20,7 +20,7 @@ from .analysis import (
     theory_diag,
 )
 
-WIDTH_COLOURS = ("tab:red", "tab:green")          # 001 Fig. 2: red narrow, green wide
+WIDTH_COLOURS = ("tab:red", "tab:green")  # 001 Fig. 2: red narrow, green wide
 MORE_COLOURS = ("tab:orange", "tab:blue", "tab:purple", "tab:brown")
 ARCH_NAMES = {"resnet_fc": "ResNet", "densenet_fc": "DenseNet"}
 
@@ -35,8 +35,11 @@ def _width_colour(i: int, n: int) -> str:
 
 def _panel_title(letter: str, g: dict) -> str:
     name = ARCH_NAMES.get(g["arch"], g["arch"])
-    extra = (rf", $m$={int(g['branch_depth'])}, $\alpha$={g['alpha']:g}"
-             if g["arch"] == "resnet_fc" else "")
+    extra = (
+        rf", $m$={int(g['branch_depth'])}, $\alpha$={g['alpha']:g}"
+        if g["arch"] == "resnet_fc"
+        else ""
+    )
     return f"({letter}) {name}{extra}, $L$={int(g['depth'])}, $n$={int(g['width'])}"
 
 
@@ -47,8 +50,14 @@ def angles_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
     archs = list(dict.fromkeys(g["arch"] for g in panels)) or ["none"]
     widths = sorted({int(g["width"]) for g in panels}) or [0]
     faint = int(p.analysis.faint_samples)
-    fig, axes = plt.subplots(len(archs), len(widths), figsize=(4.6 * len(widths), 3.6 * len(archs)),
-                             sharey="row", squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(
+        len(archs),
+        len(widths),
+        figsize=(4.6 * len(widths), 3.6 * len(archs)),
+        sharey="row",
+        squeeze=False,
+        constrained_layout=True,
+    )
     letters = iter("abcdefghijklmnop")
     for g in panels:
         i, j = archs.index(g["arch"]), widths.index(int(g["width"]))
@@ -56,8 +65,14 @@ def angles_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
         v, theta = angle_matrix(fig2, g)
         mean, se = mean_se(v)
         for s in range(min(faint, len(v))):
-            ax.plot(theta, v[s], color=c, alpha=0.3, lw=0.7,
-                    label=f"single inits (first {min(faint, len(v))} seeds)" if s == 0 else None)
+            ax.plot(
+                theta,
+                v[s],
+                color=c,
+                alpha=0.3,
+                lw=0.7,
+                label=f"single inits (first {min(faint, len(v))} seeds)" if s == 0 else None,
+            )
         ax.fill_between(theta, mean - se, mean + se, color=c, alpha=0.35, lw=0)
         ax.plot(theta, mean, color=c, lw=1.6, label=f"mean ± SE ({len(v)} inits)")
         th = "Thm. 1" if g["arch"] == "resnet_fc" else "Thm. 2"
@@ -71,7 +86,9 @@ def angles_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
         ax.grid(alpha=0.3)
     for row in axes:
         row[0].set_ylabel(r"$\mathcal{G}(x, x')$")
-    fig.suptitle(r"Sampled NTK, $x = [1, 0]$, $x' = [\cos\theta, \sin\theta]$ (001 Fig. 2)", fontsize=11)
+    fig.suptitle(
+        r"Sampled NTK, $x = [1, 0]$, $x' = [\cos\theta, \sin\theta]$ (001 Fig. 2)", fontsize=11
+    )
     return fig
 
 
@@ -88,21 +105,49 @@ def diagonal_figure(runs: pd.DataFrame, theory: pd.DataFrame, p):
         c = f"C{i}"
         lab = rf"$m$={int(g['branch_depth'])}, $\alpha$={g['alpha']:g}"
         for w, pw in prof.groupby("width"):
-            axes[0].errorbar(pw.depth, pw["mean"], yerr=pw.se, fmt="o", color=c, ms=5, capsize=2,
-                             label=f"{lab}, n={int(w)}")
+            axes[0].errorbar(
+                pw.depth,
+                pw["mean"],
+                yerr=pw.se,
+                fmt="o",
+                color=c,
+                ms=5,
+                capsize=2,
+                label=f"{lab}, n={int(w)}",
+            )
         L = np.arange(1, int(prof.depth.max()) + 1)
         axes[0].plot(L, theory_diag(theory, g, "ntk_diag_eq25", L), "-", color=c, lw=1.2)
     axes[0].plot([], [], "-", color="k", lw=1.2, label="Eq. 25")
     for g in dense:
         prof = diag_profile(diag, g)
         for w, pw in prof.groupby("width"):
-            axes[1].errorbar(pw.depth, pw["mean"], yerr=pw.se, fmt="o", color="tab:blue", ms=5,
-                             capsize=2, label=f"measured, n={int(w)}")
+            axes[1].errorbar(
+                pw.depth,
+                pw["mean"],
+                yerr=pw.se,
+                fmt="o",
+                color="tab:blue",
+                ms=5,
+                capsize=2,
+                label=f"measured, n={int(w)}",
+            )
         L = np.arange(1, int(prof.depth.max()) + 1)
-        axes[1].plot(L, theory_diag(theory, g, "ntk_diag_recursion", L), "-", color="k", lw=1.3,
-                     label=r"$H_L=\sum_{l\leq L} 1/l$ (Eqs. 26-27)")
-        axes[1].plot(L, theory_diag(theory, g, "ntk_diag_eq29", L), "--", color="tab:red", lw=1.3,
-                     label=r"Eq. 29 as printed, $\sum_{l\leq L} 1/(l+1)$")
+        axes[1].plot(
+            L,
+            theory_diag(theory, g, "ntk_diag_recursion", L),
+            "-",
+            color="k",
+            lw=1.3,
+            label=r"$H_L=\sum_{l\leq L} 1/l$ (Eqs. 26-27)",
+        )
+        axes[1].plot(
+            L,
+            theory_diag(theory, g, "ntk_diag_eq29", L),
+            "--",
+            color="tab:red",
+            lw=1.3,
+            label=r"Eq. 29 as printed, $\sum_{l\leq L} 1/(l+1)$",
+        )
     titles = ("(a) ResNet: mean ± SE and Eq. 25", "(b) DenseNet: mean ± SE, Eq. 29 and $H_L$")
     depths = sorted(diag.depth.unique()) if len(diag) else [1]
     for ax, t in zip(axes, titles):

@@ -72,8 +72,9 @@ __all__ = [
 ]
 
 
-def embed(x: np.ndarray, dim: int, d_eff: float, dtype=torch.float64,
-          device: torch.device | str = "cpu") -> torch.Tensor:
+def embed(
+    x: np.ndarray, dim: int, d_eff: float, dtype=torch.float64, device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """``[B, d]`` inputs as ``[B, dim]``: zero-padded, times ``sqrt(dim / d_eff)``, on ``device``.
 
     With ``y^0 = W^s x~ / sqrt(dim)`` this is the ``d``-input net with ``Sigma^0 = x.x'/d_eff``.
@@ -82,12 +83,17 @@ def embed(x: np.ndarray, dim: int, d_eff: float, dtype=torch.float64,
     if x.shape[1] > dim:
         raise ValueError(f"cannot embed {x.shape[1]}-dim inputs in {dim} dimensions")
     out = np.zeros((x.shape[0], dim))
-    out[:, :x.shape[1]] = x * math.sqrt(dim / float(d_eff))
+    out[:, : x.shape[1]] = x * math.sqrt(dim / float(d_eff))
     return torch.as_tensor(out, dtype=dtype, device=device)
 
 
-def fig2_probe_inputs(theta: np.ndarray, dim: int, d_eff: float = 2.0, dtype=torch.float64,
-                      device: torch.device | str = "cpu"):
+def fig2_probe_inputs(
+    theta: np.ndarray,
+    dim: int,
+    d_eff: float = 2.0,
+    dtype=torch.float64,
+    device: torch.device | str = "cpu",
+):
     """001 Fig. 2 inputs embedded in ``dim``: ``x = [1, 0]`` (``[1, dim]``) and
     ``x'(theta) = [cos theta, sin theta]`` (``[len(theta), dim]``), on ``device``."""
     th = np.atleast_1d(np.asarray(theta, dtype=float))
@@ -106,6 +112,7 @@ def hidden_forward(family, runs, params):
         if out.shape[-1] != 1:
             raise ValueError("the NTK of 001 is for a scalar output (n_out = 1)")
         return out[..., 0]
+
     return f
 
 
@@ -124,9 +131,9 @@ def ntk_vp(family, runs, params, x1: torch.Tensor, x2: torch.Tensor) -> torch.Te
     _, pullback = vjp(lambda h: f(h, x1), hidden)
 
     def row(ct):
-        (g,) = pullback(ct)                       # J_m(x1_i), stacked over models
+        (g,) = pullback(ct)  # J_m(x1_i), stacked over models
         _, out = jvp(lambda h: f(h, x2), (hidden,), (g,))
-        return out                                # [M, B2]
+        return out  # [M, B2]
 
     b1 = x1.shape[1]
     basis = torch.eye(b1, dtype=x1.dtype, device=x1.device)[:, None, :].expand(b1, m, b1)
@@ -140,8 +147,8 @@ def ntk_jacobian(family, runs, params, x1: torch.Tensor, x2: torch.Tensor) -> to
     x1, x2 = _stack(x1, m).to(params[0].dtype), _stack(x2, m).to(params[0].dtype)
     out = []
     for k in range(m):
-        mine = [p[k:k + 1].detach() for p in params]
-        f = hidden_forward(family, runs[k:k + 1], mine)
+        mine = [p[k : k + 1].detach() for p in params]
+        f = hidden_forward(family, runs[k : k + 1], mine)
 
         def scalar(hidden, x, f=f):
             return f([h[None] for h in hidden], x[None, None])[0, 0]
@@ -171,18 +178,40 @@ def empirical_ntk(runs, params, x1, x2, method: str = "vp") -> np.ndarray:
 # ----------------------------------------------------------------- timing
 
 
-def _timing(cases=(("resnet_fc", 3, 50, 40), ("resnet_fc", 3, 500, 10), ("resnet_fc", 10, 500, 4),
-                   ("densenet_fc", 3, 500, 10), ("densenet_fc", 10, 500, 4)), repeat: int = 3):
+def _timing(
+    cases=(
+        ("resnet_fc", 3, 50, 40),
+        ("resnet_fc", 3, 500, 10),
+        ("resnet_fc", 10, 500, 4),
+        ("densenet_fc", 3, 500, 10),
+        ("densenet_fc", 10, 500, 4),
+    ),
+    repeat: int = 3,
+):
     """Seconds per model of :func:`ntk_vp` and :func:`ntk_jacobian` on Fig. 2 probes."""
     import time
 
     from ...runs import RunSpec, Shard
     from ...train.engine import initial_state
+
     rows = []
     for arch, depth, width, m in cases:
-        runs = tuple(RunSpec(arch=arch, dataset="gaussian", width=width, depth=depth, branch_depth=2,
-                             alpha=0.3, activation="relu", sigma_w2=2.0, sigma_b2=0.0,
-                             precision="float64", seed=s) for s in range(m))
+        runs = tuple(
+            RunSpec(
+                arch=arch,
+                dataset="gaussian",
+                width=width,
+                depth=depth,
+                branch_depth=2,
+                alpha=0.3,
+                activation="relu",
+                sigma_w2=2.0,
+                sigma_b2=0.0,
+                precision="float64",
+                seed=s,
+            )
+            for s in range(m)
+        )
         params, _ = initial_state(Shard("t", runs), (256,), 1, torch.device("cpu"), torch.float64)
         x1, x2 = fig2_probe_inputs(np.linspace(0, np.pi, 20), 256)
         row = {"arch": arch, "depth": depth, "width": width, "models": m}
@@ -200,5 +229,7 @@ def _timing(cases=(("resnet_fc", 3, 50, 40), ("resnet_fc", 3, 500, 10), ("resnet
 if __name__ == "__main__":  # pragma: no cover
     torch.set_num_threads(1)
     for r in _timing():
-        print(f"{r['arch']:12s} L={r['depth']:3d} n={r['width']:4d} M={r['models']:3d}  "
-              f"vp {1e3 * r['vp']:8.2f} ms/model   jacobian {1e3 * r['jacobian']:8.2f} ms/model")
+        print(
+            f"{r['arch']:12s} L={r['depth']:3d} n={r['width']:4d} M={r['models']:3d}  "
+            f"vp {1e3 * r['vp']:8.2f} ms/model   jacobian {1e3 * r['jacobian']:8.2f} ms/model"
+        )

@@ -47,9 +47,17 @@ class Claims:
 SPEC = StudySpec(
     task="measure",
     source=SOURCE,
-    figures={"template": Figure("length_by_layer", (
-        "Length q^l of the signal in each hidden layer of random fully connected networks "
-        "(dots: mean over networks, ±1 standard error) and the iterated length map of 000 "
-        "Eq. 2 at keep rate 1 (lines), per σ_w²."))},
-    measure=Measure, theory=Theory, claims=Claims,
+    figures={
+        "template": Figure(
+            "length_by_layer",
+            (
+                "Length q^l of the signal in each hidden layer of random fully connected networks "
+                "(dots: mean over networks, ±1 standard error) and the iterated length map of 000 "
+                "Eq. 2 at keep rate 1 (lines), per σ_w²."
+            ),
+        )
+    },
+    measure=Measure,
+    theory=Theory,
+    claims=Claims,
 )

@@ -8,8 +8,9 @@ import pandas as pd
 from ...theory import meanfield
 
 
-def length_by_layer(q0: float, sigma_w2: float, sigma_b2: float, activation: str,
-                    depth: int) -> np.ndarray:
+def length_by_layer(
+    q0: float, sigma_w2: float, sigma_b2: float, activation: str, depth: int
+) -> np.ndarray:
     """q^1..q^depth: the input layer is affine (q^1 = sigma_w^2 q^0 + sigma_b^2), every later
     layer applies Eq. 2's map to the previous length."""
     q = [sigma_w2 * q0 + sigma_b2]
@@ -23,8 +24,10 @@ def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
     rows = []
     layers = np.arange(1, p.theory.depth_max + 1)
     for s in settings:
-        q = length_by_layer(p.measure.q0, s["sigma_w2"], s["sigma_b2"], s["activation"],
-                            p.theory.depth_max)
-        rows.append(pd.DataFrame({"study": study, **s, "quantity": "q", "layer": layers,
-                                  "value": q}))
+        q = length_by_layer(
+            p.measure.q0, s["sigma_w2"], s["sigma_b2"], s["activation"], p.theory.depth_max
+        )
+        rows.append(
+            pd.DataFrame({"study": study, **s, "quantity": "q", "layer": layers, "value": q})
+        )
     return pd.concat(rows, ignore_index=True)

@@ -34,44 +34,66 @@ SOURCE = "000 §5.2, Table 1, Fig. 7"
 class Theory:
     activation: str = param("tanh", doc="activation of the mean-field curves")
     sigma_b2: float = param(0.05, ge=0, doc="σ_b² of the mean-field curves")
-    sigma_w2_range: tuple[float, ...] = param((1.0, 4.0), gt=0, min_len=2,
-                                              doc="[low, high] of the σ_w² grid of the curves")
+    sigma_w2_range: tuple[float, ...] = param(
+        (1.0, 4.0), gt=0, min_len=2, doc="[low, high] of the σ_w² grid of the curves"
+    )
     points: int = param(301, ge=2, doc="points of the σ_w² grid")
 
     def __post_init__(self):
         lo_hi = self.sigma_w2_range
         if len(lo_hi) != 2 or not lo_hi[0] < lo_hi[1]:
-            raise ParamError(f"key 'theory.sigma_w2_range': expected [low, high] with low < high, "
-                             f"got {list(lo_hi)}")
+            raise ParamError(
+                f"key 'theory.sigma_w2_range': expected [low, high] with low < high, "
+                f"got {list(lo_hi)}"
+            )
 
 
 @dataclass(frozen=True)
 class Analysis:
-    metric: str = param("train_acc", doc="accuracy metric of the heatmaps and the claims "
-                                         "(the paper's heatmaps show training accuracy)")
+    metric: str = param(
+        "train_acc",
+        doc="accuracy metric of the heatmaps and the claims "
+        "(the paper's heatmaps show training accuracy)",
+    )
 
 
 @dataclass(frozen=True)
 class Claims:
-    trainable_fraction: float = param(0.5, ge=0, le=1,
-                                      doc="a cell is trainable when its accuracy is >= chance + "
-                                          "this fraction of (panel best - chance)")
-    error_tolerance: float = param(0.02, ge=0, lt=1,
-                                   doc="fit errors of the two bounds closer than this are "
-                                       "'inconclusive'")
-    seed_z: float = param(3.0, gt=0, doc="standard errors over seeds that decide a claim (3 SE "
-                                         "with 3 seeds is about the one-sided 95 % point of "
-                                         "Student's t with 2 degrees of freedom, 2.92)")
+    trainable_fraction: float = param(
+        0.5,
+        ge=0,
+        le=1,
+        doc="a cell is trainable when its accuracy is >= chance + "
+        "this fraction of (panel best - chance)",
+    )
+    error_tolerance: float = param(
+        0.02, ge=0, lt=1, doc="fit errors of the two bounds closer than this are 'inconclusive'"
+    )
+    seed_z: float = param(
+        3.0,
+        gt=0,
+        doc="standard errors over seeds that decide a claim (3 SE "
+        "with 3 seeds is about the one-sided 95 % point of "
+        "Student's t with 2 degrees of freedom, 2.92)",
+    )
 
 
 SPEC = StudySpec(
     task="train",
     source=SOURCE,
-    figures={"trainable_depth": Figure("heatmap", (
-        "Accuracy after the step budget of tanh networks over depth L and σ_w² (σ_b² fixed), "
-        "panels (a)-(h) as in 000 Fig. 7 (keep rate, initialization, optimizer, data, steps in "
-        "each title). Lines: mean-field depth scales from Gauss–Hermite "
-        "quadrature, 12ξ1 (white solid), 6ξ2 (green dashed), 12ξ2 (white dashed)."),
-        claims=("boundary_min12xi_vs_6xi2*",))},
-    theory=Theory, analysis=Analysis, claims=Claims,
+    figures={
+        "trainable_depth": Figure(
+            "heatmap",
+            (
+                "Accuracy after the step budget of tanh networks over depth L and σ_w² (σ_b² fixed), "
+                "panels (a)-(h) as in 000 Fig. 7 (keep rate, initialization, optimizer, data, steps in "
+                "each title). Lines: mean-field depth scales from Gauss–Hermite "
+                "quadrature, 12ξ1 (white solid), 6ξ2 (green dashed), 12ξ2 (white dashed)."
+            ),
+            claims=("boundary_min12xi_vs_6xi2*",),
+        )
+    },
+    theory=Theory,
+    analysis=Analysis,
+    claims=Claims,
 )

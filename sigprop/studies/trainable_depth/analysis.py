@@ -13,10 +13,13 @@ def curve(theory: pd.DataFrame, quantity: str):
     tables = {k: (g.sigma_w2.to_numpy(), g.value.to_numpy()) for k, g in t.groupby("keep_rate")}
 
     def f(keep_rate, sigma_w2):
-        keep_rate, sigma_w2 = np.broadcast_arrays(np.asarray(keep_rate, float), np.asarray(sigma_w2, float))
+        keep_rate, sigma_w2 = np.broadcast_arrays(
+            np.asarray(keep_rate, float), np.asarray(sigma_w2, float)
+        )
         out = np.full(sigma_w2.shape, np.nan)
         for k, (x, y) in tables.items():
             sel = np.isclose(keep_rate, k)
             out[sel] = np.interp(sigma_w2[sel], x, y)
         return out
+
     return f

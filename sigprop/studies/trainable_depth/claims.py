@@ -22,9 +22,12 @@ def seed_cells(runs: pd.DataFrame, metric: str, fraction: float, chance: float) 
     runs = trainability.add_panels(runs)
     if "seed" not in runs.columns:
         runs = runs.assign(seed=0)
-    return {int(s): trainability.trainable(trainability.final_accuracy(g, metric, chance),
-                                           fraction, chance)
-            for s, g in runs.groupby("seed", sort=True)}
+    return {
+        int(s): trainability.trainable(
+            trainability.final_accuracy(g, metric, chance), fraction, chance
+        )
+        for s, g in runs.groupby("seed", sort=True)
+    }
 
 
 def decide(mean: float, se: float, n: int, cells: int, k: float, tol: float):
@@ -81,8 +84,9 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     rule_min = curve(theory, "min_12xi1_12xi2")
     rule_6 = curve(theory, "6xi2")
     names = sorted(set().union(*(set(c.panel) for c in by_seed.values())))
-    groups = [("all", None)] + [(n.split(" ")[0] if n.startswith("(") else n.replace(" ", ""), n)
-                                for n in names]
+    groups = [("all", None)] + [
+        (n.split(" ")[0] if n.startswith("(") else n.replace(" ", ""), n) for n in names
+    ]
     rows = []
     for label, panel in groups:
         e_min, e_6, n_cells, reach, rho = [], [], [], [], float("nan")
@@ -114,28 +118,49 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         per_seed = ", ".join(f"{d:+.3f}" for d in diff)
         # the pooled row re-uses the panels' cells: shown as a summary, never tallied
         make = pooled if panel is None else row
-        rows.append(make(
-            study, f"boundary_min12xi_vs_6xi2[{label}]",
-            "The trainable region's boundary follows min(12ξ1, 12ξ2) better than 6ξ2",
-            SOURCE, measured=mean,
-            expected="> 0 (err(6ξ2) − err(min(12ξ1,12ξ2)), seed mean)", tolerance=tol,
-            verdict=verdict,
-            test=(f"seed mean of err(6ξ2) − err(min(12ξ1,12ξ2)) over {n} seeds: pass above "
-                  f"max({k:g} SE, {tol:g}), fail below minus that; SE over seeds, at least one "
-                  f"cell per seed (1/({cells}·√{n})); units: fraction of cells; the two "
-                  f"rules disagree on {attainable:.3g} of the cells (the largest |difference| "
-                  f"attainable): when that is <= the margin no difference can pass or fail and "
-                  f"nothing is detectable (detectable = inf)"),
-            detectable=detectable, se=se_used,
-            false_pass=false_pass_z(k, n - 1),
-            detail=(f"{'all panels' if panel is None else panel}: misclassified cells (seed "
+        rows.append(
+            make(
+                study,
+                f"boundary_min12xi_vs_6xi2[{label}]",
+                "The trainable region's boundary follows min(12ξ1, 12ξ2) better than 6ξ2",
+                SOURCE,
+                measured=mean,
+                expected="> 0 (err(6ξ2) − err(min(12ξ1,12ξ2)), seed mean)",
+                tolerance=tol,
+                verdict=verdict,
+                test=(
+                    f"seed mean of err(6ξ2) − err(min(12ξ1,12ξ2)) over {n} seeds: pass above "
+                    f"max({k:g} SE, {tol:g}), fail below minus that; SE over seeds, at least one "
+                    f"cell per seed (1/({cells}·√{n})); units: fraction of cells; the two "
+                    f"rules disagree on {attainable:.3g} of the cells (the largest |difference| "
+                    f"attainable): when that is <= the margin no difference can pass or fail and "
+                    f"nothing is detectable (detectable = inf)"
+                ),
+                detectable=detectable,
+                se=se_used,
+                false_pass=false_pass_z(k, n - 1),
+                detail=(
+                    f"{'all panels' if panel is None else panel}: misclassified cells (seed "
                     f"mean): min(12ξ1,12ξ2) {m_min:.3f}, 6ξ2 {m_6:.3f} over {cells} cells; "
                     f"difference per seed {per_seed}, mean {mean:+.3f} ± {se_used:.3f} (SE "
                     f"used); trainable = {metric} ≥ chance + {fraction:g}·(best of the panel "
                     f"and seed − chance); the rules disagree on {attainable:.3f} of the cells"
-                    + (f", at most the margin {margin:.3f}: the depth and σ_w² grid cannot "
-                       "separate the two bounds here" if unresolvable else "")),
-            values={"err_min_12xi1_12xi2": m_min, "err_6xi2": m_6, "cells": cells,
-                    "keep_rate": rho, "se_diff": se_used, "n_seeds": n,
-                    "disagreement": attainable}))
+                    + (
+                        f", at most the margin {margin:.3f}: the depth and σ_w² grid cannot "
+                        "separate the two bounds here"
+                        if unresolvable
+                        else ""
+                    )
+                ),
+                values={
+                    "err_min_12xi1_12xi2": m_min,
+                    "err_6xi2": m_6,
+                    "cells": cells,
+                    "keep_rate": rho,
+                    "se_diff": se_used,
+                    "n_seeds": n,
+                    "disagreement": attainable,
+                },
+            )
+        )
     return frame(rows)

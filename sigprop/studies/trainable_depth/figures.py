@@ -10,9 +10,11 @@ import pandas as pd
 from . import trainability
 
 # (quantity, label, colour, linestyle) as in the caption of 000 Fig. 7
-OVERLAYS = [("12xi1", r"$12\xi_1$", "white", "-"),
-            ("6xi2", r"$6\xi_2$", "tab:green", "--"),
-            ("12xi2", r"$12\xi_2$", "white", "--")]
+OVERLAYS = [
+    ("12xi1", r"$12\xi_1$", "white", "-"),
+    ("6xi2", r"$6\xi_2$", "tab:green", "--"),
+    ("12xi2", r"$12\xi_2$", "white", "--"),
+]
 
 
 def _edges(v: np.ndarray) -> np.ndarray:
@@ -32,16 +34,23 @@ def heatmap(runs: pd.DataFrame, theory: pd.DataFrame, p):
     panels = sorted(acc.panel.unique())
     ncol = min(4, len(panels))
     nrow = -(-len(panels) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.9 * ncol, 3.6 * nrow), squeeze=False,
-                             sharey=True, constrained_layout=True)
+    fig, axes = plt.subplots(
+        nrow,
+        ncol,
+        figsize=(3.9 * ncol, 3.6 * nrow),
+        squeeze=False,
+        sharey=True,
+        constrained_layout=True,
+    )
     mesh = None
     for ax, panel in zip(axes.flat, panels):
         sub = acc[acc.panel == panel]
         rho = float(sub.keep_rate.iloc[0])
         a = sub.pivot(index="depth", columns="sigma_w2", values="acc")
         xs, ys = a.columns.to_numpy(float), a.index.to_numpy(float)
-        mesh = ax.pcolormesh(_edges(xs), _edges(ys), a.to_numpy(), cmap="inferno",
-                             vmin=0.0, vmax=1.0, shading="flat")
+        mesh = ax.pcolormesh(
+            _edges(xs), _edges(ys), a.to_numpy(), cmap="inferno", vmin=0.0, vmax=1.0, shading="flat"
+        )
         t = theory[np.isclose(theory.keep_rate, rho)]
         for q, label, colour, ls in OVERLAYS:
             c = t[t.quantity == q].sort_values("sigma_w2")
@@ -52,13 +61,17 @@ def heatmap(runs: pd.DataFrame, theory: pd.DataFrame, p):
         steps = "/".join(str(int(t)) for t in sorted(pr.steps.unique()))
         ax.set_title(f"{panel}\n{steps} steps, {'/'.join(sorted(pr.dataset.unique()))}", fontsize=9)
         ax.set_xlabel(r"$\sigma_w^2$")
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for row in axes:
         row[0].set_ylabel("depth L")
-    axes[0][0].legend(loc="upper right", fontsize=8, facecolor="0.3", labelcolor="white", framealpha=0.7)
+    axes[0][0].legend(
+        loc="upper right", fontsize=8, facecolor="0.3", labelcolor="white", framealpha=0.7
+    )
     fig.colorbar(mesh, ax=axes.ravel().tolist(), label=metric.replace("_", " "), shrink=0.8)
     sb2 = runs.sigma_b2.iloc[0]
-    fig.suptitle(f"Trainable depth: {runs.activation.iloc[0]}, $\\sigma_b^2$ = {sb2:g}, "
-                 f"width {int(runs.width.iloc[0])}")
+    fig.suptitle(
+        f"Trainable depth: {runs.activation.iloc[0]}, $\\sigma_b^2$ = {sb2:g}, "
+        f"width {int(runs.width.iloc[0])}"
+    )
     return fig

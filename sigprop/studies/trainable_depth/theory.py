@@ -28,12 +28,24 @@ def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
     rows = []
     for rho in sorted(set(float(k) for k in keep_rates)):
         s = meanfield.fixed_point_summary(sw2, sb2, rho, act)
-        quantities = {k: np.broadcast_to(np.asarray(s[k], dtype=float), sw2.shape)
-                      for k in ("q_star", "c_star", "chi1", "chi2", "xi1", "xi2")}
+        quantities = {
+            k: np.broadcast_to(np.asarray(s[k], dtype=float), sw2.shape)
+            for k in ("q_star", "c_star", "chi1", "chi2", "xi1", "xi2")
+        }
         quantities.update({name: f(quantities) for name, f in CURVES.items()})
         for q, v in quantities.items():
-            rows.append(pd.DataFrame({"keep_rate": rho, "sigma_w2": sw2, "sigma_b2": sb2,
-                                      "activation": act, "quantity": q, "value": v}))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "keep_rate": rho,
+                        "sigma_w2": sw2,
+                        "sigma_b2": sb2,
+                        "activation": act,
+                        "quantity": q,
+                        "value": v,
+                    }
+                )
+            )
     df = pd.concat(rows, ignore_index=True)
     df.insert(0, "study", study)
     return df

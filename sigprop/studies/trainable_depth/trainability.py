@@ -18,21 +18,27 @@ def add_panels(runs: pd.DataFrame) -> pd.DataFrame:
     that made it (000 Fig. 7 (a)-(h); :func:`sigprop.tables.merge_runs`).  A block spanning
     several keep rates is one panel per keep rate (one theory curve each)."""
     if "block" not in runs.columns:
-        raise ValueError("the run table has no 'block' column (the grid block of each run, "
-                         "added by sigprop.tables.merge_runs from the study's manifest)")
+        raise ValueError(
+            "the run table has no 'block' column (the grid block of each run, "
+            "added by sigprop.tables.merge_runs from the study's manifest)"
+        )
     if runs.block.isna().any():
         rid = runs.run_id[runs.block.isna()].iloc[0]
-        raise ValueError(f"run {rid} of the table has no block label: rerun the workflow after "
-                         "editing the study")
+        raise ValueError(
+            f"run {rid} of the table has no block label: rerun the workflow after editing the study"
+        )
     out = runs.copy()
     out["panel"] = [str(b) for b in out.block]
     several = out.groupby("panel").keep_rate.transform("nunique") > 1
-    out.loc[several, "panel"] = [f"{p}, rho = {k:g}" for p, k in
-                                 zip(out.panel[several], out.keep_rate[several])]
+    out.loc[several, "panel"] = [
+        f"{p}, rho = {k:g}" for p, k in zip(out.panel[several], out.keep_rate[several])
+    ]
     return out
 
 
-def final_accuracy(runs: pd.DataFrame, metric: str = "train_acc", chance: float | None = None) -> pd.DataFrame:
+def final_accuracy(
+    runs: pd.DataFrame, metric: str = "train_acc", chance: float | None = None
+) -> pd.DataFrame:
     """Accuracy at each run's last evaluation, averaged over seeds.
 
     Diverged runs carry NaN accuracy in the run table; here they count as
@@ -57,6 +63,7 @@ def final_accuracy(runs: pd.DataFrame, metric: str = "train_acc", chance: float 
 def n_classes(runs: pd.DataFrame) -> int:
     ds = set(runs.dataset)
     from ...data import registry
+
     n = {registry.get(d).n_classes for d in ds}
     if len(n) != 1 or None in n:
         raise ValueError(f"cannot infer the number of classes of {sorted(ds)}")

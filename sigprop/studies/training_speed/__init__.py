@@ -48,15 +48,22 @@ SOURCE = "000 §5.1, Fig. 6"
 @dataclass(frozen=True)
 class Analysis:
     # see sigprop.studies.training_speed.speed for the definitions
-    min_overlap_decades: float = param(0.3, ge=0,
-                                       doc="two depth curves are compared only where both "
-                                           "reached p over at least this many decades of x")
-    grid_step_decades: float = param(0.01, gt=0, doc="the curves are interpolated (in log x, "
-                                                     "ln τ) on a grid of this spacing")
-    control_depths: tuple[int, ...] = param((), ge=1,
-                                            doc="ρ = 1 depths that are dropout-free controls "
-                                                "for the ρ < 1 comparison depths (drawn, not "
-                                                "in panel (a)'s collapse set)")
+    min_overlap_decades: float = param(
+        0.3,
+        ge=0,
+        doc="two depth curves are compared only where both "
+        "reached p over at least this many decades of x",
+    )
+    grid_step_decades: float = param(
+        0.01, gt=0, doc="the curves are interpolated (in log x, ln τ) on a grid of this spacing"
+    )
+    control_depths: tuple[int, ...] = param(
+        (),
+        ge=1,
+        doc="ρ = 1 depths that are dropout-free controls "
+        "for the ρ < 1 comparison depths (drawn, not "
+        "in panel (a)'s collapse set)",
+    )
 
 
 def _check_keep_rates(mapping: dict, where: str) -> None:
@@ -71,22 +78,36 @@ def _check_keep_rates(mapping: dict, where: str) -> None:
 
 @dataclass(frozen=True)
 class Claims:
-    collapse_ratio: float = param(0.5, gt=0, le=1,
-                                  doc="a collapse claim passes when D(predicted scaling) <= "
-                                      "this times D(other scaling); it fails at >= 1")
-    outlier_ratio: float = param(2.0, ge=1, doc="the outlier claim passes when D_out >= this "
-                                                "times D_in and D_out >= outlier_min_gap; it "
-                                                "fails at <= 1")
+    collapse_ratio: float = param(
+        0.5,
+        gt=0,
+        le=1,
+        doc="a collapse claim passes when D(predicted scaling) <= "
+        "this times D(other scaling); it fails at >= 1",
+    )
+    outlier_ratio: float = param(
+        2.0,
+        ge=1,
+        doc="the outlier claim passes when D_out >= this "
+        "times D_in and D_out >= outlier_min_gap; it "
+        "fails at <= 1",
+    )
     outlier_min_gap: float = param(0.3, ge=0, doc="in ln τ units")
-    seed_z: float = param(3.0, gt=0, doc="standard errors over seeds that decide a claim (3 SE "
-                                         "with 3 seeds is about the one-sided 95 % point of "
-                                         "Student's t with 2 degrees of freedom, 2.92)")
-    paper_collapse_depth: dict[str, int] = param({}, ge=1,
-                                                 doc="keep rate -> the paper's last collapsing "
-                                                     "depth (Fig. 6(b), (c)), quoted in details")
-    paper_outlier_depth: dict[str, int] = param({}, ge=1,
-                                                doc="keep rate -> the paper's departing "
-                                                    "comparison depth, quoted in details")
+    seed_z: float = param(
+        3.0,
+        gt=0,
+        doc="standard errors over seeds that decide a claim (3 SE "
+        "with 3 seeds is about the one-sided 95 % point of "
+        "Student's t with 2 degrees of freedom, 2.92)",
+    )
+    paper_collapse_depth: dict[str, int] = param(
+        {},
+        ge=1,
+        doc="keep rate -> the paper's last collapsing depth (Fig. 6(b), (c)), quoted in details",
+    )
+    paper_outlier_depth: dict[str, int] = param(
+        {}, ge=1, doc="keep rate -> the paper's departing comparison depth, quoted in details"
+    )
 
     def __post_init__(self):
         _check_keep_rates(self.paper_collapse_depth, "paper_collapse_depth")
@@ -96,18 +117,27 @@ class Claims:
 SPEC = StudySpec(
     task="train",
     source=SOURCE,
-    figures={"training_speed": Figure("tau_curves", (
-        "Steps τ for tanh networks on the critical line χ1 = 1 to reach test accuracy p, against "
-        "the learning rate (000 Fig. 6). Top row, the paper's scalings: (a) ρ = 1 against ηL, "
-        "(b) ρ = 0.99 and (c) ρ = 0.98 against η; colours run from the shallowest (black) to the "
-        "deepest collapse-set depth (green), the deep comparison depth of each ρ < 1 in blue (in "
-        "(a), light/dark blue: dropout-free controls at those depths, where run), and "
-        "the legend gives each depth in units of the mean-field depth scale ξ2 = 1/|ln χ2| "
-        "(Gauss–Hermite quadrature; ξ2 = ∞ at ρ = 1). Open triangles above the dotted line: runs "
-        "that never reached p within the step budget (censored, τ > T); crosses: diverged runs. "
-        "Bottom row, faint: the other scaling (η for ρ = 1, ηL for ρ < 1) for comparison. "
-        "D: the dispersion of the depth curves (mean pairwise |Δ ln τ| on their overlap)."),
-        claims=("collapse_etaL*", "collapse_eta*", "outlier_departs*"))},
-    analysis=Analysis, claims=Claims,
-    eval_splits=("test",),   # τ reads test accuracy only; the training-set pass was 38 % of a deep shard
+    figures={
+        "training_speed": Figure(
+            "tau_curves",
+            (
+                "Steps τ for tanh networks on the critical line χ1 = 1 to reach test accuracy p, against "
+                "the learning rate (000 Fig. 6). Top row, the paper's scalings: (a) ρ = 1 against ηL, "
+                "(b) ρ = 0.99 and (c) ρ = 0.98 against η; colours run from the shallowest (black) to the "
+                "deepest collapse-set depth (green), the deep comparison depth of each ρ < 1 in blue (in "
+                "(a), light/dark blue: dropout-free controls at those depths, where run), and "
+                "the legend gives each depth in units of the mean-field depth scale ξ2 = 1/|ln χ2| "
+                "(Gauss–Hermite quadrature; ξ2 = ∞ at ρ = 1). Open triangles above the dotted line: runs "
+                "that never reached p within the step budget (censored, τ > T); crosses: diverged runs. "
+                "Bottom row, faint: the other scaling (η for ρ = 1, ηL for ρ < 1) for comparison. "
+                "D: the dispersion of the depth curves (mean pairwise |Δ ln τ| on their overlap)."
+            ),
+            claims=("collapse_etaL*", "collapse_eta*", "outlier_departs*"),
+        )
+    },
+    analysis=Analysis,
+    claims=Claims,
+    eval_splits=(
+        "test",
+    ),  # τ reads test accuracy only; the training-set pass was 38 % of a deep shard
 )

@@ -28,9 +28,14 @@ def panels(c: pd.DataFrame, controls=()) -> list[dict]:
         depths = sorted(int(d) for d in c[c.keep_rate == rho].depth.unique())
         base = {"keep_rate": float(rho), "depths": depths, "by_depth": bool(rho >= 1.0)}
         if rho >= 1.0:
-            out.append({**base, "outlier": None,
-                        "collapse": [d for d in depths if d not in controls],
-                        "controls": [d for d in depths if d in controls]})
+            out.append(
+                {
+                    **base,
+                    "outlier": None,
+                    "collapse": [d for d in depths if d not in controls],
+                    "controls": [d for d in depths if d in controls],
+                }
+            )
         elif len(depths) < 3:
             out.append({**base, "collapse": depths, "outlier": None, "controls": []})
         else:

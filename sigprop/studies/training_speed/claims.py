@@ -20,8 +20,10 @@ from . import SOURCE, speed
 from .analysis import panels, theory_value
 
 UNIT = "ln ratio of dispersions"
-ZERO_SE = ("an SE of 0 over seeds (seeds agreeing exactly) is no resolution: inconclusive, "
-           "detectable = inf")
+ZERO_SE = (
+    "an SE of 0 over seeds (seeds agreeing exactly) is no resolution: inconclusive, "
+    "detectable = inf"
+)
 
 
 def departs(g: dict, ratio: float, min_gap: float) -> str:
@@ -35,8 +37,9 @@ def departs(g: dict, ratio: float, min_gap: float) -> str:
     return "unclear"
 
 
-def band_verdict(mean: float, se: float, n: int, k: float, pass_below: float,
-                 fail_above: float) -> str:
+def band_verdict(
+    mean: float, se: float, n: int, k: float, pass_below: float, fail_above: float
+) -> str:
     """A seed-mean statistic with a pass band and a fail band: 'pass' when mean + k SE ≤
     ``pass_below``, 'fail' when mean − k SE ≥ ``fail_above``, else (or with fewer than 2 seeds,
     a non-finite mean or SE, or an SE of 0: seeds that agree exactly, e.g. at τ's resolution,
@@ -103,8 +106,13 @@ def _select(c: pd.DataFrame, rho: float, depths) -> pd.DataFrame:
 def _dispersions(c: pd.DataFrame, min_ov: float, step: float) -> dict:
     d_eta = speed.dispersion(c, False, min_ov, step)
     d_etaL = speed.dispersion(c, True, min_ov, step)
-    return {"eta": d_eta["D"], "etaL": d_etaL["D"], "pairs_eta": d_eta["n_compared"],
-            "pairs_etaL": d_etaL["n_compared"], "n_pairs": d_eta["n_pairs"]}
+    return {
+        "eta": d_eta["D"],
+        "etaL": d_etaL["D"],
+        "pairs_eta": d_eta["n_compared"],
+        "pairs_etaL": d_etaL["n_compared"],
+        "n_pairs": d_eta["n_pairs"],
+    }
 
 
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
@@ -156,50 +164,84 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     rho1_depths = set(rho1["depths"]) if rho1 else set()
     for pan in pans:
         rho = pan["keep_rate"]
-        if len(pan["collapse"]) < 2:        # nothing to collapse: said, not skipped
+        if len(pan["collapse"]) < 2:  # nothing to collapse: said, not skipped
             cid = f"collapse_etaL[rho={rho:g}]" if pan["by_depth"] else f"collapse_eta[rho={rho:g}]"
-            rows.append(row(study, cid, "The τ(η) curves of different depths collapse "
-                            "(Fig. 6)", SOURCE, measured=np.nan, expected="", tolerance=cr,
-                            verdict="inconclusive", detectable=np.nan,
-                            test="not computed: fewer than 2 depths with τ curves at this keep "
-                                 "rate (a collapse needs two)",
-                            detail=f"depths with curves: {list(pan['collapse'])}"))
+            rows.append(
+                row(
+                    study,
+                    cid,
+                    "The τ(η) curves of different depths collapse (Fig. 6)",
+                    SOURCE,
+                    measured=np.nan,
+                    expected="",
+                    tolerance=cr,
+                    verdict="inconclusive",
+                    detectable=np.nan,
+                    test="not computed: fewer than 2 depths with τ curves at this keep "
+                    "rate (a collapse needs two)",
+                    detail=f"depths with curves: {list(pan['collapse'])}",
+                )
+            )
             continue
         cc = _select(c, rho, pan["collapse"])
         n_cens = int((~cc.reached).sum())
         depths = "L ∈ {" + ", ".join(str(d) for d in pan["collapse"]) + "}"
-        disp = {s: _dispersions(_select(by_seed[s], rho, pan["collapse"]), min_ov, step)
-                for s in seeds}
+        disp = {
+            s: _dispersions(_select(by_seed[s], rho, pan["collapse"]), min_ov, step) for s in seeds
+        }
         d_eta = mean_se([disp[s]["eta"] for s in seeds])
         d_etaL = mean_se([disp[s]["etaL"] for s in seeds])
-        cens = (f"{n_cens}/{len(cc)} (L, η) points never reached p = {target:g} in {T} steps "
-                f"in at least half the seeds (censored points enter no D)")
-        common = (f"{depths}, {seeds_text}: D(η) = {_pm(*d_eta[:2])}, D(ηL) = "
-                  f"{_pm(*d_etaL[:2])} (seed mean ± SE); {cens}")
+        cens = (
+            f"{n_cens}/{len(cc)} (L, η) points never reached p = {target:g} in {T} steps "
+            f"in at least half the seeds (censored points enter no D)"
+        )
+        common = (
+            f"{depths}, {seeds_text}: D(η) = {_pm(*d_eta[:2])}, D(ηL) = "
+            f"{_pm(*d_etaL[:2])} (seed mean ± SE); {cens}"
+        )
         if pan["by_depth"]:
             r = [_log_ratio(disp[s]["etaL"], disp[s]["eta"]) for s in seeds]
             m, se, n = mean_se(r)
             verdict = band_verdict(m, se, n, k, lcr, 0.0)
-            rows.append(row(
-                study, f"collapse_etaL[rho={rho:g}]",
-                "Without dropout the τ(η) curves of different depths collapse when η is rescaled "
-                "by L: τ = f1(ηL)", SOURCE, measured=m,
-                expected=f"mean ln(D(ηL)/D(η)) ≤ ln {cr:g} = {lcr:.3f}", tolerance=cr,
-                verdict=verdict,
-                test=(f"seed mean of r = ln(D(ηL)/D(η)) over {n} seeds: pass when mean + {k:g} "
-                      f"SE ≤ ln {cr:g}, fail when mean − {k:g} SE ≥ 0 ({UNIT}); {ZERO_SE}"),
-                detectable=resolution(k, se), se=se,
-                false_pass=false_pass_z(k, n - 1),
-                detail=(f"{common}; r = {_pm(m, se)} (geometric-mean ratio "
-                        f"{_fmt(float(np.exp(m)))})"),
-                values={"ln_ratio": m, "se": se, "n_seeds": n, "D_eta": d_eta[0],
-                        "D_etaL": d_etaL[0]}))
+            rows.append(
+                row(
+                    study,
+                    f"collapse_etaL[rho={rho:g}]",
+                    "Without dropout the τ(η) curves of different depths collapse when η is rescaled "
+                    "by L: τ = f1(ηL)",
+                    SOURCE,
+                    measured=m,
+                    expected=f"mean ln(D(ηL)/D(η)) ≤ ln {cr:g} = {lcr:.3f}",
+                    tolerance=cr,
+                    verdict=verdict,
+                    test=(
+                        f"seed mean of r = ln(D(ηL)/D(η)) over {n} seeds: pass when mean + {k:g} "
+                        f"SE ≤ ln {cr:g}, fail when mean − {k:g} SE ≥ 0 ({UNIT}); {ZERO_SE}"
+                    ),
+                    detectable=resolution(k, se),
+                    se=se,
+                    false_pass=false_pass_z(k, n - 1),
+                    detail=(
+                        f"{common}; r = {_pm(m, se)} (geometric-mean ratio "
+                        f"{_fmt(float(np.exp(m)))})"
+                    ),
+                    values={
+                        "ln_ratio": m,
+                        "se": se,
+                        "n_seeds": n,
+                        "D_eta": d_eta[0],
+                        "D_etaL": d_etaL[0],
+                    },
+                )
+            )
             continue
         xi2 = theory_value(theory, rho, "xi2")
         pd_ = _paper_depth(cl.paper_collapse_depth, rho)
         top = max(pan["collapse"])
-        scale = (f"; depth scale ξ2 = {xi2:.3g} (6ξ2 = {6 * xi2:.3g}, 12ξ2 = {12 * xi2:.3g}): "
-                 f"collapse set up to L = {top} = {top / xi2:.2g} ξ2 here")
+        scale = (
+            f"; depth scale ξ2 = {xi2:.3g} (6ξ2 = {6 * xi2:.3g}, 12ξ2 = {12 * xi2:.3g}): "
+            f"collapse set up to L = {top} = {top / xi2:.2g} ξ2 here"
+        )
         if pd_ is not None:
             scale += f", the paper's L ≤ {pd_} = {pd_ / xi2:.2g} ξ2"
         r = {s: _log_ratio(disp[s]["eta"], disp[s]["etaL"]) for s in seeds}
@@ -214,8 +256,11 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             delta = [r1[s] - r[s] for s in seeds]
             dm, dse, dn = mean_se(delta)
             m1, se1, _ = mean_se(r1.values())
-            ctrl, _, _ = (z_above(dm, dse, k) if dn >= 2 and np.isfinite(dse) and dse > 0
-                          else ("inconclusive", "", np.nan))
+            ctrl, _, _ = (
+                z_above(dm, dse, k)
+                if dn >= 2 and np.isfinite(dse) and dse > 0
+                else ("inconclusive", "", np.nan)
+            )
         else:
             dm = dse = m1 = se1 = float("nan")
             dn = 0
@@ -223,41 +268,94 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         if own == "fail":
             verdict, why = "fail", "the dropout curves do not collapse in η (r ≥ 0 beyond noise)"
         elif not has_ctrl:
-            verdict, why = "inconclusive", ("no ρ = 1 control at the same depths, so a collapse "
-                                            "in η cannot be attributed to dropout")
+            verdict, why = (
+                "inconclusive",
+                (
+                    "no ρ = 1 control at the same depths, so a collapse "
+                    "in η cannot be attributed to dropout"
+                ),
+            )
         elif ctrl == "fail":
-            verdict, why = "fail", ("the dropout-free control collapses in η better than the "
-                                    "dropout nets (δ < −k SE)")
+            verdict, why = (
+                "fail",
+                (
+                    "the dropout-free control collapses in η better than the "
+                    "dropout nets (δ < −k SE)"
+                ),
+            )
         elif own == "pass" and ctrl == "pass":
             verdict, why = "pass", "collapse in η, and better than the ρ = 1 control's"
         elif own == "pass":
-            verdict, why = "inconclusive", ("the dropout curves collapse in η, but the ρ = 1 "
-                                            "control at the same depths collapses in η as well "
-                                            "(δ within k SE): not evidence for a dropout effect")
+            verdict, why = (
+                "inconclusive",
+                (
+                    "the dropout curves collapse in η, but the ρ = 1 "
+                    "control at the same depths collapses in η as well "
+                    "(δ within k SE): not evidence for a dropout effect"
+                ),
+            )
         else:
             verdict, why = "inconclusive", "the collapse in η is not resolved at k SE"
-        rows.append(row(
-            study, f"collapse_eta[rho={rho:g}]",
-            f"With dropout ρ = {rho:g} the τ(η) curves of depths up to L = {top} collapse without "
-            f"rescaling, τ = f2(η), where the dropout-free curves do not (paper: up to L = {pd_})",
-            SOURCE, measured=dm,
-            expected=(f"ln(D(η)/D(ηL)) ≤ ln {cr:g} and δ = ln-ratio of the ρ = 1 control minus "
-                      f"that of ρ = {rho:g} > {k:g} SE"), tolerance=cr, verdict=verdict,
-            test=(f"seed means over {n} seeds: r = ln(D(η)/D(ηL)) must satisfy mean + {k:g} SE ≤ "
-                  f"ln {cr:g} (fail at mean − {k:g} SE ≥ 0), and δ = r(ρ = 1 control, same "
-                  f"depths) − r, paired by seed, must exceed {k:g} SE (fail below −{k:g} SE); "
-                  f"measured and detectable: δ ({UNIT}); {ZERO_SE}"),
-            detectable=resolution(k, dse), se=dse,
-            false_pass=false_pass_z(k, n - 1),
-            detail=(f"{common}{scale}; r(ρ = {rho:g}) = {_pm(m, se)} "
+        rows.append(
+            row(
+                study,
+                f"collapse_eta[rho={rho:g}]",
+                f"With dropout ρ = {rho:g} the τ(η) curves of depths up to L = {top} collapse without "
+                f"rescaling, τ = f2(η), where the dropout-free curves do not (paper: up to L = {pd_})",
+                SOURCE,
+                measured=dm,
+                expected=(
+                    f"ln(D(η)/D(ηL)) ≤ ln {cr:g} and δ = ln-ratio of the ρ = 1 control minus "
+                    f"that of ρ = {rho:g} > {k:g} SE"
+                ),
+                tolerance=cr,
+                verdict=verdict,
+                test=(
+                    f"seed means over {n} seeds: r = ln(D(η)/D(ηL)) must satisfy mean + {k:g} SE ≤ "
+                    f"ln {cr:g} (fail at mean − {k:g} SE ≥ 0), and δ = r(ρ = 1 control, same "
+                    f"depths) − r, paired by seed, must exceed {k:g} SE (fail below −{k:g} SE); "
+                    f"measured and detectable: δ ({UNIT}); {ZERO_SE}"
+                ),
+                detectable=resolution(k, dse),
+                se=dse,
+                false_pass=false_pass_z(k, n - 1),
+                detail=(
+                    f"{common}{scale}; r(ρ = {rho:g}) = {_pm(m, se)} "
                     f"(geometric-mean ratio {_fmt(float(np.exp(m)))}), r(ρ = 1 control, same "
-                    f"depths) = {_pm(m1, se1)}, δ = {_pm(dm, dse)} over {dn} seeds: {why}"),
-            values={"ln_ratio": m, "se": se, "ln_ratio_control": m1, "se_control": se1,
-                    "delta": dm, "se_delta": dse, "n_seeds": n}))
+                    f"depths) = {_pm(m1, se1)}, δ = {_pm(dm, dse)} over {dn} seeds: {why}"
+                ),
+                values={
+                    "ln_ratio": m,
+                    "se": se,
+                    "ln_ratio_control": m1,
+                    "se_control": se1,
+                    "delta": dm,
+                    "se_delta": dse,
+                    "n_seeds": n,
+                },
+            )
+        )
         if pan["outlier"] is None:
             continue
-        rows.append(_outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap,
-                                 target, T, depths, xi2))
+        rows.append(
+            _outlier_row(
+                study,
+                pan,
+                rho,
+                by_seed,
+                seeds,
+                c,
+                theory,
+                cl,
+                k,
+                orat,
+                ogap,
+                target,
+                T,
+                depths,
+                xi2,
+            )
+        )
     return frame(rows)
 
 
@@ -290,8 +388,9 @@ def censored_pairs(out_bound: dict, ctrl_bound: dict, excess: dict) -> dict:
     return {"informative": inf, "censored": bool(censored), "left_out": left, "mean_se": m}
 
 
-def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, target, T,
-                 depths, xi2) -> dict:
+def _outlier_row(
+    study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, target, T, depths, xi2
+) -> dict:
     o = pan["outlier"]
     ref_depths = list(pan["collapse"]) + [o]
     has_ctrl = bool(((np.isclose(c.keep_rate, 1.0)) & (c.depth == o)).any())
@@ -305,14 +404,16 @@ def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, 
         out_bound[s] = _at_bound(_select(cs, rho, [o]), T)
         ctrl = _select(cs, 1.0, [o])
         if has_ctrl and len(ctrl):
-            gc[s] = speed.outlier_gap(pd.concat([_select(cs, rho, pan["collapse"]), ctrl],
-                                                ignore_index=True), o)
+            gc[s] = speed.outlier_gap(
+                pd.concat([_select(cs, rho, pan["collapse"]), ctrl], ignore_index=True), o
+            )
             ctrl_bound[s] = _at_bound(ctrl, T)
     d_out = mean_se([g[s]["D_out"] for s in g])
     d_in = mean_se([g[s]["D_in"] for s in g])
     gap = mean_se([g[s]["D_out"] - g[s]["D_in"] for s in g])
-    own_gap, _, _ = (z_above(gap[0], gap[1], k) if gap[2] >= 2 and gap[1] > 0
-                     else ("inconclusive", "", np.nan))
+    own_gap, _, _ = (
+        z_above(gap[0], gap[1], k) if gap[2] >= 2 and gap[1] > 0 else ("inconclusive", "", np.nan)
+    )
     mean_g = {"D_out": d_out[0], "D_in": d_in[0]}
     dep = departs(mean_g, orat, ogap)
     if dep == "no" or own_gap == "fail":
@@ -327,33 +428,45 @@ def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, 
     censored = False
     if gc:
         d_ctrl = mean_se([gc[s]["D_out"] for s in gc])
-        cp = censored_pairs(out_bound, ctrl_bound,
-                            {s: g[s]["D_out"] - gc[s]["D_out"] for s in gc if s in g})
+        cp = censored_pairs(
+            out_bound, ctrl_bound, {s: g[s]["D_out"] - gc[s]["D_out"] for s in gc if s in g}
+        )
         exc, censored = cp["mean_se"], cp["censored"]
-        ctrl, _, _ = (("inconclusive", "", np.nan) if censored else z_above(exc[0], exc[1], k))
+        ctrl, _, _ = ("inconclusive", "", np.nan) if censored else z_above(exc[0], exc[1], k)
         cens_text = ""
         if cp["left_out"]:
-            cens_text = (f"; {len(cp['left_out'])} of {len(cp['left_out']) + len(cp['informative'])} "
-                         f"paired seeds left out of e (seeds {cp['left_out']}: the deep net and "
-                         f"its control both at the censoring bound τ ≥ T = {T} at every η, so "
-                         "both D are the same lower bound)")
-        ctext = (f"; control ρ = 1 at L = {o}: reached p at {sum(c_reached)}/"
-                 f"{sum(gc[s]['out_points'] for s in gc)} (seed, η) points, D_ctrl = "
-                 f"{_pm(*d_ctrl[:2])} against the same ρ = {rho:g} curves{cens_text}; excess "
-                 f"e = D_out − D_ctrl = "
-                 + (f"{_pm(*exc[:2])} over {exc[2]} seeds" if not censored else
-                    f"not measured: {exc[2]} informative seeds"
-                    + (" with differences of zero spread" if exc[2] >= 2 else "")))
+            cens_text = (
+                f"; {len(cp['left_out'])} of {len(cp['left_out']) + len(cp['informative'])} "
+                f"paired seeds left out of e (seeds {cp['left_out']}: the deep net and "
+                f"its control both at the censoring bound τ ≥ T = {T} at every η, so "
+                "both D are the same lower bound)"
+            )
+        ctext = (
+            f"; control ρ = 1 at L = {o}: reached p at {sum(c_reached)}/"
+            f"{sum(gc[s]['out_points'] for s in gc)} (seed, η) points, D_ctrl = "
+            f"{_pm(*d_ctrl[:2])} against the same ρ = {rho:g} curves{cens_text}; excess "
+            f"e = D_out − D_ctrl = "
+            + (
+                f"{_pm(*exc[:2])} over {exc[2]} seeds"
+                if not censored
+                else f"not measured: {exc[2]} informative seeds"
+                + (" with differences of zero spread" if exc[2] >= 2 else "")
+            )
+        )
     else:
         d_ctrl = exc = (float("nan"), float("nan"), 0)
         ctrl = "inconclusive"
         ctext = f"; no ρ = 1 run at L = {o} to check that the departure is due to dropout"
     if censored:
-        verdict, why = "inconclusive", (
-            "the comparison with the dropout-free control is censored: where the deep net and "
-            "its control both sit at the censoring bound (τ ≥ T at every η; a τ equal to T "
-            "counts as the bound), their D are the same lower bound, and too few seeds remain "
-            "to separate them; a departure read off a lower bound cannot fail either")
+        verdict, why = (
+            "inconclusive",
+            (
+                "the comparison with the dropout-free control is censored: where the deep net and "
+                "its control both sit at the censoring bound (τ ≥ T at every η; a τ equal to T "
+                "counts as the bound), their D are the same lower bound, and too few seeds remain "
+                "to separate them; a departure read off a lower bound cannot fail either"
+            ),
+        )
     elif own == "fail":
         verdict, why = "fail", "the deep net does not depart from the collapsed curves"
     elif not gc:
@@ -361,36 +474,59 @@ def _outlier_row(study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, 
     elif own == "pass" and ctrl == "pass":
         verdict, why = "pass", "it departs, and more than the dropout-free control"
     elif own == "pass":
-        verdict, why = "inconclusive", ("it departs, but the dropout-free control at the same "
-                                        "depth departs as much (e within k SE, or below): the "
-                                        "departure is not specific to dropout here (the "
-                                        "paper's ρ = 1 nets collapse up to L = 400)")
+        verdict, why = (
+            "inconclusive",
+            (
+                "it departs, but the dropout-free control at the same "
+                "depth departs as much (e within k SE, or below): the "
+                "departure is not specific to dropout here (the "
+                "paper's ρ = 1 nets collapse up to L = 400)"
+            ),
+        )
     else:
         verdict, why = "inconclusive", "the departure is not resolved at k SE"
     po = _paper_depth(cl.paper_outlier_depth, rho)
     return row(
-        study, f"outlier_departs[rho={rho:g}]",
+        study,
+        f"outlier_departs[rho={rho:g}]",
         f"With dropout ρ = {rho:g} a deeper net (L = {o}; paper: L = {po}) departs from the "
-        "collapsed τ(η) curve, which the dropout-free net at that depth does not", SOURCE,
+        "collapsed τ(η) curve, which the dropout-free net at that depth does not",
+        SOURCE,
         measured=exc[0],
-        expected=(f"mean D_out ≥ {orat:g}·mean D_in, ≥ {ogap:g}, D_out − D_in > {k:g} SE; "
-                  f"e = D_out − D_ctrl (ρ = 1 at L = {o}) > {k:g} SE"),
-        tolerance=orat, verdict=verdict,
-        test=(f"seed means over {len(g)} seeds: the deep net departs (mean D_out ≥ {orat:g} "
-              f"mean D_in and ≥ {ogap:g}, and D_out − D_in > {k:g} SE; fail when mean D_out ≤ "
-              f"mean D_in or D_out − D_in < −{k:g} SE), and its excess over the ρ = 1 control "
-              f"e = D_out − D_ctrl, paired by seed, > {k:g} SE; measured and detectable: e "
-              "(ln τ). Censoring: a seed where the deep net and its control both sit at the "
-              "censoring bound (τ ≥ T at every η) has both D equal to the same lower bound and "
-              "is left out of e; with fewer than 2 informative seeds, or informative "
-              "differences of zero spread, nothing is detectable (detectable = inf) and the "
-              "row is inconclusive"),
+        expected=(
+            f"mean D_out ≥ {orat:g}·mean D_in, ≥ {ogap:g}, D_out − D_in > {k:g} SE; "
+            f"e = D_out − D_ctrl (ρ = 1 at L = {o}) > {k:g} SE"
+        ),
+        tolerance=orat,
+        verdict=verdict,
+        test=(
+            f"seed means over {len(g)} seeds: the deep net departs (mean D_out ≥ {orat:g} "
+            f"mean D_in and ≥ {ogap:g}, and D_out − D_in > {k:g} SE; fail when mean D_out ≤ "
+            f"mean D_in or D_out − D_in < −{k:g} SE), and its excess over the ρ = 1 control "
+            f"e = D_out − D_ctrl, paired by seed, > {k:g} SE; measured and detectable: e "
+            "(ln τ). Censoring: a seed where the deep net and its control both sit at the "
+            "censoring bound (τ ≥ T at every η) has both D equal to the same lower bound and "
+            "is left out of e; with fewer than 2 informative seeds, or informative "
+            "differences of zero spread, nothing is detectable (detectable = inf) and the "
+            "row is inconclusive"
+        ),
         # inf: no effect of any size is detectable (both sides are the same censoring bound)
-        detectable=np.inf if censored else resolution(k, exc[1]), se=exc[1],
-        detail=(f"L = {o} = {o / xi2:.2g} ξ2 against {depths}: D_out = {_pm(*d_out[:2])}, "
-                f"D_in = {_pm(*d_in[:2])}, D_out − D_in = {_pm(*gap[:2])} (seed mean ± SE); "
-                f"L = {o} reached p = {target:g} at {sum(reached)}/{sum(points)} (seed, η) "
-                f"points within {T} steps (a censored point counts as ln(T/τ_j), a lower "
-                f"bound){ctext}: {why}"),
-        values={"D_out": d_out[0], "D_in": d_in[0], "D_ctrl": d_ctrl[0], "excess": exc[0],
-                "se_excess": exc[1], "n_seeds": len(g), "censored": float(censored)})
+        detectable=np.inf if censored else resolution(k, exc[1]),
+        se=exc[1],
+        detail=(
+            f"L = {o} = {o / xi2:.2g} ξ2 against {depths}: D_out = {_pm(*d_out[:2])}, "
+            f"D_in = {_pm(*d_in[:2])}, D_out − D_in = {_pm(*gap[:2])} (seed mean ± SE); "
+            f"L = {o} reached p = {target:g} at {sum(reached)}/{sum(points)} (seed, η) "
+            f"points within {T} steps (a censored point counts as ln(T/τ_j), a lower "
+            f"bound){ctext}: {why}"
+        ),
+        values={
+            "D_out": d_out[0],
+            "D_in": d_in[0],
+            "D_ctrl": d_ctrl[0],
+            "excess": exc[0],
+            "se_excess": exc[1],
+            "n_seeds": len(g),
+            "censored": float(censored),
+        },
+    )

@@ -14,9 +14,9 @@ from .analysis import panels, theory_value
 
 DEPTH_CMAP = LinearSegmentedColormap.from_list("black_green", ["#000000", "#1f9e3a", "#7bd86b"])
 OUTLIER = "tab:blue"
-CONTROLS = ["#6baed6", "#08519c"]   # ρ = 1 runs at the ρ < 1 comparison depths
+CONTROLS = ["#6baed6", "#08519c"]  # ρ = 1 runs at the ρ < 1 comparison depths
 LETTERS = "abcdefgh"
-CENSORED_AT = 1.6   # censored runs are drawn at τ = CENSORED_AT · T (T: the step budget)
+CENSORED_AT = 1.6  # censored runs are drawn at τ = CENSORED_AT · T (T: the step budget)
 
 
 def _colours(pan: dict) -> dict:
@@ -48,15 +48,38 @@ def _draw(ax, c: pd.DataFrame, pan: dict, by_depth: bool, xi2: float, faint: boo
         reached = g.reached.to_numpy()
         # lines join neighbouring reached points only (a censored point breaks the line)
         y = np.where(reached, tau, np.nan)
-        ax.plot(x, y, "-o", color=cols[d], ms=3.5 if faint else 4.5, lw=1.0 if faint else 1.6,
-                alpha=alpha, label=None if faint else _label(d, xi2, pan))
+        ax.plot(
+            x,
+            y,
+            "-o",
+            color=cols[d],
+            ms=3.5 if faint else 4.5,
+            lw=1.0 if faint else 1.6,
+            alpha=alpha,
+            label=None if faint else _label(d, xi2, pan),
+        )
         cens = ~reached
         div = cens & (g.n_diverged.to_numpy() * 2 >= g.n_seeds.to_numpy())
         if cens.any():
-            ax.scatter(x[cens & ~div], np.full((cens & ~div).sum(), CENSORED_AT * T), marker="^",
-                       facecolors="none", edgecolors=[cols[d]], s=22, alpha=alpha, lw=1.0)
-            ax.scatter(x[div], np.full(div.sum(), CENSORED_AT * T), marker="x", color=cols[d],
-                       s=18, alpha=alpha, lw=1.0)
+            ax.scatter(
+                x[cens & ~div],
+                np.full((cens & ~div).sum(), CENSORED_AT * T),
+                marker="^",
+                facecolors="none",
+                edgecolors=[cols[d]],
+                s=22,
+                alpha=alpha,
+                lw=1.0,
+            )
+            ax.scatter(
+                x[div],
+                np.full(div.sum(), CENSORED_AT * T),
+                marker="x",
+                color=cols[d],
+                s=18,
+                alpha=alpha,
+                lw=1.0,
+            )
     ax.axhline(T, color="0.5", ls=":", lw=0.9)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -81,8 +104,14 @@ def tau_curves(runs: pd.DataFrame, theory: pd.DataFrame, p):
     c = speed.curves(speed.tau_table(runs))
     pans = panels(c, an.control_depths)
     n = len(pans)
-    fig, axes = plt.subplots(2, n, figsize=(4.6 * n, 7.6), squeeze=False,
-                             gridspec_kw={"height_ratios": [2.2, 1.0]}, constrained_layout=True)
+    fig, axes = plt.subplots(
+        2,
+        n,
+        figsize=(4.6 * n, 7.6),
+        squeeze=False,
+        gridspec_kw={"height_ratios": [2.2, 1.0]},
+        constrained_layout=True,
+    )
     T = int(c.steps.max())
     target = float(c.target_acc.iloc[0])
     for j, pan in enumerate(pans):
@@ -98,18 +127,37 @@ def tau_curves(runs: pd.DataFrame, theory: pd.DataFrame, p):
         info = _dispersion_text(cr, pan, an)
         if np.isfinite(xi2):
             info += f"\n$6\\xi_2$ = {6 * xi2:.3g}, $12\\xi_2$ = {12 * xi2:.3g}"
-        top.text(0.03, 0.03, info, transform=top.transAxes, fontsize=7.5, va="bottom",
-                 bbox={"boxstyle": "round", "fc": "white", "ec": "0.8", "alpha": 0.85})
+        top.text(
+            0.03,
+            0.03,
+            info,
+            transform=top.transAxes,
+            fontsize=7.5,
+            va="bottom",
+            bbox={"boxstyle": "round", "fc": "white", "ec": "0.8", "alpha": 0.85},
+        )
         handles, labels = top.get_legend_handles_labels()
-        handles += [Line2D([], [], marker="^", ls="none", mfc="none", mec="0.3"),
-                    Line2D([], [], marker="x", ls="none", color="0.3")]
+        handles += [
+            Line2D([], [], marker="^", ls="none", mfc="none", mec="0.3"),
+            Line2D([], [], marker="x", ls="none", color="0.3"),
+        ]
         labels += [f"never reached (τ > {T})", "diverged"]
-        top.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16),
-                   ncol=2, frameon=False)
+        top.legend(
+            handles,
+            labels,
+            fontsize=7,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+            ncol=2,
+            frameon=False,
+        )
     axes[0][0].set_ylabel(f"steps τ to test accuracy {target:g}")
     axes[1][0].set_ylabel("τ", color="0.4")
     r0 = runs.iloc[0]
-    fig.suptitle(f"Training speed on $\\chi_1 = 1$: {r0.activation}, $\\sigma_b^2$ = {r0.sigma_b2:g}, "
-                 f"width {int(r0.width)}, batch {int(r0.batch_size)}, {r0.dataset}, "
-                 f"{r0.optimizer.upper()}, ≤ {T} steps (000 Fig. 6)", fontsize=11)
+    fig.suptitle(
+        f"Training speed on $\\chi_1 = 1$: {r0.activation}, $\\sigma_b^2$ = {r0.sigma_b2:g}, "
+        f"width {int(r0.width)}, batch {int(r0.batch_size)}, {r0.dataset}, "
+        f"{r0.optimizer.upper()}, ≤ {T} steps (000 Fig. 6)",
+        fontsize=11,
+    )
     return fig

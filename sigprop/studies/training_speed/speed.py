@@ -61,8 +61,13 @@ def curves(taus: pd.DataFrame) -> pd.DataFrame:
     """
     keep = [c for c in KEEP if c in taus.columns]
     g = taus.groupby(POINT, sort=True)
-    out = g.agg(tau=("tau", "median"), n_seeds=("tau", "size"), n_reached=("reached", "sum"),
-                n_diverged=("diverged", "sum"), **{c: (c, "first") for c in keep})
+    out = g.agg(
+        tau=("tau", "median"),
+        n_seeds=("tau", "size"),
+        n_reached=("reached", "sum"),
+        n_diverged=("diverged", "sum"),
+        **{c: (c, "first") for c in keep},
+    )
     out = out.reset_index()
     out["reached"] = np.isfinite(out.tau.to_numpy())
     return out
@@ -185,7 +190,11 @@ def outlier_gap(c: pd.DataFrame, outlier: int) -> dict:
         a, b = t[d1].to_numpy(), t[d2].to_numpy()
         ok = np.isfinite(a) & np.isfinite(b)
         gaps_in += list(np.abs(a[ok] - b[ok]))
-    return {"D_out": float(np.mean(gaps_out)) if gaps_out else float("nan"),
-            "D_in": float(np.mean(gaps_in)) if gaps_in else float("nan"),
-            "n_out": len(gaps_out), "n_in": len(gaps_in),
-            "out_reached": int(np.isfinite(yo).sum()), "out_points": int((~np.isnan(yo)).sum())}
+    return {
+        "D_out": float(np.mean(gaps_out)) if gaps_out else float("nan"),
+        "D_in": float(np.mean(gaps_in)) if gaps_in else float("nan"),
+        "n_out": len(gaps_out),
+        "n_in": len(gaps_in),
+        "out_reached": int(np.isfinite(yo).sum()),
+        "out_points": int((~np.isnan(yo)).sum()),
+    }

@@ -20,14 +20,25 @@ def theory_table(study: str, p, settings: list[dict]) -> pd.DataFrame:
     """
     rows = []
     for s in settings:
-        act, sw, sb, rho = s["activation"], float(s["sigma_w2"]), float(s["sigma_b2"]), float(s["keep_rate"])
+        act, sw, sb, rho = (
+            s["activation"],
+            float(s["sigma_w2"]),
+            float(s["sigma_b2"]),
+            float(s["keep_rate"]),
+        )
         f = meanfield.fixed_point_summary(sw, sb, rho, act)
         chi2 = float(f["chi2"])
         xi2 = np.inf if abs(chi2 - 1.0) < 1e-9 else float(f["xi2"])
-        vals = {"sigma_w2_chi1": float(meanfield.sigma_w2_for_chi1(1.0, sb, rho, act)),
-                "q_star": float(f["q_star"]), "c_star": float(f["c_star"]),
-                "chi1": float(f["chi1"]), "chi2": chi2,
-                "xi2": xi2, "6xi2": 6 * xi2, "12xi2": 12 * xi2}
+        vals = {
+            "sigma_w2_chi1": float(meanfield.sigma_w2_for_chi1(1.0, sb, rho, act)),
+            "q_star": float(f["q_star"]),
+            "c_star": float(f["c_star"]),
+            "chi1": float(f["chi1"]),
+            "chi2": chi2,
+            "xi2": xi2,
+            "6xi2": 6 * xi2,
+            "12xi2": 12 * xi2,
+        }
         base = {"study": study, "activation": act, "sigma_w2": sw, "sigma_b2": sb, "keep_rate": rho}
         rows += [{**base, "quantity": k, "value": v} for k, v in vals.items()]
     cols = ["study", "quantity", "value"] + SETTING

@@ -60,53 +60,88 @@ SOURCE = "004 Sec. 5, Figs. 1, 3-5"
 
 @dataclass(frozen=True)
 class Analysis:
-    tune_epochs: float = param(2.0, gt=0, doc="the paper's tuning protocol: the rate with the "
-                                              "lowest training loss after this many epochs")
-    threshold_factor: float = param(1.5, ge=1, doc="B*: the largest batch whose epochs <= this "
-                                                   "x the net's fewest epochs")
-    budgets: tuple[float, ...] = param((10.0,), gt=0, min_len=1,
-                                       doc="Fig. 5: largest batch reaching the target within "
-                                           "these many epochs (the middle one for the claim)")
-    targets: dict[str, float] = param({}, ge=0, le=1, doc="004 Table 1 training accuracy to "
-                                                          "reach, per panel (block label)")
-    default_target: float | None = param(None, ge=0, le=1,
-                                         doc="target of a panel not in targets (default: none, "
-                                             "the target is never reached)")
+    tune_epochs: float = param(
+        2.0,
+        gt=0,
+        doc="the paper's tuning protocol: the rate with the "
+        "lowest training loss after this many epochs",
+    )
+    threshold_factor: float = param(
+        1.5, ge=1, doc="B*: the largest batch whose epochs <= this x the net's fewest epochs"
+    )
+    budgets: tuple[float, ...] = param(
+        (10.0,),
+        gt=0,
+        min_len=1,
+        doc="Fig. 5: largest batch reaching the target within "
+        "these many epochs (the middle one for the claim)",
+    )
+    targets: dict[str, float] = param(
+        {}, ge=0, le=1, doc="004 Table 1 training accuracy to reach, per panel (block label)"
+    )
+    default_target: float | None = param(
+        None,
+        ge=0,
+        le=1,
+        doc="target of a panel not in targets (default: none, the target is never reached)",
+    )
 
 
 @dataclass(frozen=True)
 class Claims:
-    min_fraction: float = param(0.75, ge=0, le=1, doc="'for almost all nets': a threshold "
-                                                      "B* < the largest batch in this fraction")
-    min_tau: float = param(0.3, gt=0, le=1, doc="ordering claims pass when Kendall's tau >= "
-                                                "min_tau")
+    min_fraction: float = param(
+        0.75,
+        ge=0,
+        le=1,
+        doc="'for almost all nets': a threshold B* < the largest batch in this fraction",
+    )
+    min_tau: float = param(
+        0.3, gt=0, le=1, doc="ordering claims pass when Kendall's tau >= min_tau"
+    )
 
 
 SPEC = StudySpec(
     task="train",
     source=SOURCE,
     figures={
-        "width_batch_epochs": Figure("epochs_curves", (
-            "Epochs to reach the target training accuracy (the panel's 004 Table 1 value) against "
-            "batch size, for nets of depth L and width K with about the same number of weights (004 "
-            "Figs. 1, 3). Each point uses the learning rate tuned by the paper's protocol (lowest "
-            "training loss after 2 epochs) and is the mean over seeds; open markers at the top: the "
-            "target was not reached within the epoch budget. Dotted verticals: each net's batch "
-            "threshold B* (largest batch within the threshold factor of the net's fewest epochs)."),
-            claims=("threshold_exists*", "threshold_grows_with_width*",
-                    "wide_fewer_epochs_at_large_batch*")),
-        "width_batch_heatmap": Figure("epochs_heatmap", (
-            "Epochs to the target training accuracy by depth L (width K in brackets) and batch size, "
-            "as 004 Fig. 4; blank: not reached within the budget."),
-            claims=("wide_fewer_epochs_at_large_batch*", "threshold_exists*")),
-        "width_batch_largest": Figure("largest_batch_plot", (
-            "Largest batch size that reaches the target training accuracy within a fixed number of "
-            "epochs, per net (004 Fig. 5), coloured lines and left axis (crosses on the bottom line: "
-            "no batch size reached it in time). Black dashed, right axis (theory): the "
-            "lower bound of 004 Thm. 3 (equal widths, text after it) on the gradient-diversity ratio of "
-            "a linear net with the same input size, widths and depth, 1 / ((L-1)/(2(K-1)) + 2/(d-1)) "
-            "with L counting weight layers; the paper proves it for linear nets only."),
-            claims=("largest_batch_follows_diversity_bound*",)),
+        "width_batch_epochs": Figure(
+            "epochs_curves",
+            (
+                "Epochs to reach the target training accuracy (the panel's 004 Table 1 value) against "
+                "batch size, for nets of depth L and width K with about the same number of weights (004 "
+                "Figs. 1, 3). Each point uses the learning rate tuned by the paper's protocol (lowest "
+                "training loss after 2 epochs) and is the mean over seeds; open markers at the top: the "
+                "target was not reached within the epoch budget. Dotted verticals: each net's batch "
+                "threshold B* (largest batch within the threshold factor of the net's fewest epochs)."
+            ),
+            claims=(
+                "threshold_exists*",
+                "threshold_grows_with_width*",
+                "wide_fewer_epochs_at_large_batch*",
+            ),
+        ),
+        "width_batch_heatmap": Figure(
+            "epochs_heatmap",
+            (
+                "Epochs to the target training accuracy by depth L (width K in brackets) and batch size, "
+                "as 004 Fig. 4; blank: not reached within the budget."
+            ),
+            claims=("wide_fewer_epochs_at_large_batch*", "threshold_exists*"),
+        ),
+        "width_batch_largest": Figure(
+            "largest_batch_plot",
+            (
+                "Largest batch size that reaches the target training accuracy within a fixed number of "
+                "epochs, per net (004 Fig. 5), coloured lines and left axis (crosses on the bottom line: "
+                "no batch size reached it in time). Black dashed, right axis (theory): the "
+                "lower bound of 004 Thm. 3 (equal widths, text after it) on the gradient-diversity ratio of "
+                "a linear net with the same input size, widths and depth, 1 / ((L-1)/(2(K-1)) + 2/(d-1)) "
+                "with L counting weight layers; the paper proves it for linear nets only."
+            ),
+            claims=("largest_batch_follows_diversity_bound*",),
+        ),
     },
-    theory=NoParams, analysis=Analysis, claims=Claims,
+    theory=NoParams,
+    analysis=Analysis,
+    claims=Claims,
 )

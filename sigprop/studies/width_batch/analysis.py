@@ -25,6 +25,7 @@ def per_run(runs: pd.DataFrame, a) -> pd.DataFrame:
     accuracy >= the panel's target; NaN if never within the budget).  ``a``: the study's
     ``analysis`` parameters."""
     from ...data.sizes import train_size
+
     tune = float(a.tune_epochs)
     targets = a.targets
     default_target = np.nan if a.default_target is None else a.default_target
@@ -35,16 +36,32 @@ def per_run(runs: pd.DataFrame, a) -> pd.DataFrame:
         f = d.iloc[0]
         n = n_by_ds[f.dataset]
         target = float(targets.get(f.panel, default_target))
-        rec = {k: f[k] for k in ("run_id", "panel", "dataset", "arch", "depth", "width",
-                                 "head_depth", "head_width", "batch_size", "micro_batch", "lr",
-                                 "seed") if k in f.index}
+        rec = {
+            k: f[k]
+            for k in (
+                "run_id",
+                "panel",
+                "dataset",
+                "arch",
+                "depth",
+                "width",
+                "head_depth",
+                "head_width",
+                "batch_size",
+                "micro_batch",
+                "lr",
+                "seed",
+            )
+            if k in f.index
+        }
         loss = d[d.metric == "train_loss"].sort_values("step")
         acc = d[d.metric == "train_acc"].sort_values("step")
         e_loss = model_epochs(loss.step, f.batch_size, f.micro_batch, n)
         v = loss.value.to_numpy(dtype=float)
         v = np.where(np.isfinite(v), v, np.inf)
-        rec["tune_loss"] = (float(np.interp(tune, e_loss, v)) if len(v) and e_loss[-1] >= tune
-                            else np.nan)
+        rec["tune_loss"] = (
+            float(np.interp(tune, e_loss, v)) if len(v) and e_loss[-1] >= tune else np.nan
+        )
         e_acc = model_epochs(acc.step, f.batch_size, f.micro_batch, n)
         hit = np.nonzero(acc.value.to_numpy(dtype=float) >= target)[0]
         rec["epochs"] = float(e_acc[hit[0]]) if len(hit) else np.nan
@@ -65,15 +82,26 @@ def tuned(pr: pd.DataFrame) -> pd.DataFrame:
         by_lr = by_lr[np.isfinite(by_lr)]
         rec = dict(zip(keys, key))
         if by_lr.empty:
-            rec.update(lr=np.nan, epochs=np.nan, n_reached=0, n_seeds=int(d.seed.nunique()),
-                       budget=float(d.budget.min()), tune_loss=np.nan)
+            rec.update(
+                lr=np.nan,
+                epochs=np.nan,
+                n_reached=0,
+                n_seeds=int(d.seed.nunique()),
+                budget=float(d.budget.min()),
+                tune_loss=np.nan,
+            )
         else:
             lr = float(by_lr.idxmin())
             s = d[d.lr == lr]
             reached = s.epochs.notna()
-            rec.update(lr=lr, tune_loss=float(by_lr.min()), n_reached=int(reached.sum()),
-                       n_seeds=len(s), budget=float(s.budget.min()),
-                       epochs=float(s.epochs.mean()) if reached.all() else np.nan)
+            rec.update(
+                lr=lr,
+                tune_loss=float(by_lr.min()),
+                n_reached=int(reached.sum()),
+                n_seeds=len(s),
+                budget=float(s.budget.min()),
+                epochs=float(s.epochs.mean()) if reached.all() else np.nan,
+            )
         rows.append(rec)
     return pd.DataFrame(rows)
 
@@ -104,6 +132,7 @@ def diversity_bound(arch: str, dataset: str, width: int, depth: int) -> float:
     run's input size d, hidden width K and ``depth`` hidden layers (L = depth + 1 weight layers)."""
     from ...data.sizes import fc_input_dim
     from ...theory.diversity import linear_equal_width_lower_bound
+
     d = fc_input_dim(arch, dataset, width) if arch == "fc" else np.nan
     return float(linear_equal_width_lower_bound(d, width, depth + 1))
 

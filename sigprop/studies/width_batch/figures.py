@@ -22,13 +22,16 @@ def _net_label(r) -> str:
 
 def _nets(c: pd.DataFrame) -> list[tuple]:
     keys = [k for k in ("depth", "width", "head_depth", "head_width") if k in c]  # within a panel
-    return [tuple(k) for k in c[keys].drop_duplicates().sort_values(keys).itertuples(index=False)], keys
+    return [
+        tuple(k) for k in c[keys].drop_duplicates().sort_values(keys).itertuples(index=False)
+    ], keys
 
 
 def _panels(c: pd.DataFrame, n_rows: int = 1):
     panels = list(dict.fromkeys(c.panel))
-    fig, axes = plt.subplots(n_rows, len(panels), figsize=(5.2 * len(panels), 4.2 * n_rows),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        n_rows, len(panels), figsize=(5.2 * len(panels), 4.2 * n_rows), squeeze=False
+    )
     return fig, panels, axes
 
 
@@ -42,7 +45,9 @@ def epochs_curves(runs: pd.DataFrame, theory: pd.DataFrame, p):
         nets, keys = _nets(cp)
         top = np.nanmax(cp.budget) * 1.3
         for i, net in enumerate(nets):
-            d = cp.loc[(cp[keys] == pd.Series(net, index=keys)).all(axis=1)].sort_values("batch_size")
+            d = cp.loc[(cp[keys] == pd.Series(net, index=keys)).all(axis=1)].sort_values(
+                "batch_size"
+            )
             col = CMAP(i / max(1, len(nets) - 1) * 0.9)
             lab = _net_label(d.iloc[0])
             ax.plot(d.batch_size, d.epochs, "o-", color=col, label=lab, ms=4)
@@ -76,8 +81,15 @@ def epochs_heatmap(runs: pd.DataFrame, theory: pd.DataFrame, p):
         grid = grid.reindex(order)
         im = ax.imshow(np.log10(grid.to_numpy(dtype=float)), cmap="magma_r", aspect="auto")
         for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
-            ax.text(j, i, "–" if not np.isfinite(v) else f"{v:.3g}", ha="center", va="center",
-                    fontsize=7, color="0.5" if not np.isfinite(v) else "w")
+            ax.text(
+                j,
+                i,
+                "–" if not np.isfinite(v) else f"{v:.3g}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="0.5" if not np.isfinite(v) else "w",
+            )
         ax.set_xticks(range(grid.shape[1]), [f"{int(b)}" for b in grid.columns], fontsize=7)
         ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=7)
         ax.set_xlabel("batch size")
@@ -97,12 +109,19 @@ def largest_batch_plot(runs: pd.DataFrame, theory: pd.DataFrame, p):
         nets = net_table(c[c.panel == panel], p.analysis)
         labels = [_net_label(r) for r in nets.itertuples()]
         x = np.arange(len(nets))
-        floor = float(c.batch_size.min()) / 2   # "no batch reached the target in time"
+        floor = float(c.batch_size.min()) / 2  # "no batch reached the target in time"
         for i, bud in enumerate(budgets):
             y = nets[f"largest_within_{bud:g}"].to_numpy(dtype=float)
             col = CMAP(i / max(1, len(budgets) - 1) * 0.9)
-            ax.plot(x, y, marker="o", ls=["-", "--", ":", "-."][i % 4], color=col,
-                    ms=8 - 2 * i, label=f"within {bud:g} epochs")
+            ax.plot(
+                x,
+                y,
+                marker="o",
+                ls=["-", "--", ":", "-."][i % 4],
+                color=col,
+                ms=8 - 2 * i,
+                label=f"within {bud:g} epochs",
+            )
             none = ~np.isfinite(y)
             ax.plot(x[none], np.full(none.sum(), floor), "x", color=col, ms=8 - 2 * i)
         ax.axhline(floor, color="0.7", lw=0.6)
@@ -113,8 +132,9 @@ def largest_batch_plot(runs: pd.DataFrame, theory: pd.DataFrame, p):
         ax.set_title(panel)
         arch, ds = nets.arch.iloc[0], nets.dataset.iloc[0]
         if arch == "fc":
-            bound = [diversity_bound(arch, ds, int(r.width), int(r.depth))
-                     for r in nets.itertuples()]
+            bound = [
+                diversity_bound(arch, ds, int(r.width), int(r.depth)) for r in nets.itertuples()
+            ]
             ax2 = ax.twinx()
             ax2.plot(x, bound, "k--", lw=1, label="Thm. 3 bound (theory)")
             ax2.set_ylabel("Thm. 3 diversity bound (linear nets)")

@@ -17,6 +17,7 @@ Job output goes to results/logs/sge/<name>.o<jobid> (stdout and stderr joined). 
 SIGPROP_SGE_DRYRUN=1 to print the qsub command line instead of running it.
 Standard library only: it runs with whatever python3 is on PATH.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,19 @@ def qsub_args(props: dict, env: dict) -> list[str]:
     """qsub options for one job (see the module docstring for the mapping)."""
     res = props.get("resources", {})
     threads = max(1, int(props.get("threads", 1)))
-    args = ["-terse", "-cwd", "-V", "-S", "/bin/bash", "-j", "y", "-N", job_name(props),
-            "-o", str(LOG_DIR)]
+    args = [
+        "-terse",
+        "-cwd",
+        "-V",
+        "-S",
+        "/bin/bash",
+        "-j",
+        "y",
+        "-N",
+        job_name(props),
+        "-o",
+        str(LOG_DIR),
+    ]
     if threads > 1:
         args += ["-pe", env.get("SIGPROP_SGE_PE", "smp"), str(threads)]
     limits = []
