@@ -1,7 +1,7 @@
 # Helpers shared by the rules: which files each study needs.
 
 from sigprop import registry as studies
-from sigprop.data import registry
+from sigprop.data import catalog
 from sigprop.steps.jobs import run_job  # run: blocks call one package function through it
 
 
@@ -359,16 +359,16 @@ def code_of(step):
 
 
 def raw_files(wildcards):
-    spec = registry.get(wildcards.dataset)
+    spec = catalog.get(wildcards.dataset)
     return [f"results/raw/{spec.name}/{f.filename}" for f in spec.files]
 
 
 def raw_sha256(wildcards):
-    spec = registry.get(wildcards.dataset)
+    spec = catalog.get(wildcards.dataset)
     remote = {f.filename: f for f in spec.files}[wildcards.filename]
-    return registry.pinned_sha256(remote, config["data"]["sha256_overrides"], spec.name)
+    return catalog.pinned_sha256(remote, config["data"]["sha256_overrides"], spec.name)
 
 
 def raw_url(wildcards):
-    spec = registry.get(wildcards.dataset)
+    spec = catalog.get(wildcards.dataset)
     return {f.filename: f.url for f in spec.files}[wildcards.filename]

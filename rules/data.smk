@@ -1,5 +1,5 @@
 # Data sets: embedded ones are generated, downloadable ones fetched (checksummed)
-# and parsed from their raw format.  Facts (URL, sha256) live in sigprop.data.registry.
+# and parsed from their raw format.  Facts (URL, sha256) live in sigprop.data.catalog.
 # No conda: directive (the one lint `snakemake --lint` keeps for these two rules): every job
 # runs in the workflow's own environment, the pinned requirements.lock the README installs, and
 # the scripts only call the package installed there (tests/test_lint.py).

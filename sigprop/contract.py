@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import params as P
+from . import params as params_module
 
 SECTIONS = ("measure", "theory", "analysis", "claims")
 EVAL_SPLITS = ("train", "test")  # the splits a training shard can score at an evaluation
@@ -100,10 +100,10 @@ class StudySpec:
     figures: Mapping[str, Figure]
     source: str
     tables: tuple[str, ...] = ()
-    measure: type = P.NoParams
-    theory: type = P.NoParams
-    analysis: type = P.NoParams
-    claims: type = P.NoParams
+    measure: type = params_module.NoParams
+    theory: type = params_module.NoParams
+    analysis: type = params_module.NoParams
+    claims: type = params_module.NoParams
     measure_reads_labels: bool = False
     check: Callable[[Any, set], None] | None = None
     eval_splits: tuple[str, ...] = ("train", "test")
@@ -175,7 +175,7 @@ class Params:
 
         d = {"study": self.study, "job": self.job}
         for s in JOB_SECTIONS[self.job]:
-            d[s] = P.to_dict(getattr(self, s))
+            d[s] = params_module.to_dict(getattr(self, s))
         if self.labels is not None:
             d["labels"] = list(self.labels)
         return json.dumps(d)
@@ -187,7 +187,7 @@ class Params:
         import hashlib
         import json
 
-        d = {s: P.to_dict(getattr(self, s)) for s in sections}
+        d = {s: params_module.to_dict(getattr(self, s)) for s in sections}
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @classmethod
@@ -200,7 +200,7 @@ class Params:
         kw = {}
         for s in SECTIONS:
             kw[s] = (
-                P.parse(spec.section_type(s), d[s], s)
+                params_module.parse(spec.section_type(s), d[s], s)
                 if s in JOB_SECTIONS[job]
                 else _Withheld(s, job)
             )

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from . import params as P
+from . import params as params_module
 from .contract import SECTIONS, Params, StudySpec, base_scales
 
 PACKAGE = "sigprop.studies"
@@ -207,16 +207,18 @@ def resolve(kind: str, study_cfg: dict, scale: str, where: str = "", smoke: bool
     for section in SECTIONS:
         merged = study_cfg.get(section)
         # check each part where it is written, so an error names the key the user typed
-        P.parse(s.section_type(section), merged, section)
+        params_module.parse(s.section_type(section), merged, section)
         for name in base_scales(scale):  # a ladder rung: the quick scale's, then its own
             over = (scales.get(name) or {}).get(section)
             if over is not None:
-                P.parse(s.section_type(section), over, f"scales.{name}.{section}")
-                merged = P.merge(merged, over)
+                params_module.parse(s.section_type(section), over, f"scales.{name}.{section}")
+                merged = params_module.merge(merged, over)
         if smoke_cfg.get(section) is not None:
-            P.parse(s.section_type(section), smoke_cfg[section], f"scales.{scale}.smoke.{section}")
-            merged = P.merge(merged, smoke_cfg[section])
-        out[section] = P.parse(s.section_type(section), merged, section)
+            params_module.parse(
+                s.section_type(section), smoke_cfg[section], f"scales.{scale}.smoke.{section}"
+            )
+            merged = params_module.merge(merged, smoke_cfg[section])
+        out[section] = params_module.parse(s.section_type(section), merged, section)
     return Params(study=study_cfg.get("name", kind), **out)
 
 

@@ -1,4 +1,4 @@
-"""Tests of checked downloads (file:// URLs, no network) and of the registry's pins."""
+"""Tests of checked downloads (file:// URLs, no network) and of the catalog's pins."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from sigprop.data import catalog
 from sigprop.data import fetch as F
-from sigprop.data import registry
 
 BOGUS = "https://example.invalid/never/contacted/"  # would fail if ever reached
 
@@ -127,9 +127,9 @@ def test_verify_detects_truncation(tmp_path, source):
 
 def test_fetch_dataset_with_override(tmp_path, source, monkeypatch):
     path, digest = source
-    unpinned = registry.RemoteFile("blob.bin", BOGUS + "blob.bin", "")
-    spec = dataclasses.replace(registry.get("tiny_imagenet"), files=(unpinned,))
-    monkeypatch.setitem(registry.DATASETS, "tiny_imagenet", spec)
+    unpinned = catalog.RemoteFile("blob.bin", BOGUS + "blob.bin", "")
+    spec = dataclasses.replace(catalog.get("tiny_imagenet"), files=(unpinned,))
+    monkeypatch.setitem(catalog.DATASETS, "tiny_imagenet", spec)
     with pytest.raises(F.UnpinnedChecksumError):
         F.fetch_dataset("tiny_imagenet", tmp_path / "raw", mirror=str(path.parent))
     got = F.fetch_dataset(
@@ -141,17 +141,17 @@ def test_fetch_dataset_with_override(tmp_path, source, monkeypatch):
     assert got == [tmp_path / "raw" / "blob.bin"]
 
 
-# --- registry ------------------------------------------------------------------------
+# --- catalog ------------------------------------------------------------------------
 
 
 def test_registry_names_and_unknown():
-    assert registry.names("embedded") == [
+    assert catalog.names("embedded") == [
         "digits",
         "digits_images",
         "gaussian",
         "synthetic_regression",
     ]
-    assert set(registry.names("download")) == {
+    assert set(catalog.names("download")) == {
         "mnist",
         "fashion_mnist",
         "emnist_balanced",
@@ -161,15 +161,15 @@ def test_registry_names_and_unknown():
         "tiny_imagenet",
     }
     with pytest.raises(KeyError, match="known datasets: cifar10"):
-        registry.get("imagenet")
+        catalog.get("imagenet")
     with pytest.raises(ValueError):
-        registry.names("elsewhere")
+        catalog.names("elsewhere")
 
 
 def test_registry_pins_are_well_formed():
     unpinned = []
-    for name in registry.names("download"):
-        spec = registry.get(name)
+    for name in catalog.names("download"):
+        spec = catalog.get(name)
         assert spec.files and spec.task == "classification" and spec.n_classes
         for f in spec.files:
             assert f.url.startswith(("https://", "http://")) and f.url.endswith("/" + f.filename)
@@ -178,13 +178,13 @@ def test_registry_pins_are_well_formed():
             else:
                 unpinned.append(f.filename)
     assert unpinned == ["tiny-imagenet-200.zip"]
-    for name in registry.names("embedded"):
-        assert registry.get(name).files == ()
-    assert registry.get("cifar10").files[0].filename == "cifar-10-binary.tar.gz"
-    assert [f.filename for f in registry.get("gisette").files] == [
+    for name in catalog.names("embedded"):
+        assert catalog.get(name).files == ()
+    assert catalog.get("cifar10").files[0].filename == "cifar-10-binary.tar.gz"
+    assert [f.filename for f in catalog.get("gisette").files] == [
         "gisette_train.data",
         "gisette_train.labels",
         "gisette_valid.data",
         "gisette_valid.labels",
     ]
-    assert registry.get("emnist_balanced").n_classes == 47
+    assert catalog.get("emnist_balanced").n_classes == 47

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sigprop.data import embedded, formats, registry
+from sigprop.data import catalog, embedded, formats
 from sigprop.data.fetch import ChecksumError, UnpinnedChecksumError
 from sigprop.data.prepare import load, prepare
 
@@ -350,13 +350,13 @@ def test_a_replaced_data_file_stops_the_shard_that_would_read_it(tmp_path):
 
 
 def _patch(monkeypatch, name, paths, **changes):
-    """Point registry entry ``name`` at the tiny files (their digests; no size checks)."""
+    """Point catalog entry ``name`` at the tiny files (their digests; no size checks)."""
     files = tuple(
-        registry.RemoteFile(p.name, "https://example.invalid/" + p.name, _sha(p)) for p in paths
+        catalog.RemoteFile(p.name, "https://example.invalid/" + p.name, _sha(p)) for p in paths
     )
     changes = {"n_train": None, "n_test": None, **changes}
-    spec = dataclasses.replace(registry.get(name), files=files, **changes)
-    monkeypatch.setitem(registry.DATASETS, name, spec)
+    spec = dataclasses.replace(catalog.get(name), files=files, **changes)
+    monkeypatch.setitem(catalog.DATASETS, name, spec)
 
 
 def _raw_mnist(raw, rng):
@@ -429,7 +429,7 @@ def test_prepare_downloadable(tmp_path, monkeypatch, name):
     paths, (x_tr, y_tr, x_te, y_te), changes = RAW[name](raw, rng)
     _patch(monkeypatch, name, paths, **changes)
     ds = load(prepare(name, tmp_path / f"{name}.npz", raw_dir=raw))
-    spec = registry.get(name)
+    spec = catalog.get(name)
     assert ds.x_train.shape == (len(x_tr), *spec.input_shape) and ds.x_train.dtype == np.float32
     assert ds.x_test.shape == (len(x_te), *spec.input_shape)
     np.testing.assert_array_equal(ds.y_train, y_tr)
@@ -484,8 +484,8 @@ def test_unpinned_raw_file_needs_override(tmp_path, monkeypatch):
     raw = tmp_path / "raw"
     raw.mkdir()
     path = H.write_tiny_imagenet_zip(raw / "tiny-imagenet-200.zip", n_train=1)
-    spec = dataclasses.replace(registry.get("tiny_imagenet"), n_train=None, n_test=None)
-    monkeypatch.setitem(registry.DATASETS, "tiny_imagenet", spec)
+    spec = dataclasses.replace(catalog.get("tiny_imagenet"), n_train=None, n_test=None)
+    monkeypatch.setitem(catalog.DATASETS, "tiny_imagenet", spec)
     assert spec.files[0].sha256 == ""
     with pytest.raises(UnpinnedChecksumError, match="sha256_overrides"):
         prepare("tiny_imagenet", tmp_path / "t.npz", raw_dir=raw)

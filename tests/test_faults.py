@@ -295,12 +295,12 @@ def test_corrupt_raw_file_in_results_is_rejected_by_prepare_then_refetched(workd
     rejected by the prepare job before any parsing, naming the file and the checksum; forcing
     ``fetch_raw`` fetches a verified copy again.  (Small stand-ins for the Gisette files,
     pinned through ``data.sha256_overrides``.)"""
-    from sigprop.data import registry
+    from sigprop.data import catalog
 
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     pins = {}
-    for i, f in enumerate(registry.get("gisette").files):
+    for i, f in enumerate(catalog.get("gisette").files):
         (mirror / f.filename).write_bytes(f"stand-in {i} ".encode() * 500)
         pins[f.filename] = hashlib.sha256((mirror / f.filename).read_bytes()).hexdigest()
     study = tiny_study(fixed={"dataset": "gisette"})

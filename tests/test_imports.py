@@ -193,7 +193,7 @@ LIGHT = """
 import sys
 from sigprop import registry
 specs = {k: registry.spec(k) for k in registry.kinds()}
-import sigprop.config, sigprop.data.registry, sigprop.papers
+import sigprop.config, sigprop.data.catalog, sigprop.papers
 heavy = sorted({'torch', 'matplotlib', 'pandas', 'sklearn'} & set(sys.modules))
 print(len(specs), heavy)
 """

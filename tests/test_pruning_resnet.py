@@ -14,7 +14,7 @@ import pytest
 from sigprop import registry as study_registry
 from sigprop import tables
 from sigprop.config import build_study, load_yaml
-from sigprop.data import embedded, registry
+from sigprop.data import catalog, embedded
 from sigprop.runs import runs_digest
 from sigprop.steps import analysis as analysis_steps
 from sigprop.studies import pruning_resnet as spec
@@ -80,7 +80,7 @@ def _runs(
 
 def test_digits_images_is_digits_as_images():
     a, b = embedded.digits(), embedded.digits_images()
-    assert registry.get("digits_images").input_shape == (1, 8, 8) == b[0].shape[1:]
+    assert catalog.get("digits_images").input_shape == (1, 8, 8) == b[0].shape[1:]
     np.testing.assert_array_equal(a[0], b[0].reshape(len(b[0]), 64))
     np.testing.assert_array_equal(a[3], b[3])
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from sigprop.cli import main
-from sigprop.data import fetch, prepare, registry, stand_ins
+from sigprop.data import catalog, fetch, prepare, stand_ins
 
 SMALL = {
     "mnist": (20, 10),
@@ -30,10 +30,10 @@ def written(tmp_path_factory):
 def test_every_downloaded_data_set_gets_a_stand_in(written):
     out, frag = written
     data = frag["data"]
-    assert set(data["sizes"]) == set(registry.names("download")) == set(SMALL)
+    assert set(data["sizes"]) == set(catalog.names("download")) == set(SMALL)
     assert yaml.safe_load((out / "stand-ins.yaml").read_text()) == frag
     for name in SMALL:
-        for remote in registry.get(name).files:
+        for remote in catalog.get(name).files:
             path = out / name / remote.filename
             assert fetch.sha256_file(path) == data["sha256_overrides"][f"{name}/{remote.filename}"]
     # MNIST and Fashion-MNIST share file names; their digests are kept apart by the data set
@@ -45,7 +45,7 @@ def test_every_downloaded_data_set_gets_a_stand_in(written):
 def test_stand_in_is_fetched_checked_parsed_and_prepared(written, tmp_path, name):
     out, frag = written
     data = frag["data"]
-    spec = registry.get(name)
+    spec = catalog.get(name)
     raw = tmp_path / "raw" / name
     got = fetch.fetch_dataset(
         name, raw, local_dir=data["local_dir"], sha256_overrides=data["sha256_overrides"]
@@ -70,11 +70,11 @@ def test_stand_in_is_fetched_checked_parsed_and_prepared(written, tmp_path, name
     assert ds.meta["raw_sha256"] == {
         f.filename: data["sha256_overrides"][f"{name}/{f.filename}"] for f in spec.files
     }
-    # without the stand-in sizes the registry's real sizes are expected, and the error says so
+    # without the stand-in sizes the catalog's real sizes are expected, and the error says so
     with pytest.raises(
         ValueError,
         match=rf"{name}: parsed {sizes['n_train']} train samples, "
-        rf"expected {spec.n_train} \(the registry\)",
+        rf"expected {spec.n_train} \(the catalog\)",
     ):
         prepare.prepare(
             name, tmp_path / "again.npz", raw_dir=raw, sha256_overrides=data["sha256_overrides"]
@@ -90,15 +90,15 @@ def test_stand_in_without_its_digest_is_refused(written, tmp_path):
 
 
 def test_a_bare_file_name_override_is_still_honoured_and_the_qualified_one_wins():
-    remote = registry.get("mnist").files[0]
+    remote = catalog.get("mnist").files[0]
     a, b = "a" * 64, "b" * 64
-    assert registry.pinned_sha256(remote, {remote.filename: a}, "mnist") == a
+    assert catalog.pinned_sha256(remote, {remote.filename: a}, "mnist") == a
     assert (
-        registry.pinned_sha256(remote, {remote.filename: a, f"mnist/{remote.filename}": b}, "mnist")
+        catalog.pinned_sha256(remote, {remote.filename: a, f"mnist/{remote.filename}": b}, "mnist")
         == b
     )
     assert (
-        registry.pinned_sha256(remote, {f"fashion_mnist/{remote.filename}": b}, "mnist")
+        catalog.pinned_sha256(remote, {f"fashion_mnist/{remote.filename}": b}, "mnist")
         == remote.sha256
     )
 
@@ -144,6 +144,6 @@ def test_sizes_for_holds_the_largest_batch_of_every_data_set():
         R(dataset="digits", batch_size=4096),
     ]
     s = stand_ins.sizes_for(runs, ["cifar10", "emnist_balanced", "mnist"])
-    assert s["cifar10"] == (1000, stand_ins.default_sizes(registry.get("cifar10"))[1])
+    assert s["cifar10"] == (1000, stand_ins.default_sizes(catalog.get("cifar10"))[1])
     assert s["emnist_balanced"][0] == 47 * 22 and s["emnist_balanced"][0] >= 1000  # whole classes
-    assert s["mnist"] == stand_ins.default_sizes(registry.get("mnist"))
+    assert s["mnist"] == stand_ins.default_sizes(catalog.get("mnist"))

@@ -181,12 +181,12 @@ def test_kill_mid_shard_then_rerun_resumes_without_lost_or_duplicated_rows(workd
 
 
 def test_corrupt_raw_file_is_rejected_and_leaves_nothing(workdir):
-    """A raw file whose sha256 differs from the registry's stops the fetch rule; no partial file."""
-    from sigprop.data import registry
+    """A raw file whose sha256 differs from the catalog's stops the fetch rule; no partial file."""
+    from sigprop.data import catalog
 
     local = workdir / "mirror"
     local.mkdir()
-    for f in registry.get("mnist").files:
+    for f in catalog.get("mnist").files:
         (local / f.filename).write_bytes(b"not the real file")
     study = tiny_study(fixed={"dataset": "mnist"})
     cfg = write_config(workdir, study, data={"local_dir": str(local)})

@@ -56,7 +56,7 @@ def _item_cell(verdict: str, reading_: str, regime: str, exploratory: bool, scal
 
 
 def _data_labels(names) -> str:
-    from ..data.registry import label
+    from ..data.catalog import label
 
     return ", ".join(label(n) for n in sorted(set(names))) or "no data"
 

@@ -15,17 +15,17 @@ def check_data_options(options: dict, filename) -> dict:
     ``--config`` gives nested values as strings: ``'-5'`` for an integer option becomes ``-5``
     (and is then refused as out of range), ``'abc'`` is refused.  Returns the coerced options;
     errors name the source (``filename``: a file or :class:`ConfigSources`) and the key."""
-    from sigprop.data import embedded, registry
+    from sigprop.data import catalog, embedded
 
     out = {}
     for name, opts in (options or {}).items():
         path = ("data", "options", name)
-        if name not in registry.DATASETS:
+        if name not in catalog.DATASETS:
             raise ConfigError(
                 f"{source_of(filename, path)}: key 'data.options.{name}': unknown "
-                f"dataset '{name}' (known: {', '.join(sorted(registry.DATASETS))})"
+                f"dataset '{name}' (known: {', '.join(sorted(catalog.DATASETS))})"
             )
-        spec = registry.get(name)
+        spec = catalog.get(name)
         params = (
             inspect.signature(getattr(embedded, spec.fmt)).parameters
             if spec.source == "embedded"

@@ -333,7 +333,7 @@ def check_runs(
     Errors name the file and the key of the block that sets the value when ``study_cfg`` is
     given (``...blocks[0].grid.pruner``), else ``scales.<scale>.blocks``.
     """
-    from sigprop.data import registry
+    from sigprop.data import catalog
 
     trains = _trains(study_cfg)
     sizes: dict[str, int | None] = {}
@@ -352,12 +352,12 @@ def check_runs(
                 "activation",
                 f"unknown activation '{r.activation}' (known: {', '.join(KNOWN_ACTIVATIONS)})",
             )
-        if r.dataset not in registry.DATASETS:
+        if r.dataset not in catalog.DATASETS:
             fail(
                 "dataset",
-                f"unknown dataset '{r.dataset}' (known: {', '.join(sorted(registry.DATASETS))})",
+                f"unknown dataset '{r.dataset}' (known: {', '.join(sorted(catalog.DATASETS))})",
             )
-        shape = registry.get(r.dataset).input_shape
+        shape = catalog.get(r.dataset).input_shape
         if r.arch in IMAGE_ARCHS and len(shape) != 3:
             fail(
                 "arch",

@@ -60,10 +60,10 @@ def models_for(run: RunSpec) -> int:
     """Runs kept of a block whose first kept run is ``run``: :data:`MODELS`, or one where a
     model's parameters exceed :data:`WIDE_MODEL_BYTES` (counted exactly where the family's
     shapes are known without building it, :func:`sigprop.sizing.param_count`)."""
-    from sigprop.data import registry
+    from sigprop.data import catalog
     from sigprop.sizing import param_count
 
-    spec = registry.get(run.dataset)
+    spec = catalog.get(run.dataset)
     n = param_count(run, spec.input_shape, spec.n_classes or 1)
     bytes_per = 8 if run.precision == "float64" else 4
     return 1 if n is not None and n * bytes_per > WIDE_MODEL_BYTES else MODELS

@@ -192,10 +192,10 @@ def shard_sizer(shard_size: int, memory_budget_mb: float):
     if shard_size:
         return shard_size
     from sigprop import sizing
-    from sigprop.data import registry
+    from sigprop.data import catalog
 
     def size(run: RunSpec) -> int:
-        spec = registry.get(run.dataset)
+        spec = catalog.get(run.dataset)
         n_out = spec.n_classes or 1
         return sizing.auto_shard_size(
             sizing.run_bytes(run, spec.input_shape, n_out), int(memory_budget_mb * 2**20)

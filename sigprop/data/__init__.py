@@ -1,6 +1,6 @@
-"""Dataset layer: registry of dataset facts, checked downloads, raw parsers, prepared files.
+"""Dataset layer: the catalog of dataset facts, checked downloads, raw parsers, prepared files.
 
-``registry`` holds every dataset fact (URLs, SHA-256 digests, shapes);
+``catalog`` holds every dataset fact (URLs, SHA-256 digests, shapes);
 ``fetch`` downloads or copies raw files and verifies their digests;
 ``formats`` parses the raw formats; ``embedded`` generates the sets that need
 no download; ``prepare`` writes one normalised ``.npz`` per dataset and

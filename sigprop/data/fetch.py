@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .. import atomic
-from . import registry
+from . import catalog
 
 _CHUNK = 1 << 20
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -53,7 +53,7 @@ def _expected(sha256: str, name: str) -> str:
         raise UnpinnedChecksumError(
             f"no SHA-256 is pinned for {name!r}, so it is refused; download it yourself, "
             f"check it, and pin its digest in the config: "
-            + registry.OVERRIDE_HINT.format(filename=name)
+            + catalog.OVERRIDE_HINT.format(filename=name)
         )
     if not _HEX64.fullmatch(value):
         raise ValueError(f"pinned SHA-256 for {name!r} is not 64 hex digits: {sha256!r}")
@@ -166,13 +166,13 @@ def fetch_dataset(
     sha256_overrides: Mapping[str, str] | None = None,
     timeout: float = 60.0,
 ) -> list[Path]:
-    """Fetch every raw file of the registry dataset ``name`` into ``raw_dir``."""
-    spec = registry.get(name)
+    """Fetch every raw file of the catalog dataset ``name`` into ``raw_dir``."""
+    spec = catalog.get(name)
     return [
         fetch(
             f.url,
             Path(raw_dir) / f.filename,
-            registry.pinned_sha256(f, sha256_overrides, name),
+            catalog.pinned_sha256(f, sha256_overrides, name),
             mirror=mirror,
             local_dir=local_dir,
             dataset=name,

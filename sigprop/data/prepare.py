@@ -1,4 +1,4 @@
-"""Turn a registry dataset into one normalised ``.npz`` file, and load it back.
+"""Turn a catalog dataset into one normalised ``.npz`` file, and load it back.
 
 The file holds ``x_train, y_train, x_test, y_test`` (x float32; y int64 for
 classification, float32 for regression) and ``meta``, a JSON string stored
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import atomic
-from . import embedded, formats, registry
+from . import catalog, embedded, formats
 from .fetch import verify
 
 FORMAT_VERSION = 2  # 2: meta records the identity (IDENTITY) and content_sha256
@@ -78,7 +78,7 @@ class Dataset:
     meta: dict = field(default_factory=dict)
 
 
-def _generate(spec: registry.DatasetSpec, options: dict):
+def _generate(spec: catalog.DatasetSpec, options: dict):
     gen = _GENERATORS[spec.fmt]
     allowed = inspect.signature(gen).parameters
     for key in options:
@@ -102,7 +102,7 @@ def _raw_paths(spec, raw_dir, overrides) -> tuple[list[Path], dict]:
                 f"{spec.name}: raw file {remote.filename} not found in {raw_dir}; fetch it "
                 f"first (sigprop.data.fetch.fetch_dataset) or copy it there"
             )
-        sha = registry.pinned_sha256(remote, overrides, spec.name)
+        sha = catalog.pinned_sha256(remote, overrides, spec.name)
         verify(path, sha)  # a corrupt file is rejected here, before any parsing
         paths.append(path)
         digests[remote.filename] = sha
@@ -126,7 +126,7 @@ def _parse(spec, paths: list[Path]):
 
 
 def _check_parsed(spec, arrays, sizes: Mapping[str, int] | None = None) -> None:
-    """Split sizes (the registry's, or ``sizes``: ``{"n_train", "n_test"}``) and input shape."""
+    """Split sizes (the catalog's, or ``sizes``: ``{"n_train", "n_test"}``) and input shape."""
     x_tr, y_tr, x_te, y_te = arrays
     sizes = dict(sizes or {})
     unknown = set(sizes) - {"n_train", "n_test"}
@@ -137,7 +137,7 @@ def _check_parsed(spec, arrays, sizes: Mapping[str, int] | None = None) -> None:
     for key, x, split in (("n_train", x_tr, "train"), ("n_test", x_te, "test")):
         want = sizes.get(key, getattr(spec, key))
         if want is not None and len(x) != want:
-            where = f"data.sizes.{spec.name}.{key}" if key in sizes else "the registry"
+            where = f"data.sizes.{spec.name}.{key}" if key in sizes else "the catalog"
             raise ValueError(
                 f"{spec.name}: parsed {len(x)} {split} samples, expected {want} ({where})"
             )
@@ -225,13 +225,13 @@ def prepare(
     Embedded sets are generated with ``options`` as generator keyword
     arguments (an unknown key raises ValueError naming it).  Downloaded sets
     are parsed from ``raw_dir`` after each raw file's SHA-256 is checked
-    against the registry (or ``sha256_overrides``); they take no options, and
-    their split sizes must be the registry's (or ``sizes``: ``{"n_train": n, "n_test": m}``,
+    against the catalog (or ``sha256_overrides``); they take no options, and
+    their split sizes must be the catalog's (or ``sizes``: ``{"n_train": n, "n_test": m}``,
     for the smoke run's stand-ins, :mod:`sigprop.data.stand_ins`).  ``code``: the digest of the
     code that makes the file (the prepare step's, which the workflow passes), recorded in
     ``meta`` with the name, options, sizes and :func:`content_digest`.
     """
-    spec = registry.get(name)
+    spec = catalog.get(name)
     options = dict(options or {})
     digests: dict = {}
     if spec.source == "embedded":

@@ -19,9 +19,9 @@ def fc_input_dim(arch: str, dataset: str, width: int) -> int:
     """Inputs of the fully connected part of ``arch`` on ``dataset`` (Chen et al. 2018, Sec. 5
     varies that part): fc, the flattened input; lenet, its 50 conv maps of ``((H-4)/2-4)/2``
     squared pixels (800 on MNIST); resnet18 / resnet34, the ``8 width`` pooled channels."""
-    from . import registry
+    from . import catalog
 
-    shape = registry.get(dataset).input_shape
+    shape = catalog.get(dataset).input_shape
     if arch == "lenet":
         return 50 * (((shape[-1] - 4) // 2 - 4) // 2) ** 2
     if arch in ("resnet18", "resnet34"):
@@ -36,9 +36,9 @@ def fc_input_dim(arch: str, dataset: str, width: int) -> int:
 def width_for_params(p: float, depth: int, dataset: str, arch: str = "fc", width: int = 0) -> int:
     """Chen et al. 2018, Sec. 5: the width K with ``d_in K + (L-1) K^2 + K d_out = p`` (nearest integer);
     ``d_in`` from :func:`fc_input_dim`, ``d_out`` the data set's classes."""
-    from . import registry
+    from . import catalog
 
-    spec = registry.get(dataset)
+    spec = catalog.get(dataset)
     d_in, d_out = fc_input_dim(arch, dataset, width), int(spec.n_classes or 1)
     a, b = depth - 1, d_in + d_out
     k = p / b if a == 0 else (-b + np.sqrt(b * b + 4 * a * p)) / (2 * a)
@@ -52,14 +52,14 @@ def width_for_params(p: float, depth: int, dataset: str, arch: str = "fc", width
 def train_size(dataset: str, options: dict | None = None) -> int | None:
     """Training examples of a prepared data set, known without building it (None: unknown).
 
-    Downloaded sets: the registry's ``n_train``.  Embedded sets: from their generator's
+    Downloaded sets: the catalog's ``n_train``.  Embedded sets: from their generator's
     arguments (:mod:`sigprop.data.embedded`; ``options`` as in the config's ``data.options``
     over the defaults): digits keeps ``1797 - ceil(1797 * test_fraction)`` images for
     training (scikit-learn's ``train_test_split``), the generated sets ``n_train`` or ``n``.
     """
-    from . import embedded, registry
+    from . import catalog, embedded
 
-    spec = registry.get(dataset)
+    spec = catalog.get(dataset)
     if spec.source != "embedded":
         return spec.n_train
     gen = getattr(embedded, spec.fmt, None)

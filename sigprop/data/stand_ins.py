@@ -23,14 +23,13 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from . import raw_writers as W
-from . import registry
+from . import catalog, raw_writers
 from .fetch import sha256_file
 
 SEED = 0
 
 
-def default_sizes(spec: registry.DatasetSpec) -> tuple[int, int]:
+def default_sizes(spec: catalog.DatasetSpec) -> tuple[int, int]:
     """``(n_train, n_test)`` of a stand-in: at least 512 / 128 examples and 2 / 1 per class, a
     whole number per class (the smoke run's pruned runs score 1 example per class).  Small,
     because every evaluation of the smoke run reads the whole test split and up to 2048 training
@@ -48,8 +47,8 @@ def sizes_for(runs, datasets: list[str] | None = None) -> dict[str, tuple[int, i
     for r in runs:
         biggest[r.dataset] = max(biggest.get(r.dataset, 0), int(r.batch_size))
     out = {}
-    for name in datasets if datasets is not None else registry.names("download"):
-        spec = registry.get(name)
+    for name in datasets if datasets is not None else catalog.names("download"):
+        spec = catalog.get(name)
         k = spec.n_classes or 1
         n_train, n_test = default_sizes(spec)
         out[name] = (max(n_train, -(-biggest.get(name, 0) // k) * k), n_test)
@@ -63,28 +62,32 @@ def _labels(rng, n: int, k: int) -> np.ndarray:
 
 def _idx(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
     for remote, n, kind in zip(files, (n_train, n_train, n_test, n_test), ("x", "y", "x", "y")):
-        arr = W.images(rng, n, shape[1:]) if kind == "x" else _labels(rng, n, k).astype(np.uint8)
-        W.write_idx(folder / remote.filename, arr)
+        arr = (
+            raw_writers.images(rng, n, shape[1:])
+            if kind == "x"
+            else _labels(rng, n, k).astype(np.uint8)
+        )
+        raw_writers.write_idx(folder / remote.filename, arr)
 
 
 def _emnist(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
-    W.write_emnist_zip(
+    raw_writers.write_emnist_zip(
         folder / files[0].filename,
         "balanced",
-        W.images(rng, n_train, shape[1:]),
+        raw_writers.images(rng, n_train, shape[1:]),
         _labels(rng, n_train, k),
-        W.images(rng, n_test, shape[1:]),
+        raw_writers.images(rng, n_test, shape[1:]),
         _labels(rng, n_test, k),
     )
 
 
 def _cifar10(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
-    x, y = W.images(rng, n_train, shape), _labels(rng, n_train, k)
+    x, y = raw_writers.images(rng, n_train, shape), _labels(rng, n_train, k)
     cuts = np.array_split(np.arange(n_train), 5)  # data_batch_1..5
-    W.write_cifar10_tar(
+    raw_writers.write_cifar10_tar(
         folder / files[0].filename,
         [(x[c], y[c]) for c in cuts],
-        (W.images(rng, n_test, shape), _labels(rng, n_test, k)),
+        (raw_writers.images(rng, n_test, shape), _labels(rng, n_test, k)),
     )
 
 
@@ -92,8 +95,8 @@ def _cifar100(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
     parts = []
     for n in (n_train, n_test):
         fine = _labels(rng, n, k)
-        parts.append((W.images(rng, n, shape), fine // 5, fine))  # 20 coarse classes of 5
-    W.write_cifar100_tar(folder / files[0].filename, *parts)
+        parts.append((raw_writers.images(rng, n, shape), fine // 5, fine))  # 20 coarse classes of 5
+    raw_writers.write_cifar100_tar(folder / files[0].filename, *parts)
 
 
 def _gisette(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
@@ -102,7 +105,7 @@ def _gisette(folder: Path, files, rng, shape, k, n_train, n_test) -> None:
         x = rng.integers(1, 1000, size=(n, shape[0]), dtype=np.int32)
         x[rng.random(x.shape) < 0.87] = 0  # the real data are ~87 % zeros
         arrays += [x, np.where(_labels(rng, n, k) == 1, 1, -1)]
-    W.write_gisette(folder, *arrays)
+    raw_writers.write_gisette(folder, *arrays)
 
 
 def _jpeg(rng, size: int) -> bytes:
@@ -158,10 +161,10 @@ def write_stand_ins(
     arrays (archive bytes may differ by timestamps, so the digests are always recomputed).
     """
     out = Path(out).resolve()
-    names = registry.names("download") if datasets is None else list(datasets)
+    names = catalog.names("download") if datasets is None else list(datasets)
     overrides, split_sizes = {}, {}
     for name in names:
-        spec = registry.get(name)
+        spec = catalog.get(name)
         if spec.source != "download":
             raise ValueError(f"dataset {name!r} is embedded: it needs no stand-in")
         n_train, n_test = (sizes or {}).get(name) or default_sizes(spec)

@@ -72,9 +72,9 @@ def paper_studies(config_path: str | Path = "config/config.yaml", names=None) ->
 
 def needs_download(study) -> list[str]:
     """The downloaded data sets a study's runs read."""
-    from sigprop.data import registry
+    from sigprop.data import catalog
 
-    return sorted({r.dataset for r in study.runs if registry.get(r.dataset).source == "download"})
+    return sorted({r.dataset for r in study.runs if catalog.get(r.dataset).source == "download"})
 
 
 def fits(plan_result: dict, studies: dict, limit_s: float = LIMIT_S) -> list[dict]:
@@ -400,13 +400,13 @@ def check_gpu(folder: str | Path, efficiency: str | Path | None = None) -> list[
 def _check_efficiency(folder: Path, efficiency: str | Path | None) -> list[str]:
     """Entries of the efficiency file whose ``source`` lies in ``folder``: their digest and
     numbers against the source JSON."""
-    from sigprop.tools import gpu_check as G
-    from sigprop.tools import plan as P
+    from sigprop.tools import gpu_check
+    from sigprop.tools import plan as plan_module
 
-    path = Path(efficiency or P.EFFICIENCY_FILE)
+    path = Path(efficiency or plan_module.EFFICIENCY_FILE)
     root = path.resolve().parents[1]
     problems = []
-    for gpu, entry in P.measured_efficiencies(path).items():
+    for gpu, entry in plan_module.measured_efficiencies(path).items():
         src = root / str(entry.get("source", ""))
         if not entry.get("source") or src.resolve().parent != folder.resolve():
             continue
@@ -419,7 +419,7 @@ def _check_efficiency(folder: Path, efficiency: str | Path | None) -> list[str]:
                 f"{entry['source']} (record it again: sigprop gpu-check --record "
                 f"{entry['source']})"
             )
-        want = G.recorded_entry(json.loads(src.read_text()), entry["source"])
+        want = gpu_check.recorded_entry(json.loads(src.read_text()), entry["source"])
         for part in ("by_study", "by_family"):
             if entry.get(part) != want[part]:
                 problems.append(
@@ -486,13 +486,13 @@ def main(args: dict) -> int:
     act = args["action"]
     try:
         if act == "fits":
-            from sigprop.tools import plan as P
+            from sigprop.tools import plan as plan_module
 
             studies = paper_studies(args["configfile"])
-            result = P.plan(
+            result = plan_module.plan(
                 args["configfile"],
                 ["scale=paper", "smoke=false", "scale_overrides={}"],
-                P.DEFAULT_EFFICIENCY,
+                plan_module.DEFAULT_EFFICIENCY,
                 True,
             )
             rows = fits(result, studies, args["limit_min"] * 60)

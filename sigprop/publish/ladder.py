@@ -392,7 +392,7 @@ def main(args: dict) -> int:
         return 2
     try:
         if act == "plan":
-            from sigprop.tools import plan as P
+            from sigprop.tools import plan as plan_module
 
             lad = ladder_for(args["configfile"], study)
             print(
@@ -400,14 +400,14 @@ def main(args: dict) -> int:
                 "wall on 2 job slots |\n|---|---|---|---|---|---|"
             )
             for r in lad.rungs:
-                res = P.plan(
+                res = plan_module.plan(
                     args["configfile"],
                     [
                         "smoke=false",
                         f"studies=[{study}]",
                         "scale_overrides={" + f"{study}: {r.scale}" + "}",
                     ],
-                    P.DEFAULT_EFFICIENCY,
+                    plan_module.DEFAULT_EFFICIENCY,
                     True,
                 )
                 cpu = sum(b["cpu_h_total"] for b in res["blocks"]) * 3600

@@ -144,7 +144,7 @@ def claims(
     scale and regime (:func:`sigprop.claims.reading.apply`)."""
     import json
 
-    from sigprop import claims as C
+    from sigprop import claims as claims_module
     from sigprop.claims import reading
     from sigprop.claims.render import to_html
 
@@ -154,8 +154,8 @@ def claims(
     df = fn(r, t, p, **_layers(fn, layers, study))
     design = json.loads(design_json)
     where = f"study {study} ({registry.module_of(kind)}.claims)"
-    C.check_table(df, where, paper=design.get("paper") or None)
-    df = C.mark_exploratory(df, design.get("changes") or [])
+    claims_module.check_table(df, where, paper=design.get("paper") or None)
+    df = claims_module.mark_exploratory(df, design.get("changes") or [])
     df = reading.apply(
         df,
         design.get("scale", ""),
@@ -164,7 +164,7 @@ def claims(
         design.get("tolerance_sources"),
         design.get("corroborations"),
     )
-    C.check_sources(df, f"{where} and its study file's tolerance_sources")
+    claims_module.check_sources(df, f"{where} and its study file's tolerance_sources")
     if design.get("smoke"):
         from sigprop.config.smoke import smoke_verdicts
 

@@ -54,9 +54,9 @@ def main(args: dict) -> int:
     old = path.read_text()
     info = {}
     if Path(args["configfile"]).exists():
-        from sigprop.tools import plan as P
+        from sigprop.tools import plan
 
-        _, studies = P.load(args["configfile"], [f"scale={args['scale']}"])
+        _, studies = plan.load(args["configfile"], [f"scale={args['scale']}"])
         info = {n: st.summary_info() for n, st in studies.items()}
     new, found = render(old, args["results"], args["scale"], args["evidence"], info, args["ladder"])
     if not found:

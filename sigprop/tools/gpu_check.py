@@ -356,7 +356,7 @@ TRAINING_STUDIES = (
 
 
 def _paper(config: str | Path | None, study: str):
-    from sigprop.tools import plan as P
+    from sigprop.tools import plan as plan_module
 
     if config is None:
         config = REPO / "config" / "config.yaml"
@@ -365,7 +365,7 @@ def _paper(config: str | Path | None, study: str):
         overrides = []
     if not Path(config).is_file():
         raise FileNotFoundError(f"{config}: no config file (run from a checkout of the workflow)")
-    cfg, studies = P.load(config, overrides + ["scale=paper", f"studies=[{study}]"])
+    cfg, studies = plan_module.load(config, overrides + ["scale=paper", f"studies=[{study}]"])
     return studies[study], cfg["data"]["options"]
 
 
@@ -398,19 +398,19 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
     import types
 
     from sigprop.sizing import param_count
-    from sigprop.tools import plan as P
+    from sigprop.tools import plan as plan_module
 
     st, options = _paper(config, study)
     best_in_block: dict = {}
     others = []
     for i, sh in enumerate(st.shards):
         r0 = sh.runs[0]
-        in_shape, n_out, _, _ = P.dataset_dims(r0.dataset, options)
+        in_shape, n_out, _, _ = plan_module.dataset_dims(r0.dataset, options)
         n = param_count(r0, in_shape, n_out)
         if n is None:
             others.append(i)
             continue
-        work = len(sh.runs) * max(r.steps for r in sh.runs) * P.shard_batch(sh) * n
+        work = len(sh.runs) * max(r.steps for r in sh.runs) * plan_module.shard_batch(sh) * n
         best_in_block.setdefault(st.labels[r0.run_id], []).append((work, i))
     pick = set(others)
     for rows in best_in_block.values():
@@ -422,7 +422,7 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
         task=st.task,
         eval_splits=st.eval_splits,
     )
-    rows = P.shard_costs(sub, options)
+    rows = plan_module.shard_costs(sub, options)
     k = max(range(len(rows)), key=lambda j: rows[j]["flops"])
     return {
         "shard": rows[k]["shard"],
@@ -444,10 +444,10 @@ def projection(
     """Measured against projected: the GFLOP/s achieved and, for a GPU of
     :data:`sigprop.tools.plan.GPUS`, the plan's projected seconds (FLOPs / (dense peak x
     efficiency)), measured / projected, and the implied efficiency (achieved / dense peak)."""
-    from sigprop.tools import plan as P
+    from sigprop.tools import plan as plan_module
 
-    gpus = gpus or P.GPUS
-    eff = P.DEFAULT_EFFICIENCY if efficiency is None else efficiency
+    gpus = gpus or plan_module.GPUS
+    eff = plan_module.DEFAULT_EFFICIENCY if efficiency is None else efficiency
     rate = flops / seconds
     out = {
         "flops": flops,
@@ -457,7 +457,7 @@ def projection(
         "efficiency_assumed": eff,
     }
     if gpu is not None:
-        peak = P.dense_peak(gpus[gpu], precision)
+        peak = plan_module.dense_peak(gpus[gpu], precision)
         out["peak_tflops"] = peak / 1e12
         out["projected_s"] = flops / (peak * eff)
         out["measured_over_projected"] = seconds / out["projected_s"]
@@ -497,15 +497,15 @@ def timed_shard(
 
     from sigprop.runs import Shard
     from sigprop.tools import bench
-    from sigprop.tools import plan as P
+    from sigprop.tools import plan as plan_module
     from sigprop.train.engine import ShardTrainer, initial_state, set_precision_policy
 
     dev = torch.device(device)
     shard, st, options = paper_shard(config, study, shard)
     r0 = shard.runs[0]
-    in_shape, n_out, _, _ = P.dataset_dims(r0.dataset, options)
-    cache = P.StepCosts()
-    full = P.shard_costs(
+    in_shape, n_out, _, _ = plan_module.dataset_dims(r0.dataset, options)
+    cache = plan_module.StepCosts()
+    full = plan_module.shard_costs(
         types.SimpleNamespace(
             shards=[shard], labels=st.labels, task=st.task, eval_splits=st.eval_splits
         ),
@@ -519,7 +519,7 @@ def timed_shard(
     if models is None and capacity is not None:
         models = max(1, int(memory_fraction * capacity // per_model))
     m = min(models or len(shard.runs), len(shard.runs))
-    b = batch or P.shard_batch(shard)
+    b = batch or plan_module.shard_batch(shard)
     runs = tuple(
         dataclasses.replace(
             r,
@@ -531,10 +531,12 @@ def timed_shard(
         for r in shard.runs[:m]
     )
     cut = Shard(shard.study, runs)
-    cost = cache.get(runs[0], in_shape, n_out, P.shard_batch(cut))
+    cost = cache.get(runs[0], in_shape, n_out, plan_module.shard_batch(cut))
     flops = m * cost.step_flops * steps
     dtype = set_precision_policy(r0.precision)
-    data = bench.gaussian_data(max(4 * P.shard_batch(cut), 256), in_shape, max(n_out, 2), dev)
+    data = bench.gaussian_data(
+        max(4 * plan_module.shard_batch(cut), 256), in_shape, max(n_out, 2), dev
+    )
     params, buffers = initial_state(cut, in_shape, n_out, dev, dtype)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
@@ -566,7 +568,7 @@ def timed_shard(
         "precision": r0.precision,
         "models": m,
         "models_in_shard": len(shard.runs),
-        "batch": P.shard_batch(cut),
+        "batch": plan_module.shard_batch(cut),
         "steps": steps,
         "warmup": warmup,
         "repeats": len(times),
@@ -586,8 +588,8 @@ def timed_shard(
         "device_memory_gb": None if capacity is None else capacity / 2**30,
         "extrapolated_s": full["flops"] / (flops / min(times)),
         "projected_s": {
-            g: full["flops"] / (P.dense_peak(spec, r0.precision) * eff)
-            for g, spec in P.GPUS.items()
+            g: full["flops"] / (plan_module.dense_peak(spec, r0.precision) * eff)
+            for g, spec in plan_module.GPUS.items()
         },
     }
     if dev.type == "cuda":
@@ -836,24 +838,24 @@ def record(
 
     from sigprop import atomic
     from sigprop.data.fetch import sha256_file
-    from sigprop.tools import plan as P
+    from sigprop.tools import plan as plan_module
 
-    yaml_path = Path(yaml_path or P.EFFICIENCY_FILE)
+    yaml_path = Path(yaml_path or plan_module.EFFICIENCY_FILE)
     result = json.loads(Path(json_path).read_text())
     gpu = result.get("gpu_key") or gpu_key(result.get("device_name"))
-    if gpu not in P.GPUS:
+    if gpu not in plan_module.GPUS:
         raise ValueError(
             f"{json_path}: device {result.get('device_name')!r} is no GPU of "
-            f"sigprop.tools.plan.GPUS ({sorted(P.GPUS)}): nothing to record"
+            f"sigprop.tools.plan.GPUS ({sorted(plan_module.GPUS)}): nothing to record"
         )
     if not measured_efficiency(result)["by_study"]:
         raise ValueError(f"{json_path}: no timed shard with a projection: nothing to record")
     entry = recorded_entry(result, str(source or json_path))
     entry["source_sha256"] = sha256_file(json_path)
-    data = P.measured_efficiencies(yaml_path)
+    data = plan_module.measured_efficiencies(yaml_path)
     data[gpu] = entry
     atomic.write_text(yaml_path, RECORD_HEADER + yaml.safe_dump(data, sort_keys=True))
-    P.measured_efficiencies(yaml_path)  # what was written reads back
+    plan_module.measured_efficiencies(yaml_path)  # what was written reads back
     return entry
 
 

@@ -170,10 +170,10 @@ def _defaults(obj: dict, schema: dict) -> None:
 
 def dataset_dims(name: str, options: dict) -> tuple[tuple[int, ...], int, int, int]:
     """``(input shape, outputs, n_train, n_test)`` of a data set, known without building it."""
-    from sigprop.data import registry
+    from sigprop.data import catalog
     from sigprop.data.sizes import train_size
 
-    spec = registry.get(name)
+    spec = catalog.get(name)
     opts = (options or {}).get(name, {})
     shape = tuple(spec.input_shape)
     if "d" in opts and len(shape) == 1:

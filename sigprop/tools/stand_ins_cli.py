@@ -34,15 +34,17 @@ def register(subparsers) -> None:
 def main(args: dict) -> int:
     """Write the stand-ins and print each set's sizes; 2 for an unknown data set or a bad
     config."""
-    from sigprop.data import registry
+    from sigprop.data import catalog
     from sigprop.data.stand_ins import sizes_for, write_stand_ins
-    from sigprop.tools import plan as P
+    from sigprop.tools import plan
 
     names = args["datasets"].split(",") if args["datasets"] else None
     try:
         for name in names or []:  # a wrong name fails before the studies are built
-            registry.get(name)
-        _, studies = P.load(args["configfile"], ["scale=paper", "smoke=true", "scale_overrides={}"])
+            catalog.get(name)
+        _, studies = plan.load(
+            args["configfile"], ["scale=paper", "smoke=true", "scale_overrides={}"]
+        )
         runs = [r for s in studies.values() for r in s.runs]
         frag = write_stand_ins(args["out"], names, sizes_for(runs, names))
     except (KeyError, ValueError) as e:

@@ -62,9 +62,9 @@ def final_accuracy(
 
 def n_classes(runs: pd.DataFrame) -> int:
     ds = set(runs.dataset)
-    from ...data import registry
+    from ...data import catalog
 
-    n = {registry.get(d).n_classes for d in ds}
+    n = {catalog.get(d).n_classes for d in ds}
     if len(n) != 1 or None in n:
         raise ValueError(f"cannot infer the number of classes of {sorted(ds)}")
     return n.pop()

@@ -345,7 +345,7 @@ def names(source: str | None = None) -> list[str]:
 def pinned_sha256(
     remote: RemoteFile, overrides: Mapping[str, str] | None = None, dataset: str | None = None
 ) -> str:
-    """The digest ``remote`` must have: the user's override if given, else the registry's.
+    """The digest ``remote`` must have: the user's override if given, else the catalog's.
 
     An override keyed ``"<dataset>/<filename>"`` (when ``dataset`` is given) wins over one keyed
     by the bare file name.  May return ``""`` (nothing pinned); :func:`sigprop.data.fetch.fetch`
