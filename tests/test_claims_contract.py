@@ -16,6 +16,7 @@ from sigprop import claims as C
 from sigprop.claims import reading
 from sigprop.claims.render import to_html
 from sigprop.claims.summary import escape, referee_summary
+from sigprop.tables import CLAIM_COLUMNS
 
 
 def _row(cid, verdict="pass", kind="claim", test="z test", detectable=0.1, claim="x"):
@@ -31,7 +32,7 @@ def test_check_table_accepts_a_well_formed_table():
         [_row("a"), _row("b", "inconclusive", detectable=np.nan), _row("c", kind="sanity")]
     )
     C.check_table(df, "study s")
-    assert list(df.columns) == list(C.CLAIM_COLUMNS)
+    assert list(df.columns) == list(CLAIM_COLUMNS)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,317 @@
+"""Tests that state their power: z tests against a tolerance, a margin or zero, Kendall's tau with
+its attainable levels and its chance of passing under no association (ties included), a
+bootstrap max-|z| joint test over points that share initializations, and the false-pass rate of
+a one-sided test over seeds."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from fractions import Fraction
+
+import numpy as np
+
+from .rows import FALSE_PASS_MAX, MIN_ORDERED_ITEMS
+
+
+def below_fraction(fraction: float, n: int, threshold: float, k: float) -> tuple[str, float]:
+    """A control on a fraction of ``n`` units (e.g. the fraction of units a test fails to
+    reject): ``pass`` when it lies below ``threshold`` by more than ``k`` binomial SE at the
+    threshold, ``fail`` when it lies at or above by more, else ``inconclusive`` (too few units
+    to tell).  Returns ``(verdict, detectable)``, the detectable distance being those ``k``
+    SE."""
+    if not n or not np.isfinite(fraction):
+        return "inconclusive", float("nan")
+    res = float(k * np.sqrt(threshold * (1 - threshold) / n))
+    if fraction + res < threshold:
+        return "pass", res
+    return ("fail" if fraction - res >= threshold else "inconclusive"), res
+
+
+def z_within(deviation: float, se: float, k: float, floor: float = 0.0) -> tuple[str, str, float]:
+    """An "equals" claim: ``|deviation| <= max(k SE, floor)``.  Returns ``(verdict, test,
+    detectable)``: the smallest deviation this test flags is ``max(k SE, floor)``; with no
+    standard error the verdict is ``inconclusive``."""
+    bound = max(k * se, floor) if np.isfinite(se) else np.nan
+    if not np.isfinite(bound) or not np.isfinite(deviation):
+        return "inconclusive", f"|deviation| <= max({k:g} SE, {floor:g}); no SE", np.nan
+    verdict = "pass" if abs(deviation) <= bound else "fail"
+    return verdict, f"|deviation| <= max({k:g} SE, {floor:g})", float(bound)
+
+
+def z_equivalent(deviation: float, se: float, margin: float, k: float) -> tuple[str, str, float]:
+    """An "equal within +-margin" claim as an interval test: ``|deviation| + k SE <= margin``
+    passes (the interval lies inside the margin), ``|deviation| - k SE > margin`` fails (it lies
+    outside), an interval across the boundary is ``inconclusive``; so a noisy measurement never
+    passes.  At a true deviation equal to the margin the chance of a pass is at most
+    ``Phi(-k)`` (tests/test_claims_fits.py simulates it).  The smallest deviation it resolves is
+    ``k SE`` (the ``detectable`` of the row, which must not exceed ``margin`` for a pass)."""
+    if not (np.isfinite(deviation) and np.isfinite(se)) or se < 0 or not margin > 0:
+        return "inconclusive", f"|deviation| + {k:g} SE <= {margin:g}; no SE", np.nan
+    d, half = abs(deviation), k * se
+    verdict = "pass" if d + half <= margin else ("fail" if d - half > margin else "inconclusive")
+    return (
+        verdict,
+        (f"|deviation| + {k:g} SE <= {margin:g} (fail when |deviation| - {k:g} SE > {margin:g})"),
+        float(half),
+    )
+
+
+def z_above(effect: float, se: float, k: float) -> tuple[str, str, float]:
+    """A "larger than" claim: ``effect > k SE`` passes, ``effect < -k SE`` fails (the opposite
+    holds), in between is ``inconclusive`` (the design cannot tell).  The smallest effect it
+    detects is ``k SE``."""
+    if not (np.isfinite(effect) and np.isfinite(se)) or se < 0:
+        return "inconclusive", f"effect > {k:g} SE (one-sided); no SE", np.nan
+    bound = k * se
+    verdict = "pass" if effect > bound else ("fail" if effect < -bound else "inconclusive")
+    return verdict, f"effect > {k:g} SE (one-sided; fail below -{k:g} SE)", float(bound)
+
+
+def kendall_levels(n: int) -> np.ndarray:
+    """The values Kendall's tau can take for ``n`` untied items, ascending."""
+    pairs = n * (n - 1) // 2
+    return (
+        np.array(sorted({1 - 2 * d / pairs for d in range(pairs + 1)})) if pairs else np.array([])
+    )
+
+
+def kendall_inversion_counts(n: int) -> list[int]:
+    """How many orders of ``n`` untied items have ``k`` inversions, ``k = 0 .. n(n-1)/2`` (the
+    Mahonian numbers: inserting the ``i``-th item into an order of ``i - 1`` adds 0 .. i - 1
+    inversions); they sum to ``n!``."""
+    counts = [1]
+    for i in range(2, n + 1):
+        nxt = [0] * (len(counts) + i - 1)
+        for k, c in enumerate(counts):
+            for j in range(i):
+                nxt[k + j] += c
+        counts = nxt
+    return counts
+
+
+def kendall_law(n: int) -> Counter:
+    """The exact null law of Kendall's tau over ``n`` untied items in random order: counts of
+    each value ``1 - 4k / (n(n-1))`` (a :class:`fractions.Fraction`) over the ``n!`` orders."""
+    if n < 2:
+        return Counter({Fraction(0): 1})
+    return Counter(
+        {
+            1 - Fraction(4 * k, n * (n - 1)): c
+            for k, c in enumerate(kendall_inversion_counts(n))
+            if c
+        }
+    )
+
+
+def kendall_null_pass(n: int, min_tau: float) -> float:
+    """P(tau >= min_tau) when the order is random (exact, :func:`kendall_law`): the chance that
+    the ordering claim passes with no association at all."""
+    if n < 2:
+        return float("nan")
+    law = kendall_law(n)
+    return sum(c for t, c in law.items() if float(t) >= min_tau - 1e-12) / math.factorial(n)
+
+
+TIE_EXACT_MAX = 8
+"""Up to this many items the tie-aware null law of Kendall's tau is enumerated over all n!
+orders; above it, and only when there are ties, it is sampled (:data:`TIE_SAMPLES` orders)."""
+TIE_SAMPLES = 20_000
+
+
+def _pair_signs(v: np.ndarray) -> np.ndarray:
+    i, j = np.triu_indices(v.shape[-1], 1)
+    return np.sign(v[..., j] - v[..., i])
+
+
+def tau_null_law(x, y, seed: int = 0) -> dict:
+    """The law of Kendall's tau-b between ``x`` and ``y`` (finite pairs) when ``y`` is paired
+    with ``x`` in random order, ties in either kept as they are: the null of an ordering claim.
+
+    Without ties it is the exact law of :func:`kendall_law`; with ties and at most
+    :data:`TIE_EXACT_MAX` items it is enumerated over all orders; beyond that it is sampled from
+    :data:`TIE_SAMPLES` random orders (seeded, so the same data give the same law).  Returns
+    ``levels`` (the attainable values, ascending), ``probs`` and ``method`` (``exact`` or
+    ``sampled``); no levels when ``x`` or ``y`` takes a single value (no order to test)."""
+    import itertools
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = len(x)
+    if n < 2 or np.unique(x).size < 2 or np.unique(y).size < 2:
+        return dict(levels=np.array([]), probs=np.array([]), method="exact", n=n)
+    if np.unique(x).size == n and np.unique(y).size == n:
+        law = kendall_law(n)
+        lv = sorted(law)
+        total = sum(law.values())
+        return dict(
+            levels=np.array([float(v) for v in lv]),
+            probs=np.array([law[v] / total for v in lv]),
+            method="exact",
+            n=n,
+        )
+    sx = _pair_signs(x)
+    norm = math.sqrt(float(np.count_nonzero(sx)) * float(np.count_nonzero(_pair_signs(y))))
+    if n <= TIE_EXACT_MAX:
+        perms = np.array(list(itertools.permutations(range(n))))
+        method = "exact"
+    else:
+        rng = np.random.default_rng(seed)
+        perms = np.argsort(rng.random((TIE_SAMPLES, n)), axis=1)
+        method = "sampled"
+    taus = np.round(_pair_signs(y[perms]) @ sx / norm, 12)
+    levels, counts = np.unique(taus, return_counts=True)
+    return dict(levels=levels, probs=counts / counts.sum(), method=method, n=n)
+
+
+def rank_verdict(tau: float, min_tau: float, p_pass: float, p_fail: float) -> str:
+    """The verdict of an ordering statistic ``tau`` (oriented so that the claim predicts a large
+    positive value): ``pass`` at ``tau >= min_tau``, ``fail`` at ``tau <= -min_tau`` (a wrong sign
+    as large as a pass needs) when that is significant (``p_fail``, its chance under a random
+    order, at most :data:`FALSE_PASS_MAX`), else ``inconclusive``.  A pass whose ``p_pass``
+    exceeds :data:`FALSE_PASS_MAX` is demoted by :func:`row`, which states it."""
+    if not np.isfinite(tau):
+        return "inconclusive"
+    if tau >= min_tau - 1e-12:
+        return "pass"
+    if tau <= -min_tau + 1e-12 and p_fail <= FALSE_PASS_MAX:
+        return "fail"
+    return "inconclusive"
+
+
+def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS, reason: str = "") -> dict:
+    """An ordering claim: Kendall's tau-b between ``x`` and ``y`` (finite pairs).  It passes at
+    ``tau >= min_tau``, fails at ``tau <= -min_tau`` when a random order reaches that so rarely
+    that the wrong sign is significant (:func:`rank_verdict`, the pass rule mirrored), and is
+    inconclusive in between (a small wrong sign is no evidence against the ordering).  With fewer
+    than ``min_items`` ordered items and no ``reason`` the verdict is ``inconclusive``; so is it
+    when no attainable tau reaches ``min_tau``, and when ``y`` takes a single value (all tied: no
+    order to test).  The attainable levels and the chances of passing and failing under no
+    association come from the tie-aware null (:func:`tau_null_law`).  Returns ``measured``,
+    ``verdict``, ``test``, ``detectable`` (the smallest attainable tau that passes),
+    ``false_pass`` (P(pass | random order): the claim is false) and ``n``."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    n = int(np.unique(x[ok]).size)
+    tau = kendall_tau(x, y)
+    law = tau_null_law(x, y)
+    levels = law["levels"]
+    ties = int(ok.sum()) - int(np.unique(y[ok]).size)
+    if not len(levels):
+        what = (
+            "y takes a single value (every item tied)"
+            if n >= 2
+            else "fewer than 2 distinct values of x"
+        )
+        return dict(
+            measured=tau,
+            verdict="inconclusive",
+            detectable=float("nan"),
+            n=n,
+            false_pass=float("nan"),
+            test=(
+                f"Kendall tau-b >= {min_tau:g} over {n} ordered items; {what}: no "
+                "order to test, inconclusive"
+            ),
+        )
+    reach = levels[levels >= min_tau - 1e-12]
+    detectable = float(reach.min()) if reach.size else float("nan")
+    null = float(law["probs"][levels >= min_tau - 1e-12].sum())
+    null_fail = float(law["probs"][levels <= -min_tau + 1e-12].sum())
+    lv = ", ".join(f"{v:.2g}" for v in levels[levels > 0][:12])
+    tie_note = (
+        f"; {ties} tie(s) in y, null law {law['method']} over random orders with the ties kept"
+        if ties or int(ok.sum()) != n
+        else ""
+    )
+    test = (
+        f"Kendall tau-b >= {min_tau:g} over {n} ordered items (attainable positive tau: {lv}; "
+        f"P(pass | random order) = {null:.3g}){tie_note}; fail at tau <= -{min_tau:g} only "
+        f"when significant (P(tau <= -{min_tau:g} | random order) = {null_fail:.3g}; "
+        f"significant at <= {FALSE_PASS_MAX:g}), else inconclusive"
+    )
+    if not np.isfinite(tau):
+        verdict = "inconclusive"
+    elif n < min_items and not reason:
+        verdict = "inconclusive"
+        test += f"; fewer than {min_items} items: inconclusive"
+    elif not reach.size:
+        verdict = "inconclusive"
+        test += "; no attainable tau reaches the threshold"
+    else:
+        verdict = rank_verdict(tau, min_tau, null, null_fail)
+    if reason:
+        test += f"; {n} items because {reason}"
+    return dict(
+        measured=tau, verdict=verdict, test=test, detectable=detectable, n=n, false_pass=null
+    )
+
+
+def max_abs_z_bootstrap(
+    samples, theory, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> dict:
+    """One joint test over points that share initializations (angles, layers, cells).
+
+    ``samples``: ``[n_init, n_points]``, the measurement of each initialization at each point;
+    ``theory``: ``[n_points]``.  The statistic is ``T = max_j |mean_j - theory_j| / SE_j``; its
+    null distribution is bootstrapped by resampling initializations (rows) and recentring at
+    the sample means, which keeps the correlation between points.  Returns ``T``, the
+    ``level`` critical value, the p-value, and ``detectable``: the critical value times the
+    median relative SE, i.e. the smallest common relative offset from theory the test
+    resolves."""
+    import warnings
+
+    with warnings.catch_warnings():  # a point with SE 0 is NaN in the max: skipped
+        warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
+        return _max_abs_z_bootstrap(samples, theory, n_boot, seed, level)
+
+
+def _max_abs_z_bootstrap(samples, theory, n_boot, seed, level) -> dict:
+    x = np.asarray(samples, float)
+    th = np.asarray(theory, float)
+    n = x.shape[0]
+    if n < 2:
+        return dict(T=np.nan, crit=np.nan, p=np.nan, detectable=np.nan, n=n)
+    mean = x.mean(0)
+    se = x.std(0, ddof=1) / math.sqrt(n)
+    se = np.where(se > 0, se, np.nan)
+    T = float(np.nanmax(np.abs(mean - th) / se))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    boot = x[idx]  # [B, n, points]
+    bm = boot.mean(1)
+    bse = boot.std(1, ddof=1) / math.sqrt(n)
+    bse = np.where(bse > 0, bse, np.nan)
+    stat = np.nanmax(np.abs(bm - mean) / bse, axis=1)
+    stat = stat[np.isfinite(stat)]
+    crit = float(np.quantile(stat, level))
+    p = float((1 + np.sum(stat >= T)) / (1 + stat.size))
+    rel = np.nanmedian(se / np.maximum(np.abs(th), 1e-300))
+    return dict(T=T, crit=crit, p=p, detectable=float(crit * rel), n=n)
+
+
+def kendall_tau(x, y) -> float:
+    """Kendall's tau-b over the pairs where both are finite, for ordering claims ("rises with",
+    "falls with"): NaN with fewer than 2 distinct x or when y takes a single value (no order to
+    test: a tie everywhere is no evidence either way, not an association of 0)."""
+    from scipy.stats import kendalltau
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if len(x) < 2 or np.unique(x).size < 2 or np.unique(y).size < 2:
+        return np.nan
+    return float(kendalltau(x, y).statistic)
+
+
+def false_pass_z(k: float, dof: float | None = None) -> float:
+    """The chance that a one-sided test at ``k`` standard errors passes when the effect is
+    exactly at its null (zero effect, or the margin of an interval test): ``P(Z > k)`` for a
+    normal statistic (``dof`` None), ``P(T > k)`` with ``dof`` degrees of freedom for a mean
+    over few seeds (``n - 1`` for ``n`` seeds); NaN below one degree of freedom (no SE)."""
+    from scipy import stats
+
+    if dof is None:
+        return float(stats.norm.sf(k))
+    return float(stats.t.sf(k, dof)) if np.isfinite(dof) and dof >= 1 else float("nan")
