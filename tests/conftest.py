@@ -35,7 +35,6 @@ def tiny_study(**overrides) -> dict:
     study = {
         "name": "trainable_depth",
         "paper": "000",
-        "kind": "trainable_depth",
         "title": "tiny",
         "design": {"fixed": "2026-11-21"},
         "tolerance_sources": {"*": "ours: a test study's tolerance"},

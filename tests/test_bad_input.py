@@ -196,7 +196,7 @@ CASES = [
         {},
         STUDY_FILE,
         "kind",
-        ["unknown study kind 'trainable_dept'"],
+        ["no study package 'trainable_dept'"],
     ),
     # empty grid
     (

@@ -146,12 +146,18 @@ KINDS = registry.kinds()
 
 
 def test_studies_are_found_without_a_list():
+    from sigprop.config.grid import kind_of
+
     assert "meanfield_maps" in KINDS
     shipped = {p.stem for p in (REPO / "config/studies").glob("*.yaml")}
     kinds_used = {
-        yaml.safe_load((REPO / f"config/studies/{n}.yaml").read_text())["kind"] for n in shipped
+        kind_of(yaml.safe_load((REPO / f"config/studies/{n}.yaml").read_text())) for n in shipped
     }
     assert kinds_used <= set(KINDS)
+    assert all(
+        "kind" not in yaml.safe_load((REPO / f"config/studies/{n}.yaml").read_text())
+        for n in shipped
+    ), "a study file is named for its package: no kind key"
 
 
 @pytest.mark.parametrize("kind", KINDS)

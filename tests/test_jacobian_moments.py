@@ -553,7 +553,7 @@ def test_study_measure_theory_claims_and_figures(tmp_path):
 
 def test_config_expands_at_both_scales():
     cfg = load_yaml(CONFIG)
-    assert cfg["paper"] == "001" and cfg["kind"] == "jacobian_moments"
+    assert cfg["paper"] == "001" and cfg["name"] == "jacobian_moments" and "kind" not in cfg
     for scale in ("quick", "paper"):
         st = build_study("jacobian_moments", CONFIG, cfg, scale, 64)
         runs = pd.DataFrame(

@@ -30,7 +30,7 @@ def _copy_template(repo, kind: str, **study_keys):
     say; ``study_keys`` set further keys of the study file."""
     shutil.copytree(repo / "sigprop/studies/template", repo / f"sigprop/studies/{kind}")
     study = yaml.safe_load((repo / "sigprop/studies/template/study.yaml").read_text())
-    study.update(name=kind, kind=kind, **study_keys)
+    study.update(name=kind, **study_keys)
     block = study["scales"]["quick"]["blocks"][0]
     block["fixed"]["width"], block["fixed"]["depth"] = 64, 4
     block["grid"] = {"sigma_w2": [1.5, 3.0], "seed": list(range(6))}

@@ -391,21 +391,29 @@ def check_runs(
                 )
 
 
+def kind_of(study_cfg: dict) -> str | None:
+    """The study package a study file runs: its ``kind`` where it names one (a second study file
+    of the same package under another name), else the study's ``name``."""
+    return study_cfg.get("kind") or study_cfg.get("name")
+
+
 def _trains(study_cfg: dict | None) -> bool:
     """Whether a study's shard jobs train (task "train"); True without a study config."""
-    if not study_cfg or "kind" not in study_cfg:
+    if not study_cfg or kind_of(study_cfg) not in registry.kinds():
         return True
-    return registry.task(study_cfg["kind"]) == "train"
+    return registry.task(kind_of(study_cfg)) == "train"
 
 
 def check_kind(study_cfg: dict, filename: str) -> None:
-    """The study's ``kind`` names a study package (:func:`sigprop.registry.kinds`)."""
-    kind = study_cfg.get("kind")
+    """The study package the file runs (:func:`kind_of`) is one :func:`sigprop.registry.kinds`
+    finds."""
+    kind = kind_of(study_cfg)
     if kind not in registry.kinds():
+        key = "kind" if study_cfg.get("kind") else "name"
         raise ConfigError(
-            f"{filename}: key 'kind': unknown study kind '{kind}' "
+            f"{filename}: key '{key}': no study package '{kind}' "
             f"(known: {', '.join(registry.kinds())}; a study is a package "
-            "sigprop/studies/<kind>/, see docs/adding-a-study.md)"
+            "sigprop/studies/<name>/ or an installed one, see docs/adding-a-study.md)"
         )
 
 

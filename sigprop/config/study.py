@@ -19,7 +19,7 @@ from sigprop.runs import RunSpec, Shard, make_shards, runs_digest
 
 from .data_options import check_data_options
 from .files import ConfigError, ConfigSources, check_finite, check_size, load_yaml, source_of
-from .grid import block_datasets, check_kind, check_runs, expand_blocks, run_labels
+from .grid import block_datasets, check_kind, check_runs, expand_blocks, kind_of, run_labels
 from .ladder import ladder_of
 
 
@@ -40,7 +40,7 @@ class Study:
 
     @property
     def kind(self) -> str:
-        return self.cfg["kind"]
+        return kind_of(self.cfg)
 
     @property
     def task(self) -> str:
@@ -247,7 +247,7 @@ def build_study(
     check_kind(study_cfg, path)
     ladder_of(study_cfg, path)
     try:
-        params = registry.resolve(study_cfg["kind"], study_cfg, scale, smoke=bool(smoke))
+        params = registry.resolve(kind_of(study_cfg), study_cfg, scale, smoke=bool(smoke))
     except ParamError as e:
         raise ConfigError(f"{path}: {e}") from None
     pairs = expand_blocks(study_cfg, scale, path, max_runs)
@@ -258,7 +258,7 @@ def build_study(
     labels = run_labels(pairs, path, scale)
     runs = [r for r, _ in pairs]
     check_runs(runs, path, scale, study_cfg, data_options)
-    check = registry.spec(study_cfg["kind"]).check
+    check = registry.spec(kind_of(study_cfg)).check
     if check is not None:
         try:
             check(params, set(labels.values()))

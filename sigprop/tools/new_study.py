@@ -7,7 +7,7 @@ It writes a distribution folder ``<dest>/<NAME>/`` that ``pip install -e`` insta
 - ``<NAME>/``: the template study's package (``sigprop/studies/template/``: the length of the
   signal by layer against the length map of Huang, Xu, Du, Zeng, Zhao 2019, arXiv:1912.09132,
   Eq. 2) with its imports made absolute, its paper declared as ``PAPER`` in ``__init__.py`` and
-  its study file ``study.yaml`` beside the code (name, kind and paper set to the new ones).
+  its study file ``study.yaml`` beside the code (name and paper set to the new ones).
 
 Then ``snakemake --config 'studies=[NAME]'`` runs it with the same rules, and the report files
 its figures and claims under its paper (docs/adding-a-study.md).
@@ -55,14 +55,12 @@ def absolute_imports(source: str) -> str:
 
 
 def study_text(template: str, name: str, paper: str, title: str) -> str:
-    """The template's study file with the new study's name, kind, paper and title."""
+    """The template's study file with the new study's name, paper and title."""
     out = []
     for line in template.splitlines():
         key = line.split(":", 1)[0]
         if key == "name":
             line = f"name: {name}"
-        elif key == "kind":
-            line = f"kind: {name}"
         elif key == "paper":
             line = f'paper: "{paper}"'
         elif key == "title":
