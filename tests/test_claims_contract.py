@@ -684,6 +684,31 @@ def test_claims_doc_regenerates_and_checks_the_verdict_tables(tmp_path, capsys):
     assert "rerun `sigprop claims-doc" in capsys.readouterr().err
 
 
+def test_claims_doc_fills_one_papers_block_from_a_run_of_that_paper_alone(tmp_path, capsys):
+    """A run of one paper's studies has only that paper's claims: ``--paper`` fills its block and
+    leaves the other papers' blocks as they were; without it the missing table is an error."""
+    from sigprop import tables
+    from sigprop.cli import main
+
+    paper = tmp_path / "results/papers/000"
+    paper.mkdir(parents=True)
+    tables.write_atomic(C.frame([_row("a")]), paper / "claims.parquet")
+    doc = tmp_path / "papers.md"
+    other = "<!-- claims:001:quick:start -->\nkept\n<!-- claims:001:quick:end -->\n"
+    doc.write_text(
+        "<!-- claims:000:quick:start -->\nold\n<!-- claims:000:quick:end -->\n\n" + other
+    )
+    res = str(tmp_path / "results")
+    assert main(["claims-doc", str(doc), "--results", res]) == 2
+    assert "papers/001/claims.parquet" in capsys.readouterr().err
+    assert main(["claims-doc", str(doc), "--results", res, "--paper", "000"]) == 0
+    text = doc.read_text()
+    assert "\nold\n" not in text and "| s | a | claim | 000 | supported | – |" in text
+    assert text.endswith(other)
+    assert main(["claims-doc", str(doc), "--results", res, "--paper", "002"]) == 2
+    assert "claims:002:quick:start" in capsys.readouterr().err
+
+
 def test_pooled_summaries_are_shown_apart_and_never_tallied():
     df = C.frame(
         [

@@ -280,16 +280,21 @@ def render(
     evidence: str | Path | None = None,
     info: dict | None = None,
     ladder: str | Path | None = None,
+    papers: list[str] | None = None,
 ) -> tuple[str, list[str]]:
     """``text`` with every ``claims:{paper}:{scale}`` block replaced from ``results`` and the
     committed paper-scale tables under ``evidence`` (``info``: per study, its
     :meth:`sigprop.config.Study.summary_info`); returns the new text and the papers whose block
-    it found.  A block whose claims table is missing is an error naming the file."""
+    it replaced.  ``papers``: replace only these papers' blocks (a run of one paper's studies),
+    leaving the others as they are.  A block whose claims table is missing is an error naming
+    the file."""
     results = Path(results)
     found = []
 
     def sub(m):
         paper = m.group(1)
+        if papers is not None and paper not in papers:
+            return m.group(0)
         path = results / "papers" / paper / "claims.parquet"
         if not path.exists():
             raise FileNotFoundError(

@@ -1,6 +1,6 @@
 """``sigprop claims-doc [FILE]``: the verdict tables of docs/papers.md regenerated from a results
 folder and the committed evidence (:func:`sigprop.claims.doc_tables.render`), or checked with
-``--check``."""
+``--check``; ``--paper ID`` fills one paper's block from a run of that paper's studies alone."""
 
 from __future__ import annotations
 
@@ -41,6 +41,13 @@ def register(subparsers) -> None:
         help="the config whose study files declare scales and regimes "
         "[default: config/config.yaml]",
     )
+    cdoc.add_argument(
+        "--paper",
+        action="append",
+        default=None,
+        help="fill only this paper's block (repeatable), e.g. after a run of its studies alone; "
+        "the other blocks stay as they are [default: every block]",
+    )
     cdoc.add_argument("--check", action="store_true", help="compare, do not write")
     cdoc.set_defaults(func=main)
 
@@ -58,10 +65,21 @@ def main(args: dict) -> int:
 
         _, studies = plan.load(args["configfile"], [f"scale={args['scale']}"])
         info = {n: st.summary_info() for n, st in studies.items()}
-    new, found = render(old, args["results"], args["scale"], args["evidence"], info, args["ladder"])
-    if not found:
+    new, found = render(
+        old,
+        args["results"],
+        args["scale"],
+        args["evidence"],
+        info,
+        args["ladder"],
+        papers=args.get("paper"),
+    )
+    missing = sorted(set(args.get("paper") or ()) - set(found))
+    if not found or missing:
+        which = ", ".join(missing) if missing else "NNN"
         print(
-            f"sigprop claims-doc: {path} has no <!-- claims:NNN:{args['scale']}:start --> block",
+            f"sigprop claims-doc: {path} has no <!-- claims:{which}:{args['scale']}:start --> "
+            "block",
             file=sys.stderr,
         )
         return 2
