@@ -146,7 +146,8 @@ def run_settings(wildcards):
     """Distinct theory settings of a study's runs (sigprop.runs.settings)."""
     from sigprop.runs import settings
 
-    return settings(study_of(wildcards).runs)
+    study = study_of(wildcards)
+    return settings(study.runs, studies.spec(study.kind).theory_fields)
 
 
 def study_figures(name):

@@ -93,7 +93,11 @@ class StudySpec:
       (``train``: up to 2048 training examples; ``test``: the test set).  A study whose figures
       and claims read only test metrics declares ``("test",)`` and saves the training-set pass
       (τ of Huang et al. 2019, arXiv:1912.09132, Fig. 6 needs test accuracy every few steps and
-      nothing else).
+      nothing else);
+    - ``theory_fields``: run fields beyond :data:`sigprop.runs.SETTING_FIELDS` (activation,
+      σ_w², σ_b², keep rate) whose values the theory job's settings carry, e.g. ``("init",)``
+      for a theory that depends on the weight distribution (orthogonal against Gaussian
+      weights); the theory table then has a column for each.
     """
 
     task: Literal["train", "measure"]
@@ -107,6 +111,7 @@ class StudySpec:
     measure_reads_labels: bool = False
     check: Callable[[Any, set], None] | None = None
     eval_splits: tuple[str, ...] = ("train", "test")
+    theory_fields: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.task not in ("train", "measure"):

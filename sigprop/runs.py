@@ -313,7 +313,14 @@ def _canon(x):
 SETTING_FIELDS = ("activation", "sigma_w2", "sigma_b2", "keep_rate")
 
 
-def settings(runs) -> list[dict]:
-    """The distinct theory settings of some runs, sorted."""
-    combos = sorted({tuple(getattr(r, k) for k in SETTING_FIELDS) for r in runs})
-    return [dict(zip(SETTING_FIELDS, c)) for c in combos]
+def settings(runs, extra: tuple[str, ...] = ()) -> list[dict]:
+    """The distinct theory settings of some runs, sorted: :data:`SETTING_FIELDS` and the run
+    fields ``extra`` (a study's ``theory_fields``, e.g. ``("init",)``).
+
+    Raises ValueError for an ``extra`` name that is not a run field."""
+    unknown = [k for k in extra if k not in FIELD_TYPES]
+    if unknown:
+        raise ValueError(f"theory_fields {unknown}: not run fields (known: {sorted(FIELD_TYPES)})")
+    keys = SETTING_FIELDS + tuple(k for k in extra if k not in SETTING_FIELDS)
+    combos = sorted({tuple(getattr(r, k) for k in keys) for r in runs})
+    return [dict(zip(keys, c)) for c in combos]

@@ -199,3 +199,18 @@ def test_a_measure_job_gets_its_labels_only_when_the_study_reads_them():
     maps = yaml.safe_load((REPO / "config/studies/meanfield_maps.yaml").read_text())
     st = build_study("meanfield_maps", "f.yaml", maps, "quick", 64)
     assert "labels" not in json.loads(st.job_params("measure", st.shards[0].shard_id))
+
+
+def test_a_study_can_give_its_theory_the_weight_distribution():
+    """Theory settings carry activation, sigma_w2, sigma_b2 and keep rate; a study whose theory
+    depends on more (``StudySpec.theory_fields``, e.g. the weight distribution) gets those run
+    fields too, and a name that is no run field is refused."""
+    from sigprop.runs import RunSpec, settings
+
+    runs = [RunSpec(init=i, sigma_w2=s) for i in ("gaussian", "orthogonal") for s in (1.0, 2.0)]
+    assert len(settings(runs)) == 2 and "init" not in settings(runs)[0]
+    with_init = settings(runs, ("init",))
+    assert len(with_init) == 4 and {s["init"] for s in with_init} == {"gaussian", "orthogonal"}
+    with pytest.raises(ValueError, match="theory_fields \\['weights'\\]: not run fields"):
+        settings(runs, ("weights",))
+    assert all(registry.spec(k).theory_fields == () for k in registry.kinds())
