@@ -111,80 +111,19 @@ def row(
     )
 
 
-def sanity(
-    study,
-    claim_id,
-    claim,
-    source,
-    measured,
-    expected,
-    tolerance,
-    verdict,
-    detail="",
-    values: dict | None = None,
-    *,
-    test: str = "",
-    detectable: float = float("nan"),
-    se: float = float("nan"),
-) -> dict:
-    """A sanity row (identity or theorem): reported, never tallied."""
-    return row(
-        study,
-        claim_id,
-        claim,
-        source,
-        measured,
-        expected,
-        tolerance,
-        verdict,
-        detail,
-        values,
-        kind="sanity",
-        test=test or "sanity check",
-        detectable=detectable,
-        se=se,
-    )
+def sanity(*args, **kwargs) -> dict:
+    """A sanity row (identity or theorem): reported, never tallied.  Arguments as for
+    :func:`row`, less ``kind``."""
+    return row(*args, **kwargs, kind="sanity")
 
 
-def control(
-    study,
-    claim_id,
-    claim,
-    source,
-    measured,
-    expected,
-    tolerance,
-    verdict,
-    detail="",
-    values: dict | None = None,
-    *,
-    test: str,
-    detectable: float,
-    se: float = float("nan"),
-    false_pass: float = float("nan"),
-) -> dict:
+def control(*args, test: str, detectable: float, **kwargs) -> dict:
     """A control row: evidence that a claim's test has power (it rejects what it must reject).
     Like a claim it names its ``test`` and, when decided, the ``detectable`` effect
     (:func:`check_table`); ``inconclusive`` means the control could not resolve its effect at
     the configured seeds (an underpowered control), ``fail`` that the test lacks the power the
-    claim relies on.  Reported apart, never tallied."""
-    return row(
-        study,
-        claim_id,
-        claim,
-        source,
-        measured,
-        expected,
-        tolerance,
-        verdict,
-        detail,
-        values,
-        kind="control",
-        test=test,
-        detectable=detectable,
-        se=se,
-        false_pass=false_pass,
-    )
+    claim relies on.  Reported apart, never tallied.  Other arguments as for :func:`row`."""
+    return row(*args, **kwargs, kind="control", test=test, detectable=detectable)
 
 
 def values(claim: pd.Series) -> dict:
@@ -193,48 +132,12 @@ def values(claim: pd.Series) -> dict:
     return json.loads(v) if isinstance(v, str) and v else {}
 
 
-def beyond(
-    study,
-    claim_id,
-    claim,
-    source,
-    measured,
-    expected,
-    tolerance,
-    verdict,
-    detail="",
-    values: dict | None = None,
-    *,
-    test: str = "",
-    detectable: float = float("nan"),
-    margin: float = float("nan"),
-    se: float = float("nan"),
-    tolerance_source: str = "",
-    false_pass: float = float("nan"),
-) -> dict:
+def beyond(study, claim_id, claim, source, *args, **kwargs) -> dict:
     """A row that tests a statement the paper does not make (``source`` is prefixed with
     :data:`BEYOND`): reported beside the paper's claims, never in its tally."""
     if not str(source).startswith(BEYOND):
         source = f"{BEYOND}: {source}" if source else BEYOND
-    return row(
-        study,
-        claim_id,
-        claim,
-        source,
-        measured,
-        expected,
-        tolerance,
-        verdict,
-        detail,
-        values,
-        kind="beyond",
-        test=test,
-        detectable=detectable,
-        margin=margin,
-        se=se,
-        tolerance_source=tolerance_source,
-        false_pass=false_pass,
-    )
+    return row(study, claim_id, claim, source, *args, **kwargs, kind="beyond")
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
@@ -247,41 +150,10 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     return df
 
 
-def pooled(
-    study,
-    claim_id,
-    claim,
-    source,
-    measured,
-    expected,
-    tolerance,
-    verdict,
-    detail="",
-    values: dict | None = None,
-    *,
-    test: str = "",
-    detectable: float = float("nan"),
-    se: float = float("nan"),
-    false_pass: float = float("nan"),
-) -> dict:
-    """A pooled row over measurements that claim rows already test: reported, never tallied."""
-    return row(
-        study,
-        claim_id,
-        claim,
-        source,
-        measured,
-        expected,
-        tolerance,
-        verdict,
-        detail,
-        values,
-        kind="summary",
-        test=test,
-        detectable=detectable,
-        se=se,
-        false_pass=false_pass,
-    )
+def pooled(*args, **kwargs) -> dict:
+    """A pooled row over measurements that claim rows already test: reported, never tallied.
+    Arguments as for :func:`row`, less ``kind``."""
+    return row(*args, **kwargs, kind="summary")
 
 
 def _readings(df: pd.DataFrame) -> pd.Series:

@@ -65,6 +65,11 @@ def study_text(template: str, name: str, paper: str, title: str) -> str:
             line = f'paper: "{paper}"'
         elif key == "title":
             line = f"title: {title}"
+        elif line.startswith('  "*": "exact: 000 Eq. 2'):
+            line = (
+                '  "*": "ours: TODO: where the tolerance of each claim comes from (paper: for '
+                "one your paper states; ours: for the project's choice)\""
+            )
         elif line.startswith("#"):
             continue  # the template's own header
         out.append(line)
@@ -104,8 +109,9 @@ def write_study(
             )
             text = text.replace(
                 '\nSOURCE = "000 Eq. 2 (keep rate 1)"\n',
-                "\n# the item of the paper that the claim tests\n"
-                f'SOURCE = "{paper} Eq. 2 (keep rate 1)"\n'
+                "\n# the item of your paper that the claim tests: the template's claim is 000's length\n"
+                "# map (Eq. 2), so replace the measurement, theory and claim with your paper's\n"
+                f'SOURCE = "{paper} TODO: the equation or figure of paper {paper} the claim tests"\n'
                 f'PAPER = {{"id": {paper!r}, "citation": {citation!r},\n'
                 f'         "title": {title!r}}}\n',
             )
