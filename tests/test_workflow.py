@@ -193,7 +193,8 @@ def test_corrupt_raw_file_is_rejected_and_leaves_nothing(workdir):
     p = run_snakemake(workdir, cfg, "results/data/mnist.npz", check=False)
     assert p.returncode != 0
     logs = "".join(x.read_text() for x in (workdir / "results/logs/fetch/mnist").glob("*.log"))
-    assert "sha256" in (logs + p.stderr).lower() and "train-images-idx3-ubyte.gz" in logs + p.stderr
+    assert "sha-256 mismatch" in (logs + p.stderr).lower()
+    assert "train-images-idx3-ubyte.gz" in logs + p.stderr
     raw = workdir / "results/raw/mnist"
     assert not raw.exists() or not [x for x in raw.iterdir() if x.is_file()]
     assert not (workdir / "results/data/mnist.npz").exists()
@@ -337,8 +338,10 @@ def test_a_run_of_some_of_a_papers_studies_marks_its_outputs_partial(workdir):
     import yaml
 
     first = tiny_study()
-    second = tiny_study(
-        name="trainable_depth_b", grid={"keep_rate": [1.0], "depth": [2], "sigma_w2": [1.0]}
+    second = tiny_study(  # a second study file of one package names the package as its kind
+        name="trainable_depth_b",
+        kind="trainable_depth",
+        grid={"keep_rate": [1.0], "depth": [2], "sigma_w2": [1.0]},
     )
     cfg = write_config(workdir, first)
     (workdir / "studies" / "trainable_depth_b.yaml").write_text(yaml.safe_dump(second))
