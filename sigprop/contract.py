@@ -70,6 +70,31 @@ class Figure:
         return any(fnmatch.fnmatchcase(str(claim_id), p) for p in self.claims)
 
 
+CLAIM_KINDS = ("claim", "beyond", "sanity", "control", "summary")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim as a study declares it (``CLAIMS = {claim_id: Claim(...)}`` in its
+    ``__init__.py``): what the paper states, how it is tested, what a pass expects and what
+    the row reports, as text with ``{field}`` slots that the study's claims code fills with
+    its statistics (:func:`sigprop.claims.declared.build`); ``kind`` is one of
+    :data:`CLAIM_KINDS`; ``source`` the item of the paper (the study's ``SOURCE`` when
+    empty).  The tolerance's source is declared in the study file (``tolerance_sources:``),
+    the figure that shows the claim in ``SPEC.figures``."""
+
+    statement: str
+    test: str
+    expected: str = ""
+    detail: str = ""
+    kind: str = "claim"
+    source: str = ""
+
+    def __post_init__(self):
+        if self.kind not in CLAIM_KINDS:
+            raise ValueError(f"claim kind must be one of {CLAIM_KINDS}, got {self.kind!r}")
+
+
 @dataclass(frozen=True)
 class StudySpec:
     """What a study declares in its ``__init__.py`` as ``SPEC``.

@@ -9,22 +9,36 @@ q^{l+1} = sigma_w^2 E[phi(sqrt(q^l) u)^2] + sigma_b^2.  One figure, one claim.
 
 What a study package holds (the contract: sigprop/contract.py):
 
-- this file: ``SPEC`` and the parameter types of the study file's sections, nothing heavy;
+- this file: ``SPEC``, the declared claims ``CLAIMS`` and the parameter types of the study
+  file's sections, nothing heavy;
 - ``measure.py``: the measurement of one shard of initialized models (task "measure");
 - ``theory.py``: the theory table on the runs' settings;
 - ``analysis.py``: summaries shared by the figure and the claim;
 - ``figures.py``: one function per figure;
-- ``claims.py``: the claims table.
+- ``claims.py``: the statistics of each declared claim, built into the claims table
+  (:func:`sigprop.claims.declared.build`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE = "000 Eq. 2 (keep rate 1)"
+
+# each claim once: what the paper states, how it is tested, what a pass expects and what the row
+# reports; {slots} are filled by claims.py with the row's statistics
+CLAIMS = {
+    "length_follows_q_map": Claim(
+        statement="The length of the signal in each layer follows the iterated length map of Eq. 2",
+        expected=">= {want:g} of layers within {k:g} SE",
+        test="per layer |mean - theory| <= {k:g} SE over {networks} networks; pass when "
+        ">= {want:g} of {layers} layers do (the layers share networks: not independent tests)",
+        detail="{layers} layers, {networks} networks each; max |z| {max_z:.2f}",
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,7 @@ SPEC = StudySpec(
                 "(dots: mean over networks, ±1 standard error) and the iterated length map of 000 "
                 "Eq. 2 at keep rate 1 (lines), per σ_w²."
             ),
+            claims=("length_follows_q_map*",),
         )
     },
     measure=Measure,

@@ -1,0 +1,108 @@
+"""Claims declared by a study, filled with its statistics.
+
+A study declares each claim once (:class:`sigprop.contract.Claim` in ``CLAIMS`` of its
+``__init__.py``: statement, test, what a pass expects, what the row reports, kind and source in
+the paper); its ``claims.py`` computes only the statistics of each row (:func:`result`) and
+:func:`build` turns them into the claims table: the declared texts filled with the row's
+fields, through :func:`sigprop.claims.rows.row` and its rules (an equivalence claim's margin,
+a design's false-pass rate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
+
+from ..contract import Claim
+from .rows import BEYOND, frame, row
+
+NAN = float("nan")
+
+
+def result(
+    claim: str,
+    qualifier: str = "",
+    *,
+    measured,
+    tolerance,
+    verdict: str,
+    values: dict | None = None,
+    detectable: float = NAN,
+    margin: float = NAN,
+    se: float = NAN,
+    false_pass: float = NAN,
+    **fields,
+) -> dict:
+    """One row's statistics for the declared claim ``claim``: its id is ``claim[qualifier]``
+    (``claim`` alone without a qualifier), and ``fields`` fill the slots of the declared
+    texts."""
+    return {
+        "claim": claim,
+        "claim_id": f"{claim}[{qualifier}]" if qualifier else claim,
+        "stats": dict(
+            measured=measured,
+            tolerance=tolerance,
+            verdict=verdict,
+            values=values,
+            detectable=detectable,
+            margin=margin,
+            se=se,
+            false_pass=false_pass,
+        ),
+        "fields": fields,
+    }
+
+
+def _fill(text: str, fields: dict, claim_id: str, what: str) -> str:
+    try:
+        return text.format(**fields)
+    except KeyError as e:
+        raise KeyError(
+            f"claim {claim_id}: its declared {what} has the slot {{{e.args[0]}}}, which the "
+            f"claims code does not fill (fields: {sorted(fields)})"
+        ) from None
+
+
+def build(
+    study: str, declared: Mapping[str, Claim], results: Iterable[dict], source: str = ""
+) -> pd.DataFrame:
+    """The claims table of ``results`` (:func:`result`), each row's texts the declared ones of
+    its claim filled with its fields; ``source`` is the study's, for claims that declare none.
+
+    Raises KeyError for a row of an undeclared claim (naming the declared ones) or a slot its
+    fields do not fill."""
+    rows = []
+    for r in results:
+        c = declared.get(r["claim"])
+        if c is None:
+            raise KeyError(
+                f"study {study}: claim {r['claim']!r} is not declared in CLAIMS "
+                f"(declared: {', '.join(declared)})"
+            )
+        cid, f = r["claim_id"], r["fields"]
+        st = r["stats"]
+        src = c.source or source
+        if c.kind == "beyond" and not str(src).startswith(BEYOND):
+            src = f"{BEYOND}: {src}" if src else BEYOND
+        rows.append(
+            row(
+                study,
+                cid,
+                _fill(c.statement, f, cid, "statement"),
+                src,
+                st["measured"],
+                _fill(c.expected, f, cid, "expected"),
+                st["tolerance"],
+                st["verdict"],
+                _fill(c.detail, f, cid, "detail"),
+                st["values"],
+                kind=c.kind,
+                test=_fill(c.test, f, cid, "test"),
+                detectable=st["detectable"],
+                margin=st["margin"],
+                se=st["se"],
+                false_pass=st["false_pass"],
+            )
+        )
+    return frame(rows)

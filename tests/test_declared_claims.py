@@ -1,0 +1,83 @@
+"""Claims declared once (sigprop.contract.Claim) and filled with a study's statistics
+(sigprop.claims.declared): texts filled from the row's fields, the row rules applied, and an
+undeclared claim or an unfilled slot refused by name."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sigprop.claims import check_table
+from sigprop.claims.declared import build, result
+from sigprop.contract import Claim
+
+DECLARED = {
+    "rate_matches": Claim(
+        statement="The rate matches Eq. 9",
+        expected="|rate - theory| <= {k:g} SE",
+        test="z test over {n} seeds; equivalence margin {m:g}",
+        detail="rate {rate:.3f}",
+    ),
+    "identity": Claim(
+        statement="Output equals input at depth 0", test="exact", kind="sanity", source="000 §2"
+    ),
+    "wider": Claim(statement="Wider is better", test="sign of the slope", kind="beyond"),
+}
+
+
+def _rows(**over):
+    r = dict(measured=0.1, tolerance=0.3, verdict="pass", detectable=0.05, margin=0.1)
+    r.update(over)
+    return [
+        result("rate_matches", "tanh", k=3, n=5, m=0.1, rate=0.1234, **r),
+        result("identity", measured=0.0, tolerance=0.0, verdict="pass"),
+        result("wider", measured=1.0, tolerance=0.0, verdict="pass", detectable=0.5),
+    ]
+
+
+def test_declared_texts_are_filled_with_the_rows_fields():
+    df = build("s", DECLARED, _rows(), source="000 Eq. 9")
+    r = df.set_index("claim_id")
+    assert list(r.index) == ["rate_matches[tanh]", "identity", "wider"]
+    assert r.loc["rate_matches[tanh]", "expected"] == "|rate - theory| <= 3 SE"
+    assert r.loc["rate_matches[tanh]", "test"].startswith("z test over 5 seeds; equivalence")
+    assert r.loc["rate_matches[tanh]", "detail"] == "rate 0.123"
+    assert r.loc["rate_matches[tanh]", "source"] == "000 Eq. 9"
+    assert (r.loc["identity", "kind"], r.loc["identity", "source"]) == ("sanity", "000 §2")
+    assert r.loc["wider", "kind"] == "beyond" and r.loc["wider", "source"].startswith("beyond")
+    check_table(df, "study s", paper="000")
+
+
+def test_the_row_rules_still_apply_to_declared_claims():
+    """An equivalence claim whose test cannot resolve its margin does not pass."""
+    df = build("s", DECLARED, _rows(detectable=0.5), source="000 Eq. 9")
+    assert df.verdict.iloc[0] == "inconclusive" and math.isclose(df.margin.iloc[0], 0.1)
+
+
+def test_an_undeclared_claim_or_an_unfilled_slot_is_refused_by_name():
+    with pytest.raises(KeyError, match="claim 'other' is not declared in CLAIMS"):
+        build("s", DECLARED, [result("other", measured=1, tolerance=0, verdict="pass")])
+    with pytest.raises(KeyError, match=r"rate_matches\[tanh\]: its declared test has the slot"):
+        build(
+            "s",
+            DECLARED,
+            [
+                result(
+                    "rate_matches", "tanh", measured=1, tolerance=0, verdict="pass", k=3, rate=1.0
+                )
+            ],
+        )
+    with pytest.raises(ValueError, match="claim kind must be one of"):
+        Claim(statement="x", test="y", kind="opinion")
+
+
+def test_the_template_declares_every_claim_its_code_fills():
+    """The template study (what `sigprop new-study` copies) keeps its claims declared: each
+    claim id pattern its figure shows names a declared claim."""
+    from sigprop import registry
+    from sigprop.studies import template
+
+    spec = registry.spec("template")
+    shown = {pat.split("[")[0].rstrip("*") for f in spec.figures.values() for pat in f.claims}
+    assert shown and shown <= set(template.CLAIMS)
