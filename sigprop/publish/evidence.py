@@ -526,6 +526,13 @@ def main(args: dict) -> int:
             problems = check(out, args["configfile"])
             for p in problems:
                 print(p, file=sys.stderr)
+            if not problems:
+                studies = sorted(d.name for d in Path(out).iterdir() if d.is_dir())
+                print(
+                    f"{out}: {len(studies)} studies' claims tables and provenance bound and "
+                    f"their run ids today's ({', '.join(studies)}); GPU evidence under {GPU_DIR} "
+                    "matches its manifests"
+                )
             return 1 if problems else 0
         if act == "seal-gpu":
             if not args["target"]:

@@ -442,6 +442,13 @@ def main(args: dict) -> int:
         problems = check(Path(args["out"]), args["configfile"])
         for p in problems:
             print(p, file=sys.stderr)
+        if not problems:
+            rungs = sorted(Path(args["out"]).glob("*/*/claims.parquet"))
+            trends = sorted(Path(args["out"]).glob("*/trend.parquet"))
+            print(
+                f"{args['out']}: {len(rungs)} rungs and {len(trends)} trends bound to their "
+                "provenance and today's declared rungs and run ids"
+            )
         return 1 if problems else 0
     except (KeyError, ValueError, FileNotFoundError) as e:
         print(f"sigprop ladder {act}: {e}", file=sys.stderr)
