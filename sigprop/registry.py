@@ -123,10 +123,12 @@ def study_file(kind: str) -> Path | None:
     return path if path.is_file() else None
 
 
+@functools.cache
 def declared_papers() -> dict[str, dict]:
     """Paper id -> ``{"citation", "title"}`` of the papers that study packages found outside
     this package declare (``PAPER = {"id", "citation", "title"}`` in their ``__init__.py``);
-    :func:`sigprop.papers.known` merges them with this package's papers.
+    :func:`sigprop.papers.known` merges them with this package's papers.  Read once per process
+    (the report asks for a paper's title once per figure and claims page).
 
     Raises ValueError for a declaration without its keys or two that differ."""
     out: dict[str, dict] = {}

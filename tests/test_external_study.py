@@ -59,6 +59,11 @@ def test_new_study_writes_an_installable_skeleton(tmp_path):
         f'[project.entry-points."sigprop.studies"]\n{KIND} = "{KIND}"'
         in (root / "pyproject.toml").read_text()
     )
+    # what the user must replace is marked, and nothing of paper 000 is passed off as theirs
+    init = (pkg / "__init__.py").read_text()
+    assert f'SOURCE = "{PAPER} TODO:' in init and f'"id": "{PAPER}"' in init
+    assert "TODO" in (pkg / "study.yaml").read_text()
+    assert "exact: 000" not in (pkg / "study.yaml").read_text()
     study = yaml.safe_load((pkg / "study.yaml").read_text())
     assert (study["name"], study["paper"]) == (KIND, PAPER) and "kind" not in study
     with pytest.raises(FileExistsError):

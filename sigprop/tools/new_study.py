@@ -15,6 +15,7 @@ its figures and claims under its paper (docs/adding-a-study.md).
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -112,8 +113,9 @@ def write_study(
                 "\n# the item of your paper that the claim tests: the template's claim is 000's length\n"
                 "# map (Eq. 2), so replace the measurement, theory and claim with your paper's\n"
                 f'SOURCE = "{paper} TODO: the equation or figure of paper {paper} the claim tests"\n'
-                f'PAPER = {{"id": {paper!r}, "citation": {citation!r},\n'
-                f'         "title": {title!r}}}\n',
+                f'PAPER = {{\n    "id": {json.dumps(paper)},\n'
+                f'    "citation": {json.dumps(citation, ensure_ascii=False)},\n'
+                f'    "title": {json.dumps(title, ensure_ascii=False)},\n}}\n',
             )
         (pkg / src.name).write_text(text)
     (pkg / "study.yaml").write_text(
