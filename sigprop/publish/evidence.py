@@ -141,6 +141,22 @@ def machine() -> dict:
     }
 
 
+def run_record(results: Path, study: str, wall_s, command: str, note: str) -> dict:
+    """What every committed run's provenance says of the run itself: the commit and whether
+    the tree had uncommitted changes, the date, the machine, the wall time given, the summed
+    job time of the study's benchmark files, the command and a note."""
+    return {
+        "commit": git_output("rev-parse", "HEAD"),
+        "uncommitted_changes": bool(git_output("status", "--porcelain", "--untracked-files=no")),
+        "date": _dt.date.today().isoformat(),
+        "machine": machine(),
+        "wall_s": wall_s,
+        "job_s": round(job_seconds(results, study), 1),
+        "command": command,
+        "note": note,
+    }
+
+
 def job_seconds(results: Path, study: str) -> float:
     """Summed wall time of the study's jobs from the rules' benchmark files."""
     total = 0.0
@@ -230,19 +246,7 @@ def publish(
     claims_path = checked_claims(
         results, st, "paper", f"snakemake --config 'scale_overrides={{{study}: paper}}'"
     )
-    status = git_output("status", "--porcelain", "--untracked-files=no")
-    prov = {
-        "study": study,
-        "scale": "paper",
-        "commit": git_output("rev-parse", "HEAD"),
-        "uncommitted_changes": bool(status),
-        "date": _dt.date.today().isoformat(),
-        "machine": machine(),
-        "wall_s": wall_s,
-        "job_s": round(job_seconds(results, study), 1),
-        "command": command,
-        "note": note,
-    }
+    prov = {"study": study, "scale": "paper", **run_record(results, study, wall_s, command, note)}
     dest = write_committed(
         tables.read(claims_path, tables.CLAIM_COLUMNS),
         tables.stamp_of(claims_path),

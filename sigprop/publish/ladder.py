@@ -15,7 +15,6 @@ from the config today, so a config or code change that would give other runs is 
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import re
 import sys
@@ -30,7 +29,7 @@ from sigprop.config.ladder import declared_words, ladder_of
 from sigprop.runs import runs_sha256
 from sigprop.tools.compare import compare_frames
 
-from .evidence import checked_claims, git_output, job_seconds, machine, write_committed
+from .evidence import checked_claims, run_record, write_committed
 
 COMMANDS = ("ladder",)
 LADDER_DIR = Path("docs/evidence/ladder")
@@ -95,7 +94,6 @@ def publish_rung(
         f"snakemake --config 'studies=[{study}]' 'scale_overrides={{{study}: {rung}}}'",
     )
     budget = next(r.budget for r in lad.rungs if r.scale == rung)
-    status = git_output("status", "--porcelain", "--untracked-files=no")
     prov = {
         "study": study,
         "scale": rung,
@@ -105,16 +103,9 @@ def publish_rung(
         "ladder_redeclared": [
             {"commit": d.commit, "date": d.date, "what": d.what} for d in lad.redeclared
         ],
-        "commit": git_output("rev-parse", "HEAD"),
-        "uncommitted_changes": bool(status),
-        "date": _dt.date.today().isoformat(),
-        "machine": machine(),
-        "wall_s": wall_s,
+        **run_record(results, study, wall_s, command, note),
         "plan_s": plan_s,
-        "job_s": round(job_seconds(results, study), 1),
-        "command": command,
         "alongside": alongside,
-        "note": note,
     }
     dest = write_committed(
         tables.read(claims_path, tables.CLAIM_COLUMNS),
