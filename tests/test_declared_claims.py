@@ -81,3 +81,33 @@ def test_the_template_declares_every_claim_its_code_fills():
     spec = registry.spec("template")
     shown = {pat.split("[")[0].rstrip("*") for f in spec.figures.values() for pat in f.claims}
     assert shown and shown <= set(template.CLAIMS)
+
+
+def test_a_row_may_differ_from_its_declaration_in_kind_source_and_texts():
+    """The paper's statement tested on a setting it does not cover is a ``beyond`` row of the
+    same claim; a row with nothing to test replaces the declared ``expected``."""
+    rows = [
+        result(
+            "rate_matches",
+            "relu",
+            kind="beyond",
+            source="000 Eq. 9 extended to relu",
+            measured=0.1,
+            tolerance=0.3,
+            verdict="inconclusive",
+            texts={"expected": "data for {what}"},
+            k=3,
+            n=5,
+            m=0.1,
+            rate=0.1,
+            what="relu",
+        )
+    ]
+    r = build("s", DECLARED, rows, source="000 Eq. 9").iloc[0]
+    assert (r.kind, r.source) == ("beyond", "beyond the paper: 000 Eq. 9 extended to relu")
+    assert r.expected == "data for relu" and r.claim == "The rate matches Eq. 9"
+    assert build("s", DECLARED, rows).equals(build("s", DECLARED, rows)), "build is pure"
+    with pytest.raises(KeyError, match="texts may replace"):
+        result("rate_matches", measured=1, tolerance=0, verdict="pass", texts={"claim": "x"})
+    with pytest.raises(ValueError, match="kind must be one of"):
+        result("rate_matches", measured=1, tolerance=0, verdict="pass", kind="aside")

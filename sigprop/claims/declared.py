@@ -14,10 +14,12 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from ..contract import Claim
+from ..contract import CLAIM_KINDS, Claim
 from .rows import BEYOND, frame, row
 
 NAN = float("nan")
+TEXTS = ("statement", "test", "expected", "detail")
+"""The declared texts of a claim, each filled with a row's fields."""
 
 
 def result(
@@ -32,14 +34,31 @@ def result(
     margin: float = NAN,
     se: float = NAN,
     false_pass: float = NAN,
+    tolerance_source: str = "",
+    kind: str | None = None,
+    source: str | None = None,
+    texts: Mapping[str, str] | None = None,
     **fields,
 ) -> dict:
     """One row's statistics for the declared claim ``claim``: its id is ``claim[qualifier]``
     (``claim`` alone without a qualifier), and ``fields`` fill the slots of the declared
-    texts."""
+    texts.
+
+    Per row, and only where the row differs from its declaration: ``kind`` (e.g. ``"beyond"``
+    for the paper's statement tested on a setting the paper does not cover), ``source``, and
+    ``texts``, declared texts replaced for this row (e.g. the ``expected`` of a row that has no
+    data to test), themselves filled with ``fields``."""
+    bad = set(texts or ()) - set(TEXTS)
+    if bad:
+        raise KeyError(f"claim {claim}: texts may replace {TEXTS}, not {sorted(bad)}")
+    if kind is not None and kind not in CLAIM_KINDS:
+        raise ValueError(f"claim {claim}: kind must be one of {CLAIM_KINDS}, not {kind!r}")
     return {
         "claim": claim,
         "claim_id": f"{claim}[{qualifier}]" if qualifier else claim,
+        "kind": kind,
+        "source": source,
+        "texts": dict(texts or {}),
         "stats": dict(
             measured=measured,
             tolerance=tolerance,
@@ -49,6 +68,7 @@ def result(
             margin=margin,
             se=se,
             false_pass=false_pass,
+            tolerance_source=tolerance_source,
         ),
         "fields": fields,
     }
@@ -80,29 +100,27 @@ def build(
                 f"study {study}: claim {r['claim']!r} is not declared in CLAIMS "
                 f"(declared: {', '.join(declared)})"
             )
-        cid, f = r["claim_id"], r["fields"]
-        st = r["stats"]
-        src = c.source or source
-        if c.kind == "beyond" and not str(src).startswith(BEYOND):
+        cid, f, st = r["claim_id"], r["fields"], dict(r["stats"])
+        text = {k: _fill(r["texts"].get(k, getattr(c, k)), f, cid, k) for k in TEXTS}
+        kind = r["kind"] or c.kind
+        src = r["source"] if r["source"] is not None else (c.source or source)
+        if kind == "beyond" and not str(src).startswith(BEYOND):
             src = f"{BEYOND}: {src}" if src else BEYOND
         rows.append(
             row(
                 study,
                 cid,
-                _fill(c.statement, f, cid, "statement"),
+                text["statement"],
                 src,
-                st["measured"],
-                _fill(c.expected, f, cid, "expected"),
-                st["tolerance"],
-                st["verdict"],
-                _fill(c.detail, f, cid, "detail"),
-                st["values"],
-                kind=c.kind,
-                test=_fill(c.test, f, cid, "test"),
-                detectable=st["detectable"],
-                margin=st["margin"],
-                se=st["se"],
-                false_pass=st["false_pass"],
+                st.pop("measured"),
+                text["expected"],
+                st.pop("tolerance"),
+                st.pop("verdict"),
+                text["detail"],
+                st.pop("values"),
+                kind=kind,
+                test=text["test"],
+                **st,
             )
         )
     return frame(rows)
