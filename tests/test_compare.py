@@ -7,7 +7,7 @@ import pandas as pd
 
 from sigprop.claims import frame, row
 from sigprop.cli import main
-from sigprop.tools.compare import compare
+from sigprop.tools.compare import TIMING_METRICS, compare
 
 
 def _claims(root, measured=0.5, verdict="pass", extra=False):
@@ -182,3 +182,28 @@ def test_a_column_whose_dtype_changed_is_a_difference(tmp_path, capsys):
     ]
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     assert "value: dtype float64 -> " in capsys.readouterr().out
+
+
+def test_ignore_timing_leaves_out_only_the_metrics_that_time_the_run(tmp_path, capsys):
+    """Two runs whose wall seconds differ differ; with --ignore-timing they do not, and a
+    changed loss is still found."""
+    for root, secs, loss in (("a", 1.0, 0.5), ("b", 2.0, 0.5), ("c", 2.0, 0.6)):
+        s = tmp_path / root / "s"
+        s.mkdir(parents=True)
+        pd.DataFrame(
+            {
+                "run_id": "r1",
+                "step": 0,
+                "metric": ["loss", "train_seconds", "values_per_second"],
+                "value": [loss, secs, 1 / secs],
+            }
+        ).to_parquet(s / "metrics.parquet")
+    a, b, c = (str(tmp_path / x) for x in "abc")
+    assert "s/metrics.parquet" in compare(a, b)
+    assert compare(a, b, ignore=TIMING_METRICS) == {}
+    assert main(["compare", a, b, "--ignore-timing"]) == 0
+    assert (
+        "left out of the run tables: the metrics *seconds, *per_second, *gflops"
+        in capsys.readouterr().out
+    )
+    assert list(compare(a, c, ignore=TIMING_METRICS)) == ["s/metrics.parquet"]

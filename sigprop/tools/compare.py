@@ -21,6 +21,7 @@ moved and every verdict that changed.
 from __future__ import annotations
 
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,19 @@ KINDS = {
     ],
 }
 """What ``compare`` reads, by kind (globs relative to the results folder)."""
+
+TIMING_METRICS = ("*seconds", "*per_second", "*gflops")
+"""Metrics that time a run on its machine (wall seconds, throughputs, GFLOP/s): they differ between any
+two runs; ``--ignore-timing`` leaves their rows out of the run tables it compares."""
+
+
+def drop_metrics(df: pd.DataFrame, patterns: tuple[str, ...]) -> pd.DataFrame:
+    """``df`` without the rows whose ``metric`` matches one of ``patterns`` (shell globs);
+    a table without a ``metric`` column is returned as is."""
+    if not patterns or "metric" not in df.columns:
+        return df
+    hit = df["metric"].astype(str).map(lambda m: any(fnmatch(m, p) for p in patterns))
+    return df[~hit.to_numpy(bool)].reset_index(drop=True)
 
 
 class CompareError(ValueError):
@@ -186,8 +200,11 @@ def _check_folder(root: Path, side: str) -> list[Path]:
     return files
 
 
-def compare(before: str | Path, after: str | Path, rtol: float = 0.0) -> dict[str, list[str]]:
-    """Differences per file (relative path -> lines) between two results folders; raises
+def compare(
+    before: str | Path, after: str | Path, rtol: float = 0.0, ignore: tuple[str, ...] = ()
+) -> dict[str, list[str]]:
+    """Differences per file (relative path -> lines) between two results folders, leaving out
+    the run-table rows of the metrics that match ``ignore`` (:func:`drop_metrics`); raises
     :class:`CompareError` when either folder is missing or empty."""
     before, after = Path(before), Path(after)
     fa, fb = _check_folder(before, "before"), _check_folder(after, "after")
@@ -201,7 +218,7 @@ def compare(before: str | Path, after: str | Path, rtol: float = 0.0) -> dict[st
                 (before / f).read_text(errors="replace"), (after / f).read_text(errors="replace")
             )
         else:
-            a, b = _read(before / f), _read(after / f)
+            a, b = drop_metrics(_read(before / f), ignore), drop_metrics(_read(after / f), ignore)
             diff = compare_frames(a, b, _key(f, a), rtol)
         if diff:
             out[str(f)] = diff
@@ -300,13 +317,18 @@ def shift_report(shifts: pd.DataFrame) -> list[str]:
 
 
 def summary(
-    before: str | Path, after: str | Path, rtol: float = 0.0, shifts: str | Path | None = None
+    before: str | Path,
+    after: str | Path,
+    rtol: float = 0.0,
+    shifts: str | Path | None = None,
+    ignore: tuple[str, ...] = (),
 ) -> tuple[str, int]:
     """A readable report (what was compared, by kind, every difference, and the claim rows'
     shifts in SE units) and the number of files that differ; ``shifts``: also write
     :func:`claim_shifts` there as CSV.  Raises :class:`CompareError` for a missing or empty
-    folder."""
-    diffs = compare(before, after, rtol)
+    folder.  ``ignore``: metrics left out of the run tables (:func:`drop_metrics`), and said
+    so."""
+    diffs = compare(before, after, rtol, ignore)
     files = sorted(set(_files(Path(before))) | set(_files(Path(after))))
     counts = [(k, sum(_kind(f) == k for f in files)) for k in KINDS]
     lines = [
@@ -314,6 +336,8 @@ def summary(
         + ", ".join(f"{n} {k}" for k, n in counts if n)
         + " (figures are drawn from these and not compared)"
     ]
+    if ignore:
+        lines.append(f"left out of the run tables: the metrics {', '.join(ignore)}")
     lines += [f"{f}:\n  " + "\n  ".join(d) for f, d in diffs.items()]
     lines.append(f"{len(diffs)} of {len(files)} files differ")
     table = claim_shifts(before, after)
@@ -350,6 +374,13 @@ def register(subparsers) -> None:
         help="write every claim row's shift (after - before), its SE and the shift "
         "in SE units, with both verdicts, to this CSV file",
     )
+    cmp.add_argument(
+        "--ignore-timing",
+        action="store_true",
+        help="leave the metrics that time the run on its machine ("
+        + ", ".join(TIMING_METRICS)
+        + ") out of the run tables compared; claims that read them are still compared",
+    )
     cmp.set_defaults(func=main)
 
 
@@ -357,7 +388,13 @@ def main(args: dict) -> int:
     """Print the report: 0 when nothing differs, 1 when something does, 2 for a missing or
     empty folder."""
     try:
-        text, n = summary(args["before"], args["after"], args["rtol"], args.get("shifts"))
+        text, n = summary(
+            args["before"],
+            args["after"],
+            args["rtol"],
+            args.get("shifts"),
+            TIMING_METRICS if args.get("ignore_timing") else (),
+        )
     except CompareError as e:
         print(f"sigprop compare: {e}", file=sys.stderr)
         return 2
