@@ -35,17 +35,80 @@ Runs whose block label (``runs.block``) starts with ``Fig. 2`` make the angle pa
 ``diagonal`` the depth sweeps.
 
 Modules: ``measure`` (the sampled kernels of a shard), ``theory`` (Thms. 1-2 and the
-diagonals), ``analysis`` (panels, sample means and spreads), ``figures``, ``claims``.
+diagonals), ``analysis`` (panels, sample means and spreads), ``figures``, ``claims`` (the
+statistics of the claims declared in ``CLAIMS``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE = "001 §4.3, Thms. 1-2, Fig. 2, Eqs. 25, 29"
+
+# each claim once; {slots} are filled by claims.py with the row's statistics
+_DIAGONAL = dict(
+    expected=">= {floor:g} of the {depths} depths with |mean - theory| <= {k:g} SE",
+    test="fraction of the {depths} depths (independent nets, {n_min}-{n_max} inits each) with "
+    "|mean - theory| <= {k:g} SE must be >= {floor:g} (here: {need} of {depths}); detectable: the "
+    "common relative offset from theory that puts more than {spare} depth(s) beyond {k:g} SE",
+    detail="{cells}; {n_min}-{n_max} inits per depth",
+)
+CLAIMS = {
+    "fig2_mean_matches_theory": Claim(
+        statement="The mean sampled G(x, x'(theta)) of the {label} (L = {depth}, width {width}) "
+        "equals the {thm} kernel at all {angles} angles",
+        test="joint test over the {angles} angles that share {n_inits} initializations: T = max "
+        "|mean - theory| / SE <= the 95 % quantile of T bootstrapped over initializations "
+        "({n_boot} resamples, recentred at the sample means); detectable: critical value x "
+        "median relative SE (a common relative offset)",
+        expected="max_theta |mean - theory| / SE <= its 95 % bootstrap critical value",
+        detail="{n_inits} inits shared by the {angles} angles; T = max |z| = {T:.2f} at theta = "
+        "{theta:.3f}, critical value {crit:.2f} (p = {p:.3f}); mean z {mean_z:+.2f}; mean / "
+        "theory in [{lo:.3f}, {hi:.3f}]; max |mean - theory| / K(x, x) {max_rel_dev:.4f}; mean "
+        "offset over angles / K(x, x) {mean_offset:+.4f} ± {mean_offset_se:.4f} (z {off_z:+.2f}, "
+        "not the verdict); angles within {k:g} SE (uncorrected, not the verdict): {within:.2f}",
+        source="001 §4.3, Thms. 1-2 (Eqs. 23, 26), Fig. 2",
+    ),
+    "fig2_spread_scales_as_inv_sqrt_width": Claim(
+        statement="The SD over initializations of G from the {family} scales as n^(-1/2) "
+        "(variance O(1/n)): the exponent fitted between n = {nn} and n = {nw} is 1/2",
+        test="beta = -ln(SD ratio wide/narrow) / ln({nw}/{nn}); SE by the delta method from the "
+        "bootstrap SE of the ratio ({n_boot} resamples of the initializations of each width; the "
+        "two widths are independent nets): beta - 0.5 {rule}; detectable in exponent units",
+        expected="exponent beta = 0.5",
+        detail="SD over inits averaged over angles: {sd_narrow:.4g} (n = {nn}, {inits_n} inits), "
+        "{sd_wide:.4g} (n = {nw}, {inits_w} inits); ratio {ratio:.4f} ± {ratio_se:.4f} (bootstrap "
+        "SE; sqrt({nn}/{nw}) = {sqrt_width_ratio:.4f}); beta = {beta:.4f} ± {beta_se:.4f}, "
+        "(beta - 1/2) / SE = {beta_z:+.2f}",
+        source="001 Fig. 2 caption; Thms. 5-6 (Eqs. 40, 42)",
+    ),
+    "eq25_resnet_diagonal": Claim(
+        statement="The mean diagonal G(x, x) of the {label} against depth equals Eq. 25, "
+        "m L alpha^m (1+alpha^m)^(L-1)",
+        source="001 Thm. 1, Eq. 25 (proof Eqs. 64-67)",
+        **_DIAGONAL,
+    ),
+    "eq29_densenet_diagonal_printed": Claim(
+        statement="The mean diagonal G(x, x) of the DenseNet against depth equals the printed "
+        "Eq. 29, sum_{{l=1}}^L 1/(l+1)",
+        source="001 Thm. 2, Eq. 29 (proof Eqs. 85-93)",
+        **_DIAGONAL,
+    ),
+    "densenet_diagonal_harmonic": Claim(
+        statement="The mean diagonal G(x, x) of the DenseNet against depth equals H_L = "
+        "sum_{{l=1}}^L 1/l, the value of Eqs. 26-27 (m^{{L+1,L}} = 1, Eq. 81)",
+        source="001 Thm. 2, Eqs. 26-27, 81 (sigprop.theory.kernels note 5)",
+        **_DIAGONAL,
+    ),
+}
+EQ29_CONTRADICTED = (
+    "the measurement contradicts the printed Eq. 29 and agrees with H_L = sum 1/l (Eqs. 26-27 "
+    "themselves): measured/Eq. 29 = {ratios} vs H_L/Eq. 29 = {hl_ratios}; " + _DIAGONAL["detail"]
+)
+"""The detail of ``eq29_densenet_diagonal_printed`` when it fails and H_L holds."""
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import ParamError, param
 
 SOURCE = "000 §5.2, Table 1, Fig. 7"
+
+# the claim once; {slots} are filled by claims.py with the row's statistics
+_DETAIL = (
+    "{where}: misclassified cells (seed mean): min(12ξ1,12ξ2) {err_min_12xi1_12xi2:.3f}, 6ξ2 "
+    "{err_6xi2:.3f} over {cells} cells; difference per seed {per_seed}, mean {mean:+.3f} ± "
+    "{se_diff:.3f} (SE used); trainable = {metric} ≥ chance + {fraction:g}·(best of the panel and "
+    "seed − chance); the rules disagree on {disagreement:.3f} of the cells"
+)
+CLAIMS = {
+    "boundary_min12xi_vs_6xi2": Claim(
+        statement="The trainable region's boundary follows min(12ξ1, 12ξ2) better than 6ξ2",
+        test="seed mean of err(6ξ2) − err(min(12ξ1,12ξ2)) over {n_seeds} seeds: pass above "
+        "max({k:g} SE, {tol:g}), fail below minus that; SE over seeds, at least one cell per seed "
+        "(1/({cells}·√{n_seeds})); units: fraction of cells; the two rules disagree on "
+        "{disagreement:.3g} of the cells (the largest |difference| attainable): when that is <= "
+        "the margin no difference can pass or fail and nothing is detectable (detectable = inf)",
+        expected="> 0 (err(6ξ2) − err(min(12ξ1,12ξ2)), seed mean)",
+        detail=_DETAIL,
+    )
+}
+UNRESOLVABLE = (
+    _DETAIL + ", at most the margin {bound:.3f}: the depth and σ_w² grid cannot separate the two "
+    "bounds here"
+)
+"""The detail of a row whose two rules disagree on at most its margin of the cells."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""Claims of Huang, Xu, Du, Zeng, Zhao 2019, "Mean field theory for deep dropout networks"
-(arXiv:1912.09132) §5.2 / Table 1 / Fig. 7 on the trainable depth of dropout networks: the
-trainable region's boundary follows min(12ξ1, 12ξ2) ("realistic condition") better than
-Schoenholz et al.'s 6ξ2 ("independent assumption").
+"""The statistics of the claim of Huang, Xu, Du, Zeng, Zhao 2019, "Mean field theory for deep
+dropout networks" (arXiv:1912.09132) §5.2 / Table 1 / Fig. 7, declared in ``CLAIMS``
+(``__init__.py``): the trainable region's boundary follows min(12ξ1, 12ξ2) ("realistic
+condition") better than Schoenholz et al.'s 6ξ2 ("independent assumption").
 
 The fit errors are computed per seed (each seed's runs give one trainability map) and judged on
 the seed mean of their difference with its SE over seeds."""
@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import false_pass_z, frame, pooled, row
-from . import SOURCE, trainability
+from ...claims import false_pass_z
+from ...claims.declared import build, result
+from . import CLAIMS, SOURCE, UNRESOLVABLE, trainability
 from .analysis import curve
 
 
@@ -73,21 +74,18 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     curves beyond the largest depth in every σ_w² column) no outcome could pass or fail, so
     ``detectable`` is inf and the row is inconclusive.
     """
-    metric = p.analysis.metric
-    fraction = float(p.claims.trainable_fraction)
-    tol = float(p.claims.error_tolerance)
-    k = float(p.claims.seed_z)
-    study = p.study
+    metric, fraction = p.analysis.metric, float(p.claims.trainable_fraction)
+    tol, k = float(p.claims.error_tolerance), float(p.claims.seed_z)
+    fields = dict(k=k, tol=tol, metric=metric, fraction=fraction)
     chance = 1.0 / trainability.n_classes(runs)
     by_seed = seed_cells(runs, metric, fraction, chance)
     seeds = sorted(by_seed)
-    rule_min = curve(theory, "min_12xi1_12xi2")
-    rule_6 = curve(theory, "6xi2")
+    rule_min, rule_6 = curve(theory, "min_12xi1_12xi2"), curve(theory, "6xi2")
     names = sorted(set().union(*(set(c.panel) for c in by_seed.values())))
     groups = [("all", None)] + [
         (n.split(" ")[0] if n.startswith("(") else n.replace(" ", ""), n) for n in names
     ]
-    rows = []
+    out = []
     for label, panel in groups:
         e_min, e_6, n_cells, reach, rho = [], [], [], [], float("nan")
         for s in seeds:
@@ -111,56 +109,30 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         attainable = float(np.mean(reach)) if reach else float("nan")
         unresolvable = bool(np.isfinite(margin) and attainable <= margin + 1e-12)
         detectable = float("inf") if unresolvable else margin
-        if unresolvable:
-            verdict = "inconclusive"
-        m_min = float(np.mean(e_min)) if n else float("nan")
-        m_6 = float(np.mean(e_6)) if n else float("nan")
-        per_seed = ", ".join(f"{d:+.3f}" for d in diff)
-        # the pooled row re-uses the panels' cells: shown as a summary, never tallied
-        make = pooled if panel is None else row
-        rows.append(
-            make(
-                study,
-                f"boundary_min12xi_vs_6xi2[{label}]",
-                "The trainable region's boundary follows min(12ξ1, 12ξ2) better than 6ξ2",
-                SOURCE,
+        verdict = "inconclusive" if unresolvable else verdict
+        errs = (float(np.mean(e_min)), float(np.mean(e_6))) if n else (np.nan, np.nan)
+        values = dict(err_min_12xi1_12xi2=errs[0], err_6xi2=errs[1], cells=cells, keep_rate=rho)
+        values.update(se_diff=se_used, n_seeds=n, disagreement=attainable)
+        out.append(
+            result(
+                "boundary_min12xi_vs_6xi2",
+                label,
                 measured=mean,
-                expected="> 0 (err(6ξ2) − err(min(12ξ1,12ξ2)), seed mean)",
                 tolerance=tol,
                 verdict=verdict,
-                test=(
-                    f"seed mean of err(6ξ2) − err(min(12ξ1,12ξ2)) over {n} seeds: pass above "
-                    f"max({k:g} SE, {tol:g}), fail below minus that; SE over seeds, at least one "
-                    f"cell per seed (1/({cells}·√{n})); units: fraction of cells; the two "
-                    f"rules disagree on {attainable:.3g} of the cells (the largest |difference| "
-                    f"attainable): when that is <= the margin no difference can pass or fail and "
-                    f"nothing is detectable (detectable = inf)"
-                ),
+                values=values,
                 detectable=detectable,
                 se=se_used,
                 false_pass=false_pass_z(k, n - 1),
-                detail=(
-                    f"{'all panels' if panel is None else panel}: misclassified cells (seed "
-                    f"mean): min(12ξ1,12ξ2) {m_min:.3f}, 6ξ2 {m_6:.3f} over {cells} cells; "
-                    f"difference per seed {per_seed}, mean {mean:+.3f} ± {se_used:.3f} (SE "
-                    f"used); trainable = {metric} ≥ chance + {fraction:g}·(best of the panel "
-                    f"and seed − chance); the rules disagree on {attainable:.3f} of the cells"
-                    + (
-                        f", at most the margin {margin:.3f}: the depth and σ_w² grid cannot "
-                        "separate the two bounds here"
-                        if unresolvable
-                        else ""
-                    )
-                ),
-                values={
-                    "err_min_12xi1_12xi2": m_min,
-                    "err_6xi2": m_6,
-                    "cells": cells,
-                    "keep_rate": rho,
-                    "se_diff": se_used,
-                    "n_seeds": n,
-                    "disagreement": attainable,
-                },
+                # the pooled row re-uses the panels' cells: shown as a summary, never tallied
+                kind="summary" if panel is None else None,
+                texts={"detail": UNRESOLVABLE} if unresolvable else None,
+                **values,
+                where="all panels" if panel is None else panel,
+                per_seed=", ".join(f"{d:+.3f}" for d in diff),
+                mean=mean,
+                bound=margin,
+                **fields,
             )
         )
-    return frame(rows)
+    return build(p.study, CLAIMS, out, SOURCE)
