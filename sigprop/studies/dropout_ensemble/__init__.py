@@ -38,8 +38,10 @@ moments of Eqs. 24-25 against Monte Carlo and the rejection of the unscaled netw
 Findings recorded in the claims: the Eq. 85 second-order term underestimates E - NWGM by
 the factor 2E(1-E) (Eq. 202 of App. B does not), see :mod:`sigprop.theory.ensembles`.
 
-Modules: ``measure`` (the three simulations of a shard), ``theory`` (Eq. 87 curves, population
-moments), ``analysis`` (per-set, per-sample and per-unit tables), ``figures``, ``claims``.
+Each claim is declared once in ``CLAIMS`` (statement, test, expected, detail, kind, source, with
+slots that ``claims`` fills with the row's statistics).  Modules: ``measure`` (the three
+simulations of a shard), ``theory`` (Eq. 87 curves, population moments), ``analysis`` (per-set,
+per-sample and per-unit tables), ``figures``, ``claims`` (the statistics of each row).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import ParamError, param, to_dict
 
 PARTS = ("bounds", "sampling", "linear")
@@ -58,6 +60,217 @@ SOURCE_EQ202 = "002 App. B, Eq. 202; Figs. 9.4-9.5"
 SOURCE_SIDES = "002 Sec. 8, properties 3-4, Eqs. 81-82"
 SOURCE_SAMPLING = "002 Secs. 9.3-9.4, Eqs. 103-108, Figs. 9.1-9.2"
 SOURCE_LINEAR = "002 Secs. 2-3, Eqs. 8, 15-17, 22, 24-25"
+
+# each claim once: what the paper states, how it is tested, what a pass expects and what the row
+# reports; {slots} are filled by claims.py with the row's statistics.  Shared fragments: the
+# simulated sets (Eq. 87), the samples per m (Figs. 9.1-9.2), the linear networks (Eqs. 24-25).
+SETS = (
+    "{n} sets of {width} outputs, s in [{s_lo:.2f}, {s_hi:.2f}], mu in [{mu_lo:.2f}, {mu_hi:.2f}]"
+)
+SAMPLES = "{n_lo}-{n_hi} samples per m, m = {ms}"
+NETS = (
+    "{nets} networks ({width} wide, {depth} hidden layers, keep {keep:g} hidden / {input_keep} "
+    "inputs), {masks} masks per input; exact moments by theory.ensembles.linear_dropout_expectation"
+)
+INDEP = "{n_m} m values, each an independent run"
+_NESTED = dict(
+    expected="fraction >= that within {tighter} ({tight:.4f}), set by set",
+    test="nesting of the Eq. 87 curves, set by set",
+    detail=SETS + "; fraction within {q} {frac:.4f} (a looser curve than {tighter}: implied by "
+    "bound1_eq87, not counted)",
+    kind="sanity",
+)
+_SECOND_ORDER = dict(
+    expected="median (E - NWGM)/approximation = 1",
+    test="median ratio - 1 over {n} independent sets: {rule} (bootstrap SE of the median "
+    "{bse:.3g}); units: ratio",
+    detail="{n} sets with s <= {s_small:g} and |1-2E| >= {asym:g}; quartiles of the ratio "
+    "{q1:.3f}-{q3:.3f}; median 1/(2E(1-E)) over these sets {inv:.3f} (the factor by which Eq. 85 "
+    "drops the consistent second-order term, cf. Eq. 202)",
+)
+_ARGMAX = dict(
+    expected="{formula:.6f}",
+    test="argmax of our analytic curve against its closed form (no data)",
+    detail="argmax of the tabulated curve on a grid of spacing {h:.1e}",
+    kind="sanity",
+    source=SOURCE_BOUNDS,
+)
+CLAIMS = {
+    "bound1_eq87": Claim(
+        statement="|E - NWGM| <~ E(1-E)|1-2E|/(1-2V) (Bound 1, the tightest curve of Eq. 87) for "
+        "logistic outputs",
+        expected=">= {thr:g} of the sets within the curve (the paper: 'well within the bounds', "
+        "i.e. all sets, {want:g}, up to {ftol:g})",
+        test="fraction of {n} independent sets within the curve minus {thr:g}: {rule} (binomial "
+        "SE at {thr:g}: {bse:.4f}); units: fraction of sets",
+        detail=SETS + "; within for the quarter with the largest s (s >= {s_q:.2f}): "
+        "{frac_hi:.4f}; largest excess |E - NWGM| - bound {excess:.2e}; within Bound 2 "
+        "{frac2:.4f}, within 2E(1-E)|1-2E| {frac3:.4f}",
+        source=SOURCE_BOUNDS,
+    ),
+    "bound2_fig81": Claim(
+        statement="Bound 2 E(1-E)|1-2E|/(1-2E(1-E)) (Fig. 8.1) holds for at least the sets within "
+        "Bound 1 (Bound 1 <= Bound 2 since V <= E(1-E))",
+        source=SOURCE_BOUNDS + " (Fig. 8.1)",
+        **_NESTED,
+    ),
+    "bound3_fig82": Claim(
+        statement="2E(1-E)|1-2E| (Fig. 8.2) holds for at least the sets within Bound 2 "
+        "(1 - 2E(1-E) >= 1/2)",
+        source=SOURCE_BOUNDS + " (Fig. 8.2)",
+        **_NESTED,
+    ),
+    "eq85_second_order": Claim(
+        statement="To second order E - NWGM ~ V(1-2E)/(1-2V) (Eq. 85)",
+        source=SOURCE_EQ85,
+        **_SECOND_ORDER,
+    ),
+    "eq202_second_order": Claim(
+        statement="To second order (expansion around E) E - NWGM ~ E - (E - V/2E)/(1 - "
+        "V/(2E(1-E))) (Eq. 202)",
+        source=SOURCE_EQ202,
+        **_SECOND_ORDER,
+    ),
+    "nwgm_side_eqs81_82": Claim(
+        statement="If all O_i <= 0.5 then NWGM <= E; if all O_i >= 0.5 then NWGM >= E (Ky Fan's "
+        "inequality: a theorem)",
+        expected="all such sets (exact inequality)",
+        test="exact inequality on every set",
+        detail="{low} consistently low and {high} consistently high sets (of {n}); comparison to "
+        "{atol:g}",
+        kind="sanity",
+        source=SOURCE_SIDES,
+    ),
+    "bound2_argmax": Claim(
+        statement="The maximum of the Fig. 8.1 curve over [0, 0.5] is at E = 0.5 - sqrt(sqrt5 - "
+        "2)/2",
+        **_ARGMAX,
+    ),
+    "bound3_argmax": Claim(
+        statement="The maximum of the Fig. 8.2 curve over [0, 0.5] is at E = 0.5 - sqrt(3)/6",
+        **_ARGMAX,
+    ),
+    "corr_close_to_one": Claim(
+        statement="The Pearson correlation between E_S and NWGM_S is close to 1",
+        expected="r >= {r_min:g} at every m",
+        test="r - {r_min:g} > {k:g} SE(r) at every m (fail if below -{k:g} SE at any m; "
+        + INDEP
+        + "); units: r",
+        detail="min r at m = {m_min}; r = {rs}; SE(r) <= {r_se:.4f}; " + SAMPLES,
+        source=SOURCE_SAMPLING + " (Fig. 9.2 left)",
+    ),
+    "corr_constant_in_m": Claim(
+        statement="The Pearson correlation is roughly constant in the sample size m",
+        expected="max r - min r <= {r_range:g}",
+        test="{r_range:g} - (max r - min r): {rule} (SE of the range {se_range:.4f}; "
+        + INDEP
+        + "); units: r",
+        detail="r from {r_first:.4f} (m = {m_first}) to {r_last:.4f} (m = {m_last}); SE of r <= "
+        "{r_se:.4f}; " + SAMPLES,
+        source=SOURCE_SAMPLING + " (Fig. 9.2 left)",
+    ),
+    "cov_decays_as_inv_m": Claim(
+        statement="The covariance of E_S and NWGM_S decreases to 0 inversely to the sample size "
+        "(order V/m) (holds by construction for means of m iid draws: a check of the sampler, "
+        "not counted)",
+        expected="log-log slope -1",
+        test="slope + 1 (weighted log-log fit over {n_fit} independent m >= {fit_min}, SE "
+        "{slope_se:.3g}): {rule}; units: slope",
+        detail="fit over m >= {fit_min}; m Cov = {m_cov}; unweighted slope {slope_u:.3f}; "
+        + SAMPLES,
+        kind="sanity",
+        source=SOURCE_SAMPLING + " (Eqs. 106-108, Fig. 9.2 right)",
+    ),
+    "var_nwgm_eq104": Claim(
+        statement="Var(NWGM_S) ~ t^2 sigma_S^2 / m with t = sigma'(mu_S) (Eq. 104)",
+        expected="{c2_eq104:.5g}",
+        test="relative gap m Var(NWGM_S)/C2 - 1 at m = {m} ({n} samples, SE {rel_se:.3g}): "
+        "{rule}; units: relative gap",
+        detail="m Var(NWGM_S) at m = {m} ({n} samples), relative gap {rel:+.3f}; C1 = m Var(E_S) "
+        "= {c1:.5g} vs sigma_O^2 = {var_o:.5g}",
+        source=SOURCE_SAMPLING + " (Eq. 104)",
+    ),
+    "c1_equals_c2": Claim(
+        statement="sigma_O^2 = C1 ~ C2 when sigma_O^2 is small (Var(E_S) ~ C1/m, Var(NWGM_S) ~ "
+        "C2/m)",
+        expected="C2/C1 - 1 = 0",
+        test="C2/C1 - 1 at m = {m} (bootstrap SE over samples {se_c:.3g}): {rule}; units: "
+        "relative gap",
+        detail="at m = {m}: C1 = {c1:.5g}, C2 = {c2:.5g}; sigma_O^2 = {var_o:.5g} <= {small:g}",
+        source=SOURCE_SAMPLING + " (Sec. 9.3)",
+    ),
+    "no_bias_at_half": Claim(
+        statement="With mu_O = 0.5, NWGM_S and E_S have the same mean (sigma(mu_S) = mu_O); a "
+        "symmetry: the distribution of O is symmetric about 1/2 and NWGM(1 - O) = 1 - NWGM(O)",
+        expected="0",
+        test="{rule}",
+        detail="mean NWGM_S - E_S at m = {m}, {n} samples, SE {bias_se:.2e}",
+        kind="sanity",
+        source=SOURCE_SAMPLING + " (Sec. 9.3, Fig. 9.1)",
+    ),
+    "bias_small": Claim(
+        statement="Away from 0.5 a bias NWGM_S - E_S appears but is small: smaller than the error "
+        "sigma_O of a single random sample",
+        expected="|bias| < sigma_O = {sd_o:.4f}",
+        test="sigma_O - |bias| ({n} independent samples): {rule}; units: bias",
+        detail="mean NWGM_S - E_S at m = {m} ({n} samples, SE {bias_se:.1e}); population "
+        "sigma(mu_S) - mu_O = {eq104:.4f}; |bias|/sigma_O = {ratio:.3f}",
+        source=SOURCE_SAMPLING + " (Sec. 9.3, Fig. 9.1; Sec. 8 end)",
+    ),
+    "nwgm_approx_normal": Claim(
+        statement="NWGM_S is approximately normally distributed",
+        expected="|skewness| <= {skew_max:g} and |excess kurtosis| <= {kurt_max:g}",
+        test="{skew_max:g} - |skewness| > {k:g} SE (SE {se_sk:.3f}) and {kurt_max:g} - |excess "
+        "kurtosis| > {k:g} SE (SE {se_ku:.3f}), {n} samples; fail if either is below -{k:g} SE; "
+        "units: skewness",
+        detail="m = {m}, {n} samples: skewness {skew:+.3f} (SE ~{se_sk:.3f}), excess kurtosis "
+        "{kurt:+.3f} (SE ~{se_ku:.3f})",
+        source=SOURCE_SAMPLING + " (Sec. 9.2, Eq. 104, Fig. 9.1)",
+    ),
+    **{
+        cid: Claim(
+            statement=statement + " (exact theorem checked by Monte Carlo)",
+            expected=">= {want:g} of values within {k:g} SE of " + eq,
+            test="fraction of |z| <= {k:g} over {n} values >= {want:g} (values of one network "
+            "share its masks)",
+            detail="{n} values; max |z| {max_abs_z:.2f}, RMS z {rms_z:.3f}; " + NETS,
+            kind="sanity",
+            source=SOURCE_LINEAR,
+        )
+        for cid, statement, eq in (
+            (
+                "linear_mean_eq24",
+                "The dropout expectation of every unit of a deep linear network is the "
+                "deterministic network with weights scaled by the keep probabilities",
+                "Eq. 24",
+            ),
+            (
+                "linear_var_eq25",
+                "The dropout variances of a deep linear network follow the recursion of Eq. 25 "
+                "(Eq. 16 for one layer)",
+                "Eqs. 16, 25",
+            ),
+            (
+                "linear_cov_eq25",
+                "The dropout covariances of pairs of units follow the recursion of Eq. 25 "
+                "(Eq. 17 for one layer)",
+                "Eqs. 17, 25",
+            ),
+        )
+    },
+    "linear_unscaled_rejected": Claim(
+        statement="Control: the test that accepts Eq. 24 rejects the unscaled network (Eq. 8: "
+        "without multiplying the weights by the keep probabilities the expectation is wrong)",
+        expected="< {want:g} of units within {k:g} SE of the unscaled network",
+        test="power control of linear_mean_eq24: fraction of units within {k:g} SE of the "
+        "unscaled network below {want:g} by more than {k:g} binomial SE over {n} units (pass), "
+        "above it by more (fail), else inconclusive",
+        detail="{n} units; median |z| of the unscaled network {med_naive:.1f} (Eq. 24: "
+        "{med:.2f}); " + NETS,
+        kind="control",
+        source=SOURCE_LINEAR,
+    ),
+}
 
 
 @dataclass(frozen=True)
