@@ -32,17 +32,73 @@ equivalence claim, so none has a margin.
 
 Modules: ``theory`` (the fixed point and ξ2 per setting), ``analysis`` (the panels: collapse
 set, comparison depth, controls; theory look-ups), ``figures`` (τ against η or ηL),
-``claims`` (the collapse and departure claims).
+``claims`` (the statistics of the collapse and departure claims declared in ``CLAIMS``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import ParamError, param
 
 SOURCE = "000 §5.1, Fig. 6"
+
+_ZERO_SE = (
+    "an SE of 0 over seeds (seeds agreeing exactly) is no resolution: inconclusive, "
+    "detectable = inf"
+)
+_CURVES = (
+    "{depths}, {seeds} seeds: D(η) = {d_eta:.3g} ± {d_eta_se:.3g}, D(ηL) = {d_etaL:.3g} ± "
+    "{d_etaL_se:.3g} (seed mean ± SE); {n_cens}/{n_points} (L, η) points never reached p = "
+    "{target:g} in {T} steps in at least half the seeds (censored points enter no D)"
+)
+# each claim once; {slots} are filled by claims.py with the row's statistics (per keep rate ρ)
+CLAIMS = {
+    "collapse_etaL": Claim(
+        statement="Without dropout the τ(η) curves of different depths collapse when η is "
+        "rescaled by L: τ = f1(ηL)",
+        expected="mean ln(D(ηL)/D(η)) ≤ ln {cr:g} = {lcr:.3f}",
+        test="seed mean of r = ln(D(ηL)/D(η)) over {n} seeds: pass when mean + {k:g} SE ≤ ln "
+        "{cr:g}, fail when mean − {k:g} SE ≥ 0 (ln ratio of dispersions); " + _ZERO_SE,
+        detail=_CURVES + "; r = {m:.3g} ± {m_se:.3g} (geometric-mean ratio {ratio:.3g})",
+    ),
+    "collapse_eta": Claim(
+        statement="With dropout ρ = {rho:g} the τ(η) curves of depths up to L = {top} collapse "
+        "without rescaling, τ = f2(η), where the dropout-free curves do not (paper: up to L = "
+        "{paper})",
+        expected="ln(D(η)/D(ηL)) ≤ ln {cr:g} and δ = ln-ratio of the ρ = 1 control minus that "
+        "of ρ = {rho:g} > {k:g} SE",
+        test="seed means over {n} seeds: r = ln(D(η)/D(ηL)) must satisfy mean + {k:g} SE ≤ ln "
+        "{cr:g} (fail at mean − {k:g} SE ≥ 0), and δ = r(ρ = 1 control, same depths) − r, "
+        "paired by seed, must exceed {k:g} SE (fail below −{k:g} SE); measured and "
+        "detectable: δ (ln ratio of dispersions); " + _ZERO_SE,
+        detail=_CURVES + "; depth scale ξ2 = {xi2:.3g} (6ξ2 = {xi2_6:.3g}, 12ξ2 = "
+        "{xi2_12:.3g}): collapse set up to L = {top} = {top_xi2:.2g} ξ2 here{paper_xi2}; "
+        "r(ρ = {rho:g}) = {m:.3g} ± {m_se:.3g} (geometric-mean ratio {ratio:.3g}), r(ρ = 1 "
+        "control, same depths) = {m1:.3g} ± {se1:.3g}, δ = {dm:.3g} ± {dse:.3g} over {dn} "
+        "seeds: {why}",
+    ),
+    "outlier_departs": Claim(
+        statement="With dropout ρ = {rho:g} a deeper net (L = {o}; paper: L = {paper}) departs "
+        "from the collapsed τ(η) curve, which the dropout-free net at that depth does not",
+        expected="mean D_out ≥ {orat:g}·mean D_in, ≥ {ogap:g}, D_out − D_in > {k:g} SE; e = "
+        "D_out − D_ctrl (ρ = 1 at L = {o}) > {k:g} SE",
+        test="seed means over {n} seeds: the deep net departs (mean D_out ≥ {orat:g} mean D_in "
+        "and ≥ {ogap:g}, and D_out − D_in > {k:g} SE; fail when mean D_out ≤ mean D_in or "
+        "D_out − D_in < −{k:g} SE), and its excess over the ρ = 1 control e = D_out − D_ctrl, "
+        "paired by seed, > {k:g} SE; measured and detectable: e (ln τ). Censoring: a seed "
+        "where the deep net and its control both sit at the censoring bound (τ ≥ T at every "
+        "η) has both D equal to the same lower bound and is left out of e; with fewer than 2 "
+        "informative seeds, or informative differences of zero spread, nothing is detectable "
+        "(detectable = inf) and the row is inconclusive",
+        detail="L = {o} = {o_xi2:.2g} ξ2 against {depths}: D_out = {d_out:.3g} ± "
+        "{d_out_se:.3g}, D_in = {d_in:.3g} ± {d_in_se:.3g}, D_out − D_in = {gap:.3g} ± "
+        "{gap_se:.3g} (seed mean ± SE); L = {o} reached p = {target:g} at {reached}/{points} "
+        "(seed, η) points within {T} steps (a censored point counts as ln(T/τ_j), a lower "
+        "bound){control}: {why}",
+    ),
+}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ with 3 seeds is about the one-sided 95 % point of Student's t with 2 degrees of 
 The ρ < 1 claims are compared with the dropout-free control (ρ = 1) at the same depths: at
 quick scale ρ = 1 collapses in η as well, so a collapse in η, or a departure of the deep net,
 is evidence for a dropout effect only where it exceeds the control's by more than its SE.
+The claims' texts are declared in ``CLAIMS`` (``__init__.py``); this module computes the
+statistics that fill them (:func:`sigprop.claims.declared.build`).
 """
 
 from __future__ import annotations
@@ -15,15 +17,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import false_pass_z, frame, row, z_above
-from . import SOURCE, speed
+from ...claims import false_pass_z, z_above
+from ...claims.declared import build, result
+from . import CLAIMS, SOURCE, speed
 from .analysis import panels, theory_value
 
-UNIT = "ln ratio of dispersions"
-ZERO_SE = (
-    "an SE of 0 over seeds (seeds agreeing exactly) is no resolution: inconclusive, "
-    "detectable = inf"
-)
+NO_CURVES = {
+    "statement": "The τ(η) curves of different depths collapse (Fig. 6)",
+    "expected": "",
+    "test": "not computed: fewer than 2 depths with τ curves at this keep rate (a collapse "
+    "needs two)",
+    "detail": "depths with curves: {curves}",
+}
+"""The texts of a collapse row at a keep rate with fewer than 2 depths: nothing to test."""
 
 
 def departs(g: dict, ratio: float, min_gap: float) -> str:
@@ -76,14 +82,6 @@ def _paper_depth(by_rate: dict, rho: float):
     return next((v for k, v in d.items() if np.isclose(k, rho)), None)
 
 
-def _fmt(x: float) -> str:
-    return "nan" if np.isnan(x) else f"{x:.3g}"
-
-
-def _pm(m: float, se: float) -> str:
-    return f"{_fmt(m)} ± {_fmt(se)}"
-
-
 def _log_ratio(a: float, b: float) -> float:
     """ln(a / b); NaN when either is NaN or not positive (no overlap, or a perfect 0)."""
     if not (np.isfinite(a) and np.isfinite(b)) or a <= 0 or b <= 0:
@@ -104,15 +102,8 @@ def _select(c: pd.DataFrame, rho: float, depths) -> pd.DataFrame:
 
 
 def _dispersions(c: pd.DataFrame, min_ov: float, step: float) -> dict:
-    d_eta = speed.dispersion(c, False, min_ov, step)
-    d_etaL = speed.dispersion(c, True, min_ov, step)
-    return {
-        "eta": d_eta["D"],
-        "etaL": d_etaL["D"],
-        "pairs_eta": d_eta["n_compared"],
-        "pairs_etaL": d_etaL["n_compared"],
-        "n_pairs": d_eta["n_pairs"],
-    }
+    """D of the depth curves against η ("eta") and against ηL ("etaL")."""
+    return {x: speed.dispersion(c, x == "etaL", min_ov, step)["D"] for x in ("eta", "etaL")}
 
 
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
@@ -144,219 +135,120 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
       the row is inconclusive (neither pass nor fail).
     """
     an, cl = p.analysis, p.claims
-    study = p.study
-    min_ov = float(an.min_overlap_decades)
-    step = float(an.grid_step_decades)
-    cr = float(cl.collapse_ratio)
-    orat = float(cl.outlier_ratio)
-    ogap = float(cl.outlier_min_gap)
-    k = float(cl.seed_z)
+    min_ov, step = float(an.min_overlap_decades), float(an.grid_step_decades)
+    k, cr = float(cl.seed_z), float(cl.collapse_ratio)
     lcr = float(np.log(cr))
     by_seed = per_seed_curves(runs)
     seeds = sorted(by_seed)
     c = speed.curves(speed.tau_table(runs))
     target = float(c.target_acc.iloc[0]) if "target_acc" in c else float("nan")
     T = int(c.steps.max())
-    seeds_text = f"{len(seeds)} seeds"
-    rows = []
+    results = []
     pans = panels(c, an.control_depths)
     rho1 = next((q for q in pans if q["by_depth"]), None)
     rho1_depths = set(rho1["depths"]) if rho1 else set()
     for pan in pans:
         rho = pan["keep_rate"]
+        claim = "collapse_etaL" if pan["by_depth"] else "collapse_eta"
         if len(pan["collapse"]) < 2:  # nothing to collapse: said, not skipped
-            cid = f"collapse_etaL[rho={rho:g}]" if pan["by_depth"] else f"collapse_eta[rho={rho:g}]"
-            rows.append(
-                row(
-                    study,
-                    cid,
-                    "The τ(η) curves of different depths collapse (Fig. 6)",
-                    SOURCE,
+            results.append(
+                result(
+                    claim,
+                    f"rho={rho:g}",
                     measured=np.nan,
-                    expected="",
                     tolerance=cr,
                     verdict="inconclusive",
-                    detectable=np.nan,
-                    test="not computed: fewer than 2 depths with τ curves at this keep "
-                    "rate (a collapse needs two)",
-                    detail=f"depths with curves: {list(pan['collapse'])}",
+                    texts=NO_CURVES,
+                    curves=list(pan["collapse"]),
                 )
             )
             continue
         cc = _select(c, rho, pan["collapse"])
-        n_cens = int((~cc.reached).sum())
-        depths = "L ∈ {" + ", ".join(str(d) for d in pan["collapse"]) + "}"
         disp = {
             s: _dispersions(_select(by_seed[s], rho, pan["collapse"]), min_ov, step) for s in seeds
         }
         d_eta = mean_se([disp[s]["eta"] for s in seeds])
         d_etaL = mean_se([disp[s]["etaL"] for s in seeds])
-        cens = (
-            f"{n_cens}/{len(cc)} (L, η) points never reached p = {target:g} in {T} steps "
-            f"in at least half the seeds (censored points enter no D)"
-        )
-        common = (
-            f"{depths}, {seeds_text}: D(η) = {_pm(*d_eta[:2])}, D(ηL) = "
-            f"{_pm(*d_etaL[:2])} (seed mean ± SE); {cens}"
-        )
+        # the texts' fields shared by the rows of this keep rate
+        f = dict(rho=rho, k=k, cr=cr, T=T, target=target, seeds=len(seeds), n_points=len(cc))
+        f |= dict(d_eta=d_eta[0], d_eta_se=d_eta[1], d_etaL=d_etaL[0], d_etaL_se=d_etaL[1])
+        f |= dict(depths="L ∈ {" + ", ".join(map(str, pan["collapse"])) + "}")
+        f |= dict(n_cens=int((~cc.reached).sum()))
         if pan["by_depth"]:
-            r = [_log_ratio(disp[s]["etaL"], disp[s]["eta"]) for s in seeds]
-            m, se, n = mean_se(r)
-            verdict = band_verdict(m, se, n, k, lcr, 0.0)
-            rows.append(
-                row(
-                    study,
-                    f"collapse_etaL[rho={rho:g}]",
-                    "Without dropout the τ(η) curves of different depths collapse when η is rescaled "
-                    "by L: τ = f1(ηL)",
-                    SOURCE,
+            m, se, n = mean_se([_log_ratio(disp[s]["etaL"], disp[s]["eta"]) for s in seeds])
+            results.append(
+                result(
+                    claim,
+                    f"rho={rho:g}",
                     measured=m,
-                    expected=f"mean ln(D(ηL)/D(η)) ≤ ln {cr:g} = {lcr:.3f}",
                     tolerance=cr,
-                    verdict=verdict,
-                    test=(
-                        f"seed mean of r = ln(D(ηL)/D(η)) over {n} seeds: pass when mean + {k:g} "
-                        f"SE ≤ ln {cr:g}, fail when mean − {k:g} SE ≥ 0 ({UNIT}); {ZERO_SE}"
-                    ),
+                    verdict=band_verdict(m, se, n, k, lcr, 0.0),
                     detectable=resolution(k, se),
                     se=se,
                     false_pass=false_pass_z(k, n - 1),
-                    detail=(
-                        f"{common}; r = {_pm(m, se)} (geometric-mean ratio "
-                        f"{_fmt(float(np.exp(m)))})"
-                    ),
-                    values={
-                        "ln_ratio": m,
-                        "se": se,
-                        "n_seeds": n,
-                        "D_eta": d_eta[0],
-                        "D_etaL": d_etaL[0],
-                    },
+                    values=dict(ln_ratio=m, se=se, n_seeds=n, D_eta=d_eta[0], D_etaL=d_etaL[0]),
+                    **f,
+                    **dict(lcr=lcr, n=n, m=m, m_se=se, ratio=float(np.exp(m))),
                 )
             )
             continue
         xi2 = theory_value(theory, rho, "xi2")
-        pd_ = _paper_depth(cl.paper_collapse_depth, rho)
+        paper = _paper_depth(cl.paper_collapse_depth, rho)
         top = max(pan["collapse"])
-        scale = (
-            f"; depth scale ξ2 = {xi2:.3g} (6ξ2 = {6 * xi2:.3g}, 12ξ2 = {12 * xi2:.3g}): "
-            f"collapse set up to L = {top} = {top / xi2:.2g} ξ2 here"
-        )
-        if pd_ is not None:
-            scale += f", the paper's L ≤ {pd_} = {pd_ / xi2:.2g} ξ2"
+        paper_xi2 = "" if paper is None else f", the paper's L ≤ {paper} = {paper / xi2:.2g} ξ2"
         r = {s: _log_ratio(disp[s]["eta"], disp[s]["etaL"]) for s in seeds}
         m, se, n = mean_se(r.values())
         own = band_verdict(m, se, n, k, lcr, 0.0)
         has_ctrl = set(pan["collapse"]) <= rho1_depths
+        dm = dse = m1 = se1 = float("nan")
+        dn, ctrl = 0, "inconclusive"
         if has_ctrl:
             r1 = {}
             for s in seeds:
                 d1 = _dispersions(_select(by_seed[s], 1.0, pan["collapse"]), min_ov, step)
                 r1[s] = _log_ratio(d1["eta"], d1["etaL"])
-            delta = [r1[s] - r[s] for s in seeds]
-            dm, dse, dn = mean_se(delta)
+            dm, dse, dn = mean_se([r1[s] - r[s] for s in seeds])
             m1, se1, _ = mean_se(r1.values())
-            ctrl, _, _ = (
-                z_above(dm, dse, k)
-                if dn >= 2 and np.isfinite(dse) and dse > 0
-                else ("inconclusive", "", np.nan)
-            )
-        else:
-            dm = dse = m1 = se1 = float("nan")
-            dn = 0
-            ctrl = "inconclusive"
+            if dn >= 2 and np.isfinite(dse) and dse > 0:
+                ctrl = z_above(dm, dse, k)[0]
         if own == "fail":
             verdict, why = "fail", "the dropout curves do not collapse in η (r ≥ 0 beyond noise)"
         elif not has_ctrl:
-            verdict, why = (
-                "inconclusive",
-                (
-                    "no ρ = 1 control at the same depths, so a collapse "
-                    "in η cannot be attributed to dropout"
-                ),
-            )
+            verdict = "inconclusive"
+            why = "no ρ = 1 control at the same depths, so a collapse in η cannot be attributed to "
+            why += "dropout"
         elif ctrl == "fail":
-            verdict, why = (
-                "fail",
-                (
-                    "the dropout-free control collapses in η better than the "
-                    "dropout nets (δ < −k SE)"
-                ),
-            )
+            verdict = "fail"
+            why = "the dropout-free control collapses in η better than the dropout nets (δ < −k SE)"
         elif own == "pass" and ctrl == "pass":
             verdict, why = "pass", "collapse in η, and better than the ρ = 1 control's"
         elif own == "pass":
-            verdict, why = (
-                "inconclusive",
-                (
-                    "the dropout curves collapse in η, but the ρ = 1 "
-                    "control at the same depths collapses in η as well "
-                    "(δ within k SE): not evidence for a dropout effect"
-                ),
-            )
+            verdict = "inconclusive"
+            why = "the dropout curves collapse in η, but the ρ = 1 control at the same depths "
+            why += "collapses in η as well (δ within k SE): not evidence for a dropout effect"
         else:
             verdict, why = "inconclusive", "the collapse in η is not resolved at k SE"
-        rows.append(
-            row(
-                study,
-                f"collapse_eta[rho={rho:g}]",
-                f"With dropout ρ = {rho:g} the τ(η) curves of depths up to L = {top} collapse without "
-                f"rescaling, τ = f2(η), where the dropout-free curves do not (paper: up to L = {pd_})",
-                SOURCE,
+        results.append(
+            result(
+                claim,
+                f"rho={rho:g}",
                 measured=dm,
-                expected=(
-                    f"ln(D(η)/D(ηL)) ≤ ln {cr:g} and δ = ln-ratio of the ρ = 1 control minus "
-                    f"that of ρ = {rho:g} > {k:g} SE"
-                ),
                 tolerance=cr,
                 verdict=verdict,
-                test=(
-                    f"seed means over {n} seeds: r = ln(D(η)/D(ηL)) must satisfy mean + {k:g} SE ≤ "
-                    f"ln {cr:g} (fail at mean − {k:g} SE ≥ 0), and δ = r(ρ = 1 control, same "
-                    f"depths) − r, paired by seed, must exceed {k:g} SE (fail below −{k:g} SE); "
-                    f"measured and detectable: δ ({UNIT}); {ZERO_SE}"
-                ),
                 detectable=resolution(k, dse),
                 se=dse,
                 false_pass=false_pass_z(k, n - 1),
-                detail=(
-                    f"{common}{scale}; r(ρ = {rho:g}) = {_pm(m, se)} "
-                    f"(geometric-mean ratio {_fmt(float(np.exp(m)))}), r(ρ = 1 control, same "
-                    f"depths) = {_pm(m1, se1)}, δ = {_pm(dm, dse)} over {dn} seeds: {why}"
-                ),
-                values={
-                    "ln_ratio": m,
-                    "se": se,
-                    "ln_ratio_control": m1,
-                    "se_control": se1,
-                    "delta": dm,
-                    "se_delta": dse,
-                    "n_seeds": n,
-                },
+                values=dict(ln_ratio=m, se=se, ln_ratio_control=m1, se_control=se1, delta=dm)
+                | dict(se_delta=dse, n_seeds=n),
+                **f,
+                **dict(n=n, m=m, m_se=se, ratio=float(np.exp(m)), m1=m1, se1=se1, why=why),
+                **dict(dm=dm, dse=dse, dn=dn, top=top, top_xi2=top / xi2, paper=paper),
+                **dict(xi2=xi2, xi2_6=6 * xi2, xi2_12=12 * xi2, paper_xi2=paper_xi2),
             )
         )
-        if pan["outlier"] is None:
-            continue
-        rows.append(
-            _outlier_row(
-                study,
-                pan,
-                rho,
-                by_seed,
-                seeds,
-                c,
-                theory,
-                cl,
-                k,
-                orat,
-                ogap,
-                target,
-                T,
-                depths,
-                xi2,
-            )
-        )
-    return frame(rows)
+        if pan["outlier"] is not None:
+            results.append(_outlier(pan, by_seed, seeds, c, cl, k, xi2, f))
+    return build(p.study, CLAIMS, results, SOURCE)
 
 
 def _at_bound(c: pd.DataFrame, T: float) -> bool:
@@ -388,10 +280,10 @@ def censored_pairs(out_bound: dict, ctrl_bound: dict, excess: dict) -> dict:
     return {"informative": inf, "censored": bool(censored), "left_out": left, "mean_se": m}
 
 
-def _outlier_row(
-    study, pan, rho, by_seed, seeds, c, theory, cl, k, orat, ogap, target, T, depths, xi2
-) -> dict:
-    o = pan["outlier"]
+def _outlier(pan, by_seed, seeds, c, cl, k, xi2, f) -> dict:
+    """The ``outlier_departs`` result of one keep rate; ``f``: that keep rate's text fields."""
+    rho, T, o = pan["keep_rate"], f["T"], pan["outlier"]
+    orat, ogap = float(cl.outlier_ratio), float(cl.outlier_min_gap)
     ref_depths = list(pan["collapse"]) + [o]
     has_ctrl = bool(((np.isclose(c.keep_rate, 1.0)) & (c.depth == o)).any())
     g, gc, out_bound, ctrl_bound = {}, {}, {}, {}
@@ -411,20 +303,14 @@ def _outlier_row(
     d_out = mean_se([g[s]["D_out"] for s in g])
     d_in = mean_se([g[s]["D_in"] for s in g])
     gap = mean_se([g[s]["D_out"] - g[s]["D_in"] for s in g])
-    own_gap, _, _ = (
-        z_above(gap[0], gap[1], k) if gap[2] >= 2 and gap[1] > 0 else ("inconclusive", "", np.nan)
-    )
-    mean_g = {"D_out": d_out[0], "D_in": d_in[0]}
-    dep = departs(mean_g, orat, ogap)
+    own_gap = z_above(gap[0], gap[1], k)[0] if gap[2] >= 2 and gap[1] > 0 else "inconclusive"
+    dep = departs({"D_out": d_out[0], "D_in": d_in[0]}, orat, ogap)
     if dep == "no" or own_gap == "fail":
         own = "fail"
     elif dep == "yes" and own_gap == "pass":
         own = "pass"
     else:
         own = "inconclusive"
-    reached = [g[s]["out_reached"] for s in g]
-    points = [g[s]["out_points"] for s in g]
-    c_reached = [gc[s]["out_reached"] for s in gc]
     censored = False
     if gc:
         d_ctrl = mean_se([gc[s]["D_out"] for s in gc])
@@ -432,40 +318,36 @@ def _outlier_row(
             out_bound, ctrl_bound, {s: g[s]["D_out"] - gc[s]["D_out"] for s in gc if s in g}
         )
         exc, censored = cp["mean_se"], cp["censored"]
-        ctrl, _, _ = ("inconclusive", "", np.nan) if censored else z_above(exc[0], exc[1], k)
-        cens_text = ""
-        if cp["left_out"]:
-            cens_text = (
-                f"; {len(cp['left_out'])} of {len(cp['left_out']) + len(cp['informative'])} "
-                f"paired seeds left out of e (seeds {cp['left_out']}: the deep net and "
-                f"its control both at the censoring bound τ ≥ T = {T} at every η, so "
-                "both D are the same lower bound)"
-            )
-        ctext = (
-            f"; control ρ = 1 at L = {o}: reached p at {sum(c_reached)}/"
+        ctrl = "inconclusive" if censored else z_above(exc[0], exc[1], k)[0]
+        left = cp["left_out"]
+        control = (
+            f"; control ρ = 1 at L = {o}: reached p at {sum(gc[s]['out_reached'] for s in gc)}/"
             f"{sum(gc[s]['out_points'] for s in gc)} (seed, η) points, D_ctrl = "
-            f"{_pm(*d_ctrl[:2])} against the same ρ = {rho:g} curves{cens_text}; excess "
-            f"e = D_out − D_ctrl = "
-            + (
-                f"{_pm(*exc[:2])} over {exc[2]} seeds"
-                if not censored
-                else f"not measured: {exc[2]} informative seeds"
-                + (" with differences of zero spread" if exc[2] >= 2 else "")
+            f"{d_ctrl[0]:.3g} ± {d_ctrl[1]:.3g} against the same ρ = {rho:g} curves"
+        )
+        if left:
+            control += (
+                f"; {len(left)} of {len(left) + len(cp['informative'])} paired seeds left out "
+                f"of e (seeds {left}: the deep net and its control both at the censoring bound "
+                f"τ ≥ T = {T} at every η, so both D are the same lower bound)"
             )
+        control += "; excess e = D_out − D_ctrl = " + (
+            f"{exc[0]:.3g} ± {exc[1]:.3g} over {exc[2]} seeds"
+            if not censored
+            else f"not measured: {exc[2]} informative seeds"
+            + (" with differences of zero spread" if exc[2] >= 2 else "")
         )
     else:
         d_ctrl = exc = (float("nan"), float("nan"), 0)
         ctrl = "inconclusive"
-        ctext = f"; no ρ = 1 run at L = {o} to check that the departure is due to dropout"
+        control = f"; no ρ = 1 run at L = {o} to check that the departure is due to dropout"
     if censored:
-        verdict, why = (
-            "inconclusive",
-            (
-                "the comparison with the dropout-free control is censored: where the deep net and "
-                "its control both sit at the censoring bound (τ ≥ T at every η; a τ equal to T "
-                "counts as the bound), their D are the same lower bound, and too few seeds remain "
-                "to separate them; a departure read off a lower bound cannot fail either"
-            ),
+        verdict = "inconclusive"
+        why = (
+            "the comparison with the dropout-free control is censored: where the deep net and "
+            "its control both sit at the censoring bound (τ ≥ T at every η; a τ equal to T "
+            "counts as the bound), their D are the same lower bound, and too few seeds remain "
+            "to separate them; a departure read off a lower bound cannot fail either"
         )
     elif own == "fail":
         verdict, why = "fail", "the deep net does not depart from the collapsed curves"
@@ -474,59 +356,29 @@ def _outlier_row(
     elif own == "pass" and ctrl == "pass":
         verdict, why = "pass", "it departs, and more than the dropout-free control"
     elif own == "pass":
-        verdict, why = (
-            "inconclusive",
-            (
-                "it departs, but the dropout-free control at the same "
-                "depth departs as much (e within k SE, or below): the "
-                "departure is not specific to dropout here (the "
-                "paper's ρ = 1 nets collapse up to L = 400)"
-            ),
+        verdict = "inconclusive"
+        why = (
+            "it departs, but the dropout-free control at the same depth departs as much (e "
+            "within k SE, or below): the departure is not specific to dropout here (the "
+            "paper's ρ = 1 nets collapse up to L = 400)"
         )
     else:
         verdict, why = "inconclusive", "the departure is not resolved at k SE"
-    po = _paper_depth(cl.paper_outlier_depth, rho)
-    return row(
-        study,
-        f"outlier_departs[rho={rho:g}]",
-        f"With dropout ρ = {rho:g} a deeper net (L = {o}; paper: L = {po}) departs from the "
-        "collapsed τ(η) curve, which the dropout-free net at that depth does not",
-        SOURCE,
+    return result(
+        "outlier_departs",
+        f"rho={rho:g}",
         measured=exc[0],
-        expected=(
-            f"mean D_out ≥ {orat:g}·mean D_in, ≥ {ogap:g}, D_out − D_in > {k:g} SE; "
-            f"e = D_out − D_ctrl (ρ = 1 at L = {o}) > {k:g} SE"
-        ),
         tolerance=orat,
         verdict=verdict,
-        test=(
-            f"seed means over {len(g)} seeds: the deep net departs (mean D_out ≥ {orat:g} "
-            f"mean D_in and ≥ {ogap:g}, and D_out − D_in > {k:g} SE; fail when mean D_out ≤ "
-            f"mean D_in or D_out − D_in < −{k:g} SE), and its excess over the ρ = 1 control "
-            f"e = D_out − D_ctrl, paired by seed, > {k:g} SE; measured and detectable: e "
-            "(ln τ). Censoring: a seed where the deep net and its control both sit at the "
-            "censoring bound (τ ≥ T at every η) has both D equal to the same lower bound and "
-            "is left out of e; with fewer than 2 informative seeds, or informative "
-            "differences of zero spread, nothing is detectable (detectable = inf) and the "
-            "row is inconclusive"
-        ),
         # inf: no effect of any size is detectable (both sides are the same censoring bound)
         detectable=np.inf if censored else resolution(k, exc[1]),
         se=exc[1],
-        detail=(
-            f"L = {o} = {o / xi2:.2g} ξ2 against {depths}: D_out = {_pm(*d_out[:2])}, "
-            f"D_in = {_pm(*d_in[:2])}, D_out − D_in = {_pm(*gap[:2])} (seed mean ± SE); "
-            f"L = {o} reached p = {target:g} at {sum(reached)}/{sum(points)} (seed, η) "
-            f"points within {T} steps (a censored point counts as ln(T/τ_j), a lower "
-            f"bound){ctext}: {why}"
-        ),
-        values={
-            "D_out": d_out[0],
-            "D_in": d_in[0],
-            "D_ctrl": d_ctrl[0],
-            "excess": exc[0],
-            "se_excess": exc[1],
-            "n_seeds": len(g),
-            "censored": float(censored),
-        },
+        values=dict(D_out=d_out[0], D_in=d_in[0], D_ctrl=d_ctrl[0], excess=exc[0])
+        | dict(se_excess=exc[1], n_seeds=len(g), censored=float(censored)),
+        **f,
+        **dict(o=o, paper=_paper_depth(cl.paper_outlier_depth, rho), o_xi2=o / xi2, n=len(g)),
+        **dict(orat=orat, ogap=ogap, d_out=d_out[0], d_out_se=d_out[1], d_in=d_in[0]),
+        **dict(d_in_se=d_in[1], gap=gap[0], gap_se=gap[1], control=control, why=why),
+        reached=sum(g[s]["out_reached"] for s in g),
+        points=sum(g[s]["out_points"] for s in g),
     )

@@ -52,10 +52,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import NoParams, param
 
 SOURCE = "004 Sec. 5, Figs. 1, 3-5"
+
+_RANK = "{rank} (items: nets; y averaged over seeds)"  # the test of rank_claim, per panel
+CLAIMS = {
+    "threshold_exists": Claim(
+        statement="A batch threshold exists beyond which more epochs are needed",
+        expected="fraction of nets with B* < largest batch >= {frac:g}",
+        test="count: fraction of the {n} nets with a B* whose B* is below the largest batch >= "
+        "{frac:g} (B*: epochs, mean over seeds, within {factor:g} x the net's fewest); "
+        "resolution one net",
+        detail="B* = largest batch with epochs <= {factor:g} x fewest; {nets}",
+        source=SOURCE + " (finding 1)",
+    ),
+    "threshold_grows_with_width": Claim(
+        statement="The batch threshold grows with width (at a fixed parameter count)",
+        expected="Kendall tau(K, B*) >= {need:g}",
+        test=_RANK,
+        detail="{nets} (nan: no batch reached the target, no B*: left out)",
+        source=SOURCE + " (finding 2)",
+    ),
+    "wide_fewer_epochs_at_large_batch": Claim(
+        statement="At the largest batch, wider nets need fewer epochs",
+        expected="Kendall tau(K, -epochs at b={batch:g}) >= {need:g}",
+        test=_RANK,
+        detail="{nets} (nan: not reached within the budget, ranked slowest)",
+        source=SOURCE + " (finding 3)",
+    ),
+    "largest_batch_follows_diversity_bound": Claim(
+        statement="Nets with larger gradient diversity (004 Thm. 3 bound) reach the target with "
+        "larger batches within {budget:g} epochs",
+        expected="Kendall tau(bound, largest batch) >= {need:g}",
+        test=_RANK,
+        detail="{nets} (nan: no batch within the budget, ranked lowest); the bound is proven for "
+        "linear nets, these are ReLU nets",
+        source="004 Secs. 3-4, Thm. 3, Fig. 5",
+    ),
+}
 
 
 @dataclass(frozen=True)
