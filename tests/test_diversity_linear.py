@@ -18,12 +18,21 @@ import yaml
 from scipy.stats import kendalltau
 
 from sigprop import registry, tables
-from sigprop.claims import check_table, kendall_tau, row, tau_null_law
+from sigprop.claims import check_table, kendall_tau, tau_null_law
+from sigprop.claims.declared import build
 from sigprop.config import build_study, load_yaml
 from sigprop.data.prepare import prepare
 from sigprop.data.sizes import width_for_params
 from sigprop.runs import RunSpec, Shard, settings
-from sigprop.studies.diversity_linear import SPEC, Measure, analysis, claims, figures, measure
+from sigprop.studies.diversity_linear import (
+    CLAIMS,
+    SPEC,
+    Measure,
+    analysis,
+    claims,
+    figures,
+    measure,
+)
 from sigprop.studies.diversity_linear import theory as theory_mod
 from sigprop.theory import diversity as th
 
@@ -315,37 +324,34 @@ def test_one_width_per_depth_makes_the_width_rows_sanity_twins():
     free = pd.DataFrame({"depth": [1, 1, 2, 2], "width": [4, 16, 4, 16]})
     assert not claims.twin_of(free, "width", "depth", "depth", "width")
     rows = [
-        row(
-            "s",
-            "a_rises_with_width",
-            "x",
-            "004 Sec. 5",
-            0.8,
+        claims._tau(
+            f"threshold_{c}",
             "",
+            dict(measured=m, verdict="pass", test="t", detectable=0.6, desc="d"),
             0.6,
-            "pass",
-            test="t",
-            detectable=0.6,
-        ),
-        row(
-            "s",
-            "a_falls_with_depth",
-            "x",
-            "004 Sec. 5",
-            -0.8,
-            "",
-            0.6,
-            "pass",
-            test="t",
-            detectable=0.6,
-        ),
+        )
+        for c, m in (
+            ("rises_with_width", 0.8),
+            ("falls_with_depth", -0.8),
+            ("rises_with_width", 0.7),
+        )
     ]
-    out = claims._twins(rows, nets, [("a_rises_with_width", "a_falls_with_depth")])
-    kinds = {r["claim_id"]: (r["kind"], r["verdict"]) for r in out}
-    assert kinds == {
-        "a_rises_with_width": ("sanity", "pass"),
-        "a_falls_with_depth": ("claim", "pass"),
+    out = build("s", CLAIMS, [claims._twin(rows[0], rows[1]), rows[1]]).set_index("claim_id")
+    assert dict(zip(out.index, zip(out.kind, out.verdict))) == {
+        "threshold_rises_with_width": ("sanity", "pass"),
+        "threshold_falls_with_depth": ("claim", "pass"),
     }
+    assert out.test["threshold_rises_with_width"].startswith("identity: the same measurement as")
+    assert out.detail["threshold_rises_with_width"].endswith("+0.8 against -0.8; d")
+    # an ordering that is not its twin's with the sign flipped fails the identity
+    assert build("s", CLAIMS, [claims._twin(rows[2], rows[1])]).verdict[0] == "fail"
+    # the orderings of a pair become twins where the nets have one width per depth, only there
+    pair = ("threshold_rises_with_width", "threshold_falls_with_depth")
+    kinds = [
+        build("s", CLAIMS, claims._orderings(d, pair, "", "threshold", 0.6)).kind.tolist()
+        for d in (nets.assign(threshold=[64.0, 32, 16, 8]), free.assign(threshold=[8.0, 16, 4, 8]))
+    ]
+    assert kinds == [["sanity", "claim"], ["claim", "claim"]]
 
 
 def test_one_group_of_ten_nets_is_decided_not_left_inconclusive():
@@ -380,6 +386,12 @@ def _fig2_nets(largest, div_train):
     )
 
 
+def _fig2(nets, p):
+    """The Fig. 2 rows of ``nets``, by claim id."""
+    rows = build(p.study, CLAIMS, claims._fig2_claims(nets, p)).to_dict("records")
+    return {r["claim_id"]: r for r in rows}
+
+
 def test_largest_batch_rising_with_a_diversity_monotone_in_depth_is_a_summary_twin():
     """With the initial diversity monotone in the depth, largest_batch_rises_with_diversity[init]
     orders the nets as largest_batch_falls_with_depth does: the same |tau| (not a coarse value
@@ -389,10 +401,7 @@ def test_largest_batch_rising_with_a_diversity_monotone_in_depth_is_a_summary_tw
     p = registry.resolve("diversity_linear", cfg, "paper").for_job("claims")
     largest = [4096, 4096, 2048, 2048, 1024, 512, 512, 256, 128, 64]  # ties: tau-b 0.977...
     div_train = [3.0, 1, 4, 1.5, 5, 9, 2, 6, 5.5, 3.5]
-    rows = {
-        r["claim_id"]: r
-        for r in claims._fig2_claims("diversity_linear", _fig2_nets(largest, div_train), p)
-    }
+    rows = _fig2(_fig2_nets(largest, div_train), p)
     falls = rows["largest_batch_falls_with_depth"]
     init = rows["largest_batch_rises_with_diversity[init]"]
     assert falls["kind"] == "claim" and not claims.coarse(falls["measured"])
@@ -406,12 +415,7 @@ def test_largest_batch_rising_with_a_diversity_monotone_in_depth_is_a_summary_tw
     )
     # untied largest batches: tau = -1 is coarse (any two perfect orders share it): no twin
     # is read off it, the row stays a claim
-    untied = {
-        r["claim_id"]: r
-        for r in claims._fig2_claims(
-            "diversity_linear", _fig2_nets(2.0 ** np.arange(12, 2, -1), div_train), p
-        )
-    }
+    untied = _fig2(_fig2_nets(2.0 ** np.arange(12, 2, -1), div_train), p)
     assert untied["largest_batch_rises_with_diversity[init]"]["kind"] == "claim"
     assert untied["largest_batch_rises_with_diversity[init]"]["measured"] == pytest.approx(1.0)
 

@@ -33,7 +33,8 @@ records ``sum_i ||grad f_i||^2`` and ``||sum_i grad f_i||^2`` of each; the ratio
 times n estimates the E-ratio ``rho`` of Thm. 3 / Eq. 4.1, compared with Thm. 6 (exact) and the
 Thm. 3 lower bound (:mod:`sigprop.theory.diversity`).
 
-Claims (:mod:`~sigprop.studies.diversity_linear.claims`, by kind): ``thm6_expectation``
+Claims (declared in ``CLAIMS``, their statistics in
+:mod:`~sigprop.studies.diversity_linear.claims`), by kind: ``thm6_expectation``
 (Thm. 6 against the init draws) and the trained-net ordering / threshold rows are claims; sanity
 rows, never tallied: ``thm3_bound_holds`` (Eq. 4.1 follows algebraically from Thm. 6), the
 init-draw trends ``diversity_*[thm6]`` (the same draws as Thm. 6), ``thm1_two_layer_order`` (Thm. 1,
@@ -55,11 +56,184 @@ tables), ``analysis`` (per-run, per-batch and per-net tables, the batch threshol
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE = "004 Sec. 5, Fig. 2, Figs. 3(a)/4(a); Sec. 4, Thm. 3; App. C, Thm. 6"
+SOURCE_FIG2 = "004 Sec. 5, Fig. 2"
+SOURCE_THM = "004 Sec. 4, Thm. 3 (Eq. 4.1); App. C, Thm. 6"
+SOURCE_THRESH = "004 Sec. 5 (findings 1-3), Figs. 3(a), 4(a)"
+
+# each claim once: what the paper states, how it is tested, what a pass expects and what the row
+# reports; {slots} are filled by claims.py.  An ordering ("rises with" / "falls with") has its
+# test in the words of claims.group_rank or sigprop.claims.rank_claim ({test}: groups, attainable
+# means, chance of a pass under a random order); {desc} is its tau per group, {no_tau} says when
+# no tau is computable.
+RISES, FALLS = "tau-b >= {tau_min:+g}", "tau-b <= -{tau_min:g}"
+Ordering = partial(Claim, test="{test}", source=SOURCE_FIG2)
+WINDOW = (
+    "{no_tau}{desc}; diversity per run averaged over matched progress 0 to {progress:g} of the "
+    "log-loss decrease to the target ({points} points interpolated between measurements), per "
+    "net the mean over the runs that reach it: {runs}"
+)
+LARGEST = (
+    "{no_tau}{desc}; no converging batch counts as 0; a group tied in the largest batch is left "
+    "out; largest batch per net {nets}"
+)
+THM6_DRAWS = (
+    "{no_tau}{desc}; {draws}+ draws per net; sanity: the same draws as thm6_expectation, and the "
+    "Thm. 6 curve is monotone in width and depth, so the trend follows once Thm. 6 holds"
+)
+CLAIMS = {
+    "diversity_rises_with_width": Ordering(
+        statement="The gradient diversity during training rises with the width (Fig. 2(a))",
+        expected=RISES,
+        detail=WINDOW,
+    ),
+    "diversity_falls_with_depth": Ordering(
+        statement="The gradient diversity during training falls with the depth (Fig. 2(a))",
+        expected=FALLS,
+        detail=WINDOW,
+    ),
+    "thm3_bound_holds": Claim(
+        statement="The Thm. 3 (Eq. 4.1) lower bound holds for the E-ratio rho = "
+        "E[n sum ||grad f_i||^2] / E[||sum grad f_i||^2] of every net",
+        test="min over nets of (rho - bound) / SE >= -{k:g}",
+        expected="rho >= bound (z >= -k)",
+        detail="min over {nets} nets of (rho - bound)/SE at width {width}, depth {depth}: "
+        "rho = {rho:.4g} ± {rho_se:.2g}, bound = {bound:.4g}; n = {n}, d = {d} (the bound is for "
+        "n -> infinity; Thm. 6 at this n is {thm6:.4g}); bound/rho from {lo:.2f} to {hi:.2f}; "
+        "sanity: Eq. 4.1 follows algebraically from Thm. 6 (checked by thm6_expectation) and "
+        "the same draws",
+        kind="sanity",
+        source=SOURCE_THM,
+    ),
+    "thm6_expectation": Claim(
+        statement="Thm. 6 gives the expected sums of squared per-example gradient norms and of "
+        "inner products (their ratio at the data set's n) of linear nets at N(0,1) "
+        "initialization",
+        test="per net |rho - Thm. 6| <= {k:g} SE (delta method over independent draws; the "
+        "nets' draws are independent), for >= {want:g} of the {nets} nets; detectable: relative "
+        "offset of rho from Thm. 6 ({k:g} x the median SE/rho)",
+        expected=">= {want:g} of nets with |rho - Thm. 6| <= {k:g} SE",
+        detail="{nets} nets, {dmin}-{dmax} draws each; max |z| {max_z:.2f}; rho/Thm. 6 - 1 from "
+        "{lo:+.3f} to {hi:+.3f} (median {med:+.3f}); SE/rho median {rel_se:.3f}",
+        source=SOURCE_THM,
+    ),
+    "thm1_two_layer_order": Claim(
+        statement="004 Thm. 1: for a 2-layer linear net, B_S = n Delta_S >= Theta(nKd) / "
+        "Theta(Kn + dn + Kd) with constant probability",
+        test="min over widths of q10(B_S) / order >= 0.5",
+        expected="10% quantile of B_S / (nKd/(Kn+dn+Kd)) >= 0.5 at every width",
+        detail="depth 1 (L = 2), n = {n}, d = {d}, draws per width {draws}; q10(B_S)/order per "
+        "width: {ratios}; sanity: Thm. 1 hides its constants, so no finite grid can refute it; "
+        "the band is that of tests/test_theory_diversity.py",
+        kind="sanity",
+        source="004 Sec. 3, Thm. 1",
+    ),
+    "thm2_two_layer_tanh_order": Claim(
+        statement="004 Thm. 2: for a 2-layer net with an odd, bounded, monotone activation "
+        "(tanh), E[n sum ||grad f_i||^2] / E[||sum grad f_i||^2] >= Omega(K d^2 / (K d + K + d))",
+        test="min over widths of (rho + 3 SE) / order >= 0.5",
+        expected="rho / order >= 0.5 at every width (within 3 SE)",
+        detail="Monte Carlo (theory job): d = {d}, n = {n}, {draws} draws per width; rho (± SE) "
+        "/ order per width: {ratios}; sanity: an Omega statement with unspecified constants; "
+        "the band is that of tests/test_theory_diversity.py",
+        kind="sanity",
+        source="004 Sec. 3, Thm. 2",
+    ),
+    "largest_batch_rises_with_width": Ordering(
+        statement="The largest batch size converging to the loss target within {budget:g} "
+        "epochs rises with the width (Fig. 2(b))",
+        expected=RISES,
+        detail=LARGEST,
+    ),
+    "largest_batch_falls_with_depth": Ordering(
+        statement="The largest batch size converging within {budget:g} epochs falls with the "
+        "depth (Sec. 1: deeper nets are less amenable to large-batch training)",
+        expected=FALLS,
+        detail=LARGEST,
+    ),
+    "largest_batch_rises_with_diversity": Ordering(
+        statement="The largest batch size converging within the budget grows with the gradient "
+        "diversity (averaged over training; Fig. 2(c))",
+        expected=RISES,
+        detail="{no_tau}tau-b over {count} nets (no converging batch counts as 0); largest batch "
+        "from {lo:g} to {hi:g}",
+    ),
+    "batch_threshold_exists": Claim(
+        statement="For every net there is a batch-size threshold B*: up to B* the epochs to the "
+        "target stay near their minimum, beyond it they grow",
+        test="count: fraction of the {count} nets with a threshold (median epochs over seeds) "
+        ">= {want:g}; resolution one net",
+        expected=">= {want:g} of nets",
+        detail="flat: epochs <= max({flat} e_min, e_min + 1); growth: epochs at the largest "
+        "batch >= {growth} e_min; B* per net {nets}{missing}",
+        source=SOURCE_THRESH,
+    ),
+    "threshold_rises_with_width": Ordering(
+        statement="The batch threshold B* rises with the width",
+        expected=RISES,
+        detail="{no_tau}{desc}",
+        source=SOURCE_THRESH,
+    ),
+    "threshold_falls_with_depth": Ordering(
+        statement="The observed threshold B* becomes smaller when the network becomes deeper",
+        expected=FALLS,
+        detail="{no_tau}{desc}",
+        source="004 Sec. 1 (contribution); Sec. 5, Fig. 3",
+    ),
+    "wider_fewer_epochs_at_large_batch": Ordering(
+        statement="At the largest batch size ({batch}) wider nets need fewer epochs to the target",
+        expected=FALLS,
+        detail="{no_tau}{desc}; unconverged runs ranked as budget + 1 (a depth tied at the "
+        "largest batch is left out)",
+        source=SOURCE_THRESH,
+    ),
+}
+# rows whose texts differ from their claim's: the diversity of the trained nets at their
+# initialization ([init]) and the E-ratio of the Thm. 6 draws ([thm6], sanity rows)
+VARIANTS = {
+    "diversity_rises_with_width[init]": {
+        "statement": "The gradient diversity of the trained nets at their initialization (fc "
+        "init, the data set) rises with the width",
+        "detail": "{no_tau}{desc}",
+    },
+    "diversity_falls_with_depth[init]": {
+        "statement": "The gradient diversity of the trained nets at their initialization falls "
+        "with the depth",
+        "detail": "{no_tau}{desc}",
+    },
+    "diversity_rises_with_width[thm6]": {
+        "statement": "At N(0,1) initialization (004's setting) the E-ratio (n x gradient "
+        "diversity) rises with the width (004 Thm. 3 and its discussion)",
+        "detail": THM6_DRAWS,
+    },
+    "diversity_falls_with_depth[thm6]": {
+        "statement": "At N(0,1) initialization (004's setting) the E-ratio falls with the depth "
+        "(004 Thm. 3 and its discussion)",
+        "detail": THM6_DRAWS,
+    },
+    "largest_batch_rises_with_diversity[init]": {
+        "statement": "The largest batch size converging within the budget grows with the "
+        "gradient diversity (at initialization; Fig. 2(c))"
+    },
+}
+# a "rises with width" row that repeats its "falls with depth" twin's measurement (one width per
+# depth) is a sanity identity: these texts replace its test, expected and the head of its detail
+TWIN = {
+    "expected": "= -tau of {twin}",
+    "test": "identity: the same measurement as {twin} (one width per depth)",
+    "detail": "one width per depth (width falls as depth rises), so this ordering is the "
+    "measurement of {twin} with the sign flipped: {tau:+.4g} against {twin_tau:+.4g}; ",
+}
+# appended to the detail of an ordering against the diversity that repeats a claim's ordering
+COUNTED_TWICE = (
+    "; |tau| equals that of {twin} (the same ordering of the same nets: the initial diversity is "
+    "monotone in the depth here), so it corroborates that claim and is not counted"
+)
 
 # 2^-8 .. 1: the quick scale's grid
 QUICK_LRS = (0.00390625, 0.0078125, 0.015625, 0.03125, 0.0625, 0.125, 0.25, 0.5, 1.0)

@@ -1,5 +1,6 @@
-"""Claims of 004 Thms. 3/6 (initialization), Fig. 2 and the Sec. 5 findings (Chen, Wang, Zhao,
-Papailiopoulos & Koutris 2018, arXiv:1806.03791), and sanity rows for Thms. 1-3.
+"""The statistics of the claims of 004 Thms. 3/6 (initialization), Fig. 2 and the Sec. 5
+findings (Chen, Wang, Zhao, Papailiopoulos & Koutris 2018, arXiv:1806.03791), and of the sanity
+rows for Thms. 1-3; the claims themselves are declared in ``CLAIMS`` (``__init__.py``).
 
 Kinds: ``thm6_expectation`` and the trained-net rows are ``claim`` rows.  Sanity rows (shown
 apart, never tallied): ``thm3_bound_holds`` (Eq. 4.1 follows algebraically from Thm. 6, which
@@ -11,7 +12,7 @@ constants: no finite grid can refute them; checked against the band of constants
 tests/test_theory_diversity.py).  Where the nets have one width per depth (paper scale: a fixed
 parameter count), a "rises with width" row and its "falls with depth" twin are one measurement
 (width falls as depth rises, so the two taus are equal and opposite): the depth row is the claim,
-the width row a sanity identity (:func:`twin_of`).
+the width row a sanity identity (:func:`twin_of`, :func:`_twin`).
 
 Ordering claims ("rises with" / "falls with") are the mean over groups (e.g. depths) of Kendall's
 tau-b across the other variable (:func:`group_rank`): pass at ``claims.tau_min``, fail at a
@@ -31,24 +32,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import (
-    FALSE_PASS_MAX,
-    coarse,
-    frame,
-    kendall_tau,
-    pooled,
-    rank_claim,
-    rank_verdict,
-    row,
-    sanity,
-    tau_null_law,
-)
+from ...claims import FALSE_PASS_MAX, coarse, kendall_tau, rank_claim, rank_verdict, tau_null_law
+from ...claims.declared import build, result
 from ...theory import diversity as th
+from . import CLAIMS, COUNTED_TWICE, SOURCE, SOURCE_THM, TWIN, VARIANTS
 from .analysis import batch_table, init_table, net_table
 
-SOURCE_FIG2 = "004 Sec. 5, Fig. 2"
-SOURCE_THM = "004 Sec. 4, Thm. 3 (Eq. 4.1); App. C, Thm. 6"
-SOURCE_THRESH = "004 Sec. 5 (findings 1-3), Figs. 3(a), 4(a)"
+DIVERSITY = ("diversity_rises_with_width", "diversity_falls_with_depth")
 MAX_NULL_COMBINATIONS = 10**7  # most level combinations the null law of a mean tau convolves
 
 
@@ -196,56 +186,6 @@ def twin_of(df: pd.DataFrame, x: str, other: str, by_x: str, by_other: str) -> b
     return bool(np.isfinite(t) and abs(abs(t) - 1.0) < 1e-9)
 
 
-def _tau_claim(
-    study, cid, claim, source, r: dict, tau_min, sign=+1, extra="", kind="claim"
-) -> dict:
-    exp = f"tau-b {'>=' if sign > 0 else '<='} {sign * tau_min:+g}"
-    desc = r["desc"] + extra
-    fn = {"claim": row, "sanity": sanity, "summary": pooled}[kind]
-    kw = {"kind": kind, "false_pass": r.get("false_pass", np.nan)} if kind == "claim" else {}
-    return fn(
-        study,
-        cid,
-        claim,
-        source,
-        measured=r["measured"],
-        expected=exp,
-        tolerance=tau_min,
-        verdict=r["verdict"],
-        detail=desc if np.isfinite(r["measured"]) else f"no rank correlation computable; {desc}",
-        test=r["test"],
-        detectable=r["detectable"],
-        **kw,
-    )
-
-
-def _twin_row(rows: list[dict], measured: float) -> str | None:
-    """The claim row among ``rows`` whose measured tau has the same magnitude as ``measured``
-    (to 12 digits, and not a :func:`sigprop.claims.coarse` value that unrelated orderings can
-    share): the same ordering of the same nets measured twice, or None."""
-    if not np.isfinite(measured) or coarse(measured):
-        return None
-    for r in rows:
-        m = r["measured"]
-        if (
-            r["kind"] == "claim"
-            and np.isfinite(m)
-            and round(abs(m), 12) == round(abs(measured), 12)
-        ):
-            return r["claim_id"]
-    return None
-
-
-def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
-    """Claims of 004 Thms. 3/6 (initialization), Fig. 2 and the Sec. 5 findings (see the config)."""
-    study = p.study
-    nt = net_table(runs, p.analysis)
-    rows = _init_claims(study, init_table(runs, theory), p, runs, theory)
-    if len(nt):
-        rows += _fig2_claims(study, nt, p) + _threshold_claims(study, nt, batch_table(runs), p)
-    return frame(rows)
-
-
 def depth1_bs(runs: pd.DataFrame) -> pd.DataFrame:
     """Per init draw of the depth-1 (2-layer, 004 Thm. 1) nets: ``bs = n init_num / init_den``
     (B_S = n Delta_S of that draw), with width, n and d."""
@@ -265,121 +205,169 @@ def depth1_bs(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _init_claims(
-    study: str, it: pd.DataFrame, p, runs: pd.DataFrame, theory: pd.DataFrame
+def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
+    """Claims of 004 Thms. 3/6 (initialization), Fig. 2 and the Sec. 5 findings (see the config)."""
+    nt = net_table(runs, p.analysis)
+    results = _init_claims(init_table(runs, theory), p, runs, theory)
+    if len(nt):
+        results += _fig2_claims(nt, p) + _threshold_claims(nt, batch_table(runs), p)
+    return build(p.study, CLAIMS, results, SOURCE)
+
+
+def _tau(claim, qualifier, r: dict, tau_min, *, kind=None, source=None, texts=None, **fields):
+    """The row of an ordering ``r`` (:func:`group_rank` or :func:`sigprop.claims.rank_claim`):
+    a claim row holds its pass to the chance of passing under a random order (``false_pass``)."""
+    cid = f"{claim}[{qualifier}]" if qualifier else claim
+    counted = (kind or CLAIMS[claim].kind) == "claim"
+    return result(
+        claim,
+        qualifier,
+        measured=r["measured"],
+        tolerance=tau_min,
+        verdict=r["verdict"],
+        detectable=r["detectable"],
+        false_pass=r.get("false_pass", np.nan) if counted else np.nan,
+        kind=kind,
+        source=source,
+        texts=VARIANTS.get(cid) if texts is None else texts,
+        tau_min=tau_min,
+        test=r["test"],
+        desc=r.get("desc", ""),
+        no_tau="" if np.isfinite(r["measured"]) else "no rank correlation computable; ",
+        **fields,
+    )
+
+
+def _orderings(
+    df: pd.DataFrame, pair: tuple[str, str], q: str, y: str, tau_min: float, twins=True, **kw
 ) -> list[dict]:
+    """The rows of the claims ``pair`` ("rises with width", "falls with depth"), qualifier ``q``,
+    of ``y`` over the nets ``df`` (:func:`group_rank`); where ``twins`` and the nets have one
+    width per depth (:func:`twin_of`), the width row repeats the depth row's measurement
+    (:func:`_twin`)."""
+    rises, falls = (
+        _tau(c, q, group_rank(df, x, y, by, tau_min, sign), tau_min, **kw)
+        for c, x, by, sign in zip(pair, ("width", "depth"), ("depth", "width"), (1, -1))
+    )
+    if twins and twin_of(df, "width", "depth", "depth", "width"):
+        rises = _twin(rises, falls)
+    return [rises, falls]
+
+
+def _twin(r: dict, twin: dict) -> dict:
+    """The "rises with width" row ``r`` whose nets have one width per depth, as the sanity row
+    that checks the identity tau(width, y) = -tau(depth, y) against its "falls with depth"
+    ``twin`` (never tallied; the texts ``TWIN``, ahead of its own detail)."""
+    a, b = float(r["stats"]["measured"]), float(twin["stats"]["measured"])
+    same = bool(np.isfinite(a) and np.isfinite(b) and abs(a + b) <= 1e-12) or (
+        not np.isfinite(a) and not np.isfinite(b)
+    )
+    c = r["claim"]
+    detail = TWIN["detail"] + r["texts"].get("detail", CLAIMS[c].detail)
+    return result(
+        c,
+        r["claim_id"][len(c) + 1 : -1],
+        measured=a,
+        tolerance=1e-12,
+        verdict="pass" if same else "fail",
+        kind="sanity",
+        source=r["source"],
+        texts={**r["texts"], **TWIN, "detail": detail},
+        **r["fields"],
+        twin=twin["claim_id"],
+        tau=a,
+        twin_tau=b,
+    )
+
+
+def _twin_row(results: list[dict], measured: float) -> str | None:
+    """The claim row among ``results`` whose measured tau has the same magnitude as
+    ``measured`` (to 12 digits, and not a :func:`sigprop.claims.coarse` value that unrelated
+    orderings can share): the same ordering of the same nets measured twice, or None."""
+    if not np.isfinite(measured) or coarse(measured):
+        return None
+    for r in results:
+        m = r["stats"]["measured"]
+        if (
+            (r["kind"] or CLAIMS[r["claim"]].kind) == "claim"
+            and np.isfinite(m)
+            and round(abs(m), 12) == round(abs(measured), 12)
+        ):
+            return r["claim_id"]
+    return None
+
+
+def _init_claims(it: pd.DataFrame, p, runs: pd.DataFrame, theory: pd.DataFrame) -> list[dict]:
     tau_min, k = float(p.claims.tau_min), float(p.claims.z_max)
     want = float(p.claims.within_fraction)
     if not len(it):
         return []
-    rows = []
-    for cid, claim, x, by, sign in (
-        (
-            "diversity_rises_with_width[thm6]",
-            (
-                "At N(0,1) initialization (004's setting) the "
-                "E-ratio (n x gradient diversity) rises with the width"
-            ),
-            "width",
-            "depth",
-            +1,
-        ),
-        (
-            "diversity_falls_with_depth[thm6]",
-            ("At N(0,1) initialization (004's setting) the E-ratio falls with the depth"),
-            "depth",
-            "width",
-            -1,
-        ),
-    ):
-        r = group_rank(it, x, "rho", by, tau_min, sign)
-        rows.append(
-            _tau_claim(
-                study,
-                cid,
-                claim + " (004 Thm. 3 and its discussion)",
-                SOURCE_THM,
-                r,
-                tau_min,
-                sign,
-                extra=(
-                    f"; {int(it.draws.min())}+ draws per net; sanity: the same "
-                    "draws as thm6_expectation, and the Thm. 6 curve is monotone "
-                    "in width and depth, so the trend follows once Thm. 6 holds"
-                ),
-                kind="sanity",
-            )
-        )
+    out = _orderings(
+        it,
+        DIVERSITY,
+        "thm6",
+        "rho",
+        tau_min,
+        twins=False,
+        kind="sanity",
+        source=SOURCE_THM,
+        draws=int(it.draws.min()),
+    )
     z_b = (it.rho - it.bound) / it.rho_se
-    ok_b = bool((it.rho + k * it.rho_se >= it.bound).all())
     worst = it.loc[z_b.idxmin()]
-    rows.append(
-        sanity(
-            study,
+    out.append(
+        result(
             "thm3_bound_holds",
-            "The Thm. 3 (Eq. 4.1) lower bound holds for the "
-            "E-ratio rho = E[n sum ||grad f_i||^2] / E[||sum grad f_i||^2] of every net",
-            SOURCE_THM,
             measured=float(z_b.min()),
-            expected="rho >= bound (z >= -k)",
             tolerance=k,
-            verdict="pass" if ok_b else "fail",
-            detail=(
-                f"min over {len(it)} nets of (rho - bound)/SE at width "
-                f"{int(worst.width)}, depth {int(worst.depth)}: rho = {worst.rho:.4g} "
-                f"± {worst.rho_se:.2g}, bound = {worst.bound:.4g}; n = {int(worst.n)}, "
-                f"d = {int(worst.d)} (the bound is for n -> infinity; Thm. 6 at this n "
-                f"is {worst.thm6:.4g}); bound/rho from "
-                f"{(it.bound / it.rho).min():.2f} to {(it.bound / it.rho).max():.2f}; "
-                "sanity: Eq. 4.1 follows algebraically from Thm. 6 (checked by "
-                "thm6_expectation) and the same draws"
-            ),
-            test=f"min over nets of (rho - bound) / SE >= -{k:g}",
+            verdict="pass" if bool((it.rho + k * it.rho_se >= it.bound).all()) else "fail",
+            k=k,
+            nets=len(it),
+            width=int(worst.width),
+            depth=int(worst.depth),
+            rho=worst.rho,
+            rho_se=worst.rho_se,
+            bound=worst.bound,
+            n=int(worst.n),
+            d=int(worst.d),
+            thm6=worst.thm6,
+            lo=(it.bound / it.rho).min(),
+            hi=(it.bound / it.rho).max(),
         )
     )
-    margin = float(p.claims.margin)
     z6 = (it.rho - it.thm6) / it.rho_se
     frac = float(np.mean(np.abs(z6) <= k))
     rel = it.rho / it.thm6 - 1
     rel_se = float((it.rho_se / it.rho).median())
-    rows.append(
-        row(
-            study,
+    out.append(
+        result(
             "thm6_expectation",
-            "Thm. 6 gives the expected sums of squared "
-            "per-example gradient norms and of inner products (their ratio at the "
-            "data set's n) of linear nets at N(0,1) initialization",
-            SOURCE_THM,
             measured=frac,
-            expected=f">= {want:g} of nets with |rho - Thm. 6| <= {k:g} SE",
             tolerance=want,
             verdict="pass" if frac >= want else "fail",
-            detail=(
-                f"{len(it)} nets, {int(it.draws.min())}-{int(it.draws.max())} draws "
-                f"each; max |z| {np.nanmax(np.abs(z6)):.2f}; rho/Thm. 6 - 1 from "
-                f"{rel.min():+.3f} to {rel.max():+.3f} (median {rel.median():+.3f}); "
-                f"SE/rho median {rel_se:.3f}"
-            ),
-            test=(
-                f"per net |rho - Thm. 6| <= {k:g} SE (delta method over independent "
-                f"draws; the nets' draws are independent), for >= {want:g} of the "
-                f"{len(it)} nets; detectable: relative offset of rho from Thm. 6 "
-                f"({k:g} x the median SE/rho)"
-            ),
             detectable=k * rel_se,
-            margin=margin,
+            margin=float(p.claims.margin),
+            k=k,
+            want=want,
+            nets=len(it),
+            dmin=int(it.draws.min()),
+            dmax=int(it.draws.max()),
+            max_z=np.nanmax(np.abs(z6)),
+            lo=rel.min(),
+            hi=rel.max(),
+            med=rel.median(),
+            rel_se=rel_se,
         )
     )
-    rows += _two_layer_sanity(study, depth1_bs(runs), theory)
-    return rows
+    return out + _two_layer_sanity(depth1_bs(runs), theory)
 
 
-def _two_layer_sanity(study: str, d1: pd.DataFrame, theory: pd.DataFrame) -> list[dict]:
+def _two_layer_sanity(d1: pd.DataFrame, theory: pd.DataFrame) -> list[dict]:
     """004 Thms. 1-2 (Theta / Omega statements with unspecified constants, so sanity rows):
     Thm. 1 on the depth-1 init draws (B_S = n Delta_S per draw), Thm. 2 on the theory job's
     Monte Carlo of 2-layer tanh nets.  Both against the band of constants [0.5, 5] / [0.5, 4]
     of tests/test_theory_diversity.py (for a lower bound only the low side can refute)."""
-    rows = []
+    out = []
     if len(d1):
         ratios = {
             int(K): float(
@@ -388,313 +376,134 @@ def _two_layer_sanity(study: str, d1: pd.DataFrame, theory: pd.DataFrame) -> lis
             for K, g in d1.groupby("width")
         }
         lo = min(ratios.values())
-        n, d = int(d1.n.iloc[0]), int(d1.d.iloc[0])
-        rows.append(
-            sanity(
-                study,
+        out.append(
+            result(
                 "thm1_two_layer_order",
-                "004 Thm. 1: for a 2-layer linear net, B_S = n Delta_S "
-                ">= Theta(nKd) / Theta(Kn + dn + Kd) with constant probability",
-                "004 Sec. 3, Thm. 1",
                 measured=lo,
-                expected="10% quantile of B_S / (nKd/(Kn+dn+Kd)) >= 0.5 at every width",
                 tolerance=0.5,
                 verdict="pass" if lo >= 0.5 else "fail",
-                detail=(
-                    f"depth 1 (L = 2), n = {n}, d = {d}, draws per width "
-                    f"{int(d1.groupby('width').size().min())}; q10(B_S)/order per width: "
-                    + ", ".join(f"K{K}: {v:.2f}" for K, v in ratios.items())
-                    + "; sanity: Thm. 1 hides its constants, so no finite grid can refute it; the "
-                    "band is that of tests/test_theory_diversity.py"
-                ),
-                test="min over widths of q10(B_S) / order >= 0.5",
+                n=int(d1.n.iloc[0]),
+                d=int(d1.d.iloc[0]),
+                draws=int(d1.groupby("width").size().min()),
+                ratios=", ".join(f"K{K}: {v:.2f}" for K, v in ratios.items()),
             )
         )
     t = theory[theory.quantity.astype(str).str.startswith("thm2_")] if "quantity" in theory else []
     if len(t):
         w = t.pivot_table(index="width", columns="quantity", values="value")
-        ratio = w.thm2_ratio_mc / w.thm2_order
         low = ((w.thm2_ratio_mc + 3 * w.thm2_ratio_mc_se) / w.thm2_order).min()
-        rows.append(
-            sanity(
-                study,
+        out.append(
+            result(
                 "thm2_two_layer_tanh_order",
-                "004 Thm. 2: for a 2-layer net with an odd, "
-                "bounded, monotone activation (tanh), E[n sum ||grad f_i||^2] / E[||sum grad f_i||^2] "
-                ">= Omega(K d^2 / (K d + K + d))",
-                "004 Sec. 3, Thm. 2",
-                measured=float(ratio.min()),
-                expected="rho / order >= 0.5 at every width (within 3 SE)",
+                measured=float((w.thm2_ratio_mc / w.thm2_order).min()),
                 tolerance=0.5,
                 verdict="pass" if low >= 0.5 else "fail",
-                detail=(
-                    f"Monte Carlo (theory job): d = {int(t.d_in.iloc[0])}, "
-                    f"n = {int(w.thm2_n.iloc[0])}, {int(w.thm2_draws.iloc[0])} draws per width; "
-                    "rho (± SE) / order per width: "
-                    + ", ".join(
-                        f"K{int(K)}: {r.thm2_ratio_mc:.3g} ± {r.thm2_ratio_mc_se:.2g} / "
-                        f"{r.thm2_order:.3g}"
-                        for K, r in w.iterrows()
-                    )
-                    + "; sanity: an Omega statement with unspecified constants; the band is that "
-                    "of tests/test_theory_diversity.py"
+                d=int(t.d_in.iloc[0]),
+                n=int(w.thm2_n.iloc[0]),
+                draws=int(w.thm2_draws.iloc[0]),
+                ratios=", ".join(
+                    f"K{int(K)}: {r.thm2_ratio_mc:.3g} ± {r.thm2_ratio_mc_se:.2g} / "
+                    f"{r.thm2_order:.3g}"
+                    for K, r in w.iterrows()
                 ),
-                test="min over widths of (rho + 3 SE) / order >= 0.5",
             )
         )
-    return rows
+    return out
 
 
-def _fig2_claims(study: str, nt: pd.DataFrame, p) -> list[dict]:
+def _nets(nt: pd.DataFrame, col: str) -> str:
+    return ", ".join(
+        f"K{int(r.width)}L{int(r.depth)}: {getattr(r, col):g}" for r in nt.itertuples()
+    )
+
+
+def _fig2_claims(nt: pd.DataFrame, p) -> list[dict]:
     tau_min, budget = float(p.claims.tau_min), float(p.analysis.fig2_epochs)
     nt = nt.fillna({"largest_batch": 0.0})  # no converging batch size: below every batch
-    rows = []
-    for cid, claim, x, by, sign, y in (
-        (
-            "diversity_rises_with_width[train]",
-            ("The gradient diversity during training rises with the width (Fig. 2(a))"),
-            "width",
-            "depth",
-            +1,
-            "div_train",
-        ),
-        (
-            "diversity_falls_with_depth[train]",
-            ("The gradient diversity during training falls with the depth (Fig. 2(a))"),
-            "depth",
-            "width",
-            -1,
-            "div_train",
-        ),
-        (
-            "diversity_rises_with_width[init]",
-            (
-                "The gradient diversity of the trained nets "
-                "at their initialization (fc init, the data set) rises with the width"
-            ),
-            "width",
-            "depth",
-            +1,
-            "div_init",
-        ),
-        (
-            "diversity_falls_with_depth[init]",
-            (
-                "The gradient diversity of the trained nets "
-                "at their initialization falls with the depth"
-            ),
-            "depth",
-            "width",
-            -1,
-            "div_init",
-        ),
-        (
-            "largest_batch_rises_with_width",
-            (
-                f"The largest batch size converging to the loss "
-                f"target within {budget:g} epochs rises with the width (Fig. 2(b))"
-            ),
-            "width",
-            "depth",
-            +1,
-            "largest_batch",
-        ),
-        (
-            "largest_batch_falls_with_depth",
-            (
-                f"The largest batch size converging within "
-                f"{budget:g} epochs falls with the depth (Sec. 1: deeper nets are less amenable to "
-                "large-batch training)"
-            ),
-            "depth",
-            "width",
-            -1,
-            "largest_batch",
-        ),
-    ):
-        r = group_rank(nt, x, y, by, tau_min, sign)
-        desc = ""
-        if y == "largest_batch":
-            desc += (
-                "; no converging batch counts as 0; a group tied in the largest batch is "
-                "left out; largest batch per net "
-                + ", ".join(
-                    f"K{int(r.width)}L{int(r.depth)}: {r.largest_batch:g}" for r in nt.itertuples()
-                )
-            )
-        elif y == "div_train":
-            w = p.analysis.div_window
-            desc += (
-                f"; diversity per run averaged over matched progress 0 to {w.progress:g} of "
-                f"the log-loss decrease to the target ({int(w.points)} points interpolated "
-                "between measurements), per net the mean over the runs that reach it: "
-                + ", ".join(
-                    f"K{int(q.width)}L{int(q.depth)} {int(q.window_runs)}/{int(q.runs)}"
-                    for q in nt.itertuples()
-                )
-            )
-        rows.append(_tau_claim(study, cid, claim, SOURCE_FIG2, r, tau_min, sign, extra=desc))
-    rows = _twins(
-        rows,
-        nt,
-        [
-            ("diversity_rises_with_width[train]", "diversity_falls_with_depth[train]"),
-            ("diversity_rises_with_width[init]", "diversity_falls_with_depth[init]"),
-            ("largest_batch_rises_with_width", "largest_batch_falls_with_depth"),
-        ],
+    w = p.analysis.div_window
+    runs = ", ".join(
+        f"K{int(q.width)}L{int(q.depth)} {int(q.window_runs)}/{int(q.runs)}"
+        for q in nt.itertuples()
     )
-    for which, col in (("train", "div_train"), ("init", "div_init")):
-        rc = rank_claim(nt[col], nt.largest_batch, tau_min)
-        rc["desc"] = (
-            f"tau-b over {len(nt)} nets (no converging batch counts as 0); largest "
-            f"batch from {nt.largest_batch.min():g} to {nt.largest_batch.max():g}"
+    out = (
+        _orderings(
+            nt,
+            DIVERSITY,
+            "train",
+            "div_train",
+            tau_min,
+            progress=w.progress,
+            points=int(w.points),
+            runs=runs,
         )
-        cid = f"largest_batch_rises_with_diversity[{which}]"
-        claim = (
-            "The largest batch size converging within the budget grows with the gradient "
-            f"diversity ({'averaged over training' if which == 'train' else 'at initialization'}"
-            "; Fig. 2(c))"
+        + _orderings(nt, DIVERSITY, "init", "div_init", tau_min)
+        + _orderings(
+            nt,
+            ("largest_batch_rises_with_width", "largest_batch_falls_with_depth"),
+            "",
+            "largest_batch",
+            tau_min,
+            budget=budget,
+            nets=_nets(nt, "largest_batch"),
         )
-        twin = _twin_row(rows, rc["measured"])
+    )
+    claim = "largest_batch_rises_with_diversity"
+    for q in ("train", "init"):
+        rc = rank_claim(nt[f"div_{q}"], nt.largest_batch, tau_min)
+        twin = _twin_row(out, rc["measured"])
+        texts = VARIANTS.get(f"{claim}[{q}]", {})
         if twin is not None:
-            rc["desc"] += (
-                f"; |tau| equals that of {twin} (the same ordering of the same nets: "
-                "the initial diversity is monotone in the depth here), so it "
-                "corroborates that claim and is not counted"
-            )
-        rows.append(
-            _tau_claim(
-                study,
-                cid,
+            texts = {**texts, "detail": CLAIMS[claim].detail + COUNTED_TWICE}
+        out.append(
+            _tau(
                 claim,
-                SOURCE_FIG2,
+                q,
                 rc,
                 tau_min,
-                kind="summary" if twin is not None else "claim",
+                kind="summary" if twin is not None else None,
+                texts=texts,
+                twin=twin,
+                count=len(nt),
+                lo=nt.largest_batch.min(),
+                hi=nt.largest_batch.max(),
             )
         )
-    return rows
+    return out
 
 
-def _threshold_claims(study: str, nt: pd.DataFrame, bt: pd.DataFrame, p) -> list[dict]:
+def _threshold_claims(nt: pd.DataFrame, bt: pd.DataFrame, p) -> list[dict]:
     tau_min, want = float(p.claims.tau_min), float(p.claims.within_fraction)
     th_cfg = p.analysis.threshold
     frac = float(nt.has_threshold.mean())
     bad = nt[~nt.has_threshold]
-    rows = [
-        row(
-            study,
+    out = [
+        result(
             "batch_threshold_exists",
-            "For every net there is a batch-size "
-            "threshold B*: up to B* the epochs to the target stay near their minimum, "
-            "beyond it they grow",
-            SOURCE_THRESH,
             measured=frac,
-            expected=f">= {want:g} of nets",
             tolerance=want,
             verdict="pass" if frac >= want else "fail",
-            detail=(
-                f"flat: epochs <= max({th_cfg.flat_factor} e_min, e_min + 1)"
-                f"; growth: epochs at the largest batch >= "
-                f"{th_cfg.growth_factor} e_min; B* per net "
-                + ", ".join(
-                    f"K{int(r.width)}L{int(r.depth)}: {r.threshold:g}" for r in nt.itertuples()
-                )
-                + (
-                    "; no threshold: "
-                    + ", ".join(f"K{int(r.width)}L{int(r.depth)}" for r in bad.itertuples())
-                    if len(bad)
-                    else ""
-                )
-            ),
-            test=(
-                f"count: fraction of the {len(nt)} nets with a threshold (median epochs over "
-                f"seeds) >= {want:g}; resolution one net"
-            ),
             detectable=1.0 / len(nt) if len(nt) else np.nan,
+            want=want,
+            count=len(nt),
+            flat=th_cfg.flat_factor,
+            growth=th_cfg.growth_factor,
+            nets=_nets(nt, "threshold"),
+            missing=(
+                "; no threshold: "
+                + ", ".join(f"K{int(r.width)}L{int(r.depth)}" for r in bad.itertuples())
+                if len(bad)
+                else ""
+            ),
         )
-    ]
-    r = group_rank(nt[nt.has_threshold], "width", "threshold", "depth", tau_min)
-    rows.append(
-        _tau_claim(
-            study,
-            "threshold_rises_with_width",
-            "The batch threshold B* rises with the width",
-            SOURCE_THRESH,
-            r,
-            tau_min,
-        )
-    )
-    r = group_rank(nt[nt.has_threshold], "depth", "threshold", "width", tau_min, -1)
-    rows.append(
-        _tau_claim(
-            study,
-            "threshold_falls_with_depth",
-            "The observed threshold B* becomes smaller when the network becomes deeper",
-            "004 Sec. 1 (contribution); Sec. 5, Fig. 3",
-            r,
-            tau_min,
-            -1,
-        )
-    )
-    rows = _twins(
-        rows, nt[nt.has_threshold], [("threshold_rises_with_width", "threshold_falls_with_depth")]
+    ] + _orderings(
+        nt[nt.has_threshold],
+        ("threshold_rises_with_width", "threshold_falls_with_depth"),
+        "",
+        "threshold",
+        tau_min,
     )
     top = bt[bt.batch_size == bt.batch_size.max()].copy()
     top["ep"] = top["median"].replace(np.inf, np.nan).fillna(top.budget + 1)
     r = group_rank(top, "width", "ep", "depth", tau_min, -1)
-    rows.append(
-        _tau_claim(
-            study,
-            "wider_fewer_epochs_at_large_batch",
-            "At the largest batch "
-            f"size ({int(bt.batch_size.max())}) wider nets need fewer epochs to "
-            "the target",
-            SOURCE_THRESH,
-            r,
-            tau_min,
-            -1,
-            extra="; unconverged runs ranked as budget + 1 (a depth tied at the "
-            "largest batch is left out)",
-        )
-    )
-    return rows
-
-
-def _twins(rows: list[dict], nets: pd.DataFrame, pairs: list[tuple[str, str]]) -> list[dict]:
-    """Where the nets have one width per depth (:func:`twin_of`), each "rises with width" row of
-    ``pairs`` repeats its "falls with depth" twin's measurement: it becomes a sanity row that
-    checks the identity tau(width, y) = -tau(depth, y) on the data, never tallied."""
-    if not twin_of(nets, "width", "depth", "depth", "width"):
-        return rows
-    by_id = {r["claim_id"]: r for r in rows}
-    out = []
-    for r in rows:
-        pair = next((pr for pr in pairs if pr[0] == r["claim_id"]), None)
-        if pair is None or pair[1] not in by_id:
-            out.append(r)
-            continue
-        twin = by_id[pair[1]]
-        a, b = float(r["measured"]), float(twin["measured"])
-        same = bool(np.isfinite(a) and np.isfinite(b) and abs(a + b) <= 1e-12) or (
-            not np.isfinite(a) and not np.isfinite(b)
-        )
-        out.append(
-            sanity(
-                r["study"],
-                r["claim_id"],
-                r["claim"],
-                r["source"],
-                measured=a,
-                expected=f"= -tau of {pair[1]}",
-                tolerance=1e-12,
-                verdict="pass" if same else "fail",
-                detail=(
-                    f"one width per depth (width falls as depth rises), so this "
-                    f"ordering is the measurement of {pair[1]} with the sign "
-                    f"flipped: {a:+.4g} against {b:+.4g}; {r['detail']}"
-                ),
-                test=f"identity: the same measurement as {pair[1]} (one width per depth)",
-            )
-        )
-    return out
+    batch = int(bt.batch_size.max())
+    return out + [_tau("wider_fewer_epochs_at_large_batch", "", r, tau_min, batch=batch)]
