@@ -213,10 +213,10 @@ def test_fig4_joint_claims_pass_on_the_simulation_and_fail_when_wrong():
             "value": [3.0] + [a**m * (1 + a**m) ** (d - 1.0) for d in range(1, L + 1)],
         }
     )
-    ok = pd.DataFrame(claims_fig4(good, th, prm.for_job("claims"))).set_index("claim_id")
+    ok = _table(claims_fig4(good, th, prm.for_job("claims")))
     # 600 networks resolve a common offset below 50 % but not the 10 % margin: inconclusive,
     # and a pass with a margin the design resolves
-    loose = pd.DataFrame(claims_fig4(good, th, _with_claims(prm, margin=0.5))).set_index("claim_id")
+    loose = _table(claims_fig4(good, th, _with_claims(prm, margin=0.5)))
     for cid in ("thm4_1_second_moment", "eq152_reduced_output_mean"):
         assert 0.1 < ok.loc[cid, "detectable"] < 0.5 and ok.loc[cid, "margin"] == 0.1
         assert ok.loc[cid, "verdict"] == "inconclusive", ok.loc[cid, "detail"]
@@ -226,12 +226,12 @@ def test_fig4_joint_claims_pass_on_the_simulation_and_fail_when_wrong():
     assert (ok.loc["thm4_2_fourth_moment_bounds", "verdict"] == "pass") == (
         ok.loc["thm4_2_fourth_moment_bounds", "detectable"] <= 1 - 1 / 3
     )
-    bad_j = pd.DataFrame(
+    bad_j = _table(
         claims_fig4(_fig4_run_table(alpha=a, L=L, m=m, scale_j=1.5), th, prm.for_job("claims"))
-    ).set_index("claim_id")
+    )
     assert bad_j.loc["thm4_1_second_moment", "verdict"] == "fail"
     wrong = th.assign(value=np.where(th.quantity == "f2_eq152", 1.5 * th.value, th.value))
-    bad_t = pd.DataFrame(claims_fig4(good, wrong, prm.for_job("claims"))).set_index("claim_id")
+    bad_t = _table(claims_fig4(good, wrong, prm.for_job("claims")))
     assert bad_t.loc["eq152_reduced_output_mean", "verdict"] == "fail"
 
 
@@ -259,8 +259,8 @@ def test_fig5_vanilla_flat_needs_the_power_to_resolve_its_tolerance():
         ]
         return pd.DataFrame(rows)
 
-    few = pd.DataFrame(claims_fig5(table(40), th, prm.for_job("claims"))).set_index("claim_id")
-    many = pd.DataFrame(claims_fig5(table(4000), th, prm.for_job("claims"))).set_index("claim_id")
+    few = _table(claims_fig5(table(40), th, prm.for_job("claims")))
+    many = _table(claims_fig5(table(4000), th, prm.for_job("claims")))
     assert few.loc["fig5_vanilla_flat", "verdict"] == "inconclusive"
     assert many.loc["fig5_vanilla_flat", "verdict"] == "pass"
     assert many.loc["fig5_vanilla_flat", "detectable"] < few.loc["fig5_vanilla_flat", "detectable"]
@@ -384,6 +384,14 @@ def test_kernel_training_moves_the_kernel_and_a_model_trains_the_same_alone(tmp_
     )
     assert still["ntk_rel_change"][0] < 1e-9
     np.testing.assert_allclose(still["loss_final"], still["loss_init"], rtol=1e-9)
+
+
+def _table(results):
+    """The claims table of a ``claims_*`` function's results, indexed by claim id."""
+    from sigprop.claims.declared import build
+    from sigprop.studies.jacobian_moments import CLAIMS, SOURCE
+
+    return build("jm", CLAIMS, results, SOURCE).set_index("claim_id")
 
 
 def _with_claims(prm, **kw):
@@ -610,22 +618,22 @@ def test_thm3_claim_passes_equal_moments_and_fails_unequal_ones():
 
     p = SimpleNamespace(study="jm", claims=SimpleNamespace(n_boot_joint=500, margin=0.1))
     loose = SimpleNamespace(study="jm", claims=SimpleNamespace(n_boot_joint=500, margin=1.0))
-    ok = {r["claim_id"]: r for r in claims_thm3(_thm3_runs(1.0), loose)}
+    ok = _table(claims_thm3(_thm3_runs(1.0), loose)).to_dict("index")
     assert ok["thm3_moments_equal[m=2]"]["verdict"] == "pass"
     assert ok["thm3_moments_equal[m=2]"]["detectable"] < 1
     assert ok["thm3_paths_through_both_branch_matrices"]["kind"] == "sanity"
     assert ok["thm3_paths_through_both_branch_matrices"]["verdict"] == "pass"
     # 'the moments are equal' tolerates a 10 % offset: 2 x 200 networks cannot resolve it
-    tight = {r["claim_id"]: r for r in claims_thm3(_thm3_runs(1.0), p)}
+    tight = _table(claims_thm3(_thm3_runs(1.0), p)).to_dict("index")
     assert tight["thm3_moments_equal[m=2]"]["detectable"] > 0.1
     assert tight["thm3_moments_equal[m=2]"]["verdict"] == "inconclusive"
     assert "cannot resolve the margin" in tight["thm3_moments_equal[m=2]"]["test"]
     # ... and 2 x 5,000 networks can
-    many = {r["claim_id"]: r for r in claims_thm3(_thm3_runs(1.0, n=5000), p)}
+    many = _table(claims_thm3(_thm3_runs(1.0, n=5000), p)).to_dict("index")
     assert many["thm3_moments_equal[m=2]"]["detectable"] <= 0.1
     assert many["thm3_moments_equal[m=2]"]["verdict"] == "pass"
     for q in (p, loose):
-        bad = {r["claim_id"]: r for r in claims_thm3(_thm3_runs(1.5), q)}
+        bad = _table(claims_thm3(_thm3_runs(1.5), q)).to_dict("index")
         assert bad["thm3_moments_equal[m=2]"]["verdict"] == "fail"
 
 
@@ -683,8 +691,7 @@ def test_fig5_decreases_is_inconclusive_when_its_slope_has_no_standard_error():
         for L, vs in ((2, (1.0, 2.0)), (4, (1.0, 3.0)), (8, (1.0, 5.0)))
         for i, v in enumerate(vs)
     ]
-    out = pd.DataFrame(claims_fig5(pd.DataFrame(rows), th, prm.for_job("claims")))
-    out = out.set_index("claim_id")
+    out = _table(claims_fig5(pd.DataFrame(rows), th, prm.for_job("claims")))
     r = out.loc["fig5_densenet_decreases"]
     assert r["measured"] > 0 and not np.isfinite(r["detectable"])  # a slope, no SE
     assert r["verdict"] == "inconclusive"

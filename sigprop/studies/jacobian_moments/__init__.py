@@ -43,10 +43,135 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE = "001 §5.1, Thms. 4-6, Figs. 4-5, Eq. 152"
+
+# each claim once; {slots} are filled by claims.py with the row's statistics
+_THM3 = "001 §5.1, Thm. 3, Eqs. 36, 38"
+_PAIRED = "max |z| of the paired differences <= its 95 % bootstrap critical value"
+_POINTS = (
+    "{points} (depth, k, h) points, depths {depths}, {n_min}-{n_max} networks per depth "
+    "({n_used} used per depth in the joint bootstrap)"
+)
+_SLOPE = (
+    "log-log slope of Var/E^2 over {n_depths} depths (independent networks; SE from {n_boot} "
+    "bootstrap resamples per depth): "
+)
+_DEPTHS = (
+    "depths {depths}, {networks} networks each; Var/E^2 = {ratios}; bootstrap SE of the slope "
+    "{slope_se:.3f}; slope of the predicted shape over the same depths {pslope:.3f}{eq187}"
+)
+_DECREASES = dict(
+    expected="log-log slope < 0 by more than {k:g} SE",
+    test=_SLOPE + "pass if slope < -{k:g} SE, fail if slope >= 0, else inconclusive; "
+    "detectable: {k:g} SE (slope units)",
+    detail=_DEPTHS + "; inconclusive when negative but within the SE band",
+    source="001 §5.1, Thms. 5-6, Cors. 1-2, Fig. 5",
+)
+_KERNEL = Claim(
+    statement="{a} changes its empirical NTK less than {b} during SGD (depth {L}, width {n})",
+    expected="rel. change difference < 0 by more than {k:g} SE",
+    test="difference of mean relative NTK change between two independent groups of trained "
+    "networks ({a_n} and {b_n} seeds), SE = hypot of the SEs over seeds: pass if < -{k:g} SE, "
+    "fail if >= 0, else inconclusive; detectable: {k:g} SE (relative change units)",
+    detail="||Theta_T - Theta_0||_F / ||Theta_0||_F: {a} {a_rel:.4g} ± {a_se:.2g} ({a_n} nets, "
+    "train MSE {a_l0:.3g} -> {a_l1:.3g}, {a_div} diverged); {b} {b_rel:.4g} ± {b_se:.2g} ({b_n} "
+    "nets, MSE {b_l0:.3g} -> {b_l1:.3g}, {b_div} diverged)",
+    kind="beyond",
+    source="our test of 001's §6 remark that residual nets operate closer to the kernel regime "
+    "(001 measures no training)",
+)
+CLAIMS = {
+    "thm4_1_second_moment": Claim(
+        statement="E||df/dW^(k,h)||^2 = E f_(k)^2 (reduced network) at every depth, branch k and "
+        "matrix h",
+        expected=_PAIRED,
+        test="paired J2 - f2 per network; joint test over all (depth, k, h) points: T = max |z| <= "
+        "the 95 % quantile of T bootstrapped over networks ({nb} resamples, recentred; the "
+        "matrices of a depth share its networks, depths are independent); detectable: critical "
+        "value x median paired SE / E f_(k)^2 (a common relative offset of E||J||^2 from "
+        "E f_(k)^2)",
+        detail=_POINTS + "; T = {T:.2f}, critical value {crit:.2f} (p = {pval:.3f}); E J2 / E f2 "
+        "per point in [{lo:.3f}, {hi:.3f}], pooled {pooled:.3f}; points within {k:g} paired SE "
+        "(uncorrected, not the verdict): {within:.2f}",
+        source="001 §5.1, Thm. 4.1, Fig. 4(a)",
+    ),
+    "thm4_2_fourth_moment_bounds": Claim(
+        statement="E f_(k)^4 / c4 <= E||df/dW^(k,h)||^4 <= E f_(k)^4 at every depth, branch k and "
+        "matrix h",
+        expected="largest one-sided z of a bound violation <= the joint critical value "
+        "(c4 = {c4:g})",
+        test="paired J4 - f4/c4 and J4 - f4 per network; one-sided z of the violation at each of "
+        "the 2 x {P} bound points, its maximum against the bootstrap 95 % critical value of "
+        "max |z| over all of them ({nb} resamples over networks; two-sided, so conservative); "
+        "detectable: critical value x median SE / E f_(k)^4 (relative to the upper bound); its "
+        "margin is the band between the bounds, 1 - 1/c4 = {band:.3f}: a design that cannot "
+        "resolve a violation that large is inconclusive",
+        detail=_POINTS + "; largest violation z {T:+.2f} (negative: every point inside), critical "
+        "value {crit:.2f}; below f4/c4 by > {k:g} SE: {below}, above f4 by > {k:g} SE: {above}; "
+        "E J4 / E f4 per point in [{lo:.3f}, {hi:.3f}], pooled {pooled:.3f} (bounds "
+        "{inv_c4:.3f}, 1)",
+        source="001 §5.1, Thm. 4.2, Fig. 4(b)",
+    ),
+    "eq152_reduced_output_mean": Claim(
+        statement="E f_(k)^2 = alpha^m (1 + alpha^m)^(L-1) Sigma^0 for the reduced ResNet "
+        "(Sigma^0 = x.x/d = 1)",
+        expected="max |z| over (depth, k) <= its 95 % bootstrap critical value",
+        test="f_(k)^2 per network against Eq. 152; joint test over all (depth, k) points: T = "
+        "max |z| <= the 95 % quantile of T bootstrapped over networks ({nb} resamples); "
+        "detectable: critical value x median relative SE (a common relative offset)",
+        detail="{points} (depth, k) points, depths {depths}, {n_used} networks per depth; T = "
+        "{T:.2f}, critical value {crit:.2f} (p = {pval:.3f}); mean / Eq. 152 in [{lo:.3f}, "
+        "{hi:.3f}]; points within {k:g} SE (uncorrected, not the verdict): {within:.2f}",
+        source="001 App. A.6, Eq. 152",
+    ),
+    "thm3_moments_equal": Claim(
+        statement="E f_(k)^{m} = E (f^k)^{m}: the reduced network's output and the full output's "
+        "paths through W^k have equal moments (Eq. 38)",
+        expected=_PAIRED,
+        test="paired f_(k)^{m} - (f^k)^{m} per network; joint max |z| over all (depth, k) points "
+        "against its 95 % bootstrap critical value ({nb} resamples over networks); detectable: "
+        "critical value x median paired SE / E f_(k)^{m} (a common relative offset)",
+        detail="{points} (depth, k) points, depths {depths}, {networks} networks per depth; T = "
+        "{T:.2f}, critical value {crit:.2f} (p = {pval:.3f}); pooled E f_(k)^{m} / E (f^k)^{m} = "
+        "{pooled:.3f}",
+        source=_THM3,
+    ),
+    "thm3_paths_through_both_branch_matrices": Claim(
+        statement="Eq. 36's f^k is the same through W^{{k,1}} and W^{{k,2}} (every path of branch "
+        "k crosses both)",
+        expected="relative difference <= 1e-9",
+        test="identity of the measurement (Euler sums over the two matrices of a branch)",
+        detail="largest relative difference over {points} (depth, k) points and every network",
+        kind="sanity",
+        source=_THM3,
+    ),
+    "fig5_vanilla_flat": Claim(
+        statement="The vanilla (ReLU, He init) network's Var(||J||^2)/E^2 stays constant with "
+        "depth when n = 10 L (fixed L/n; Hanin & Nica)",
+        expected="log-log slope 0",
+        test=_SLOPE + "pass if |slope| <= {flat:g} and {k:g} SE <= {flat:g} (the design resolves "
+        "the tolerance); fail if |slope| - {k:g} SE > {flat:g}; else inconclusive; detectable: "
+        "{k:g} SE (slope units), the slope the design resolves",
+        detail=_DEPTHS + "; {k:g} SE = {kse:.3f} against the tolerance {flat:g}",
+        source=_DECREASES["source"],
+    ),
+    "fig5_resnet_decreases": Claim(
+        statement="The ResNet's Var(||J||^2)/E^2 decreases with depth when n = 10 L (convergence "
+        "to the NTK; Thm. 5, Cor. 1)",
+        **_DECREASES,
+    ),
+    "fig5_densenet_decreases": Claim(
+        statement="The DenseNet's Var(||J||^2)/E^2 decreases with depth when n = 10 L "
+        "(convergence to the NTK; Thm. 6, Cor. 2)",
+        **_DECREASES,
+    ),
+    "kernel_resnet_scaled_below_vanilla": _KERNEL,
+    "kernel_densenet_below_vanilla": _KERNEL,
+    "kernel_resnet_scaled_below_constant_alpha": _KERNEL,
+}
 
 
 @dataclass(frozen=True)

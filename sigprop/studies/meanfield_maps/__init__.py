@@ -23,10 +23,53 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE = "000 §3.1, Eqs. 2-4, Fig. 1"
+
+# each claim once; {slots} are filled by claims.py with the row's statistics
+_MAP = dict(
+    expected="max |z| <= {crit:.2f} (bootstrap {level:g} critical value)",
+    detail="{points} (rho, probe) points sharing {n} instantiations (seeds); max |z| {T:.2f}, "
+    "bootstrap p = {p:.2f}; max relative error {rel:.2e}; detectable: a common relative offset "
+    "of {det:.3f}",
+)
+
+
+def _matches(m: str, eq: str) -> Claim:
+    """The claim that the ``m``-map of Eq. ``eq`` matches simulation (one per panel)."""
+    return Claim(
+        statement=f"The {m}-map of Eq. {eq} matches simulated {{act}} dropout networks within "
+        "the standard error at every (rho, probe) point",
+        test=f"joint max |mean - Eq. {eq}| / SE over {{points}} (rho, probe) points, bootstrap "
+        "over {n} shared instantiations ({n_boot} resamples), pass at T <= the {level:g} "
+        "quantile; detectable in relative offset from theory",
+        **_MAP,
+    )
+
+
+_GAP = "1 - c_out at c_in = 1, mean over {n} instantiations (SE {gap_se:.2e}); theory {theory:.4f}"
+CLAIMS = {
+    "q_map_matches_simulation": _matches("q", "2"),
+    "c_map_matches_simulation": _matches("c", "3-4"),
+    "c_star_below_one_iff_dropout": Claim(
+        statement="c* = 1 only at rho = 1; with dropout c* < 1",
+        expected="1 - c_out(1) > {k:g} SE (c = 1 is not a fixed point: c* below 1 with dropout)",
+        test="{rule}, SE over instantiations",
+        detail=_GAP + "; holds by construction: two identical inputs under independent dropout "
+        "masks differ whenever rho < 1, so c = 1 cannot be a fixed point (a check of the "
+        "apparatus, not counted)",
+        kind="sanity",
+    ),
+}
+C_STAR_WITHOUT_DROPOUT = dict(
+    expected="0 (c* = 1 without dropout)",
+    test="identity: 1 - c_out = 0 at rho = 1 (no mask, identical probes)",
+    detail=_GAP + "; rho = 1: the two probes are one input with one mask, so c_out = 1 "
+    "identically (an identity of the apparatus, not evidence)",
+)
+"""The texts of the ``c_star_below_one_iff_dropout`` row at rho = 1: an identity, not a test."""
 
 
 @dataclass(frozen=True)
