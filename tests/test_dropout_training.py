@@ -15,7 +15,7 @@ import torch
 import yaml
 
 from sigprop import registry, tables
-from sigprop.claims import check_table
+from sigprop.claims import check_table, values
 from sigprop.config import build_study
 from sigprop.runs import RunSpec, Shard
 from sigprop.studies.dropout_training import SPEC
@@ -344,7 +344,7 @@ def test_claims_on_a_tiny_measurement(tiny_seeds):
         assert cid in set(c.claim_id)
     ci = c.set_index("claim_id")
     # one row per claim, judged on the mean over the 3 seeds (per-seed values kept)
-    v = study_claims.values_of(ci.loc["dropout_learns"].to_dict())
+    v = values(ci.loc["dropout_learns"].to_dict())
     assert v["n_seeds"] == 3 and {"seed0", "seed1", "seed2"} <= set(v)
     assert ci.loc["dropout_learns", "measured"] == pytest.approx(
         np.mean([v[f"seed{i}"] for i in range(3)])
@@ -394,7 +394,7 @@ def test_claims_on_a_tiny_measurement(tiny_seeds):
     assert "P(pass | claim false) = 0.102 > 0.05" in r2.test
     assert "1 untrained seed(s) left out (seed 2)" in r2.test
     assert "left out of this [final] statistic: seed 2" in r2.detail
-    assert study_claims.values_of(r2.to_dict())["n_seeds"] == 2
+    assert values(r2.to_dict())["n_seeds"] == 2
     # corrupt the table (trained seeds): NWGM far from E must fail the bound claim and the
     # small-error claim
     bad = _trained(tiny_seeds)
@@ -659,7 +659,7 @@ def test_rows_carry_the_standard_error_of_their_seed_mean(tiny_seeds, tiny_runs)
     none = c[c.kind == "sanity"]
     assert len(none) == 4 and none.se.isna().all()
     eq = c.loc["eq202_beats_eq85[final]"]
-    seeds = [v for k, v in study_claims.values_of(eq.to_dict()).items() if k.startswith("seed")]
+    seeds = [v for k, v in values(eq.to_dict()).items() if k.startswith("seed")]
     assert eq.se == pytest.approx(np.std(seeds, ddof=1) / np.sqrt(len(seeds)))
     cl = c[(c.kind == "claim") & (c.index != "eq202_beats_eq85[final]")]
     # undecided (a seed without the statistic, e.g. no inactive units): neither SE nor power
@@ -672,7 +672,5 @@ def test_rows_carry_the_standard_error_of_their_seed_mean(tiny_seeds, tiny_runs)
         cl.loc["variance_rises_during_learning", "detectable"]
         >= 3.0 * cl.loc["variance_rises_during_learning", "se"]
     )
-    assert all(
-        study_claims.values_of(r.to_dict())["se"] == pytest.approx(r.se) for _, r in cl.iterrows()
-    )
+    assert all(values(r.to_dict())["se"] == pytest.approx(r.se) for _, r in cl.iterrows())
     assert _tiny_claims(tiny_runs).se.isna().all()

@@ -26,14 +26,15 @@ rows (implied by the Bound 1 rows).  The design history (sigma_w2, success_acc /
 sparse_fraction, seeds) is in the config's ``design.changes``.
 
 Modules: ``measure`` (train and sample each run of a shard), ``theory`` (the Eq. 87 curves),
-``analysis`` (per-unit and per-pair tables, trajectories, statistics), ``figures``, ``claims``.
+``analysis`` (per-unit and per-pair tables, trajectories, statistics), ``figures``, ``claims``
+(the statistics of the claims declared here in ``CLAIMS``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE_FIG93 = "002 §8 Eq. 87, §9.5, Figs. 9.3, 9.5"
@@ -45,6 +46,284 @@ SOURCE_FIG912 = "002 §9.6 Eqs. 119-124, Figs. 9.12-9.14"
 SOURCE_FIG915 = "002 Fig. 9.15, §11.5"
 SOURCE_FIG11 = "002 §11.7, Figs. 11.1-11.3"
 SOURCE_DROPIN = "002 §11.6"
+SOURCE = "002 §§9.5-9.6, 11.6-11.7; Figs. 9.3-9.15, 11.1-11.3"
+
+# each claim once: what the paper states, how it is tested, what a pass expects and what the row
+# reports; {slots} are filled by claims.py: the thresholds by their names in ``claims:`` (and
+# noise_z, sparse_threshold), {q} the quantity (NWGM or W), the first seed's statistics, and of
+# the mean over seeds {n} seeds ({trained}: "trained " on [final] rows), {k} = claims.seed_z,
+# the {margins} of the conditions, the seeds left out ({left_out}, {untrained}) and per seed
+# the statistic ({per_seed}; the detail continues with that of seed {seed}).
+PER_SEED = "per seed {per_seed}{left_out}; seed {seed}: "
+NO_UNITS = "no active (or inactive) units at the end of training"
+LAST_FIRST = (
+    "; a ratio of the last to the first hidden layer (3 hidden layers at quick scale), not a "
+    "rank test"
+)
+
+
+def _seed_mean(statement, expected, conditions, units, detail, source, note="", kind="claim"):
+    """A claim judged on the mean over seeds of its per-seed statistic: ``conditions`` are the
+    thresholds that statistic must clear, ``units`` theirs, ``detail`` the first seed's row."""
+    return Claim(
+        statement=statement,
+        test="mean over {n} {trained}seeds of the per-seed statistic against "
+        + conditions
+        + "; every condition's margin (mean minus threshold, oriented so > 0 holds) > {k:g} SE "
+        "over seeds passes, any < -{k:g} SE fails, else inconclusive; units: "
+        + units
+        + "; margins {margins}{untrained}"
+        + note,
+        expected=expected + " (mean of {n} seeds, margin > {k:g} SE)",
+        detail=PER_SEED + detail,
+        kind=kind,
+        source=source,
+    )
+
+
+_PAIRS = "fraction of (unit, input) pairs"
+_WITHIN = (
+    "|E - {q}| lies within Bound %d of Eq. 87 (002 Fig. 9.3: deviations 'well within the bounds "
+    "derived in Section 8')"
+)
+_BOUND = "{pairs} (unit, input) pairs; per layer {layers}; without the MC allowance {raw:.3f}"
+_BOUND1 = _seed_mean(
+    _WITHIN % 1,
+    ">= {within_fraction:g} of (unit, input) pairs within the bound + {noise_z:g} MC SE",
+    _PAIRS + " >= {within_fraction:g}",
+    _PAIRS,
+    _BOUND,
+    SOURCE_FIG93,
+)
+_BOUND2 = Claim(
+    statement=_WITHIN % 2 + " (follows from the Bound 1 row: Bound 1 <= Bound 2 pointwise since "
+    "V <= E(1-E))",
+    test="nesting of the Eq. 87 curves, per seed",
+    expected=">= the fraction of {tighter}, every seed",
+    detail=PER_SEED + _BOUND,
+    kind="sanity",
+    source=SOURCE_FIG93,
+)
+_APPROX = (
+    "{resolved} of {pairs} (unit, input) pairs with |E - NWGM| > {noise_z:g} MC SE; median "
+    "|log(measured/Eq.85)| = {l85:.3f}, |log(measured/Eq.202)| = {l202:.3f}; median "
+    "measured/Eq.85 = {med:.3f} vs median 1/(2E(1-E)) = {corr:.3f}; sign of Eq. 85 right for "
+    "{sign85:.3f}"
+)
+_SMALL = _seed_mean(
+    "{q} - E is small in every hidden layer",
+    "RMS per layer <= {small_rms:g}",
+    "largest RMS per layer <= {small_rms:g}",
+    "RMS",
+    "RMS per layer {layers}",
+    SOURCE_FIG96,
+)
+_SHAPE = "skewness/excess kurtosis per layer {shape}"
+_SKEW = _seed_mean(
+    "{q} - E is roughly Gaussian per layer: small skewness",
+    "|skewness| <= {max_skew:g} in every layer",
+    "largest |skewness| per layer <= {max_skew:g}",
+    "|skewness|",
+    _SHAPE,
+    SOURCE_FIG96,
+)
+_KURTOSIS = _seed_mean(
+    "{q} - E is roughly Gaussian per layer: tails not heavy",
+    "|excess kurtosis| <= {max_excess_kurtosis:g} in every layer",
+    "largest |excess kurtosis| per layer <= {max_excess_kurtosis:g}",
+    "|excess kurtosis|",
+    _SHAPE,
+    SOURCE_FIG96,
+)
+_WW = (
+    "E(O_i O_j) ~ W_i W_j for %s pairs (Eq. 119/124): %s the median error of W_i W_j at "
+    "most {pair_ratio:g} of the median error of predicting 0"
+)
+_WW_ARGS = (
+    "median |E(O_iO_j) - W_iW_j| / median |E(O_iO_j)| <= {pair_ratio:g}",
+    "relative median error <= {pair_ratio:g}",
+    "relative median error",
+    "{pairs} (pair, input); median |error| {err:.4f}, median E(O_iO_j) {zero:.4f}; W_iW_j "
+    "closer than 0 for {closer:.3f} of them",
+    SOURCE_FIG912,
+)
+_WIJ = (
+    "W_ij W_j (Eq. 124) improves on W_i W_j for connected pairs at the end of learning but not "
+    "at the beginning"
+)
+_WIJ_DETAIL = "mean |error|: W_iW_j {e1:.5f}, W_ijW_j {e2:.5f}"
+_ACTIVE = "mean SD of active units"
+_DROPIN = (
+    "dropout: deterministic {dropout_test_acc:.3f}, MC {dropout_test_acc_mc:.3f}, final loss "
+    "{dropout_train_loss:.3f}, dropin: deterministic {dropin_test_acc:.3f}, MC "
+    "{dropin_test_acc_mc:.3f}, final loss {dropin_train_loss:.3f}"
+)
+CLAIMS = {
+    "nwgm_within_bound1": _BOUND1,
+    "nwgm_within_bound2": _BOUND2,
+    "w_within_bound1": _BOUND1,
+    "w_within_bound2": _BOUND2,
+    "eq202_beats_eq85": _seed_mean(
+        "The second-order expansion around E (Eq. 202) approximates E - NWGM better than the "
+        "expansion around 0.5 (Eqs. 85/87)",
+        "median |log ratio| of Eq. 202 < that of Eq. 85",
+        "median |log ratio| of Eq. 85 - that of Eq. 202 > 0",
+        "median |log ratio|, Eq. 85 minus Eq. 202",
+        _APPROX,
+        SOURCE_APPB,
+    ),
+    "eq85_predicts_e_minus_nwgm": _seed_mean(
+        "|E - NWGM| ~ V|1-2E|/(1-2V) (Eqs. 85/87, the 'second order approximation' of Fig. 9.3) "
+        "(dropout_ensemble's eq85_second_order tests the same formula (Eq. 85): corroboration, "
+        "not counted)",
+        "median measured/Eq.85 in [1/{approx_factor:g}, {approx_factor:g}]",
+        "median ratio >= 1/{approx_factor:g} and median ratio <= {approx_factor:g}",
+        "median ratio measured / Eq. 85",
+        _APPROX + "; an earlier finding (sigprop.theory.ensembles) is that Eq. 85 is short by the "
+        "factor 2E(1-E)",
+        SOURCE_APPB,
+        kind="summary",
+    ),
+    "nwgm_error_small": _SMALL,
+    "nwgm_error_gaussian_skew": _SKEW,
+    "nwgm_error_gaussian_kurtosis": _KURTOSIS,
+    "w_error_small": _SMALL,
+    "w_error_gaussian_skew": _SKEW,
+    "w_error_gaussian_kurtosis": _KURTOSIS,
+    "w_error_no_depth_growth": _seed_mean(
+        "The W - E errors do not accumulate with depth (they act like noise and cancel)",
+        "RMS(W - E) last / first hidden layer <= {depth_growth:g}",
+        "ratio <= {depth_growth:g}",
+        "ratio RMS(W - E) last / first of the hidden layers",
+        "RMS(W - E) per layer {layers}",
+        "002 §9.5 Eqs. 109-116, Fig. 9.7",
+        LAST_FIRST,
+    ),
+    "w1mw_bounds_variance": _seed_mean(
+        "W(1-W) is an upper bound of the dropout variance (Eq. 117)",
+        ">= {within_fraction:g} of (unit, input) pairs with V <= W(1-W)",
+        _PAIRS + " >= {within_fraction:g}",
+        _PAIRS,
+        "{pairs} pairs; median V = {v:.4f}, median W(1-W) = {w1mw:.4f}",
+        SOURCE_FIG98,
+    ),
+    "zero_better_variance_estimate": _seed_mean(
+        "At the beginning and end of learning the variances are small and 0 (E(O^2) ~ W^2, "
+        "Eq. 118) is the better estimate than W(1-W) (E(O^2) ~ W, Eq. 117)",
+        ">= {majority_fraction:g} of (unit, input) pairs",
+        _PAIRS + " >= {majority_fraction:g}",
+        _PAIRS,
+        "median |E(O^2) - W^2| = {d0:.4f}, median |E(O^2) - W| = {d1:.4f}",
+        SOURCE_FIG98,
+    ),
+    "variance_rises_during_learning": _seed_mean(
+        "During learning the dropout variances grow from their small initial values and come "
+        "closer to the upper bound W(1-W)",
+        "max_t mean V / initial mean V >= {rise_factor:g} and min_t mean(W(1-W) - V) < its "
+        "initial value",
+        "peak / initial mean V >= {rise_factor:g} and initial minus smallest mean W(1-W) - V > 0",
+        "peak / initial mean V (and the drop of the mean gap)",
+        "mean V: initial {v0:.4f}, peak {v_max:.4f} at step {v_step}, final {v_end:.4f}; mean "
+        "W(1-W) - V: initial {g0:.4f}, min {g_min:.4f} at step {g_step}, final {g_end:.4f}",
+        SOURCE_FIG910,
+    ),
+    "ww_approximates_pairs_unconnected": _seed_mean(
+        _WW % ("unconnected", "much better than 0 (Fig. 9.13); the project reads 'much better' as"),
+        *_WW_ARGS,
+    ),
+    "ww_approximates_pairs_connected": _seed_mean(
+        _WW % ("connected", "the approximation still holds (Fig. 9.14); the project's threshold:"),
+        *_WW_ARGS,
+    ),
+    "wij_correction_no_help": _seed_mean(
+        _WIJ,
+        "mean |err W_ijW_j| / mean |err W_iW_j| >= 1",
+        "ratio >= 1",
+        "ratio of mean errors",
+        _WIJ_DETAIL,
+        SOURCE_FIG912,
+    ),
+    "wij_correction_helps": _seed_mean(
+        _WIJ,
+        "mean |err W_ijW_j| / mean |err W_iW_j| < 1",
+        "ratio < 1",
+        "ratio of mean errors",
+        _WIJ_DETAIL,
+        SOURCE_FIG912,
+    ),
+    "sigma_prime_of_mean": _seed_mean(
+        "E(sigma'(S)) ~ sigma'(E(S))",
+        "median |difference| <= {sigma_prime_tol:g}",
+        "median |difference| <= {sigma_prime_tol:g}",
+        "median |difference|",
+        "95th percentile {p95:.4f}; median sigma'(E(S)) {sp:.4f}",
+        SOURCE_FIG915,
+    ),
+    "sparse_activations": _seed_mean(
+        "Dropout learning produces sparse representations (Fig. 11.1)",
+        ">= {sparse_fraction:g} of the activations below {sparse_threshold:g} in every hidden "
+        "layer",
+        "smallest fraction per layer of activations below {sparse_threshold:g} >= "
+        "{sparse_fraction:g}",
+        "fraction of activations",
+        "fraction below threshold per layer, after (before) training: {layers}",
+        SOURCE_FIG11,
+    ),
+    "active_units_variance_rises": _seed_mean(
+        "Phase 2: the dropout variance of active units increases during learning (Fig. 11.2)",
+        "peak / initial mean dropout SD of active units >= {rise_factor:g}",
+        "peak / initial SD >= {rise_factor:g}",
+        "peak / initial SD",
+        _ACTIVE + ": initial {a0:.4f}, peak {a_max:.4f} at step {a_step}, final {a_end:.4f}",
+        SOURCE_FIG11,
+    ),
+    "active_units_variance_settles": _seed_mean(
+        "Phase 3: as learning converges the consistency of the active units stabilises (Fig. 11.2)",
+        "relative change of their mean SD over the last {settle_window:g} of training <= "
+        "{settle_tol:g}",
+        "relative change over the last {settle_window:g} of training <= {settle_tol:g}",
+        "relative change",
+        _ACTIVE + " {a_end:.4f} at step {a_last}, peak at step {a_step}",
+        SOURCE_FIG11,
+    ),
+    "inactive_units_stay_consistent": _seed_mean(
+        "Inactive units quickly learn to stay silent; their dropout variance grows only "
+        "minimally (Fig. 11.2)",
+        "peak mean SD of inactive / of active units <= {inactive_ratio:g}",
+        "ratio <= {inactive_ratio:g}",
+        "ratio of peak SDs",
+        "inactive: initial {i0:.4f}, peak {i_max:.4f}, final {i_end:.4f}",
+        SOURCE_FIG11,
+    ),
+    "active_consistency_across_layers": _seed_mean(
+        "The consistency of active units does not noticeably decline in the upper layers "
+        "(Fig. 11.3)",
+        "final mean SD of active units, last / first hidden layer <= {layer_sd_ratio:g}",
+        "ratio <= {layer_sd_ratio:g}",
+        "ratio last / first of the hidden layers",
+        "per layer {layers}",
+        SOURCE_FIG11,
+        LAST_FIRST,
+    ),
+    "dropout_learns": _seed_mean(
+        "Dropout training succeeds on the task",
+        "test accuracy >= {success_acc:g}",
+        "test accuracy >= {success_acc:g}",
+        "test accuracy",
+        _DROPIN,
+        SOURCE_DROPIN,
+    ),
+    "dropin_fails": _seed_mean(
+        "Dropin (units set to 1 instead of 0) does not work where dropout does",
+        "dropin test accuracy <= {fail_acc:g} while dropout >= {success_acc:g}",
+        "dropin test accuracy <= {fail_acc:g}",
+        "test accuracy",
+        _DROPIN,
+        SOURCE_DROPIN,
+        "; inconclusive unless dropout_learns passes (dropout test accuracy >= {success_acc:g}: "
+        "dropin fails WHERE dropout works)",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -156,7 +435,7 @@ class Claims:
 
 SPEC = StudySpec(
     task="measure",
-    source="002 §§9.5-9.6, 11.6-11.7; Figs. 9.3-9.15, 11.1-11.3",
+    source=SOURCE,
     figures={
         "dropout_approximations": Figure(
             "fig_approximations",
