@@ -15,7 +15,7 @@ from sigprop.claims import check_table, max_abs_z_bootstrap
 from sigprop.measure.gradients import fixed_point_inputs, gradient_metrics
 from sigprop.nets import activations, fc
 from sigprop.runs import RunSpec, Shard
-from sigprop.studies.gradient_metrics import SPEC
+from sigprop.studies.gradient_metrics import CLAIMS, NOTES, SPEC
 from sigprop.studies.gradient_metrics import analysis as gm_analysis
 from sigprop.studies.gradient_metrics import claims as gm_claims
 from sigprop.studies.gradient_metrics import figures as gm_figures
@@ -97,12 +97,15 @@ def test_g_aa_agrees_with_eq_12_in_linear_nets():
 
 def test_rate_verdict_states_its_power():
     k, rtol, chi1 = 3.0, 0.02, 0.5  # scientific tolerance 0.01
-    v, test, det = gm_claims.rate_verdict(0.505, 0.002, chi1, k, rtol)
-    assert v == "pass" and det == 0.01 and "bootstrap SE" in test
+    v, det, unresolved = gm_claims.rate_verdict(0.505, 0.002, chi1, k, rtol)
+    assert v == "pass" and det == 0.01 and not unresolved
+    assert "bootstrap SE" in CLAIMS["g_aa_decays_at_chi1"].test
     assert gm_claims.rate_verdict(0.52, 0.002, chi1, k, rtol)[0] == "fail"
-    # 3 SE = 0.012 > 0.01: a rate right at chi1 cannot be told from one 2 % off
-    v, test, det = gm_claims.rate_verdict(0.5, 0.004, chi1, k, rtol)
-    assert v == "inconclusive" and det == 0.012 and "cannot resolve" in test
+    # 3 SE = 0.012 > 0.01: a rate right at chi1 cannot be told from one 2 % off (the row's test
+    # then adds the note that says so)
+    v, det, unresolved = gm_claims.rate_verdict(0.5, 0.004, chi1, k, rtol)
+    assert v == "inconclusive" and det == 0.012 and unresolved
+    assert "cannot resolve" in NOTES["rate test"]
     assert gm_claims.rate_verdict(0.53, 0.004, chi1, k, rtol)[0] == "fail"
     assert gm_claims.rate_verdict(np.nan, 0.001, chi1, k, rtol)[0] == "inconclusive"
 

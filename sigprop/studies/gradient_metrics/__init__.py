@@ -28,10 +28,73 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE = "000 §4.1-4.2, Eqs. 8, 10-13, Figs. 2-3"
+
+_RATE = dict(
+    statement="{label}^l = {label}^{{l+1}} chi_1 for {activation} dropout networks",
+    test="|rate - chi1| <= max({k:g} bootstrap SE, {rtol:g} chi1 = {floor:.4f}) (per-layer decay "
+    "factor)",
+    expected="chi1 = {chi1:.4f}",
+    detail="fit of log mean over layers {first}-{last} (L = {depth}), {n} instantiations; "
+    "bootstrap SE {boot_se:.4f}; tolerance max({k:g} SE, {rtol:g} chi1); chi2 = {chi2:.4f}; "
+    "c* = {c_star:.4f}",
+    source="000 §4.2, Eq. 13, Fig. 3",
+)
+# each claim once; {slots} are filled by claims.py with the row's statistics
+CLAIMS = {
+    "eq12_predicts_g_aa": Claim(
+        "Eq. 12 predicts the mean g_aa^l of linear dropout networks at every layer",
+        test="joint max |mean - Eq. 12| / SE over {layers} layers, bootstrap over {n} shared "
+        "instantiations ({joint_boot} resamples), pass at T <= the {level:g} quantile; "
+        "detectable in relative offset from Eq. 12",
+        expected="max |z| <= {crit:.2f} (bootstrap {level:g} critical value)",
+        detail="L = {depth}, {layers} layers sharing {n} instantiations; max |z| {T:.2f}, "
+        "bootstrap p = {p:.2f}; max |log ratio| {max_log_ratio:.3f}; ratio at l = 1: "
+        "{ratio_first:.3f}, at l = L: {ratio_last:.3f}; detectable: a common relative offset "
+        "of {offset:.3f}",
+        source="000 §4.1, Eqs. 8, 12, Fig. 2(a)",
+    ),
+    "g_ab_follows_chi1": Claim(
+        "Away from the output the mean g_ab^l of linear dropout networks decays per layer at "
+        "chi_1 = sigma_w^2/rho (Eq. 13), not at chi_2 = sigma_w^2",
+        test="|rate - chi1| <= {k:g} bootstrap SE and closer to chi1 than to chi2 (per-layer "
+        "decay factor); resolves chi1 from chi2 when {k:g} SE < |chi1 - chi2| / 2 = "
+        "{half_gap:.4f}",
+        expected="chi1 = {chi1:.4f} (chi2 = {chi2:.4f})",
+        detail="fit of log mean g_ab over layers {first}-{last} (>= {gab_from} from the output "
+        "L = {depth}), {n} instantiations; bootstrap SE {boot_se:.4f}; |r - chi1| = "
+        "{off1:.4f}, |r - chi2| = {off2:.4f}",
+        source="000 §4.1, Eq. 13, Fig. 2(b-d)",
+    ),
+    "g_aa_decays_at_chi1": Claim(**_RATE),
+    "g_ab_abs_decays_at_chi1": Claim(**_RATE),
+}
+NOTES = {
+    "g_ab test": "; here {k:g} SE = {k_se:.4f}: cannot resolve",
+    "rate test": "; {k:g} SE > {rtol:g} chi1: the design cannot resolve the tolerance",
+    "rate detail": "; {k:g} SE = {k_se:.4f} > {rtol:g} chi1 = {floor:.4f}: the {n} "
+    "instantiations cannot resolve the tolerance (about {need} would)",
+}
+"""What a row's test or detail adds to the declared one where its design cannot resolve the
+claim's tolerance."""
+GAB_TOO_FEW = {
+    "statement": "g_ab^l = g_ab^{{l+1}} chi_1, not chi_2",
+    "expected": "chi1 = {chi1:.4f}",
+    "detail": "fewer than 3 layers at least {gab_from} from the output",
+}
+"""The texts of a ``g_ab_follows_chi1`` row with fewer than 3 layers to fit."""
+COPY = {
+    "statement": _RATE["statement"] + " (rho = 1, c* = 1: equals the g_aa claim)",
+    "expected": "the g_aa rate (g~_ab = g_aa when c* = 1)",
+    "test": "identity: g~_ab = g_aa at every layer (relative {rtol_id:g})",
+    "detail": _RATE["detail"] + "; max relative |g~_ab - g_aa| over nets and layers {dev:.1e}: "
+    "the same measurement as g_aa_decays_at_chi1, not evidence for g_ab ~ xi1",
+}
+"""The texts of a ``g_ab_abs_decays_at_chi1`` row where c* = 1 without dropout (a sanity row:
+g~_ab = g_aa)."""
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,103 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE = "000 §4.2, Figs. 4-5"
+SOURCE_FIG4 = "000 §4.2, Fig. 4"
+SOURCE_FIG5 = "000 §4.2, Fig. 5"
+
+_GROUP = (
+    "Var over instantiations of {label}^l ∝ (mean {label}^l)^2 across layers, {activation} "
+    "(sigma_w^2 = {sigma_w2:g}), rho = {keep_rate:g}, N = {width}"
+)
+_TEST = (
+    "|p - 2| <= max({k:g} bootstrap SE, {floor:g}) for the power p of a least-squares fit of log V "
+    "on log m over {n_layers} layers (SE: bootstrap over {n_inst} instantiations); a pass needs "
+    "{k:g} SE <= {floor:g}, else inconclusive; detectable in units of the power; p - 2 is the "
+    "slope of log(V/m^2) on log m, so a drift of V/m^2 by D decades across layers over which m "
+    "spans S decades shows as |p - 2| ~ D / S (exactly so where log m is linear in the layer): "
+    "here m spans {span_decades:.2f} decades {where} {drift_decades:+.2f} decades across their "
+    "layers (least-squares line of log10(V/m^2) on the layer, farthest minus nearest to the "
+    "output), D / S = {ratio:.3f}; the test flags a drift only above {tol:.3g} x "
+    "{span_decades:.2f} = {flag:.2f} decades"
+)
+_FIT = dict(
+    statement=_GROUP,
+    test=_TEST.replace("{where}", "over the fitted layers and V/m^2 drifts"),
+    expected="p = {want:g}",
+    detail=(
+        "{n_layers} layers (L = {depth}), {n_inst} instantiations; bootstrap SE {boot_se:.3f}; "
+        "fit V = {a:.3g} m^{p:.3f}; m spans {span_decades:.2f} ± {span_se:.2f} decades over the "
+        "fitted layers; V/m^2 drifts {drift_decades:+.2f} ± {drift_se:.2f} decades across them "
+        "(|drift| / span = {ratio:.3f}, |p - 2| = {off:.3f}); V/m^2 at l = 1: "
+        "{rel_var_first:.3g}, at l = L: {rel_var_last:.3g}"
+    ),
+)
+_POOLED = dict(
+    test=_TEST.replace("{where}", "over all groups' points and the groups' V/m^2 drift a median of")
+    + " (pooled fit)",
+    expected="p = {want:g}",
+    detail=(
+        "one fit over {n_layers} points of {n_groups} groups (>= {n_inst} instantiations each); "
+        "bootstrap SE {boot_se:.3f}; fit V = {a:.3g} m^{p:.3f}; m spans {span_decades:.1f} "
+        "decades over all points; the groups' V/m^2 drift a median {drift_decades:+.2f} ± "
+        "{drift_se:.2f} decades (the pooled fit is dominated by the groups whose m spans the "
+        "most decades); a summary of the groups' points, which the group rows test"
+    ),
+    kind="summary",
+)
+_ALL = dict(
+    test="conjunction of the figure's claim rows",
+    expected="1 (every group consistent with p = 2)",
+    detail="{n_pass} of {n} groups pass, {n_fail} fail, {n_unsure} inconclusive (each "
+    "measurement once){listed}",
+    kind="summary",
+)
+# each claim once; {slots} are filled by claims.py with the row's statistics
+CLAIMS = {
+    "power2": Claim(**_FIT, source=SOURCE_FIG4),
+    "power2_width": Claim(**_FIT, source=SOURCE_FIG5),
+    "power2_all_activations": Claim(
+        "V ∝ m^2 for g_aa, g_ab, g~_ab regardless of activation and keep rate",
+        **_ALL,
+        source=SOURCE_FIG4,
+    ),
+    "power2_all_widths": Claim(
+        "V ∝ m^2 for g_aa, g_ab, g~_ab regardless of the width N (tanh, rho = 0.9)",
+        **_ALL,
+        source=SOURCE_FIG5,
+    ),
+    "power2_pooled_activations": Claim(
+        "All groups' points (V^l, m^l) of {label} collapse on V ∝ m^2, all activations and "
+        "keep rates",
+        **_POOLED,
+        source=SOURCE_FIG4,
+    ),
+    "power2_pooled_widths": Claim(
+        "All groups' points (V^l, m^l) of {label} collapse on V ∝ m^2, all widths (tanh, "
+        "rho = 0.9)",
+        **_POOLED,
+        source=SOURCE_FIG5,
+    ),
+}
+FIT_NOTES = {
+    "fail": "; V/m^2 is not constant over the layers (it {trend} with the distance from the "
+    "output), so V is not ∝ m^2 within the group",
+    "unresolved": "; {k:g} SE = {k_se:.3f} > {floor:g}: the SE over {n_inst} instantiations "
+    "cannot resolve the power (about {need} would)",
+    "no fit": "; no fit or no SE",
+}
+"""What a group row's detail adds to the declared one when the group fails or is inconclusive."""
+COPY = {
+    "statement": _GROUP + " (a copy of {orig})",
+    "expected": "the power of {orig}",
+    "test": "identity: same measurement as {orig}",
+    "detail": "{why}; max relative difference of the per-net values {dev:.1e}; counted once, as "
+    "{orig} (verdict there: {there})",
+}
+"""The texts of a group row whose measurement repeats another row's (a sanity row)."""
 
 
 @dataclass(frozen=True)

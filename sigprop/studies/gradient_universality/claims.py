@@ -3,7 +3,9 @@
 instantiations grows as the square of their mean (V ∝ m^2), whatever the activation, keep rate
 (Fig. 4) and width (Fig. 5).
 
-Rows (the claims contract of :mod:`sigprop.claims`), one per distinct measurement:
+The statistics of the claims declared in ``CLAIMS`` (``__init__.py``; a group row's detail
+adds ``FIT_NOTES`` when it fails or is inconclusive, a copy's texts are ``COPY``), built into
+the claims table by :func:`sigprop.claims.declared.build`, one row per distinct measurement:
 
 - ``power2[metric, act, rho]``, ``power2_width[metric, N]`` (an equivalence): the fitted
   power p of ``V^l ∝ (m^l)^p`` over the layers, bootstrap SE over the instantiations; fail when
@@ -41,8 +43,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import frame, pooled, row, sanity
+from ...claims.declared import build, result
 from ...measure.gradient_runs import matrix
+from . import CLAIMS, COPY, FIT_NOTES, SOURCE
 from .analysis import (
     GROUP,
     METRICS,
@@ -54,8 +57,6 @@ from .analysis import (
     pooled_fits,
 )
 
-SOURCE_FIG4 = "000 §4.2, Fig. 4"
-SOURCE_FIG5 = "000 §4.2, Fig. 5"
 IDENTITY_RTOL = 1e-12
 """A copy's measurement equals the original's up to rounding."""
 
@@ -75,90 +76,60 @@ def verdict(p: float, se: float, n_layers: int, want: float, c) -> tuple[float, 
     return tol, "inconclusive" if k * se > floor else "pass"
 
 
-def describe_test(
-    c, n_inst: int, n_layers: int, f: dict | None = None, pooled_: bool = False
-) -> str:
-    """The test in words; with the fit ``f``, the span of m and the drift of V/m^2 next to the
-    power (``|p - 2| ≈ |drift| / span``) and the drift the test could flag."""
-    k, floor = float(c.z_max), float(c.abs_tolerance)
-    t = (
-        f"|p - 2| <= max({k:g} bootstrap SE, {floor:g}) for the power p of a least-squares "
-        f"fit of log V on log m over {n_layers} layers (SE: bootstrap over {n_inst} "
-        f"instantiations); a pass needs {k:g} SE <= {floor:g}, else inconclusive; "
-        "detectable in units of the power"
-    )
-    if f is None:
-        return t
-    span, drift = f["span_decades"], f["drift_decades"]
-    tol = max(k * f["se"], floor) if np.isfinite(f["se"]) else floor
-    where = (
-        "over all groups' points and the groups' V/m^2 drift a median of"
-        if pooled_
-        else "over the fitted layers and V/m^2 drifts"
-    )
-    return (
-        t + "; p - 2 is the slope of log(V/m^2) on log m, so a drift of V/m^2 by D decades "
-        "across layers over which m spans S decades shows as |p - 2| ~ D / S (exactly so where "
-        f"log m is linear in the layer): here m spans {span:.2f} decades "
-        f"{where} {drift:+.2f} decades across their layers (least-squares line of "
-        "log10(V/m^2) on the layer, farthest minus nearest to the output), D / S = "
-        f"{_ratio(drift, span):.3f}; the test flags a drift only above {tol:.3g} x "
-        f"{span:.2f} = {tol * span:.2f} decades"
-    )
-
-
-def _ratio(drift: float, span: float) -> float:
-    return abs(drift) / span if np.isfinite(drift) and np.isfinite(span) and span > 0 else np.nan
-
-
-def _span_values(f: dict) -> dict:
+def _fields(f: dict, c, want: float) -> dict:
+    """The slots of a fit's texts: the fit ``f`` (its SE as ``boot_se``), the test's
+    thresholds, ``|drift| / span`` and the drift the test could flag."""
+    k, floor, se, span = float(c.z_max), float(c.abs_tolerance), f["se"], f["span_decades"]
+    drift, tol = f["drift_decades"], max(k * se, floor) if np.isfinite(se) else floor
+    fit = np.isfinite(f["p"]) and np.isfinite(se)
     return {
-        "span_decades": f["span_decades"],
-        "span_se": f["span_se"],
-        "drift_decades": f["drift_decades"],
-        "drift_se": f["drift_se"],
-        "drift_over_span": _ratio(f["drift_decades"], f["span_decades"]),
+        **{key: v for key, v in f.items() if key != "se"},
+        "label": METRICS[f["metric"]],
+        "boot_se": se,
+        "k": k,
+        "floor": floor,
+        "want": want,
+        "ratio": abs(drift) / span if np.isfinite([drift, span]).all() and span > 0 else np.nan,
+        "tol": tol,
+        "flag": tol * span,
+        "off": abs(f["p"] - 2),
+        "trend": "grows" if drift > 0 else "shrinks",
+        "k_se": k * se,
+        "need": int(np.ceil(f["n_inst"] * (k * se / floor) ** 2)) if fit else 0,
+        "fit": fit,
     }
 
 
-def _detail(f: dict, verdict_: str, c) -> str:
-    d = (
-        f"{f['n_layers']} layers (L = {f['depth']}), {f['n_inst']} instantiations; bootstrap SE "
-        f"{f['se']:.3f}; fit V = {f['a']:.3g} m^{f['p']:.3f}; m spans {f['span_decades']:.2f} "
-        f"± {f['span_se']:.2f} decades over the fitted layers; V/m^2 drifts "
-        f"{f['drift_decades']:+.2f} ± {f['drift_se']:.2f} decades across them (|drift| / span "
-        f"= {_ratio(f['drift_decades'], f['span_decades']):.3f}, |p - 2| = "
-        f"{abs(f['p'] - 2):.3f}); V/m^2 at l = 1: {f['rel_var_first']:.3g}, at l = L: "
-        f"{f['rel_var_last']:.3g}"
+def _fit(claim: str, qualifier: str, f: dict, c, want: float, notes: bool = True) -> dict:
+    """The row of one fitted power (a group's, or with ``notes=False`` the pooled one)."""
+    tol, v = verdict(f["p"], f["se"], f["n_layers"], want, c)
+    fields = _fields(f, c, want)
+    note = {"fail": "fail", "inconclusive": "unresolved" if fields["fit"] else "no fit"}.get(v)
+    keys = ("p", "se", "n_layers", "n_inst", "n_groups", "span_decades", "span_se")
+    keys += ("drift_decades", "drift_se")
+    return result(
+        claim,
+        qualifier,
+        measured=f["p"],
+        tolerance=tol,
+        verdict=v,
+        values={**{key: f[key] for key in keys if key in f}, "drift_over_span": fields["ratio"]},
+        detectable=tol,
+        margin=float(c.abs_tolerance),
+        texts={"detail": CLAIMS[claim].detail + FIT_NOTES[note]} if note and notes else None,
+        **fields,
     )
-    if verdict_ == "fail" and np.isfinite(f["p"]):
-        trend = "grows" if f["drift_decades"] > 0 else "shrinks"
-        d += (
-            f"; V/m^2 is not constant over the layers (it {trend} with the distance from the "
-            "output), so V is not ∝ m^2 within the group"
-        )
-    if verdict_ == "inconclusive":
-        if np.isfinite(f["p"]) and np.isfinite(f["se"]):
-            k, floor = float(c.z_max), float(c.abs_tolerance)
-            need = int(np.ceil(f["n_inst"] * (k * f["se"] / floor) ** 2))
-            d += (
-                f"; {k:g} SE = {k * f['se']:.3f} > {floor:g}: the SE over {f['n_inst']} "
-                f"instantiations cannot resolve the power (about {need} would)"
-            )
-        else:
-            d += "; no fit or no SE"
-    return d
 
 
-def _copy_of(f: dict, fig4: list[dict], what: str) -> tuple[str, str, str] | None:
+def _copy_of(f: dict, fig4: list[dict], claim: str) -> tuple[str, str, str] | None:
     """``(claim id of the original, its metric, why)`` when group fit ``f`` repeats another
     claim row's measurement, else None."""
-    if what == "width" and any(all(g[k] == f[k] for k in GROUP) for g in fig4):
+    if claim == "power2_width" and any(all(g[k] == f[k] for k in GROUP) for g in fig4):
         orig = f"power2[{f['metric']}, {f['activation']}, rho={f['keep_rate']:g}]"
         return (
             orig,
             f["metric"],
-            ("the Fig. 5 group at the Fig. 4 width is the Fig. 4 group (same runs)"),
+            "the Fig. 5 group at the Fig. 4 width is the Fig. 4 group (same runs)",
         )
     c_star = f.get("c_star", 0.0)
     if (
@@ -169,14 +140,11 @@ def _copy_of(f: dict, fig4: list[dict], what: str) -> tuple[str, str, str] | Non
     ):
         orig = (
             f"power2[g_aa, {f['activation']}, rho=1]"
-            if what == "activation"
+            if claim == "power2"
             else f"power2_width[g_aa, N={f['width']}]"
         )
-        return (
-            orig,
-            "g_aa",
-            ("rho = 1 and c* = 1: the two inputs coincide, so this metric equals g_aa"),
-        )
+        why = "rho = 1 and c* = 1: the two inputs coincide, so this metric equals g_aa"
+        return orig, "g_aa", why
     return None
 
 
@@ -191,160 +159,67 @@ def _identity(runs: pd.DataFrame, f: dict, orig_metric: str) -> float:
     return float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300))) if a.size else np.inf
 
 
-def _group_rows(
-    study: str,
-    runs: pd.DataFrame,
-    fits: pd.DataFrame,
-    c,
-    want: float,
-    what: str,
-    source: str,
-    fig4: list[dict],
-    done: dict,
-) -> list[dict]:
-    """One row per group and metric; ``done``: claim id -> verdict of the rows already made
-    (a copy refers to its original there)."""
-    rows = []
+def _groups(runs, fits, c, want, claim, fig4, done) -> tuple[list[dict], list[tuple]]:
+    """One result per group and metric of ``claim`` (``power2`` or ``power2_width``), and the
+    (claim id, verdict) of each measurement the figure's summary counts: its claim rows, then
+    the groups counted in another figure with their verdict there (copies within the figure
+    are left out).  ``done``: claim id -> verdict of the rows already made (a copy refers to
+    its original there)."""
+    out, counted, elsewhere = [], [], []
     for f in fits.to_dict("records"):
-        tol, v = verdict(f["p"], f["se"], f["n_layers"], want, c)
-        label = METRICS[f["metric"]]
-        cid = (
-            f"power2[{f['metric']}, {f['activation']}, rho={f['keep_rate']:g}]"
-            if what == "activation"
-            else f"power2_width[{f['metric']}, N={f['width']}]"
+        q = (
+            f"{f['metric']}, {f['activation']}, rho={f['keep_rate']:g}"
+            if claim == "power2"
+            else f"{f['metric']}, N={f['width']}"
         )
-        who = (
-            f"{f['activation']} (sigma_w^2 = {f['sigma_w2']:g}), rho = {f['keep_rate']:g}, "
-            f"N = {f['width']}"
-        )
-        claim = f"Var over instantiations of {label}^l ∝ (mean {label}^l)^2 across layers, {who}"
-        copy = _copy_of(f, fig4, what)
+        cid, copy = f"{claim}[{q}]", _copy_of(f, fig4, claim)
         if copy is not None and copy[0] in done:
             orig, orig_metric, why = copy
             done[cid] = done[orig]
             dev = _identity(runs, f, orig_metric)
-            same = dev <= IDENTITY_RTOL
-            rows.append(
-                sanity(
-                    study,
-                    cid,
-                    claim + f" (a copy of {orig})",
-                    source,
+            if not any(r["claim_id"] == orig for r in out):
+                elsewhere.append((orig, done[orig]))
+            out.append(
+                result(
+                    claim,
+                    q,
                     measured=f["p"],
-                    expected=f"the power of {orig}",
                     tolerance=IDENTITY_RTOL,
-                    verdict="pass" if same else "fail",
-                    detail=(
-                        f"{why}; max relative difference of the per-net values {dev:.1e}; "
-                        f"counted once, as {orig} (verdict there: {done[orig]})"
-                    ),
+                    verdict="pass" if dev <= IDENTITY_RTOL else "fail",
                     values={"p": f["p"], "se": f["se"], "max_rel_diff": dev},
-                    test=f"identity: same measurement as {orig}",
+                    kind="sanity",
+                    texts=COPY,
+                    orig=orig,
+                    why=why,
+                    dev=dev,
+                    there=done[orig],
+                    **_fields(f, c, want),
                 )
             )
-            # a copy of another figure's claim enters this figure's summary with that verdict
-            if not any(r["claim_id"] == orig for r in rows):
-                rows[-1]["_summary_verdict"] = (orig, done[orig])
             continue
-        done[cid] = v
-        rows.append(
-            row(
-                study,
-                cid,
-                claim,
-                source,
-                measured=f["p"],
-                expected=f"p = {want:g}",
-                tolerance=tol,
-                verdict=v,
-                detail=_detail(f, v, c),
-                values={
-                    "p": f["p"],
-                    "se": f["se"],
-                    "n_layers": f["n_layers"],
-                    "n_inst": f["n_inst"],
-                    **_span_values(f),
-                },
-                test=describe_test(c, f["n_inst"], f["n_layers"], f),
-                detectable=tol,
-                margin=float(c.abs_tolerance),
-            )
-        )
-    return rows
+        out.append(_fit(claim, q, f, c, want))
+        done[cid] = out[-1]["stats"]["verdict"]
+        counted.append((cid, done[cid]))
+    return out, counted + elsewhere
 
 
-def _pooled_rows(
-    study: str, fits: pd.DataFrame, c, want: float, tag: str, who: str, source: str
-) -> list[dict]:
-    rows = []
-    for f in fits.to_dict("records"):
-        tol, v = verdict(f["p"], f["se"], f["n_layers"], want, c)
-        label = METRICS[f["metric"]]
-        rows.append(
-            row(
-                study,
-                f"power2_pooled_{tag}[{f['metric']}]",
-                f"All groups' points (V^l, m^l) of {label} collapse on V ∝ m^2, {who}",
-                source,
-                measured=f["p"],
-                expected=f"p = {want:g}",
-                tolerance=tol,
-                verdict=v,
-                detail=(
-                    f"one fit over {f['n_layers']} points of {f['n_groups']} groups "
-                    f"(>= {f['n_inst']} instantiations each); bootstrap SE "
-                    f"{f['se']:.3f}; fit V = {f['a']:.3g} m^{f['p']:.3f}; m spans "
-                    f"{f['span_decades']:.1f} decades over all points; the groups' "
-                    f"V/m^2 drift a median {f['drift_decades']:+.2f} ± "
-                    f"{f['drift_se']:.2f} decades (the pooled fit is dominated by "
-                    "the groups whose m spans the most decades); a summary of the "
-                    "groups' points, which the group rows test"
-                ),
-                values={
-                    "p": f["p"],
-                    "se": f["se"],
-                    "n_layers": f["n_layers"],
-                    "n_inst": f["n_inst"],
-                    "n_groups": f["n_groups"],
-                    **_span_values(f),
-                },
-                kind="summary",
-                test=describe_test(c, f["n_inst"], f["n_layers"], f, pooled_=True)
-                + " (pooled fit)",
-                detectable=tol,
-                margin=float(c.abs_tolerance),
-            )
-        )
-    return rows
-
-
-def _overall(study: str, group_rows: list[dict], cid: str, claim: str, source: str) -> dict:
+def _overall(claim: str, items: list[tuple]) -> dict:
     """A figure's claim rows together (a summary, never counted): pass only if every one
-    passes, fail if any fails, else inconclusive.  A group counted in another figure enters
-    with its verdict there; copies within the figure are left out."""
-    items = [(r["claim_id"], r["verdict"]) for r in group_rows if r["kind"] == "claim"]
-    items += [r["_summary_verdict"] for r in group_rows if "_summary_verdict" in r]
+    passes, fail if any fails, else inconclusive."""
     v = [x for _, x in items]
-    frac = float(np.mean([x == "pass" for x in v])) if v else np.nan
     failed = [i for i, x in items if x == "fail"]
     unsure = [i for i, x in items if x == "inconclusive"]
-    verdict_ = "fail" if failed else "inconclusive" if unsure or not v else "pass"
-    return pooled(
-        study,
-        cid,
+    return result(
         claim,
-        source,
-        measured=frac,
-        expected="1 (every group consistent with p = 2)",
+        measured=float(np.mean([x == "pass" for x in v])) if v else np.nan,
         tolerance=0.0,
-        verdict=verdict_,
-        detail=(
-            f"{v.count('pass')} of {len(v)} groups pass, {len(failed)} fail, "
-            f"{len(unsure)} inconclusive (each measurement once)"
-            + (f"; failing: {', '.join(failed)}" if failed else "")
-            + (f"; inconclusive: {', '.join(unsure)}" if unsure else "")
-        ),
-        test="conjunction of the figure's claim rows",
+        verdict="fail" if failed else "inconclusive" if unsure or not v else "pass",
+        n=len(v),
+        n_pass=v.count("pass"),
+        n_fail=len(failed),
+        n_unsure=len(unsure),
+        listed=(f"; failing: {', '.join(failed)}" if failed else "")
+        + (f"; inconclusive: {', '.join(unsure)}" if unsure else ""),
     )
 
 
@@ -358,71 +233,21 @@ def _with_c_star(fits: pd.DataFrame, theory: pd.DataFrame) -> pd.DataFrame:
 def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     """Per group and metric: fitted power of ``V ∝ m^p`` against 2 (000 §4.2), see the module
     docstring for the rule; per figure a summary of its claim rows and, per metric, the power
-    of one fit through all groups' points (summaries)."""
-    c = p.claims
-    study = p.study
+    of one fit through all groups' points (summaries).  Fig. 5 only with several widths."""
+    c, want = p.claims, expected_power(theory)
     fit = {"n_boot": c.n_boot, "min_layers": c.min_layers}
-    want = expected_power(theory)
-    rows, done = [], {}
-    g4 = fig4_groups(runs)
-    r4 = _group_rows(
-        study,
-        runs,
-        _with_c_star(group_fits(runs, g4, **fit), theory),
-        c,
-        want,
-        "activation",
-        SOURCE_FIG4,
-        g4,
-        done,
+    g4, g5 = fig4_groups(runs), fig5_groups(runs, p)
+    results, done = [], {}
+    figures = (
+        ("power2", g4, "power2_all_activations", "power2_pooled_activations"),
+        ("power2_width", g5, "power2_all_widths", "power2_pooled_widths"),
     )
-    rows += r4 + [
-        _overall(
-            study,
-            r4,
-            "power2_all_activations",
-            "V ∝ m^2 for g_aa, g_ab, g~_ab regardless of activation and keep rate",
-            SOURCE_FIG4,
-        )
-    ]
-    rows += _pooled_rows(
-        study,
-        pooled_fits(runs, g4, **fit),
-        c,
-        want,
-        "activations",
-        "all activations and keep rates",
-        SOURCE_FIG4,
-    )
-    g5 = fig5_groups(runs, p)
-    if len({g["width"] for g in g5}) > 1:
-        r5 = _group_rows(
-            study,
-            runs,
-            _with_c_star(group_fits(runs, g5, **fit), theory),
-            c,
-            want,
-            "width",
-            SOURCE_FIG5,
-            g4,
-            done,
-        )
-        rows += r5 + [
-            _overall(
-                study,
-                r5,
-                "power2_all_widths",
-                "V ∝ m^2 for g_aa, g_ab, g~_ab regardless of the width N (tanh, rho = 0.9)",
-                SOURCE_FIG5,
-            )
-        ]
-        rows += _pooled_rows(
-            study,
-            pooled_fits(runs, g5, **fit),
-            c,
-            want,
-            "widths",
-            "all widths (tanh, rho = 0.9)",
-            SOURCE_FIG5,
-        )
-    return frame(rows)
+    for claim, groups, overall, pooled in figures:
+        if claim == "power2_width" and len({g["width"] for g in g5}) < 2:
+            break
+        fits = _with_c_star(group_fits(runs, groups, **fit), theory)
+        rows, items = _groups(runs, fits, c, want, claim, g4, done)
+        results += rows + [_overall(overall, items)]
+        for f in pooled_fits(runs, groups, **fit).to_dict("records"):
+            results.append(_fit(pooled, f["metric"], f, c, want, notes=False))
+    return build(p.study, CLAIMS, results, SOURCE)
