@@ -30,10 +30,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE = "003 Sec. 4.1, Figs. 3, 5"
+_COUNT_TEST = (
+    "trainable-cell count per seed (final test acc >= threshold); mean difference {z_test}, SE "
+    "over {n} seeds; units: cells (resolution 1/{n})"
+)
+_COUNTS = "trainable cells per seed ({n} seeds): {a} {ca} of {ta}, {b} {cb} of {tb}; SE {err:.3g}"
+CLAIMS = {
+    "ordered_untrainable_region": Claim(
+        statement="Ordered-phase init ({act}, chi_1 = {chi:.3g}, our choice: the paper gives no "
+        "ordered-phase sigma's) is untrainable after SNIP pruning in the region s >= "
+        "{region.min_sparsity:g}, L >= {region.min_depth} (paper: s > 40% and L > 60), where the "
+        "unpruned net with the same init trains",
+        expected=">= {want:g} of the testable region cells untrainable (acc <= {untrain:g}) and "
+        "below the dense control by > {k:g} SE",
+        test="per region cell whose dense control trains (mean acc >= {train:g}): pruned mean acc "
+        "<= {untrain:g} and drop = acc(dense) - acc(pruned) > {k:g} SE over seeds (z_above); pass "
+        "when >= {want:g} of those cells pass, fail when one trains (pruned mean acc >= "
+        "{train:g}); units: accuracy",
+        detail="{cells}",
+    ),
+    "rescaling_enlarges_trainable_region": Claim(
+        statement="The rescaling trick (Prop. 1) gives more trainable (s, L) cells than EOC init "
+        "alone ({act})",
+        expected="> {k:g} SE more trainable cells",
+        test=_COUNT_TEST,
+        detail=_COUNTS + "; mean accuracy over the grid: {means}; diverged runs (counted as "
+        "accuracy 0): {diverged}",
+    ),
+    "eoc_more_trainable_than_ordered": Claim(
+        statement="EOC init has more trainable (s, L) cells after pruning than ordered-phase init "
+        "({act}, ordered chi_1 = {chi:.3g}, our choice) (Thm. 1: the trainable set 'becomes "
+        "larger' at the EOC)",
+        expected="> {k:g} SE more trainable cells",
+        test=_COUNT_TEST,
+        detail=_COUNTS,
+    ),
+}
 
 
 @dataclass(frozen=True)

@@ -36,11 +36,56 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 # the study tables: 003 Tables 1, 2, 9 and, at paper scale, 3, 4, 5 (``tables.py``)
 TABLES = ("table1", "table2", "table9", "table3", "table4", "table5")
+_SEEDS = "SE unpaired over {n} seeds (< {min_seeds}"
+CLAIMS = {
+    "sbp_sr_vs_snip": Claim(
+        statement="At sparsity {s:g}, SBP-SR (Stable ResNet) is at least as accurate as SNIP on "
+        "{net} ({act}, {ds})",
+        expected="acc(SBP-SR) - acc(SNIP) > -{acc_margin:g} points by {k:g} SE",
+        test="non-inferiority: (difference + {acc_margin:g}) {z_test}; " + _SEEDS + " seeds: "
+        "inconclusive); units: accuracy points",
+        detail="final test accuracy, mean of {n} seeds: SBP-SR {sbp_sr:.2f}%, SNIP {snip:.2f}%; SE "
+        "of the difference {err:.2f} points",
+        source="003 Sec. 4.2, Tables 1, 9",
+    ),
+    "sbp_sr_best": Claim(
+        statement="SBP-SR is the best pruner on the deepest net ({net}, {ds}) at sparsity {s:g}",
+        expected="acc(SBP-SR) - best other pruner > -{acc_margin:g} points by {k:g} SE",
+        test="non-inferiority against the best other pruner (chosen as the largest mean): "
+        "(difference + {acc_margin:g}) {z_test}; SE unpaired over {n} seeds; units: accuracy "
+        "points",
+        detail="{accs} (final, mean of {n} seeds); best other: {best_method}; SE of the difference "
+        "{err:.2f} points",
+        source="003 Sec. 4.2, Table 2",
+    ),
+    "uniform_within_sections": Claim(
+        statement="Within each section, Stable ResNet32 (SBP-SR) keeps a more uniform per-layer "
+        "fraction than ResNet32 (SNIP) ({act}, sparsity {s:g})",
+        expected="spread(Stable) / spread(ResNet) <= {ratio:g}, the difference by more than "
+        "{k:g} SE",
+        test="spread(ResNet) - spread(Stable): {z_test}; " + _SEEDS + ": inconclusive); a pass "
+        "also needs spread(Stable) / spread(ResNet) <= {ratio:g} (else inconclusive); units: kept "
+        "fraction (std)",
+        detail="mean over sections of the std over layers of the kept fraction, mean over {n} "
+        "seeds: Stable {stable:.4g}, ResNet {resnet:.4g}; difference {diff:.4g}, SE {err:.2g}",
+        source="003 Sec. 3 (after Prop. 2), Fig. 2",
+    ),
+    "deeper_layers_kept": Claim(
+        statement="Stable ResNet32 (SBP-SR) prunes the deepest section less aggressively than "
+        "ResNet32 (SNIP) ({act}, sparsity {s:g})",
+        expected="kept(Stable, last section) - kept(ResNet) > {k:g} SE",
+        test="kept(Stable) - kept(ResNet): {z_test}; " + _SEEDS + ": inconclusive); units: kept "
+        "fraction",
+        detail="mean kept fraction of the last section, mean over {n} seeds: Stable {stable:.4g}, "
+        "ResNet {resnet:.4g}; SE of the difference {err:.2g}",
+        source="003 Fig. 2 caption",
+    ),
+}
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,56 @@
-"""Claims of Hayou, Ton, Doucet & Teh 2021, "Robust Pruning at Initialization" (arXiv:2002.08797)
-Secs. 3-4: SBP-SR against SNIP and the other pruners (Tables 1, 2, 9), and the Stable ResNet's
-more uniform per-layer kept fraction and less pruned last section (Sec. 3, Fig. 2).  Every
-comparison is a difference of means over seeds with its standard error (unpaired), decided by
-:func:`sigprop.claims.z_above` at ``claims.z`` SE: the accuracy claims are non-inferiority tests
-(SBP-SR - other > -acc_margin), the layer claims one-sided ("smaller", "larger")."""
+"""Statistics of the claims of Hayou, Ton, Doucet & Teh 2021, "Robust Pruning at Initialization"
+(arXiv:2002.08797) Secs. 3-4, declared in ``CLAIMS`` (``__init__.py``): SBP-SR against SNIP and
+the other pruners (Tables 1, 2, 9), and the Stable ResNet's more uniform per-layer kept fraction
+and less pruned last section (Sec. 3, Fig. 2).  Every comparison is a difference of means over
+seeds with its standard error (unpaired), decided by :func:`sigprop.claims.z_above` at
+``claims.z`` SE: the accuracy claims are non-inferiority tests (SBP-SR - other > -acc_margin),
+the layer claims one-sided ("smaller", "larger")."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ...claims import false_pass_z, frame, row, z_above
+from ...claims import false_pass_z, z_above
+from ...claims.declared import build, result
+from . import CLAIMS
 from .analysis import N_BLOCKS, accuracy_table, seed_section_stats
 
-SOURCE_T1 = "003 Sec. 4.2, Tables 1, 9"
-SOURCE_T2 = "003 Sec. 4.2, Table 2"
-SOURCE_F2 = "003 Sec. 3 (after Prop. 2), Fig. 2"
+
+def _z(claim, qualifier, effect, err, n, a, values, hold=False, **kw):
+    """The row of a difference ``effect`` with SE ``err`` over ``n`` seeds, decided at
+    ``claims.z`` SE; inconclusive below ``claims.min_seeds`` seeds, or when ``hold`` stops a
+    pass.  The named ``values`` (but their SE) also fill the declared texts."""
+    k, min_seeds = float(a.z), int(a.min_seeds)
+    verdict, z_test, det = z_above(effect, err, k)
+    if (hold and verdict == "pass") or n < min_seeds:
+        verdict = "inconclusive"
+    fields = {c: x for c, x in values.items() if c != "se"}
+    return result(
+        claim,
+        qualifier,
+        verdict=verdict,
+        detectable=det,
+        values=values,
+        false_pass=false_pass_z(k, n - 1),
+        z_test=z_test,
+        n=n,
+        k=k,
+        err=err,
+        min_seeds=min_seeds,
+        **fields,
+        **kw,
+    )
 
 
 def claims_table(
     runs: pd.DataFrame, theory: pd.DataFrame, p, layers: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    study = p.study
     a = p.claims
-    margin, min_seeds, k = 100 * float(a.acc_margin), int(a.min_seeds), float(a.z)
+    margin = 100 * float(a.acc_margin)
     acc = accuracy_table(runs)
     acc["se"] = acc.final_std / np.sqrt(acc.n)
-    rows = []
+    results = []
     for (ds, act, net), d in acc[acc.method.isin(["SNIP", "SBP-SR"])].groupby(
         ["dataset", "activation", "net"]
     ):
@@ -35,37 +59,13 @@ def claims_table(
             continue
         s = both.index.max()
         at = d[d.sparsity == s].set_index("method")
-        n = int(at.n.min())
         diff = both.loc[s, "SBP-SR"] - both.loc[s, "SNIP"]
         se = float(np.hypot(at.loc["SBP-SR", "se"], at.loc["SNIP", "se"]))
-        verdict, test, det = z_above(diff + margin, se, k)
-        if n < min_seeds:
-            verdict = "inconclusive"
-        rows.append(
-            row(
-                study,
-                f"sbp_sr_vs_snip[{ds},{act},{net},s={s:g}]",
-                f"At sparsity {s:g}, SBP-SR (Stable ResNet) is at least as accurate as "
-                f"SNIP on {net} ({act}, {ds})",
-                SOURCE_T1,
-                measured=diff,
-                expected=f"acc(SBP-SR) - acc(SNIP) > -{margin:g} points by {k:g} SE",
-                tolerance=margin,
-                verdict=verdict,
-                detail=(
-                    f"final test accuracy, mean of {n} seeds: SBP-SR "
-                    f"{both.loc[s, 'SBP-SR']:.2f}%, SNIP {both.loc[s, 'SNIP']:.2f}%; "
-                    f"SE of the difference {se:.2f} points"
-                ),
-                test=(
-                    f"non-inferiority: (difference + {margin:g}) {test}; SE unpaired over "
-                    f"{n} seeds (< {min_seeds} seeds: inconclusive); units: accuracy points"
-                ),
-                detectable=det,
-                false_pass=false_pass_z(k, n - 1),
-                se=se,
-                values={"sbp_sr": both.loc[s, "SBP-SR"], "snip": both.loc[s, "SNIP"], "se": se},
-            )
+        v = {"sbp_sr": both.loc[s, "SBP-SR"], "snip": both.loc[s, "SNIP"], "se": se}
+        f = dict(measured=diff, tolerance=margin, se=se, acc_margin=margin, s=s, net=net, act=act)
+        q = f"{ds},{act},{net},s={s:g}"
+        results.append(
+            _z("sbp_sr_vs_snip", q, diff + margin, se, int(at.n.min()), a, v, ds=ds, **f)
         )
     pr = acc[(acc.activation == "relu") & (acc.method != "no pruning")]
     for ds, d in pr.groupby("dataset"):
@@ -80,37 +80,26 @@ def claims_table(
         ours = float(me.final_mean)
         gap = ours - float(best.final_mean)
         se = float(np.hypot(me.se, best.se))
-        n = int(d.n.min())
-        verdict, test, det = z_above(gap + margin, se, k)
-        if n < min_seeds:
-            verdict = "inconclusive"
-        rows.append(
-            row(
-                study,
-                f"sbp_sr_best[{ds},{net},s={best.sparsity:g}]",
-                f"SBP-SR is the best pruner on the deepest net ({net}, {ds}) at sparsity "
-                f"{best.sparsity:g}",
-                SOURCE_T2,
-                measured=gap,
-                expected=f"acc(SBP-SR) - best other pruner > -{margin:g} points by {k:g} SE",
-                tolerance=margin,
-                verdict=verdict,
-                detail="; ".join(f"{m} {v:.2f}%" for m, v in zip(d.method, d.final_mean))
-                + f" (final, mean of {n} seeds); best other: {best.method}; SE of the "
-                f"difference {se:.2f} points",
-                test=(
-                    f"non-inferiority against the best other pruner (chosen as the "
-                    f"largest mean): (difference + {margin:g}) {test}; SE unpaired over "
-                    f"{n} seeds; units: accuracy points"
-                ),
-                detectable=det,
-                false_pass=false_pass_z(k, n - 1),
-                se=se,
-                values={"sbp_sr": ours, "best": float(best.final_mean), "se": se},
+        v = {"sbp_sr": ours, "best": float(best.final_mean), "se": se}
+        accs = "; ".join(f"{m} {x:.2f}%" for m, x in zip(d.method, d.final_mean))
+        f = dict(measured=gap, tolerance=margin, se=se, acc_margin=margin, s=best.sparsity, net=net)
+        q = f"{ds},{net},s={best.sparsity:g}"
+        results.append(
+            _z(
+                "sbp_sr_best",
+                q,
+                gap + margin,
+                se,
+                int(d.n.min()),
+                a,
+                v,
+                ds=ds,
+                accs=accs,
+                best_method=best.method,
+                **f,
             )
         )
-    rows += _layer_claims(study, runs, p, layers)
-    return frame(rows)
+    return build(p.study, CLAIMS, results + _layer_claims(runs, a, layers))
 
 
 def _diff(st, rs, col):
@@ -121,98 +110,57 @@ def _diff(st, rs, col):
     return float(a.mean()), float(b.mean()), se, n
 
 
-def _layer_claims(study, runs, p, layers):
-    a = p.claims
-    ratio_tol, min_seeds, k = float(a.uniform_ratio), int(a.min_seeds), float(a.z)
+def _layer_claims(runs, a, layers):
+    ratio_tol, k = float(a.uniform_ratio), float(a.z)
     layers = pd.DataFrame() if layers is None else layers
     per = seed_section_stats(layers, net="resnet32", runs=runs) if len(layers) else pd.DataFrame()
     if per.empty:
+        texts = dict(
+            statement="Stable ResNet keeps a more uniform per-layer fraction than ResNet "
+            "within each section",
+            expected="spread ratio <= {ratio:g}",
+            detail="no layer reports of SNIP on ResNet32 and SBP-SR on Stable ResNet32",
+            test="spread(ResNet) - spread(Stable) > k SE over seeds",
+        )
         return [
-            row(
-                study,
+            result(
                 "uniform_within_sections",
-                "Stable ResNet keeps a more uniform "
-                "per-layer fraction than ResNet within each section",
-                SOURCE_F2,
                 measured=np.nan,
-                expected=f"spread ratio <= {ratio_tol:g}",
                 tolerance=ratio_tol,
                 verdict="inconclusive",
-                detail="no layer reports of SNIP on ResNet32 and SBP-SR on Stable ResNet32",
-                test="spread(ResNet) - spread(Stable) > k SE over seeds",
+                texts=texts,
+                ratio=ratio_tol,
             )
         ]
-    rows = []
+    results = []
     for (act, s), d in per.groupby(["activation", "sparsity"]):
         rs = d[d.variant == "ResNet32 (SNIP)"]
         st = d[d.variant == "Stable ResNet32 (SBP-SR)"]
         if rs.empty or st.empty:
             continue
+        q = f"{act},s={s:g}"
         m_st, m_rs, se, n = _diff(st, rs, "spread")
         ratio = m_st / m_rs if m_rs > 0 else np.inf
-        v, test, det = z_above(m_rs - m_st, se, k)
-        if ratio > ratio_tol and v == "pass":
-            v = "inconclusive"
-        if n < min_seeds:
-            v = "inconclusive"
-        rows.append(
-            row(
-                study,
-                f"uniform_within_sections[{act},s={s:g}]",
-                f"Within each section, Stable ResNet32 (SBP-SR) keeps a more uniform "
-                f"per-layer fraction than ResNet32 (SNIP) ({act}, sparsity {s:g})",
-                SOURCE_F2,
-                measured=ratio,
-                expected=(
-                    f"spread(Stable) / spread(ResNet) <= {ratio_tol:g}, the "
-                    f"difference by more than {k:g} SE"
-                ),
-                tolerance=ratio_tol,
-                verdict=v,
-                detail=(
-                    f"mean over sections of the std over layers of the kept fraction, "
-                    f"mean over {n} seeds: Stable {m_st:.4g}, ResNet {m_rs:.4g}; "
-                    f"difference {m_rs - m_st:.4g}, SE {se:.2g}"
-                ),
-                test=(
-                    f"spread(ResNet) - spread(Stable): {test}; SE unpaired over {n} "
-                    f"seeds (< {min_seeds}: inconclusive); a pass also needs "
-                    f"spread(Stable) / spread(ResNet) <= {ratio_tol:g} (else "
-                    "inconclusive); units: kept fraction (std)"
-                ),
-                detectable=det,
-                false_pass=false_pass_z(k, n - 1),
-                values={"stable": m_st, "resnet": m_rs, "se": se},
+        v = {"stable": m_st, "resnet": m_rs, "se": se}
+        f = dict(measured=ratio, tolerance=ratio_tol, ratio=ratio_tol, diff=m_rs - m_st)
+        results.append(
+            _z(
+                "uniform_within_sections",
+                q,
+                m_rs - m_st,
+                se,
+                n,
+                a,
+                v,
+                hold=ratio > ratio_tol,
+                act=act,
+                s=s,
+                **f,
             )
         )
         m_st, m_rs, se, n = _diff(st, rs, "last_section_kept")
-        v, test, det = z_above(m_st - m_rs, se, k)
-        if n < min_seeds:
-            v = "inconclusive"
-        rows.append(
-            row(
-                study,
-                f"deeper_layers_kept[{act},s={s:g}]",
-                f"Stable ResNet32 (SBP-SR) prunes the deepest section less aggressively than "
-                f"ResNet32 (SNIP) ({act}, sparsity {s:g})",
-                "003 Fig. 2 caption",
-                measured=m_st - m_rs,
-                expected=f"kept(Stable, last section) - kept(ResNet) > {k:g} SE",
-                tolerance=k * se if np.isfinite(se) else np.nan,
-                verdict=v,
-                detail=(
-                    f"mean kept fraction of the last section, mean over {n} seeds: "
-                    f"Stable {m_st:.4g}, ResNet {m_rs:.4g}; SE of the difference "
-                    f"{se:.2g}"
-                ),
-                test=(
-                    f"kept(Stable) - kept(ResNet): {test}; SE unpaired over {n} seeds "
-                    f"(< {min_seeds}: inconclusive); units: kept fraction"
-                ),
-                detectable=det,
-                false_pass=false_pass_z(k, n - 1),
-                se=se,
-                values={"stable": m_st, "resnet": m_rs, "se": se},
-            )
-        )
-    return rows
+        v = {"stable": m_st, "resnet": m_rs, "se": se}
+        tol = k * se if np.isfinite(se) else np.nan
+        f = dict(measured=m_st - m_rs, tolerance=tol, se=se, act=act, s=s)
+        results.append(_z("deeper_layers_kept", q, m_st - m_rs, se, n, a, v, **f))
+    return results

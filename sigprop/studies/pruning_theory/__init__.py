@@ -47,13 +47,99 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import Figure, StudySpec
+from ...contract import Claim, Figure, StudySpec
 from ...params import param
 
 SOURCE_FIG1 = "003 Sec. 2.2, Fig. 1"
 SOURCE_THM1 = "003 Thm. 1, Sec. 2.2 (text after it)"
 SOURCE_TAB7 = "003 App. E, Prop. 4, Table 7"
 TABLE7 = {"gamma": [2.0, 5.0, 10.0], "bound": [5.77, 0.81, 0.72], "empirical": [1.0, 0.79, 0.69]}
+_FIG1 = "fully pruned layers counted in each of the seeds: "
+_BOUND = (
+    "upper bound: fail when mean s_cr > bound {b:.4f} + {z:g} SE over {r.n} seeds (a violation "
+    "larger than that is detected); units: s_cr"
+)
+_EQUIV = "over {r.n} seeds; inconclusive when {z:g} SE exceeds the tolerance; units: s_cr"
+_GAMMA = (
+    "{r.n} seeds, SE {r.se:.4f}; l0 = {where}, zeta_l0 = {zeta:g}; l0 empties first in "
+    "{r.l0_first:.0%} of seeds"
+)
+_STATE = "SBP at s = {s:g} of a depth-{depth} {act} FFNN at {phase} init (chi = {chi:.3g}) prunes "
+_DETAIL = "fully pruned layers per seed: {per_seed} of {layers}"
+CLAIMS = {
+    "fig1_eoc_layer_collapse": Claim(
+        statement=_STATE + "no layer entirely",
+        expected="0 fully pruned layers in every seed",
+        test=_FIG1 + "0 fully pruned layers in every seed passes (one emptied layer in one seed "
+        "fails); units: layers",
+        detail=_DETAIL,
+        source=SOURCE_FIG1,
+    ),
+    "fig1_chaotic_layer_collapse": Claim(
+        statement=_STATE + "some layer entirely",
+        expected=">= 1 fully pruned layer in every seed",
+        test=_FIG1 + ">= 1 fully pruned layer in every seed passes (a seed with none fails); the "
+        "chaotic phase's chi = 2 is our choice (the paper gives no sigma's); units: layers",
+        detail=_DETAIL + "; chi = {chi:.3g} is our choice",
+        source=SOURCE_FIG1,
+    ),
+    "thm1_bound_holds": Claim(
+        statement="Thm. 1: E[s_cr] of SBP <= (1 + ln(kappa L N^2)/kappa)/L in the ordered phase "
+        "(L = {r.depth}, N = {r.width}, chi = {r.chi1:.3g})",
+        expected="<= {r.bound_ln:.4f} (natural-log bound)",
+        test=_BOUND,
+        detail="{r.n} seeds, SE {r.se:.4f}; kappa = {r.kappa:.4f}; log10 bound "
+        "{r.bound_log10:.4f}; the O(1/(kappa^2 sqrt(L N^2))) remainder is not included; {whose}",
+        source=SOURCE_THM1,
+    ),
+    "thm1_scr_grows_towards_eoc": Claim(
+        statement="s_cr of SBP decreases the farther chi is from 1 (Thm. 1) and is largest on the "
+        "EOC",
+        expected="mean s_cr strictly increasing in chi over the ordered settings and EOC mean > "
+        "all",
+        test="ordering over {n} items (chi's and the EOC): pass only at Kendall tau = 1 (strictly "
+        "increasing means, EOC largest), P(pass | random order) = {null:.3f}; fail only at tau = "
+        "-1 (the reverse order, as rare under a random order), else inconclusive; fewer than 4 "
+        "items: inconclusive; units: tau",
+        detail="mean s_cr by chi: {by_chi}; EOC: {eoc:.4f}; Kendall tau {tau:.2f}; smallest step "
+        "between neighbours {gap_z:.1f} SE; the ordered chi's other than kappa = 0.2 are our "
+        "choice",
+        source=SOURCE_THM1,
+    ),
+    "thm1_example_kappa_0.2": Claim(
+        statement="Text after Thm. 1: for L = N = 100 and kappa = 0.2, E[s_cr] ~ 22% over 10 "
+        "simulations (bound ~ 27%) (the same measured s_cr as the thm1_bound_holds row at this "
+        "chi: it corroborates that claim and is not counted)",
+        expected="0.22",
+        test="|mean s_cr - 0.22| <= {tol:g} " + _EQUIV,
+        detail="kappa = {r.kappa:.4f}, L = {r.depth}, N = {r.width}, {r.n} seeds (SE {r.se:.4f}); "
+        "our bound: ln {r.bound_ln:.4f}, log10 {r.bound_log10:.4f} (the paper's 27% is the log10 "
+        "form)",
+        kind="summary",
+        source=SOURCE_THM1,
+    ),
+    "prop4_bound_holds": Claim(
+        statement="Prop. 4 ({what}): E[s_cr] of magnitude pruning <= the bound (L = N = 100, "
+        "alpha_1 = gamma)",
+        expected="<= {b:.4f}",
+        test=_BOUND,
+        detail=_GAMMA + "; Table 7 prints bound {r.table7_bound:g}",
+        source=SOURCE_TAB7,
+    ),
+    "table7_empirical": Claim(
+        statement="Table 7's empirical E[s_cr] of magnitude pruning (10 simulations) is reproduced",
+        expected="{r.table7_empirical:g}",
+        test="|mean s_cr - Table 7| <= {tol:g} " + _EQUIV,
+        detail=_GAMMA + "; Prop. 4 bound printed {r.bound:.4f}, sqrt(gamma) {r.bound_sqrt:.4f}; "
+        "Table 7 bound {r.table7_bound:g}; data: digits (64 inputs), not MNIST",
+        source=SOURCE_TAB7,
+    ),
+}
+SQRT_GAMMA = (
+    "sanity, not tallied: our corrected reading of Prop. 4 (the std ratio is sqrt(gamma), not "
+    "gamma), not the paper's statement; the same measurement is tallied against the printed bound "
+    "and Table 7; " + _BOUND
+)
 
 
 @dataclass(frozen=True)
