@@ -4,10 +4,15 @@ undeclared claim or an unfilled slot refused by name."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import math
+import re
+from pathlib import Path
 
 import pytest
 
+from sigprop import registry
 from sigprop.claims import check_table
 from sigprop.claims.declared import build, result
 from sigprop.contract import Claim
@@ -72,15 +77,50 @@ def test_an_undeclared_claim_or_an_unfilled_slot_is_refused_by_name():
         Claim(statement="x", test="y", kind="opinion")
 
 
-def test_the_template_declares_every_claim_its_code_fills():
-    """The template study (what `sigprop new-study` copies) keeps its claims declared: each
-    claim id pattern its figure shows names a declared claim."""
-    from sigprop import registry
-    from sigprop.studies import template
+def _result_claims(source: str) -> set[str]:
+    """The claim names given as a literal first argument of ``result(...)`` in a module."""
+    return {
+        n.args[0].value
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Call)
+        and getattr(n.func, "id", getattr(n.func, "attr", "")) == "result"
+        and n.args
+        and isinstance(n.args[0], ast.Constant)
+    }
 
-    spec = registry.spec("template")
-    shown = {pat.split("[")[0].rstrip("*") for f in spec.figures.values() for pat in f.claims}
-    assert shown and shown <= set(template.CLAIMS)
+
+@pytest.mark.parametrize("kind", registry.kinds())
+def test_every_study_declares_its_claims_and_builds_its_rows_from_them(kind):
+    """A study's claims code returns statistics only: it builds no row itself (no row builder
+    of sigprop.claims imported), every claim it fills is declared in ``CLAIMS``, every declared
+    claim is filled somewhere, and each claim pattern a figure shows names a declared claim."""
+    module = importlib.import_module(registry.module_of(kind))
+    declared = getattr(module, "CLAIMS", None)
+    assert declared and all(isinstance(c, Claim) for c in declared.values()), kind
+    code = "\n".join(
+        p.read_text() for p in Path(module.__file__).parent.glob("*.py") if p.name != "__init__.py"
+    )
+    builders = {"row", "sanity", "control", "beyond", "pooled"}
+    for n in ast.walk(ast.parse(code)):
+        if isinstance(n, ast.ImportFrom) and (n.module or "").endswith("claims"):
+            assert not builders & {a.name for a in n.names}, f"{kind} builds rows itself"
+    filled = _result_claims(code)
+    assert filled <= set(declared), f"{kind}: filled but not declared: {filled - set(declared)}"
+    assert set(declared) <= filled | _dynamic(code), f"{kind}: declared, never filled"
+    for fig in registry.spec(kind).figures.values():
+        for pat in fig.claims:
+            stem = re.split(r"[\[*?]", pat)[0]
+            assert any(c.startswith(stem) for c in declared), f"{kind}: {pat} names no claim"
+
+
+def _dynamic(code: str) -> set[str]:
+    """Claim names that reach ``result`` through a variable: every string constant of the
+    code (a declared claim must at least be named in it)."""
+    return {
+        n.value
+        for n in ast.walk(ast.parse(code))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
 
 
 def test_a_row_may_differ_from_its_declaration_in_kind_source_and_texts():
