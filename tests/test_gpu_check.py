@@ -161,7 +161,7 @@ def test_timed_shard_on_the_cpu_against_the_plan():
     assert out["gflops"] == pytest.approx(out["flops"] / out["seconds"] / 1e9)
     assert out["gpu_key"] is None and "projected_s" not in out  # the CPU is no plan GPU
     one = types.SimpleNamespace(
-        shards=[shard], labels=st.labels, task=st.task, eval_splits=st.eval_splits
+        shards=[shard], labels=st.labels, task=st.task, eval_splits=st.eval_splits, kind=st.kind
     )
     full = P.shard_costs(one, options)[0]  # the plan's costs of that one shard
     assert out["full_shard"]["flops"] == pytest.approx(full["flops"])
@@ -257,7 +257,11 @@ def test_costliest_shard_is_the_plans_costliest():
     st, options = G._paper(None, "dropout_training")
     rows = P.shard_costs(
         types.SimpleNamespace(
-            shards=st.shards, labels=st.labels, task=st.task, eval_splits=st.eval_splits
+            shards=st.shards,
+            labels=st.labels,
+            task=st.task,
+            eval_splits=st.eval_splits,
+            kind=st.kind,
         ),
         options,
     )

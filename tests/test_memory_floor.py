@@ -63,7 +63,7 @@ def test_plan_floor_of_a_configured_shard(tmp_path):
     shard = st.shards[0]
     n = len(shard.runs)
     params = 64 * 300 + 300 + 3 * (300 * 300 + 300) + 300 * 10 + 10
-    data = 1347 * 64 * 4  # digits' training split (the embedded test split's size is not known)
+    data = (1347 + 450) * 64 * 4  # digits' training and test splits (test_fraction 0.25)
     got = P.shard_floor_mb(st, shard, config["data"]["options"])
     assert got == pytest.approx((n * 2 * 4 * params + data) / 2**20)
 

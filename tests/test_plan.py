@@ -51,12 +51,17 @@ def test_plan_covers_every_shard_and_projects_gpu_time(tmp_path):
     rate = p["cpu_rates"]["fc"]
     assert rate["init_s_per_param"] > 0 and rate["io_s_per_byte"] > 0
     rows = {r["shard"]: r for r in P.shard_costs(studies["trainable_depth"], {})}
+    assert set(p["step_times"]) == {r["step_class"] for r in rows.values()}
     for s in p["shards"]:
         r = rows[s["shard"]]
         assert r["param_bytes"] == 4 * r["params"] > 0  # float32 runs
-        flops_s = r["flops"] / (rate["gflops"] * 1e9)
+        # each shard's steps and evaluations at its own step class's timed rates
+        t = p["step_times"][r["step_class"]]
+        assert t["step_s"] > 0 and t["eval_s"] > 0
+        work = r["steps"] * t["step_s"] + r["evals"] * t["eval_s"]
         init_s = r["params"] * rate["init_s_per_param"] + r["param_bytes"] * rate["io_s_per_byte"]
-        assert s["cpu_s"] == pytest.approx(flops_s + init_s) and init_s > 0
+        assert s["cpu_s"] == pytest.approx(work + init_s) and init_s > 0
+        assert r["evals"] == 20 // 10 + 1
     json.dumps(p, default=str)
     text = P.table(p)
     assert f"| trainable_depth | quick | {block['block']} | 8 | {block['shards']} |" in text
@@ -218,3 +223,68 @@ def test_costs_extrapolated_in_the_batch_equal_direct_traces(run, in_shape, n_ou
     for batch in (8, 32, 100):
         assert costs.get(run, in_shape, n_out, batch) == P.shape_cost(run, in_shape, n_out, batch)
     assert len(costs.cache) == 5  # batches 2 and 3 traced, three derived
+
+
+def test_step_classes_separate_what_sets_a_steps_time(tmp_path):
+    """Shards that differ in depth, dropout or models are timed apart; a stored class is reused,
+    and a shard whose class was not timed falls back to the family's FLOP rate."""
+    from sigprop.tools import step_times
+
+    cfg = write_config(tmp_path, tiny_study(), shard_size=3)
+    _, studies = P.load(cfg)
+    st = studies["trainable_depth"]
+    rows = P.shard_costs(st, {})
+    keys = {json.loads(r["step_class"])[3][2]: r for r in rows}  # by depth
+    assert set(keys) == {2, 3}
+    by = {(r.depth, r.keep_rate < 1) for sh in st.shards for r in sh.runs[:1]}
+    assert len({r["step_class"] for r in rows}) >= len(by)
+    calls = []
+    real = step_times.time_class
+    step_times_file = tmp_path / "rates.json"
+
+    def timed(*a, **k):
+        calls.append(a[1].shard_id)
+        return real(*a[:4], seconds=0.01)
+
+    import unittest.mock as mock
+
+    with mock.patch.object(step_times, "time_class", timed):
+        P.plan(cfg, efficiency=0.5, rates_file=step_times_file)
+        n = len(calls)
+        again = P.plan(cfg, efficiency=0.5, rates_file=step_times_file)
+    assert n == len({r["step_class"] for r in rows}) and len(calls) == n
+    assert sorted(again["step_times_reused"]) == sorted({r["step_class"] for r in rows})
+    r = dict(rows[0], step_class="not timed")
+    rate = again["cpu_rates"]["fc"]
+    assert P.cpu_seconds(r, again["cpu_rates"], again["step_times"]) == pytest.approx(
+        r["flops"] / (rate["gflops"] * 1e9)
+        + r["params"] * rate["init_s_per_param"]
+        + r["param_bytes"] * rate["io_s_per_byte"]
+    )
+
+
+def test_a_step_class_is_timed_on_the_shards_own_runs_and_scaled_back_when_cut(monkeypatch):
+    """A class over the calibration's FLOPs is timed on fewer models and scaled back by the
+    ratio; its evaluation is timed on the shard's evaluation sizes."""
+    from sigprop.config import build_study
+    from sigprop.tools import step_times
+
+    st = build_study("trainable_depth", "f.yaml", tiny_study(), "quick", 8)
+    shard = st.shards[0]
+    m = len(shard.runs)
+    assert m >= 2 and step_times.eval_sizes(st, shard, {}) == (1347, 450)
+    flops = P.shard_costs(st, {})[0]["step_flops"]
+    full = step_times.time_class(st, shard, {}, flops, seconds=0.01)
+    assert full["models_timed"] == m and full["step_s"] > 0 and full["eval_s"] > 0
+    monkeypatch.setattr(P, "CALIBRATION_FLOPS", flops * 1.5)  # room for one model only
+    cut = step_times.time_class(st, shard, {}, flops, seconds=0.01)
+    assert cut["models_timed"] == 1 and cut["batch_timed"] == full["batch_timed"]
+
+
+def test_split_sizes_are_known_without_building_the_data():
+    """Both splits of the embedded sets, from their generators' arguments and the config's
+    options: digits keeps ceil(1797 x test_fraction) images for testing."""
+    assert P.dataset_dims("digits", {})[2:] == (1347, 450)
+    assert P.dataset_dims("digits", {"digits": {"test_fraction": 0.5}})[2:] == (898, 899)
+    assert P.dataset_dims("gaussian", {"gaussian": {"n": 100, "n_test": 7}})[2:] == (100, 7)
+    assert P.dataset_dims("mnist", {})[2:] == (60000, 10000)

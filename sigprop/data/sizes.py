@@ -49,19 +49,27 @@ def width_for_params(p: float, depth: int, dataset: str, arch: str = "fc", width
     return int(round(k))
 
 
-def train_size(dataset: str, options: dict | None = None) -> int | None:
-    """Training examples of a prepared data set, known without building it (None: unknown).
-
-    Downloaded sets: the catalog's ``n_train``.  Embedded sets: from their generator's
-    arguments (:mod:`sigprop.data.embedded`; ``options`` as in the config's ``data.options``
-    over the defaults): digits keeps ``1797 - ceil(1797 * test_fraction)`` images for
-    training (scikit-learn's ``train_test_split``), the generated sets ``n_train`` or ``n``.
-    """
-    from . import catalog, embedded
+def test_size(dataset: str, options: dict | None = None) -> int | None:
+    """Test examples of a prepared data set, known without building it (None: unknown): the
+    catalog's ``n_test`` for downloaded sets; digits' ``ceil(1797 * test_fraction)``; the
+    generated sets' ``n_test`` (0 where they have none)."""
+    from . import catalog
 
     spec = catalog.get(dataset)
     if spec.source != "embedded":
-        return spec.n_train
+        return spec.n_test
+    args = _embedded_args(spec, options)
+    if args is None:
+        return None
+    if spec.fmt in ("digits", "digits_images"):
+        return math.ceil(float(args["test_fraction"]) * DIGITS_TOTAL)
+    return int(args.get("n_test", 0))
+
+
+def _embedded_args(spec, options: dict | None) -> dict | None:
+    """The generator arguments of an embedded set: defaults, then ``options``."""
+    from . import embedded
+
     gen = getattr(embedded, spec.fmt, None)
     if gen is None:
         return None
@@ -71,6 +79,25 @@ def train_size(dataset: str, options: dict | None = None) -> int | None:
         if p.default is not inspect.Parameter.empty
     }
     args.update(options or {})
+    return args
+
+
+def train_size(dataset: str, options: dict | None = None) -> int | None:
+    """Training examples of a prepared data set, known without building it (None: unknown).
+
+    Downloaded sets: the catalog's ``n_train``.  Embedded sets: from their generator's
+    arguments (:mod:`sigprop.data.embedded`; ``options`` as in the config's ``data.options``
+    over the defaults): digits keeps ``1797 - ceil(1797 * test_fraction)`` images for
+    training (scikit-learn's ``train_test_split``), the generated sets ``n_train`` or ``n``.
+    """
+    from . import catalog
+
+    spec = catalog.get(dataset)
+    if spec.source != "embedded":
+        return spec.n_train
+    args = _embedded_args(spec, options)
+    if args is None:
+        return None
     if spec.fmt in ("digits", "digits_images"):
         return DIGITS_TOTAL - math.ceil(float(args["test_fraction"]) * DIGITS_TOTAL)
     for key in ("n_train", "n"):

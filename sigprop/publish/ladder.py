@@ -368,6 +368,12 @@ def register(subparsers) -> None:
         default=None,
         help="publish: the plan's projected wall time of the rung (ladder plan)",
     )
+    ld.add_argument(
+        "--rates",
+        default=None,
+        help="plan: the CPU calibration to use and extend [default: results/plan/cpu_rates.json;"
+        " docs/evidence/ladder/cpu_rates.json is the committed rungs' machine's]",
+    )
     ld.add_argument("--command", default="", help="publish: the command that ran it")
     ld.add_argument("--alongside", default="", help="publish: what else ran at the same time")
     ld.add_argument("--note", default="", help="publish: anything else a reader needs")
@@ -388,7 +394,8 @@ def main(args: dict) -> int:
             lad = ladder_for(args["configfile"], study)
             print(
                 f"| rung | budget ({lad.budget}) | runs | shards | CPU job time (plan) | "
-                "wall on 2 job slots |\n|---|---|---|---|---|---|"
+                "wall on 2 job slots | committed rung's job time (x plan) |\n"
+                "|---|---|---|---|---|---|---|"
             )
             for r in lad.rungs:
                 res = plan_module.plan(
@@ -400,13 +407,19 @@ def main(args: dict) -> int:
                     ],
                     plan_module.DEFAULT_EFFICIENCY,
                     True,
+                    rates_file=args.get("rates") or plan_module.CPU_RATES_FILE,
                 )
                 cpu = sum(b["cpu_h_total"] for b in res["blocks"]) * 3600
                 runs = sum(b["runs"] for b in res["blocks"])
                 shards = sum(b["shards"] for b in res["blocks"])
+                prov = Path(args["out"]) / study / r.scale / "provenance.json"
+                done = "not committed"
+                if prov.exists():
+                    job = json.loads(prov.read_text())["job_s"]
+                    done = f"{job / 60:.1f} min ({job / cpu:.2f}x)"
                 print(
                     f"| {r.scale} | {r.budget:g} | {runs} | {shards} | {cpu / 60:.1f} min | "
-                    f"{cpu / 120:.1f} min or more |"
+                    f"{cpu / 120:.1f} min or more | {done} |"
                 )
             return 0
         if act == "publish":

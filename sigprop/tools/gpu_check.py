@@ -421,6 +421,7 @@ def costliest_shard(study: str, config: str | Path | None = None, candidates: in
         labels=st.labels,
         task=st.task,
         eval_splits=st.eval_splits,
+        kind=st.kind,
     )
     rows = plan_module.shard_costs(sub, options)
     k = max(range(len(rows)), key=lambda j: rows[j]["flops"])
@@ -507,7 +508,7 @@ def timed_shard(
     cache = plan_module.StepCosts()
     full = plan_module.shard_costs(
         types.SimpleNamespace(
-            shards=[shard], labels=st.labels, task=st.task, eval_splits=st.eval_splits
+            shards=[shard], labels=st.labels, task=st.task, eval_splits=st.eval_splits, kind=st.kind
         ),
         options,
         cache,

@@ -21,17 +21,24 @@ How each number is obtained:
   models scored together times the activations of the class-balanced scoring batch
   (Hayou et al. 2021, arXiv:2002.08797, Sec. 2.1: ``prune_batch`` examples per class, in one
   batch because BatchNorm runs in training mode).
-* **CPU time** is calibrated once per machine and torch version, and the rates stored in
-  :data:`CPU_RATES_FILE` (with the machine's description and the date) are reused by later plans
-  of the same shapes (``--recalibrate`` measures again): a few real training steps of each
-  family's costliest shard (its models and batch cut until a step is at most :data:`CALIBRATION_FLOPS`) give the
-  CPU's achieved GFLOP/s for that family, and a shard's time is its FLOPs at that rate (small
-  shards, dominated by per-step overhead, run slower than that), plus its init stage: drawing
-  its parameters (the counter-based generator of :mod:`sigprop.nets.rng`, about 55 ns a
-  parameter on one core of this CPU) and writing and reading the init file, each timed per
-  parameter and per byte on the same calibration shard.  The init term dominates measurement
-  studies of very wide and deep nets (000 at width 1000, depth 200: 2e8 float64 parameters a
-  model), whose FLOPs are one pass.  GPU projections leave it out.
+* **CPU time** is timed once per machine, torch version and thread count (the config's
+  ``threads_per_job``, as each job runs), and stored in :data:`CPU_RATES_FILE` (with the
+  machine's description and the date) for later plans of the same shapes (``--recalibrate``
+  measures again).  Each training shard's *step class* (its family and step shape, data sizes,
+  batch, models, dropout, optimizer and evaluation sizes) is timed directly: a few real
+  training steps and one evaluation of the shard's own runs (:mod:`sigprop.tools.step_times`),
+  so a small net bound by per-step overhead is projected at its own pace, not at the FLOP rate
+  of a large one; a measurement study that trains (002's) is timed by running its own
+  measurement at two step counts.  A shard's time is then its steps and evaluations at those
+  rates; other shards (measurements at initialization) take their FLOPs at the family's rate,
+  from a few training steps of the family's costliest shard (its models and batch cut until a
+  step is at most :data:`CALIBRATION_FLOPS`).  Every shard adds its init stage: drawing its
+  parameters (the counter-based generator of :mod:`sigprop.nets.rng`, about 55 ns a parameter
+  on one core of this CPU) and writing and reading the init file, each timed per parameter and
+  per byte on the calibration shard.  The init term dominates measurement studies of very wide
+  and deep nets (000 at width 1000, depth 200: 2e8 float64 parameters a model), whose FLOPs
+  are one pass.  GPU projections leave it out.  ``tests/test_ladder_plan.py`` keeps every
+  committed ladder rung's job time within 2x of this projection.
 * **GPU time** is FLOPs over a named GPU's dense peak (vendor figures in :data:`GPUS`, float32
   or TF32 by the run's precision) times an efficiency: the one ``sigprop gpu-check`` measured on
   that GPU for the shard's study or family (:data:`EFFICIENCY_FILE`), else
@@ -171,7 +178,7 @@ def _defaults(obj: dict, schema: dict) -> None:
 def dataset_dims(name: str, options: dict) -> tuple[tuple[int, ...], int, int, int]:
     """``(input shape, outputs, n_train, n_test)`` of a data set, known without building it."""
     from sigprop.data import catalog
-    from sigprop.data.sizes import train_size
+    from sigprop.data.sizes import test_size, train_size
 
     spec = catalog.get(name)
     opts = (options or {}).get(name, {})
@@ -179,8 +186,8 @@ def dataset_dims(name: str, options: dict) -> tuple[tuple[int, ...], int, int, i
     if "d" in opts and len(shape) == 1:
         shape = (int(opts["d"]),)
     n_out = int(spec.n_classes or opts.get("d_out", 1))
-    n_train = train_size(name, options) or 0
-    n_test = int(spec.n_test or opts.get("n_test", 0) or 0)
+    n_train = train_size(name, opts) or 0
+    n_test = test_size(name, opts) or 0
     return shape, n_out, int(n_train), n_test
 
 
@@ -330,6 +337,8 @@ def _prune_bytes(shard, c: ShapeCost, batch: int, n_classes: int, bytes_per: int
 def shard_costs(study, options: dict, cache: StepCosts | None = None) -> list[dict]:
     """One dict per shard: block, models, FLOPs, peak bytes, and whether FLOPs are a proxy
     (``cache``: the step costs shared across studies)."""
+    from sigprop.tools import step_times
+
     cache = StepCosts() if cache is None else cache
     rows = []
     for shard in study.shards:
@@ -364,7 +373,9 @@ def shard_costs(study, options: dict, cache: StepCosts | None = None) -> list[di
                 "peak_bytes": mem,
                 "proxy": measure,
                 "steps": steps,
+                "evals": evals,
                 "step_flops": c.step_flops,
+                "step_class": step_times.step_class(study, shard, options),
             }
         )
     return rows
@@ -427,14 +438,15 @@ def stored_rates(
 
     path = Path(path)
     here = machine()
-    stored = {}
-    if path.exists() and not recalibrate:
+    data: dict = {}
+    if path.exists():
         try:
             data = json.loads(path.read_text())
-            if data.get("machine") == here:
-                stored = data.get("rates", {})
         except (OSError, ValueError):
-            stored = {}
+            data = {}
+    if data.get("machine") != here:
+        data = {"machine": here}
+    stored = {} if recalibrate else dict(data.get("rates") or {})
     keys = {fam: calibration_key(fam, shape) for fam, shape in families_shapes.items()}
     missing = {fam: shape for fam, shape in families_shapes.items() if keys[fam] not in stored}
     fresh = calibrate(missing) if missing else {}
@@ -445,9 +457,8 @@ def stored_rates(
         from sigprop import atomic
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(
-            path, json.dumps({"machine": here, "rates": stored}, indent=1, sort_keys=True) + "\n"
-        )
+        data["rates"] = stored
+        atomic.write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
     rates = {fam: stored[keys[fam]] for fam in families_shapes}
     source = {
         "file": str(path),
@@ -514,15 +525,26 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
     return rates
 
 
-def cpu_seconds(shard_row: dict, rates: dict) -> float:
-    """A shard's projected CPU time from the calibration (:func:`calibrate`): its FLOPs at the
-    family's rate, plus drawing its parameters and writing and reading its init file; NaN when
-    its family was not calibrated."""
+def cpu_seconds(shard_row: dict, rates: dict, steps: dict | None = None) -> float:
+    """A shard's projected CPU time: a training shard whose step class was timed
+    (``steps``: :func:`sigprop.tools.step_times.stored`) takes its steps and evaluations at
+    the timed rates, any other shard its FLOPs at the family's rate (:func:`calibrate`); plus
+    drawing its parameters and writing and reading its init file.  NaN when its family was not
+    calibrated."""
     r = rates.get(shard_row["arch"])
     if r is None:
         return math.nan
+    t = (steps or {}).get(shard_row.get("step_class"))
+    if t is not None:
+        work = (
+            t.get("fixed_s", 0.0)
+            + shard_row["steps"] * t["step_s"]
+            + shard_row["evals"] * t["eval_s"]
+        )
+    else:
+        work = shard_row["flops"] / (r["gflops"] * 1e9)
     return (
-        shard_row["flops"] / (r["gflops"] * 1e9)
+        work
         + shard_row["params"] * r.get("init_s_per_param", 0.0)
         + shard_row["param_bytes"] * r.get("io_s_per_byte", 0.0)
     )
@@ -574,16 +596,30 @@ def plan(
                     r["flops"],
                     (r0, in_shape, n_out, shard_batch(shard), r["step_flops"], len(shard.runs)),
                 )
-    threads = torch.get_num_threads()
-    rates, rates_source = (
-        stored_rates({k: v[1] for k, v in fam_shapes.items()}, rates_file, recalibrate)
-        if calibrate_cpu
-        else ({}, {})
-    )
+    # timed with the threads each job gets (threads_per_job), as the jobs run
+    before, threads = torch.get_num_threads(), int(config.get("threads_per_job") or 1)
+    rates, rates_source, steps, steps_reused = {}, {}, {}, []
+    if calibrate_cpu:
+        from sigprop.tools import step_times
+
+        classes = {
+            r["step_class"]: (study, shard, options, r["step_flops"])
+            for study, rows in per_study.values()
+            for shard, r in zip(study.shards, rows)
+            if r["step_class"] is not None
+        }
+        torch.set_num_threads(threads)
+        try:
+            rates, rates_source = stored_rates(
+                {k: v[1] for k, v in fam_shapes.items()}, rates_file, recalibrate
+            )
+            steps, steps_reused = step_times.stored(classes, rates_file, recalibrate)
+        finally:
+            torch.set_num_threads(before)
     blocks, totals, shards = [], {}, []
     for name, (study, rows) in per_study.items():
         for r in rows:
-            cpu = cpu_seconds(r, rates)
+            cpu = cpu_seconds(r, rates, steps)
             shards.append(
                 {
                     "study": name,
@@ -612,7 +648,7 @@ def plan(
         for r in rows:
             by_block.setdefault(r["block"], []).append(r)
         for label, rs in by_block.items():
-            cpu_s = [cpu_seconds(r, rates) for r in rs]
+            cpu_s = [cpu_seconds(r, rates, steps) for r in rs]
             row = {
                 "study": name,
                 "scale": study.scale,
@@ -662,6 +698,8 @@ def plan(
         "cpu_threads": threads,
         "cpu_rates": rates,
         "cpu_rates_source": rates_source,
+        "step_times": steps,
+        "step_times_reused": steps_reused,
         "blocks": blocks,
         "studies": totals,
         "shards": shards,
@@ -816,6 +854,12 @@ def table(p: dict, gpu: str = "A100-80GB") -> str:
         f" CPU rates measured on {p['cpu_threads']} threads: "
         + ", ".join(f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in p["cpu_rates"].items())
         + (f" ({how})" if how else "")
+        + (
+            f"; {len(p.get('step_times') or {})} training step classes timed directly "
+            f"({len(p.get('step_times_reused') or [])} reused)"
+            if p.get("step_times")
+            else ""
+        )
         + "."
         if p["cpu_rates"]
         else " CPU not calibrated (--no-calibrate): no CPU times."
