@@ -244,7 +244,7 @@ def test_step_classes_separate_what_sets_a_steps_time(tmp_path):
 
     def timed(*a, **k):
         calls.append(a[1].shard_id)
-        return real(*a[:4], seconds=0.01)
+        return real(*a[:5], seconds=0.01)
 
     import unittest.mock as mock
 
@@ -263,7 +263,7 @@ def test_step_classes_separate_what_sets_a_steps_time(tmp_path):
     )
 
 
-def test_a_step_class_is_timed_on_the_shards_own_runs_and_scaled_back_when_cut(monkeypatch):
+def test_a_step_class_is_timed_on_the_shards_own_runs_and_scaled_back_when_cut():
     """A class over the calibration's FLOPs is timed on fewer models and scaled back by the
     ratio; its evaluation is timed on the shard's evaluation sizes."""
     from sigprop.config import build_study
@@ -274,10 +274,9 @@ def test_a_step_class_is_timed_on_the_shards_own_runs_and_scaled_back_when_cut(m
     m = len(shard.runs)
     assert m >= 2 and step_times.eval_sizes(st, shard, {}) == (1347, 450)
     flops = P.shard_costs(st, {})[0]["step_flops"]
-    full = step_times.time_class(st, shard, {}, flops, seconds=0.01)
+    full = step_times.time_class(st, shard, {}, flops, P.CALIBRATION_FLOPS, seconds=0.01)
     assert full["models_timed"] == m and full["step_s"] > 0 and full["eval_s"] > 0
-    monkeypatch.setattr(P, "CALIBRATION_FLOPS", flops * 1.5)  # room for one model only
-    cut = step_times.time_class(st, shard, {}, flops, seconds=0.01)
+    cut = step_times.time_class(st, shard, {}, flops, flops * 1.5, seconds=0.01)  # one model
     assert cut["models_timed"] == 1 and cut["batch_timed"] == full["batch_timed"]
 
 

@@ -60,6 +60,13 @@ from pathlib import Path
 import yaml
 
 from sigprop.sizing import GPUS, HOST_BASE_MB, dense_peak, gpu_of  # noqa: F401 (re-exported)
+from sigprop.tools.shard_shapes import (  # noqa: F401 (re-exported)
+    EVAL_TRAIN_MAX,
+    STEP_FIELDS,
+    dataset_dims,
+    shard_batch,
+    step_shape,
+)
 
 COMMANDS = ("plan",)
 
@@ -113,9 +120,6 @@ def efficiency_for(
     if arch in (entry.get("by_family") or {}):
         return float(entry["by_family"][arch]), "family"
     return default, "assumed"
-
-
-EVAL_TRAIN_MAX = 2048  # as sigprop.train.engine.EVAL_TRAIN_MAX (checked in tests)
 
 
 @dataclasses.dataclass
@@ -175,22 +179,6 @@ def _defaults(obj: dict, schema: dict) -> None:
             _defaults(obj[key], spec)
 
 
-def dataset_dims(name: str, options: dict) -> tuple[tuple[int, ...], int, int, int]:
-    """``(input shape, outputs, n_train, n_test)`` of a data set, known without building it."""
-    from sigprop.data import catalog
-    from sigprop.data.sizes import test_size, train_size
-
-    spec = catalog.get(name)
-    opts = (options or {}).get(name, {})
-    shape = tuple(spec.input_shape)
-    if "d" in opts and len(shape) == 1:
-        shape = (int(opts["d"]),)
-    n_out = int(spec.n_classes or opts.get("d_out", 1))
-    n_train = train_size(name, opts) or 0
-    n_test = test_size(name, opts) or 0
-    return shape, n_out, int(n_train), n_test
-
-
 def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeCost:
     """FLOPs and saved bytes of one model's training step, counted on the ``meta`` device."""
     import torch
@@ -232,27 +220,6 @@ def shape_cost(run, in_shape: tuple[int, ...], n_out: int, batch: int) -> ShapeC
         sum(p.numel() for p in params),
         saved[0],
     )
-
-
-STEP_FIELDS = (
-    "arch",
-    "width",
-    "depth",
-    "branch_depth",
-    "head_depth",
-    "head_width",
-    "activation",
-    "precision",
-    "alpha",
-)
-"""The run fields one training step's FLOPs and saved bytes depend on, besides the data's shape
-and the batch (:func:`shape_cost`): shards that differ only in steps, evaluation or optimizer
-share one count."""
-
-
-def step_shape(run) -> tuple:
-    """The key of a run's step cost (:data:`STEP_FIELDS`)."""
-    return tuple(getattr(run, f) for f in STEP_FIELDS)
 
 
 class StepCosts:
@@ -303,10 +270,6 @@ def step_batches(studies: dict, options: dict) -> dict:
             in_shape, n_out, _, _ = dataset_dims(r0.dataset, options)
             out.setdefault((step_shape(r0), in_shape, n_out), set()).add(shard_batch(shard))
     return out
-
-
-def shard_batch(shard) -> int:
-    return max(r.micro_batch or r.batch_size for r in shard.runs)
 
 
 def _slots(run) -> int:
@@ -613,7 +576,9 @@ def plan(
             rates, rates_source = stored_rates(
                 {k: v[1] for k, v in fam_shapes.items()}, rates_file, recalibrate
             )
-            steps, steps_reused = step_times.stored(classes, rates_file, recalibrate)
+            steps, steps_reused = step_times.stored(
+                classes, rates_file, machine(), CALIBRATION_FLOPS, recalibrate
+            )
         finally:
             torch.set_num_threads(before)
     blocks, totals, shards = [], {}, []

@@ -34,7 +34,7 @@ import time
 def eval_sizes(study, shard, options: dict) -> tuple[int, int]:
     """Examples one evaluation of ``shard`` scores on the training and test splits (as
     :meth:`sigprop.train.engine.ShardTrainer.evaluate`)."""
-    from sigprop.tools.plan import EVAL_TRAIN_MAX, dataset_dims
+    from sigprop.tools.shard_shapes import EVAL_TRAIN_MAX, dataset_dims
 
     r0 = shard.runs[0]
     _, _, n_train, n_test = dataset_dims(r0.dataset, options)
@@ -47,7 +47,7 @@ def eval_sizes(study, shard, options: dict) -> tuple[int, int]:
 
 def step_class(study, shard, options: dict) -> str | None:
     """The key of ``shard``'s step class (the module docstring), as JSON text."""
-    from sigprop.tools.plan import dataset_dims, shard_batch, step_shape
+    from sigprop.tools.shard_shapes import dataset_dims, shard_batch, step_shape
 
     r0 = shard.runs[0]
     in_shape, n_out, _, _ = dataset_dims(r0.dataset, options)
@@ -85,24 +85,24 @@ def _data(n_train: int, n_test: int, in_shape, classes: int):
 
 
 def time_class(
-    study, shard, options: dict, step_flops: float, seconds: float = 0.5
+    study, shard, options: dict, step_flops: float, max_flops: float, seconds: float = 0.5
 ) -> dict[str, float]:
     """Seconds of one training step and of one evaluation of ``shard`` on this CPU, timed on
-    the shard's first runs (cut to fit :data:`sigprop.tools.plan.CALIBRATION_FLOPS`, then
+    the shard's first runs (cut until a step is at most ``max_flops``, then
     scaled back), each step after a warm-up one, for about ``seconds``."""
     import torch
 
     from sigprop.runs import Shard
-    from sigprop.tools.plan import CALIBRATION_FLOPS, dataset_dims, shard_batch
+    from sigprop.tools.shard_shapes import dataset_dims, shard_batch
     from sigprop.train.engine import ShardTrainer, initial_state
 
     r0 = shard.runs[0]
     in_shape, n_out, _, _ = dataset_dims(r0.dataset, options)
     batch, m = shard_batch(shard), len(shard.runs)
     b_cal = batch
-    if step_flops > CALIBRATION_FLOPS:
-        b_cal = max(1, int(batch * CALIBRATION_FLOPS / step_flops))
-    m_cal = max(1, min(m, int(CALIBRATION_FLOPS // max(step_flops * b_cal / batch, 1.0))))
+    if step_flops > max_flops:
+        b_cal = max(1, int(batch * max_flops / step_flops))
+    m_cal = max(1, min(m, int(max_flops // max(step_flops * b_cal / batch, 1.0))))
     cut = {"batch_size": b_cal, "micro_batch": 0} if b_cal != batch else {}
     runs = tuple(
         dataclasses.replace(
@@ -150,7 +150,7 @@ def time_measure(study, shard, options: dict) -> dict[str, float] | None:
     from sigprop.data import catalog
     from sigprop.data.prepare import prepare
     from sigprop.runs import Shard
-    from sigprop.tools.plan import dataset_dims
+    from sigprop.tools.shard_shapes import dataset_dims
     from sigprop.train import engine
 
     r0 = shard.runs[0]
@@ -188,11 +188,11 @@ STEP_SECONDS = 0.5
 
 
 def stored(
-    classes: dict[str, tuple], path, recalibrate: bool = False
+    classes: dict[str, tuple], path, here: dict, max_flops: float, recalibrate: bool = False
 ) -> tuple[dict[str, dict], list[str]]:
     """The step and evaluation times of ``classes`` (key -> ``(study, shard, options,
-    step_flops)``): those stored in ``path`` for this machine
-    (:func:`sigprop.tools.plan.machine`), the rest timed now (:func:`time_class`, with
+    step_flops)``): those stored in ``path`` for this machine (``here``:
+    :func:`sigprop.tools.plan.machine`), the rest timed now (:func:`time_class`, with
     progress on stderr) and stored; ``recalibrate`` times every one again.  Returns the times
     and the keys reused from the file."""
     import datetime
@@ -200,9 +200,8 @@ def stored(
     from pathlib import Path
 
     from sigprop import atomic
-    from sigprop.tools.plan import machine
 
-    path, here = Path(path), machine()
+    path = Path(path)
     data: dict = {}
     if path.exists():
         try:
@@ -225,7 +224,7 @@ def stored(
         t = (
             time_measure(study, shard, options)
             if study.task == "measure"
-            else time_class(study, shard, options, flops, STEP_SECONDS)
+            else time_class(study, shard, options, flops, max_flops, STEP_SECONDS)
         )
         if t is not None:
             times[key] = {**t, "measured": today}
