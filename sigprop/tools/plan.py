@@ -399,16 +399,11 @@ def stored_rates(
     saying when each rate was measured and whether it came from the file."""
     import datetime
 
+    from sigprop.tools.step_times import read_calibration, write_calibration
+
     path = Path(path)
     here = machine()
-    data: dict = {}
-    if path.exists():
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            data = {}
-    if data.get("machine") != here:
-        data = {"machine": here}
+    data = read_calibration(path, here)
     stored = {} if recalibrate else dict(data.get("rates") or {})
     keys = {fam: calibration_key(fam, shape) for fam, shape in families_shapes.items()}
     missing = {fam: shape for fam, shape in families_shapes.items() if keys[fam] not in stored}
@@ -417,11 +412,8 @@ def stored_rates(
     for fam, rate in fresh.items():
         stored[keys[fam]] = {**rate, "measured": today}
     if fresh:
-        from sigprop import atomic
-
-        path.parent.mkdir(parents=True, exist_ok=True)
         data["rates"] = stored
-        atomic.write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        write_calibration(path, data)
     rates = {fam: stored[keys[fam]] for fam in families_shapes}
     source = {
         "file": str(path),

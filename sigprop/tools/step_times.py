@@ -183,6 +183,30 @@ def time_measure(study, shard, options: dict) -> dict[str, float] | None:
     }
 
 
+def read_calibration(path, here: dict) -> dict:
+    """The calibration file at ``path`` (family rates and step times) when it was measured on
+    the machine ``here`` (:func:`sigprop.tools.plan.machine`), else an empty one for ``here``
+    (also for a missing or unreadable file)."""
+    from pathlib import Path
+
+    data: dict = {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        data = {}
+    return data if data.get("machine") == here else {"machine": here}
+
+
+def write_calibration(path, data: dict) -> None:
+    """Write the calibration ``data`` to ``path`` atomically."""
+    from pathlib import Path
+
+    from sigprop import atomic
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(Path(path), json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
 STEP_SECONDS = 0.5
 """About how long each step class is timed (at least two steps after the warm-up)."""
 
@@ -199,17 +223,8 @@ def stored(
     import sys
     from pathlib import Path
 
-    from sigprop import atomic
-
     path = Path(path)
-    data: dict = {}
-    if path.exists():
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            data = {}
-    if data.get("machine") != here:
-        data = {"machine": here}
+    data = read_calibration(path, here)
     times = {} if recalibrate else dict(data.get("steps") or {})
     missing = [k for k in classes if k not in times]
     today = datetime.date.today().isoformat()
@@ -230,6 +245,5 @@ def stored(
             times[key] = {**t, "measured": today}
     if missing:
         data["steps"] = times
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        write_calibration(path, data)
     return {k: times[k] for k in classes if k in times}, sorted(set(classes) - set(missing))
