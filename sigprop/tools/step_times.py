@@ -1,8 +1,8 @@
 """CPU time of a training shard from its own step class, timed (the plan's CPU projection).
 
-A small shard's step is bound by per-operation overhead, not arithmetic: a 32-wide net of 20
-layers runs at a few GFLOP/s where a 512-wide one runs at fifty, so no single FLOP rate per
-family projects both.  Here each *step class* of a plan (the shard's family and step shape, its
+A small shard's step is bound by per-operation overhead, not arithmetic: a narrow deep net
+reaches a small fraction of the FLOP rate of a wide one, so no single rate per family projects
+both (docs/performance.md, "Sizing ladder rungs").  Here each *step class* of a plan (the shard's family and step shape, its
 input and output sizes, batch, models, dropout, optimizer and evaluation sizes: what sets the
 time of one training step and one evaluation) is timed directly: a few real training steps and
 one evaluation of the shard's own runs on Gaussian data of the shard's shapes, after a warm-up
@@ -18,8 +18,8 @@ A measurement study that trains inside its measurement (002's dropout learning: 
 every unit every ``eval_every`` steps, Monte Carlo dropout before and after) spends most of its
 time outside the training step, so its class is timed by running the study's own ``measure``
 on one run of the shard for ``eval_every`` and for four times as many steps (after a warm-up
-run), on the shard's prepared
-embedded data set: a fixed part and a part per step (:func:`time_measure`).  Where the data set
+run), on the shard's prepared embedded data set: a fixed part and a part per step
+(:func:`time_measure`).  Where the data set
 must be downloaded, the plan keeps its FLOP proxy for that shard.
 """
 
