@@ -272,7 +272,7 @@ def test_a_step_class_is_timed_on_the_shards_own_runs_and_scaled_back_when_cut()
     st = build_study("trainable_depth", "f.yaml", tiny_study(), "quick", 8)
     shard = st.shards[0]
     m = len(shard.runs)
-    assert m >= 2 and step_times.eval_sizes(st, shard, {}) == (1347, 450)
+    assert m >= 2 and P.eval_sizes(shard.runs[0], 1347, 450, st.eval_splits) == (1347, 450)
     flops = P.shard_costs(st, {})[0]["step_flops"]
     full = step_times.time_class(st, shard, {}, flops, P.CALIBRATION_FLOPS, seconds=0.01)
     assert full["models_timed"] == m and full["step_s"] > 0 and full["eval_s"] > 0

@@ -49,21 +49,23 @@ def width_for_params(p: float, depth: int, dataset: str, arch: str = "fc", width
     return int(round(k))
 
 
-def test_size(dataset: str, options: dict | None = None) -> int | None:
-    """Test examples of a prepared data set, known without building it (None: unknown): the
-    catalog's ``n_test`` for downloaded sets; digits' ``ceil(1797 * test_fraction)``; the
-    generated sets' ``n_test`` (0 where they have none)."""
+def split_sizes(dataset: str, options: dict | None = None) -> tuple[int | None, int | None]:
+    """``(n_train, n_test)`` of a prepared data set, known without building it (None where
+    unknown): downloaded sets from the catalog; digits keeps ``ceil(1797 * test_fraction)``
+    images for testing; the generated sets their ``n_train`` (or ``n``) and ``n_test``."""
     from . import catalog
 
     spec = catalog.get(dataset)
     if spec.source != "embedded":
-        return spec.n_test
+        return spec.n_train, spec.n_test
     args = _embedded_args(spec, options)
     if args is None:
-        return None
+        return None, None
     if spec.fmt in ("digits", "digits_images"):
-        return math.ceil(float(args["test_fraction"]) * DIGITS_TOTAL)
-    return int(args.get("n_test", 0))
+        n_test = math.ceil(float(args["test_fraction"]) * DIGITS_TOTAL)
+        return DIGITS_TOTAL - n_test, n_test
+    n_train = next((int(args[k]) for k in ("n_train", "n") if k in args), None)
+    return n_train, int(args.get("n_test", 0))
 
 
 def _embedded_args(spec, options: dict | None) -> dict | None:
@@ -90,17 +92,4 @@ def train_size(dataset: str, options: dict | None = None) -> int | None:
     over the defaults): digits keeps ``1797 - ceil(1797 * test_fraction)`` images for
     training (scikit-learn's ``train_test_split``), the generated sets ``n_train`` or ``n``.
     """
-    from . import catalog
-
-    spec = catalog.get(dataset)
-    if spec.source != "embedded":
-        return spec.n_train
-    args = _embedded_args(spec, options)
-    if args is None:
-        return None
-    if spec.fmt in ("digits", "digits_images"):
-        return DIGITS_TOTAL - math.ceil(float(args["test_fraction"]) * DIGITS_TOTAL)
-    for key in ("n_train", "n"):
-        if key in args:
-            return int(args[key])
-    return None
+    return split_sizes(dataset, options)[0]

@@ -64,6 +64,7 @@ from sigprop.tools.shard_shapes import (  # noqa: F401 (re-exported)
     EVAL_TRAIN_MAX,
     STEP_FIELDS,
     dataset_dims,
+    eval_sizes,
     shard_batch,
     step_shape,
 )
@@ -314,10 +315,7 @@ def shard_costs(study, options: dict, cache: StepCosts | None = None) -> list[di
         steps = max(r.steps for r in shard.runs)  # a measure study may train (002)
         evals = 0 if measure else steps // max(1, min(r.eval_every for r in shard.runs)) + 1
         splits = study.eval_splits
-        cap = r0.eval_max or max(EVAL_TRAIN_MAX, n_test)
-        n_eval = min(EVAL_TRAIN_MAX, n_train, cap) * ("train" in splits) + min(n_test, cap) * (
-            "test" in splits
-        )
+        n_eval = sum(eval_sizes(r0, n_train, n_test, splits))
         flops = m * (c.step_flops * steps + c.fwd_flops_per_example * n_eval * evals)
         bytes_per = 8 if r0.precision == "float64" else 4
         mem = m * (bytes_per * c.params * (4 + _slots(r0)) + c.act_bytes)
@@ -338,7 +336,9 @@ def shard_costs(study, options: dict, cache: StepCosts | None = None) -> list[di
                 "steps": steps,
                 "evals": evals,
                 "step_flops": c.step_flops,
-                "step_class": step_times.step_class(study, shard, options),
+                "step_class": step_times.step_class(
+                    study, shard, (in_shape, n_out, n_train, n_test)
+                ),
             }
         )
     return rows
@@ -432,15 +432,15 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
 
     from sigprop.runs import Shard
     from sigprop.tools.bench import gaussian_data
+    from sigprop.tools.step_times import calibration_cut, time_steps
     from sigprop.train.engine import ShardTrainer, initial_state, load_state, save_state
 
     rates = {}
     dev = torch.device("cpu")
     for fam, (run, in_shape, n_out, batch, step_flops, models) in families_shapes.items():
-        if step_flops > CALIBRATION_FLOPS:
-            batch = max(1, int(batch * CALIBRATION_FLOPS / step_flops))
-            step_flops *= batch / (run.micro_batch or run.batch_size or batch)
-        m = max(1, min(models, int(CALIBRATION_FLOPS // max(step_flops, 1.0))))
+        cut, m = calibration_cut(step_flops, batch, models, CALIBRATION_FLOPS)
+        step_flops *= cut / batch
+        batch = cut
         runs = tuple(
             dataclasses.replace(
                 run, seed=i, batch_size=batch, micro_batch=0, steps=10**6, eval_every=10**6
@@ -461,12 +461,7 @@ def calibrate(families_shapes: dict, seconds: float = 2.0) -> dict:
             load_state(path, shard)
             t_io = time.perf_counter() - t0
         tr = ShardTrainer(shard, data, params, dev, buffers=buffers)
-        tr.train_step()
-        n, t0 = 0, time.perf_counter()
-        while n < 2 or (time.perf_counter() - t0 < seconds and n < 20):
-            tr.train_step()
-            n += 1
-        dt = (time.perf_counter() - t0) / n
+        dt, n = time_steps(tr, seconds, 20)
         rates[fam] = {
             "gflops": m * step_flops / dt / 1e9,
             "step_s": dt,

@@ -10,7 +10,7 @@ EVAL_TRAIN_MAX = 2048  # as sigprop.train.engine.EVAL_TRAIN_MAX (checked in test
 def dataset_dims(name: str, options: dict) -> tuple[tuple[int, ...], int, int, int]:
     """``(input shape, outputs, n_train, n_test)`` of a data set, known without building it."""
     from sigprop.data import catalog
-    from sigprop.data.sizes import test_size, train_size
+    from sigprop.data.sizes import split_sizes
 
     spec = catalog.get(name)
     opts = (options or {}).get(name, {})
@@ -18,9 +18,8 @@ def dataset_dims(name: str, options: dict) -> tuple[tuple[int, ...], int, int, i
     if "d" in opts and len(shape) == 1:
         shape = (int(opts["d"]),)
     n_out = int(spec.n_classes or opts.get("d_out", 1))
-    n_train = train_size(name, opts) or 0
-    n_test = test_size(name, opts) or 0
-    return shape, n_out, int(n_train), n_test
+    n_train, n_test = split_sizes(name, opts)
+    return shape, n_out, int(n_train or 0), int(n_test or 0)
 
 
 STEP_FIELDS = (
@@ -46,3 +45,14 @@ def step_shape(run) -> tuple:
 
 def shard_batch(shard) -> int:
     return max(r.micro_batch or r.batch_size for r in shard.runs)
+
+
+def eval_sizes(run, n_train: int, n_test: int, splits) -> tuple[int, int]:
+    """Examples one evaluation of a shard whose first run is ``run`` scores on the training and
+    test splits (``splits``: the study's ``eval_splits``), as
+    :meth:`sigprop.train.engine.ShardTrainer.evaluate` does: at most :data:`EVAL_TRAIN_MAX`
+    training examples, and at most the run's ``eval_max`` of each split."""
+    cap = run.eval_max or None
+    n_tr = min(EVAL_TRAIN_MAX, n_train, cap or EVAL_TRAIN_MAX)
+    n_te = min(n_test, cap) if cap else n_test
+    return (n_tr if "train" in splits else 0), (n_te if "test" in splits else 0)

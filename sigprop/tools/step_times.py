@@ -31,29 +31,18 @@ import math
 import time
 
 
-def eval_sizes(study, shard, options: dict) -> tuple[int, int]:
-    """Examples one evaluation of ``shard`` scores on the training and test splits (as
-    :meth:`sigprop.train.engine.ShardTrainer.evaluate`)."""
-    from sigprop.tools.shard_shapes import EVAL_TRAIN_MAX, dataset_dims
+def step_class(study, shard, dims: tuple) -> str | None:
+    """The key of ``shard``'s step class (the module docstring), as JSON text; ``dims``: its
+    data set's ``(in_shape, n_out, n_train, n_test)``
+    (:func:`sigprop.tools.shard_shapes.dataset_dims`).  None for a measurement at
+    initialization (one step), which the plan keeps at its FLOP proxy."""
+    from sigprop.tools.shard_shapes import eval_sizes, shard_batch, step_shape
 
     r0 = shard.runs[0]
-    _, _, n_train, n_test = dataset_dims(r0.dataset, options)
-    cap = r0.eval_max or None
-    n_tr = min(EVAL_TRAIN_MAX, n_train, cap or EVAL_TRAIN_MAX)
-    n_te = min(n_test, cap) if cap else n_test
-    splits = study.eval_splits
-    return (n_tr if "train" in splits else 0), (n_te if "test" in splits else 0)
-
-
-def step_class(study, shard, options: dict) -> str | None:
-    """The key of ``shard``'s step class (the module docstring), as JSON text."""
-    from sigprop.tools.shard_shapes import dataset_dims, shard_batch, step_shape
-
-    r0 = shard.runs[0]
-    in_shape, n_out, _, _ = dataset_dims(r0.dataset, options)
+    in_shape, n_out, n_train, n_test = dims
     measure = study.task == "measure"
     if measure and r0.steps <= 1:
-        return None  # a measurement at initialization: the plan's FLOP proxy
+        return None
     return json.dumps(
         [
             study.kind if measure else "train",
@@ -68,9 +57,29 @@ def step_class(study, shard, options: dict) -> str | None:
             r0.keep_rate < 1,
             r0.optimizer,
             r0.momentum > 0,
-            list(eval_sizes(study, shard, options)),
+            list(eval_sizes(r0, n_train, n_test, study.eval_splits)),
         ]
     )
+
+
+def calibration_cut(step_flops: float, batch: int, models: int, max_flops: float):
+    """``(batch, models)`` to time a step of ``models`` models of ``step_flops`` each at
+    ``batch`` within ``max_flops``: the batch cut only where one model exceeds it, then the
+    models."""
+    b = batch if step_flops <= max_flops else max(1, int(batch * max_flops / step_flops))
+    m = max(1, min(models, int(max_flops // max(step_flops * b / batch, 1.0))))
+    return b, m
+
+
+def time_steps(trainer, seconds: float, most: int) -> tuple[float, int]:
+    """Seconds of one training step of ``trainer`` after a warm-up step: at least 2 steps, more
+    until about ``seconds`` (at most ``most``); and how many were timed."""
+    trainer.train_step()
+    n, t0 = 0, time.perf_counter()
+    while n < 2 or (time.perf_counter() - t0 < seconds and n < most):
+        trainer.train_step()
+        n += 1
+    return (time.perf_counter() - t0) / n, n
 
 
 def _data(n_train: int, n_test: int, in_shape, classes: int):
@@ -93,16 +102,13 @@ def time_class(
     import torch
 
     from sigprop.runs import Shard
-    from sigprop.tools.shard_shapes import dataset_dims, shard_batch
+    from sigprop.tools.shard_shapes import dataset_dims, eval_sizes, shard_batch
     from sigprop.train.engine import ShardTrainer, initial_state
 
     r0 = shard.runs[0]
-    in_shape, n_out, _, _ = dataset_dims(r0.dataset, options)
+    in_shape, n_out, n_train, n_test = dataset_dims(r0.dataset, options)
     batch, m = shard_batch(shard), len(shard.runs)
-    b_cal = batch
-    if step_flops > max_flops:
-        b_cal = max(1, int(batch * max_flops / step_flops))
-    m_cal = max(1, min(m, int(max_flops // max(step_flops * b_cal / batch, 1.0))))
+    b_cal, m_cal = calibration_cut(step_flops, batch, m, max_flops)
     cut = {"batch_size": b_cal, "micro_batch": 0} if b_cal != batch else {}
     runs = tuple(
         dataclasses.replace(
@@ -111,17 +117,12 @@ def time_class(
         for r in shard.runs[:m_cal]
     )
     cal = Shard(shard.shard_id, runs)
-    n_tr, n_te = eval_sizes(study, shard, options)
+    n_tr, n_te = eval_sizes(r0, n_train, n_test, study.eval_splits)
     data = _data(max(n_tr, 4 * b_cal, 64), max(n_te, 1), in_shape, max(n_out, 2))
     dev = torch.device("cpu")
     params, buffers = initial_state(cal, in_shape, n_out, dev, torch.float32)
     tr = ShardTrainer(cal, data, params, dev, buffers=buffers, eval_splits=study.eval_splits)
-    tr.train_step()
-    n, t0 = 0, time.perf_counter()
-    while n < 2 or (time.perf_counter() - t0 < seconds and n < 50):
-        tr.train_step()
-        n += 1
-    step_s = (time.perf_counter() - t0) / n
+    step_s, n = time_steps(tr, seconds, 50)
     t0 = time.perf_counter()
     tr.evaluate()
     eval_s = time.perf_counter() - t0
