@@ -148,6 +148,11 @@ def test_z_helpers_state_their_power():
     assert C.z_above(0.1, 0.1, 3)[0] == "inconclusive"  # within noise: the design cannot tell
     assert C.z_above(-0.31, 0.1, 3)[0] == "fail"
     assert C.z_above(0.5, 0.1, 3)[2] == pytest.approx(0.3)
+    # a count difference equal to k SE up to rounding lies on the boundary: not a pass
+    assert C.z_above(1.0 + 1e-15, 1 / 3, 3)[0] == "inconclusive"
+    assert C.z_above(-(1.0 + 1e-15), 1 / 3, 3)[0] == "inconclusive"
+    assert C.exceeds(0.12500000000000003, 0.125) is False
+    assert C.exceeds(0.1251, 0.125) is True
 
 
 def test_kendall_levels_and_the_three_item_rule():

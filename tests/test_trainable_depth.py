@@ -125,6 +125,23 @@ def test_the_standard_error_is_at_least_one_cell_per_seed():
     assert decide(0.05, 0.0, 3, 1000, 3.0, 0.02)[1] == pytest.approx(0.02)  # the tolerance floor
 
 
+def test_a_mean_on_its_margin_is_not_above_it_whatever_the_rounding():
+    """Four seeds over 12 cells where the 6ξ2 rule misses 1, 3, 1 and 1 cells more than the
+    other: the mean, 1.5 cells, equals the margin of 3 SE at the one-cell floor exactly; as a
+    difference of fit errors in floating point it lands one ulp above (0.12500000000000003
+    against 0.125), which must not read as a pass."""
+    from sigprop.studies.trainable_depth.claims import decide
+
+    err_min = np.array([2, 0, 2, 2]) / 12
+    err_6 = np.array([3, 3, 3, 3]) / 12
+    mean = float(np.mean(err_6 - err_min))
+    assert mean > 0.125  # the rounding this test is about
+    verdict, margin, _ = decide(mean, 0.0, 4, 12, 3.0, 0.02)
+    assert margin == pytest.approx(0.125) and verdict == "inconclusive"
+    assert decide(-mean, 0.0, 4, 12, 3.0, 0.02)[0] == "inconclusive"
+    assert decide(mean + 1 / 48, 0.0, 4, 12, 3.0, 0.02)[0] == "pass"  # a quarter cell more
+
+
 def test_a_grid_where_the_two_bounds_agree_detects_nothing(theory):
     """Depths 4-16 only: both 6ξ2 and min(12ξ1, 12ξ2) lie above every depth in every σ_w²
     column, so both rules call every cell trainable and their fit errors are equal whatever

@@ -57,14 +57,30 @@ def z_equivalent(deviation: float, se: float, margin: float, k: float) -> tuple[
     )
 
 
+# Relative slack below which two floats count as equal in :func:`exceeds`: statistics that move in
+# whole cells or counts can equal their margin exactly, and rounding must not decide the verdict.
+TIE_RTOL = 1e-9
+
+
+def exceeds(value: float, bound: float) -> bool:
+    """``value > bound``, where a value equal to the bound up to rounding (relative difference
+    below :data:`TIE_RTOL`) is not beyond it: a mean of cell counts that equals ``k`` SE exactly
+    in exact arithmetic lies on the boundary, whichever side its floating-point sum falls on."""
+    return bool(value > bound + TIE_RTOL * max(1.0, abs(bound)))
+
+
 def z_above(effect: float, se: float, k: float) -> tuple[str, str, float]:
     """A "larger than" claim: ``effect > k SE`` passes, ``effect < -k SE`` fails (the opposite
-    holds), in between is ``inconclusive`` (the design cannot tell).  The smallest effect it
-    detects is ``k SE``."""
+    holds), in between, or on either boundary (:func:`exceeds`), is ``inconclusive`` (the design
+    cannot tell).  The smallest effect it detects is ``k SE``."""
     if not (np.isfinite(effect) and np.isfinite(se)) or se < 0:
         return "inconclusive", f"effect > {k:g} SE (one-sided); no SE", np.nan
     bound = k * se
-    verdict = "pass" if effect > bound else ("fail" if effect < -bound else "inconclusive")
+    verdict = (
+        "pass"
+        if exceeds(effect, bound)
+        else ("fail" if exceeds(-effect, bound) else "inconclusive")
+    )
     return verdict, f"effect > {k:g} SE (one-sided; fail below -{k:g} SE)", float(bound)
 
 
