@@ -100,9 +100,10 @@ def test_declared_ladders_grow_from_the_quick_design(name):
     cfg = _cfg(name)
     lad = ladder_of(cfg, name)
     assert lad.scales[0] == "quick" and len(lad.rungs) >= 3
-    assert lad.fixed and lad.paper_budget > lad.rungs[-1].budget
+    assert lad.fixed and lad.paper_budget >= lad.rungs[-1].budget  # a top rung may be the paper's
     seeds = [{r.seed for r in build_study(name, "s.yaml", cfg, s, 64).runs} for s in lad.scales]
-    assert all(s == seeds[0] and len(s) >= 3 for s in seeds)  # seeds as at quick scale
+    # every rung runs the quick scale's seeds (an upper rung may add more), at least 3
+    assert all(s >= seeds[0] and len(s) >= 3 for s in seeds)
     assert [len(s) for s in seeds] == [r.seeds for r in lad.rungs]  # the SEs' declared seeds
 
 

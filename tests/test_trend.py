@@ -312,11 +312,16 @@ def test_committed_ladders_declare_their_commit_and_dropouts_redeclaration():
     from sigprop.config.ladder import declared_words, ladder_of
 
     lad = ladder_of(_study_file(), "d.yaml")
-    assert lad.fixed.commit == "cad00f2" and [d.commit for d in lad.redeclared] == ["b649d14"]
+    assert lad.fixed.commit == "cad00f2"
+    assert [d.commit for d in lad.redeclared] == ["b649d14", "cc43cc4"]
     words = declared_words(lad)
     assert "`cad00f2`" in words and "re-declared after rungs had run, at commit `b649d14`" in words
+    assert "at commit `cc43cc4` (2026-11-28): ladder3 at 24,000 steps on 6 seeds" in words
     assert "before any" not in words
     assert (
-        declared_words(ladder_of(_study_file("pruning_eoc"), "p.yaml"))
+        declared_words(ladder_of(_study_file("width_batch"), "w.yaml"))
         == "Rungs declared at commit `cad00f2` (2026-11-26)."
+    )
+    assert "at commit `067d5b7` (2026-11-28): ladder4" in declared_words(
+        ladder_of(_study_file("pruning_eoc"), "p.yaml")
     )
