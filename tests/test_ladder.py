@@ -17,17 +17,11 @@ from sigprop.claims.trend import read_trend
 from sigprop.config import ConfigError, build_study, load_yaml
 from sigprop.config.ladder import base_scales, is_rung, ladder_of
 from sigprop.publish import ladder as L
+from sigprop.tools.gpu_check import TRAINING_STUDIES
 
 COMMITTED = REPO / "docs/evidence/ladder"
 CONFIG = REPO / "config/config.yaml"
-TRAINING = (
-    "trainable_depth",
-    "training_speed",
-    "pruning_eoc",
-    "width_batch",
-    "dropout_training",
-    "pruning_resnet",
-)
+TRAINING = TRAINING_STUDIES  # the studies that train, named once (sigprop.tools.gpu_check)
 
 
 @pytest.fixture
