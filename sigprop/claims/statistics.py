@@ -69,6 +69,16 @@ def exceeds(value: float, bound: float) -> bool:
     return bool(value > bound + TIE_RTOL * max(1.0, abs(bound)))
 
 
+def margin_verdict(effect: float, bound: float) -> str:
+    """``pass`` when ``effect`` :func:`exceeds` ``bound``, ``fail`` when ``-effect`` does, else
+    ``inconclusive`` (within the margin, or on it up to rounding)."""
+    return (
+        "pass"
+        if exceeds(effect, bound)
+        else ("fail" if exceeds(-effect, bound) else "inconclusive")
+    )
+
+
 def z_above(effect: float, se: float, k: float) -> tuple[str, str, float]:
     """A "larger than" claim: ``effect > k SE`` passes, ``effect < -k SE`` fails (the opposite
     holds), in between, or on either boundary (:func:`exceeds`), is ``inconclusive`` (the design
@@ -76,11 +86,7 @@ def z_above(effect: float, se: float, k: float) -> tuple[str, str, float]:
     if not (np.isfinite(effect) and np.isfinite(se)) or se < 0:
         return "inconclusive", f"effect > {k:g} SE (one-sided); no SE", np.nan
     bound = k * se
-    verdict = (
-        "pass"
-        if exceeds(effect, bound)
-        else ("fail" if exceeds(-effect, bound) else "inconclusive")
-    )
+    verdict = margin_verdict(effect, bound)
     return verdict, f"effect > {k:g} SE (one-sided; fail below -{k:g} SE)", float(bound)
 
 

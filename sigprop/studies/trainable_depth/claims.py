@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import exceeds, false_pass_z
+from ...claims import false_pass_z, margin_verdict
 from ...claims.declared import build, result
 from . import CLAIMS, SOURCE, UNRESOLVABLE, trainability
 from .analysis import curve
@@ -38,16 +38,13 @@ def decide(mean: float, se: float, n: int, cells: int, k: float, tol: float):
     cell, and identical values over a few seeds do not show an SE of 0); the margin is
     max(k SE, ``tol``).  Pass above the margin, fail below minus it, else inconclusive (also
     with fewer than 2 seeds, and on the margin itself: a mean of whole cells can equal it
-    exactly, :func:`sigprop.claims.exceeds`).  Returns ``(verdict, margin, se_used)``.
+    exactly, :func:`sigprop.claims.margin_verdict`).  Returns ``(verdict, margin, se_used)``.
     """
     if n < 2 or not np.isfinite(mean) or cells < 1:
         return "inconclusive", float("nan"), float("nan")
     se_used = max(float(se) if np.isfinite(se) else 0.0, 1.0 / (cells * np.sqrt(n)))
     margin = max(k * se_used, tol)
-    verdict = (
-        "pass" if exceeds(mean, margin) else ("fail" if exceeds(-mean, margin) else "inconclusive")
-    )
-    return verdict, float(margin), float(se_used)
+    return margin_verdict(mean, margin), float(margin), float(se_used)
 
 
 def disagreement(cells: pd.DataFrame, rule_a, rule_b) -> float:
