@@ -160,38 +160,78 @@ def test_kendall_levels_and_the_three_item_rule():
     r3 = C.rank_claim([1, 2, 3], [1, 2, 3], 0.3)
     assert r3["measured"] == pytest.approx(1.0) and r3["verdict"] == "inconclusive"
     assert "fewer than 4" in r3["test"]
-    assert (
-        C.rank_claim([1, 2, 3], [1, 2, 3], 0.3, reason="the paper has 3 nets")["verdict"] == "pass"
-    )
+    # a stated reason admits 3 items, but a random order of 3 reaches tau = 1 with P = 1/6:
+    # no attainable tau is significant, so no pass is possible
+    r3r = C.rank_claim([1, 2, 3], [1, 2, 3], 0.3, reason="the paper has 3 nets")
+    assert r3r["verdict"] == "inconclusive" and "no pass possible" in r3r["test"]
+    assert np.isnan(r3r["detectable"])
+    # 4 items: P(tau >= 2/3) = 4/24 > 0.05, P(tau = 1) = 1/24: a pass needs the full order
     r4 = C.rank_claim([1, 2, 3, 4], [1, 2, 4, 3], 0.3)
-    assert r4["verdict"] == "pass" and r4["measured"] == pytest.approx(2 / 3)
-    assert r4["detectable"] == pytest.approx(1 / 3)  # levels of 4 items: 1, 2/3, 1/3, 0, ...
-    # 4 items pass a random order at tau >= 0.3 with P = 9/24: a pass that row() cannot count
-    assert r4["false_pass"] == pytest.approx(9 / 24)
+    assert r4["verdict"] == "inconclusive" and r4["measured"] == pytest.approx(2 / 3)
+    assert r4["detectable"] == pytest.approx(1.0)
+    assert r4["false_pass"] == pytest.approx(1 / 24)
+    full = C.rank_claim([1, 2, 3, 4], [1, 2, 3, 4], 0.3)
+    assert full["verdict"] == "pass" and full["false_pass"] == pytest.approx(1 / 24)
     r = C.row(
         "s",
         "c",
         "rises",
         "001",
-        r4["measured"],
+        full["measured"],
         "tau >= 0.3",
         0.3,
-        r4["verdict"],
-        test=r4["test"],
-        detectable=r4["detectable"],
-        false_pass=r4["false_pass"],
+        full["verdict"],
+        test=full["test"],
+        detectable=full["detectable"],
+        false_pass=full["false_pass"],
     )
-    assert r["verdict"] == "inconclusive" and "P(pass | claim false) = 0.375" in r["test"]
-    # a wrong sign fails only where it is significant: 4 reversed items are not (P = 9/24) ...
-    assert C.rank_claim([1, 2, 3, 4], [4, 3, 2, 1], 0.3)["verdict"] == "inconclusive"
-    # ... 6 reversed items are at 0.7 (P(tau <= -0.7) = 0.028; at 0.6 it is 0.068 > 0.05)
-    assert C.rank_claim(range(6), range(6)[::-1], 0.6)["verdict"] == "inconclusive"
+    assert r["verdict"] == "pass"
+    # a wrong sign fails where it is as significant as a pass must be: 4 reversed items
+    # (P = 1/24) ...
+    assert C.rank_claim([1, 2, 3, 4], [4, 3, 2, 1], 0.3)["verdict"] == "fail"
+    # ... and 6 reversed items at 0.6, whose threshold is -0.733 (P(tau <= -0.6) = 49/720 =
+    # 0.068 > 0.05, P(tau <= -0.733) = 20/720)
+    r6 = C.rank_claim(range(6), range(6)[::-1], 0.6)
+    assert r6["verdict"] == "fail" and r6["detectable"] == pytest.approx(1 - 8 / 30)
     r6 = C.rank_claim(range(6), range(6)[::-1], 0.7)
     assert r6["verdict"] == "fail" and r6["false_pass"] == pytest.approx(20 / 720)
     # a small wrong sign (tau = -1/3 over 6 items) is no evidence against the ordering
     assert C.rank_claim(range(6), [1, 0, 3, 2, 5, 4][::-1], 0.7)["verdict"] == "inconclusive"
     # between 0 and the threshold: the design cannot tell
     assert C.rank_claim([1, 2, 3, 4], [1, 2, 4, 3], 0.99)["verdict"] == "inconclusive"
+
+
+def test_a_rank_pass_is_the_significant_threshold_and_a_random_order_rarely_reaches_it():
+    # 5 untied items: tau >= 0.3 has P = 0.242 under a random order, tau >= 0.8 has 5/120, so
+    # the pass threshold is 0.8 and a perfect order passes (under a threshold of 0.3 alone it
+    # would pass a random order a quarter of the time)
+    r = C.rank_claim(range(5), range(5), 0.3)
+    assert r["verdict"] == "pass" and r["detectable"] == pytest.approx(0.8)
+    assert r["false_pass"] == pytest.approx(5 / 120)
+    assert C.rank_claim(range(5), [0, 2, 1, 4, 3], 0.3)["verdict"] == "inconclusive"  # 0.6
+    # 10 untied items: the threshold is the smallest level whose upper tail is <= 0.05, and the
+    # level below it has a tail above 0.05
+    law = C.kendall_law(10)
+    total = sum(law.values())
+    r10 = C.rank_claim(range(10), range(10), 0.3)
+    t = r10["detectable"]
+    at = min((v for v in law if float(v) >= t - 1e-9), key=float)
+    below = max((v for v in law if float(v) < t - 1e-9), key=float)
+
+    def tail(v):
+        return sum(c for w, c in law.items() if w >= v) / total
+
+    assert tail(at) <= 0.05 and r10["false_pass"] == pytest.approx(float(tail(at)))
+    assert tail(below) > 0.05 and t >= 0.3
+    # simulation: over random orders of 7 tied items the pass rate matches false_pass, <= 0.05
+    rng = np.random.default_rng(0)
+    x = np.arange(7)
+    y = np.array([1, 1, 2, 3, 3, 4, 5])
+    fp = C.rank_claim(x, y, 0.3)["false_pass"]
+    passes = np.mean(
+        [C.rank_claim(x, rng.permutation(y), 0.3)["verdict"] == "pass" for _ in range(1500)]
+    )
+    assert fp <= 0.05 and abs(passes - fp) < 4 * np.sqrt(fp * (1 - fp) / 1500) + 1e-3
 
 
 def test_false_pass_over_the_limit_is_refused_by_the_table_check():

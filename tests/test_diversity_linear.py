@@ -219,9 +219,8 @@ def test_group_rank_levels_and_verdicts():
     down = claims.group_rank(df.assign(v=-df.w), "w", "v", "d", 0.6)
     # a wrong sign as large as a pass needs, and significant under random orders: fail
     assert down["verdict"] == "fail" and down["measured"] == pytest.approx(-1.0)
-    assert (
-        "its P under a random order within groups = 0.032; significant at <= 0.05" in down["test"]
-    )
+    assert "fail at <= -0.667 (P = 0.032)" in down["test"]
+    assert "significant at <= 0.05 under a random order within groups" in down["test"]
     mixed = claims.group_rank(
         df.assign(v=np.where(df.d <= 2, df.w, -df.w + 0.5 * (df.w == 1))), "w", "v", "d", 0.6
     )
@@ -237,6 +236,14 @@ def test_group_rank_levels_and_verdicts():
         claims.group_rank(df.assign(v=-df.d + 0.01 * df.w), "d", "v", "w", 0.6, -1)["verdict"]
         == "pass"
     )
+    # 2 groups of 2 widths: a random order reaches mean tau = 1 with P = 1/4, so a claim cannot
+    # pass on them; a sanity row (a theorem's monotone curve, no random-order null) can
+    small = pd.DataFrame({"w": [1, 2, 1, 2], "d": [1, 1, 2, 2]}).assign(v=lambda f: f.w + f.d)
+    weak = claims.group_rank(small, "w", "v", "d", 0.6)
+    assert weak["measured"] == pytest.approx(1.0) and weak["verdict"] == "inconclusive"
+    assert "no pass possible" in weak["test"] and np.isnan(weak["false_pass"])
+    ident = claims.group_rank(small, "w", "v", "d", 0.6, significance=False)
+    assert ident["verdict"] == "pass" and ident["detectable"] == pytest.approx(1.0)
     # one value of x (found by the paper-scale smoke run: one net per block): no order to test,
     # inconclusive instead of a ZeroDivisionError in the null distribution
     one = claims.group_rank(

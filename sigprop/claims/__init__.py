@@ -60,6 +60,7 @@ from .rows import (
     values,
 )
 from .statistics import (
+    TAU_TOL,
     TIE_EXACT_MAX,
     TIE_SAMPLES,
     below_fraction,
@@ -74,6 +75,7 @@ from .statistics import (
     max_abs_z_bootstrap,
     rank_claim,
     rank_verdict,
+    significant_levels,
     tau_null_law,
     z_above,
     z_equivalent,
@@ -86,6 +88,7 @@ __all__ = [
     "KINDS",
     "MIN_ORDERED_ITEMS",
     "STATED",
+    "TAU_TOL",
     "TIE_EXACT_MAX",
     "TIE_SAMPLES",
     "VERDICTS",
@@ -113,6 +116,7 @@ __all__ = [
     "rank_verdict",
     "row",
     "sanity",
+    "significant_levels",
     "tally",
     "tau_null_law",
     "threshold_mismatches",

@@ -202,17 +202,56 @@ def rank_verdict(tau: float, min_tau: float, p_pass: float, p_fail: float) -> st
     return "inconclusive"
 
 
+TAU_TOL = 1e-9
+"""How close an ordering statistic may be to an attainable level and count as reaching it: the
+null laws round their levels (:func:`tau_null_law` to 12 decimals, a mean over groups to 9), so
+a statistic equal to a level may differ from its rounded value in the tenth decimal."""
+
+
+def significant_levels(
+    levels, probs, min_tau: float, alpha: float = FALSE_PASS_MAX
+) -> tuple[float, float, float, float]:
+    """The pass and fail thresholds of an ordering statistic with null law ``levels``, ``probs``
+    (its attainable values under a random order and their chances, :func:`tau_null_law`):
+    ``(pass_at, p_pass, fail_at, p_fail)``.  ``pass_at`` is the smallest attainable value
+    ``>= min_tau`` whose upper tail under the null is at most ``alpha`` (:data:`FALSE_PASS_MAX`), and
+    ``p_pass`` that tail, the chance a random order passes; ``fail_at`` mirrors it (the largest
+    attainable value ``<= -min_tau`` whose lower tail is at most ``alpha``).  A side
+    that no attainable value reaches is NaN, with its tail NaN.  With few items the threshold is
+    therefore above ``min_tau``: over 5 untied items a random order reaches tau >= 0.6 with
+    chance 0.117, tau >= 0.8 with 0.042, so a pass needs 0.8.  The test is the one-sided
+    permutation test of Kendall's tau at level :data:`FALSE_PASS_MAX` (Kendall 1938,
+    Biometrika 30: 81-93), with ``min_tau`` as the least effect that counts."""
+    levels, probs = np.asarray(levels, float), np.asarray(probs, float)
+    upper = np.cumsum(probs[::-1])[::-1]  # P(T >= levels[i])
+    lower = np.cumsum(probs)  # P(T <= levels[i])
+    ok_pass = (levels >= min_tau - TAU_TOL) & (upper <= alpha + 1e-12)
+    ok_fail = (levels <= -min_tau + TAU_TOL) & (lower <= alpha + 1e-12)
+    nan = float("nan")
+    if ok_pass.any():
+        i = int(np.flatnonzero(ok_pass)[0])
+        pass_at, p_pass = float(levels[i]), float(upper[i])
+    else:
+        pass_at, p_pass = nan, nan
+    if ok_fail.any():
+        i = int(np.flatnonzero(ok_fail)[-1])
+        fail_at, p_fail = float(levels[i]), float(lower[i])
+    else:
+        fail_at, p_fail = nan, nan
+    return pass_at, p_pass, fail_at, p_fail
+
+
 def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS, reason: str = "") -> dict:
-    """An ordering claim: Kendall's tau-b between ``x`` and ``y`` (finite pairs).  It passes at
-    ``tau >= min_tau``, fails at ``tau <= -min_tau`` when a random order reaches that so rarely
-    that the wrong sign is significant (:func:`rank_verdict`, the pass rule mirrored), and is
-    inconclusive in between (a small wrong sign is no evidence against the ordering).  With fewer
-    than ``min_items`` ordered items and no ``reason`` the verdict is ``inconclusive``; so is it
-    when no attainable tau reaches ``min_tau``, and when ``y`` takes a single value (all tied: no
-    order to test).  The attainable levels and the chances of passing and failing under no
-    association come from the tie-aware null (:func:`tau_null_law`).  Returns ``measured``,
-    ``verdict``, ``test``, ``detectable`` (the smallest attainable tau that passes),
-    ``false_pass`` (P(pass | random order): the claim is false) and ``n``."""
+    """An ordering claim: Kendall's tau-b between ``x`` and ``y`` (finite pairs), tested against
+    its null law over random orders with the ties kept (:func:`tau_null_law`).  It passes at
+    ``tau >= pass_at``, the smallest attainable tau ``>= min_tau`` that a random order reaches at
+    most :data:`FALSE_PASS_MAX` of the time, fails at ``tau <= fail_at``, the mirrored threshold
+    on the wrong side (:func:`significant_levels`), and is inconclusive in between (a small or
+    non-significant tau is no evidence either way).  With fewer than ``min_items`` ordered items
+    and no ``reason`` the verdict is ``inconclusive``; so is it when ``y`` takes a single value
+    (all tied: no order to test).  Returns ``measured``, ``verdict``, ``test``, ``detectable``
+    (``pass_at``: the smallest tau that passes; NaN when none can), ``false_pass`` (the chance a
+    random order passes, at most :data:`FALSE_PASS_MAX`) and ``n``."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
     n = int(np.unique(x[ok]).size)
@@ -237,36 +276,43 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS, reason:
                 "order to test, inconclusive"
             ),
         )
-    reach = levels[levels >= min_tau - 1e-12]
-    detectable = float(reach.min()) if reach.size else float("nan")
-    null = float(law["probs"][levels >= min_tau - 1e-12].sum())
-    null_fail = float(law["probs"][levels <= -min_tau + 1e-12].sum())
+    pass_at, p_pass, fail_at, p_fail = significant_levels(levels, law["probs"], min_tau)
     lv = ", ".join(f"{v:.2g}" for v in levels[levels > 0][:12])
     tie_note = (
         f"; {ties} tie(s) in y, null law {law['method']} over random orders with the ties kept"
         if ties or int(ok.sum()) != n
         else ""
     )
+    sig = f"significant at <= {FALSE_PASS_MAX:g} under a random order"
+    passes = (
+        f"pass at tau >= {pass_at:.3g} (P(pass | random order) = {p_pass:.3g})"
+        if np.isfinite(pass_at)
+        else f"no attainable tau is both >= {min_tau:g} and significant: no pass possible"
+    )
+    fails = (
+        f"fail at tau <= {fail_at:.3g} (P = {p_fail:.3g})"
+        if np.isfinite(fail_at)
+        else "no fail possible"
+    )
     test = (
-        f"Kendall tau-b >= {min_tau:g} over {n} ordered items (attainable positive tau: {lv}; "
-        f"P(pass | random order) = {null:.3g}){tie_note}; fail at tau <= -{min_tau:g} only "
-        f"when significant (P(tau <= -{min_tau:g} | random order) = {null_fail:.3g}; "
-        f"significant at <= {FALSE_PASS_MAX:g}), else inconclusive"
+        f"Kendall tau-b over {n} ordered items, >= {min_tau:g} and {sig} (attainable positive "
+        f"tau: {lv}): {passes}; {fails}; else inconclusive{tie_note}"
     )
     if not np.isfinite(tau):
         verdict = "inconclusive"
     elif n < min_items and not reason:
         verdict = "inconclusive"
         test += f"; fewer than {min_items} items: inconclusive"
-    elif not reach.size:
-        verdict = "inconclusive"
-        test += "; no attainable tau reaches the threshold"
+    elif np.isfinite(pass_at) and tau >= pass_at - TAU_TOL:
+        verdict = "pass"
+    elif np.isfinite(fail_at) and tau <= fail_at + TAU_TOL:
+        verdict = "fail"
     else:
-        verdict = rank_verdict(tau, min_tau, null, null_fail)
+        verdict = "inconclusive"
     if reason:
         test += f"; {n} items because {reason}"
     return dict(
-        measured=tau, verdict=verdict, test=test, detectable=detectable, n=n, false_pass=null
+        measured=tau, verdict=verdict, test=test, detectable=pass_at, n=n, false_pass=p_pass
     )
 
 

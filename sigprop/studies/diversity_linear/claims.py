@@ -32,7 +32,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...claims import FALSE_PASS_MAX, coarse, kendall_tau, rank_claim, rank_verdict, tau_null_law
+from ...claims import (
+    FALSE_PASS_MAX,
+    TAU_TOL,
+    coarse,
+    kendall_tau,
+    rank_claim,
+    significant_levels,
+    tau_null_law,
+)
 from ...claims.declared import build, result
 from ...theory import diversity as th
 from . import CLAIMS, COUNTED_TWICE, SOURCE, SOURCE_THM, TWIN, VARIANTS
@@ -90,16 +98,28 @@ def _groups(d: pd.DataFrame, x: str, y: str, by: str) -> list[pd.DataFrame]:
     return [g for g in gs if g[y].nunique() >= 2]
 
 
-def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: int = +1) -> dict:
-    """An ordering claim as the mean over groups ``by`` of Kendall tau-b(x, y) (:func:`trend`):
-    ``sign * tau >= tau_min`` passes and ``sign * tau <= -tau_min`` fails, each stated with its
-    chance under a random order within the groups (a fail only where that is at most 5 %:
-    :func:`sigprop.claims.rank_verdict`; a pass's chance is ``false_pass``, which
-    :func:`sigprop.claims.row` holds to 5 %); in between is inconclusive, and so is a mean of
-    exactly 0 (no order either way).  Groups tied in y are
-    left out; when every group is, the claim is inconclusive (a tie is no evidence against the
-    ordering: the batch sizes and thresholds are read on a grid of powers of 2).  Returns measured, verdict, test, detectable (the smallest
-    attainable ``sign * mean tau`` >= tau_min, in tau) and the description."""
+def group_rank(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    by: str,
+    tau_min: float,
+    sign: int = +1,
+    significance: bool = True,
+) -> dict:
+    """An ordering claim as the mean over groups ``by`` of Kendall tau-b(x, y) (:func:`trend`),
+    tested against its null law under a random order within the groups: it passes where
+    ``sign * tau`` reaches the smallest attainable mean ``>= tau_min`` that a random order reaches
+    at most 5 % of the time, fails at the mirrored threshold on the wrong side
+    (:func:`sigprop.claims.significant_levels`), and is inconclusive in between; so is a mean of
+    exactly 0 (no order either way).  Groups tied in y are left out; when every group is, the
+    claim is inconclusive (a tie is no evidence against the ordering: the batch sizes and
+    thresholds are read on a grid of powers of 2).  Returns measured, verdict, test, detectable
+    (the smallest ``sign * mean tau`` that passes, NaN when none can), ``false_pass`` (the
+    chance a random order passes) and the description.  ``significance=False`` (a sanity row:
+    the trend of a curve a theorem makes monotone, where a random order is no null) passes at
+    the smallest attainable mean ``>= tau_min`` and fails at the mirrored one, whatever their
+    chance under a random order."""
     tau, desc = trend(df, x, y, by)
     d = df[[x, y, by]].dropna()
     if d[x].nunique() < 2:
@@ -134,33 +154,46 @@ def group_rank(df: pd.DataFrame, x: str, y: str, by: str, tau_min: float, sign: 
         )
     null = mean_tau_null(laws)
     oriented = {sign * k: v for k, v in null.items()}
-    reach = np.array(sorted(k for k in oriented if k >= tau_min - 1e-12))
-    detectable = float(reach.min()) if reach.size else np.nan
-    p_pass = sum(v for k, v in oriented.items() if k >= tau_min - 1e-12)
-    p_fail = sum(v for k, v in oriented.items() if k <= -tau_min + 1e-12)
+    lv = np.array(sorted(oriented))
+    probs = np.array([oriented[k] for k in lv])
+    pass_at, p_pass, fail_at, p_fail = significant_levels(
+        lv, probs, tau_min, FALSE_PASS_MAX if significance else 1.0
+    )
+    detectable = pass_at
     sizes = [int(g[x].nunique()) for g in groups]
     n_items = int(sum(sizes))
     ties = sum(len(g) - g[y].nunique() for g in groups)
     sampled = any(lw["method"] == "sampled" for lw in laws)
+    st = sign * tau
+    passes = (
+        f"pass at {'>=' if sign > 0 else '<='} {sign * pass_at:+.3g} "
+        f"(P(pass | random order within groups) = {p_pass:.3f})"
+        if np.isfinite(pass_at)
+        else f"no attainable mean both beyond {sign * tau_min:+g} and significant: no pass possible"
+    )
+    fails = (
+        f"fail at {'<=' if sign > 0 else '>='} {sign * fail_at:+.3g} (P = {p_fail:.3f})"
+        if np.isfinite(fail_at)
+        else "no fail possible"
+    )
     test = (
         f"mean over {len(groups)} group(s) ({by}) of Kendall tau-b({x}, {y}), "
-        f"{'>=' if sign > 0 else '<='} {sign * tau_min:+g}; {n_items} ordered items in groups "
-        f"of {sizes}; smallest attainable mean >= {tau_min:g}: {detectable:.3g}; "
-        f"P(pass | random order within groups) = {p_pass:.3f}"
+        f"{'>=' if sign > 0 else '<='} {sign * tau_min:+g} and significant at <= "
+        f"{FALSE_PASS_MAX:g} under a random order within groups; {n_items} ordered items in "
+        f"groups of {sizes}: {passes}; {fails}; else inconclusive"
         f"{' (ties kept: ' + str(ties) + ' tied value(s) in ' + y + ')' if ties else ''}"
-        f"{' (null law sampled)' if sampled else ''}; fail at a wrong sign as large "
-        f"({'<=' if sign > 0 else '>='} {-sign * tau_min:+g}) only when significant "
-        f"(its P under a random order within groups = {p_fail:.3f}; significant at <= "
-        f"{FALSE_PASS_MAX:g}), else inconclusive; groups tied in {y} left out"
+        f"{' (null law sampled)' if sampled else ''}; groups tied in {y} left out"
     )
     if not np.isfinite(tau):
         verdict = "inconclusive"
     elif n_items < 4:
         verdict, test = "inconclusive", test + "; fewer than 4 items"
-    elif not reach.size:
-        verdict, test = "inconclusive", test + "; no attainable value reaches the threshold"
+    elif np.isfinite(pass_at) and st >= pass_at - TAU_TOL:
+        verdict = "pass"
+    elif np.isfinite(fail_at) and st <= fail_at + TAU_TOL:
+        verdict = "fail"
     else:
-        verdict = rank_verdict(sign * tau, tau_min, p_pass, p_fail)
+        verdict = "inconclusive"
     return dict(
         measured=tau,
         verdict=verdict,
@@ -245,8 +278,9 @@ def _orderings(
     of ``y`` over the nets ``df`` (:func:`group_rank`); where ``twins`` and the nets have one
     width per depth (:func:`twin_of`), the width row repeats the depth row's measurement
     (:func:`_twin`)."""
+    significance = kw.get("kind") != "sanity"
     rises, falls = (
-        _tau(c, q, group_rank(df, x, y, by, tau_min, sign), tau_min, **kw)
+        _tau(c, q, group_rank(df, x, y, by, tau_min, sign, significance), tau_min, **kw)
         for c, x, by, sign in zip(pair, ("width", "depth"), ("depth", "width"), (1, -1))
     )
     if twins and twin_of(df, "width", "depth", "depth", "width"):

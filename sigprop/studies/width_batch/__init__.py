@@ -38,9 +38,9 @@ Claims (tolerances in ``claims:``, fixed before any result was seen), per panel:
    ranks ReLU nets.
 
 Claims 2-4 are ordering claims tested by :func:`sigprop.claims.rank_claim` (Kendall's tau-b,
-its null law over random orders with ties kept): pass at tau >= ``min_tau`` when a random order
-would pass at most 5 % of the time, fail at tau <= -``min_tau`` when that is as rare under a
-random order, inconclusive otherwise, with fewer than 4 ordered items (nets), or when every net
+its null law over random orders with ties kept): pass at the smallest attainable tau >=
+``min_tau`` that a random order reaches at most 5 % of the time, fail at the mirrored threshold,
+inconclusive otherwise, with fewer than 4 ordered items (nets), or when every net
 ties (no order to test); the quick scale has 5 nets (depths 1, 2, 3, 4, 10) and 3 seeds
 (the config's ``design.changes``).  All four rows are ``claim`` rows; none is a sanity check.
 All are one-sided (a count above a fraction, an order), so none has an equivalence margin.

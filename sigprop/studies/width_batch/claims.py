@@ -3,12 +3,12 @@
 
 All four are ``claim`` rows (measured on trained nets, they could come out either way).  The
 three ordering claims use :func:`sigprop.claims.rank_claim`: Kendall's tau over the nets (one
-item per net, epochs averaged over seeds) passes at ``claims.min_tau`` when a random order
-would pass at most 5 % of the time (``false_pass``), fails at tau <= -min_tau when that is as
-significant, and is inconclusive otherwise, with fewer than 4 ordered items, or when every net
-ties in y (no order to test: tau is undefined, never read as 0); the test string states the
-attainable tau-b levels and the chances of a pass and a fail under a random order, from the
-null law with the ties kept.  ``threshold_exists`` is a
+item per net, epochs averaged over seeds) passes at the smallest attainable tau >=
+``claims.min_tau`` that a random order reaches at most 5 % of the time (its chance is
+``false_pass``), fails at the mirrored threshold, and is inconclusive otherwise, with fewer than
+4 ordered items, or when every net ties in y (no order to test: tau is undefined, never read as
+0); the test string states the attainable tau-b levels, both thresholds and their chances
+under a random order, from the null law with the ties kept.  ``threshold_exists`` is a
 count over nets; its resolution (``detectable``) is one net, 1 / (nets with a B*)."""
 
 from __future__ import annotations
