@@ -167,6 +167,16 @@ def test_published_rungs_pass_the_check_until_the_config_moves(in_repo, tmp_path
     prov = json.loads((ev / study / "ladder2/provenance.json").read_text())
     assert prov["scale"] == "ladder2" and prov["budget"] == lad.rungs[1].budget
     assert prov["machine"]["gpu"] is None
+    assert "stopped_job_s" not in prov
+    # a run resumed from a stopped attempt's checkpoints counts that attempt's job time too
+    runs2 = L.studies_at(CONFIG, [study], "ladder2")[study].runs
+    res2 = _rung_results(tmp_path / "again", study, "ladder2", runs2)
+    again = L.publish_rung(study, "ladder2", res2, tmp_path / "ev2", CONFIG, stopped_job_s=60.0)
+    prov2 = json.loads((again / "provenance.json").read_text())
+    assert prov2["stopped_job_s"] == 60.0 and prov2["job_s"] == pytest.approx(prov["job_s"] + 60)
+    assert "1.0 of them in a stopped attempt" in (again / "claims.md").read_text()
+    with pytest.raises(ValueError, match="stopped attempt"):
+        L.publish_rung(study, "ladder2", res2, tmp_path / "ev3", CONFIG, stopped_job_s=-1.0)
     # a rung published, consistently, from runs the config no longer gives
     rung2 = pd.read_parquet(ev / study / "ladder2/claims.parquet")
     shutil.rmtree(ev / study / "ladder2")

@@ -76,11 +76,14 @@ def publish_rung(
     command: str = "",
     alongside: str = "",
     note: str = "",
+    stopped_job_s: float = 0.0,
 ) -> Path:
     """Copy ``results/<study>/claims.parquet`` of a run of ``study`` at rung ``rung`` to
     ``out/<study>/<rung>/`` with ``provenance.json`` and ``claims.md``.  Refused unless the
     results' run ids are exactly the rung's run ids under ``config_path`` today and the claims
-    table is stamped with the rung's scale."""
+    table is stamped with the rung's scale.  ``stopped_job_s``: the job time of an earlier
+    attempt that was stopped and whose shard checkpoints this run resumed from (the benchmark
+    files hold only the resumed part); it is added to ``job_s`` and stated on its own."""
     results, out = Path(results), Path(out)
     lad = ladder_for(config_path, study)
     if rung not in lad.scales:
@@ -107,6 +110,11 @@ def publish_rung(
         "plan_s": plan_s,
         "alongside": alongside,
     }
+    if stopped_job_s:
+        if stopped_job_s < 0:
+            raise ValueError(f"{study} {rung}: a stopped attempt's job time of {stopped_job_s} s")
+        prov["job_s"] = round(prov["job_s"] + stopped_job_s, 1)
+        prov["stopped_job_s"] = round(stopped_job_s, 1)
     dest = write_committed(
         tables.read(claims_path, tables.CLAIM_COLUMNS),
         tables.stamp_of(claims_path),
@@ -133,11 +141,17 @@ def write_rung_view(dest: str | Path) -> Path:
     dirty = " (with uncommitted changes)" if prov.get("uncommitted_changes") else ""
     beside = f"  Alongside: {prov['alongside']}." if prov.get("alongside") else ""
     note = f"  {prov['note']}" if prov.get("note") else ""
+    stopped = (
+        f" ({prov['stopped_job_s'] / 60:.1f} of them in a stopped attempt it resumed from)"
+        if prov.get("stopped_job_s")
+        else ""
+    )
     (dest / "claims.md").write_text(
         f"# {prov['study']}: ladder rung {prov['scale']} (budget {prov['budget']:g} "
         f"{prov['budget_unit']})\n\nRun on {prov['date']} at commit `{prov['commit'][:10]}`"
         f"{dirty} on {prov['machine']['cpu']} ({prov['machine']['cores']} cores, no GPU): "
-        f"{wall}{plan}, {prov['job_s'] / 60:.1f} min of jobs, {prov['runs']} runs.  Command: "
+        f"{wall}{plan}, {prov['job_s'] / 60:.1f} min of jobs{stopped}, {prov['runs']} runs.  "
+        "Command: "
         f"`{prov.get('command', '')}`.{beside}{note}\n\n{tally_line(claims)}\n\n"
         f"{to_markdown(view)}"
     )
@@ -377,6 +391,13 @@ def register(subparsers) -> None:
     ld.add_argument("--command", default="", help="publish: the command that ran it")
     ld.add_argument("--alongside", default="", help="publish: what else ran at the same time")
     ld.add_argument("--note", default="", help="publish: anything else a reader needs")
+    ld.add_argument(
+        "--stopped-job-seconds",
+        type=float,
+        default=0.0,
+        help="publish: job time of a stopped earlier attempt whose checkpoints the run resumed "
+        "from (added to the job time) [default: 0]",
+    )
     ld.set_defaults(func=main)
 
 
@@ -437,6 +458,7 @@ def main(args: dict) -> int:
                 args["command"],
                 args["alongside"],
                 args["note"],
+                args["stopped_job_seconds"],
             )
             print(f"wrote {dest}")
             return 0
