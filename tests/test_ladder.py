@@ -232,6 +232,20 @@ def test_referee_summary_and_papers_doc_show_the_trend_beside_the_verdicts():
     assert "toward (supported at r2)" in cells["c"] and "toward" not in cells["d"]
 
 
+def test_a_claim_is_decided_by_its_trend_or_its_top_rung_and_only_claims_count():
+    from sigprop.claims.trend import decided
+
+    t = pd.DataFrame(
+        {
+            "kind": ["claim", "claim", "claim", "claim", "summary", "beyond"],
+            "trend": ["flat", "inconclusive", "inconclusive", "away", "toward", "toward"],
+            "top_verdict": ["inconclusive", "fail", "inconclusive", "pass", "pass", "pass"],
+        }
+    )
+    assert decided(t) == (3, 4)
+    assert decided(_trend_table()) == (1, 1)
+
+
 def test_ladder_figure_draws_one_panel_per_claim_with_the_papers_value():
     import matplotlib
 

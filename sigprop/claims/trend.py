@@ -343,3 +343,12 @@ def top_reading(t) -> str:
         str(t.top_verdict), str(t.top_verdict)
     )
     return f"{words} at {t.top_rung}"
+
+
+def decided(t: pd.DataFrame) -> tuple[int, int]:
+    """``(decided, claims)`` of a trend table ``t`` (:func:`read_trend`): of its counted claims
+    (kind ``claim``), those with a decided trend (``toward``, ``away`` or ``flat``) or a decided
+    verdict at the top rung (``pass`` or ``fail``); the rest the ladder cannot yet decide."""
+    c = t[t.kind == "claim"]
+    ok = c.trend.isin(["toward", "away", "flat"]) | c.top_verdict.isin(["pass", "fail"])
+    return int(ok.sum()), len(c)
