@@ -318,10 +318,16 @@ def test_committed_ladders_declare_their_commit_and_dropouts_redeclaration():
     assert "`cad00f2`" in words and "re-declared after rungs had run, at commit `b649d14`" in words
     assert "at commit `cc43cc4` (2026-11-28): ladder3 at 24,000 steps on 6 seeds" in words
     assert "before any" not in words
-    assert (
-        declared_words(ladder_of(_study_file("width_batch"), "w.yaml"))
-        == "Rungs declared at commit `cad00f2` (2026-11-26)."
+    assert "at commit `ed274ec` (2026-11-28): ladder4" in declared_words(
+        ladder_of(_study_file("width_batch"), "w.yaml")
     )
-    assert "at commit `067d5b7` (2026-11-28): ladder4" in declared_words(
-        ladder_of(_study_file("pruning_eoc"), "p.yaml")
+    eoc = declared_words(ladder_of(_study_file("pruning_eoc"), "p.yaml"))
+    assert "at commit `067d5b7` (2026-11-28): ladder4" in eoc
+    assert "at commit `f93c13f` (2026-11-28): ladder4 declared again with 8 seeds" in eoc
+    assert "re-declared after rungs had run, at commit `2156eda`" in declared_words(
+        ladder_of(_study_file("training_speed"), "t.yaml")
+    )
+    assert (
+        declared_words(ladder_of(_study_file("pruning_resnet"), "r.yaml"))
+        == "Rungs declared at commit `902f99f` (2026-11-28)."
     )
