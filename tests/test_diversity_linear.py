@@ -219,7 +219,7 @@ def test_group_rank_levels_and_verdicts():
     down = claims.group_rank(df.assign(v=-df.w), "w", "v", "d", 0.6)
     # a wrong sign as large as a pass needs, and significant under random orders: fail
     assert down["verdict"] == "fail" and down["measured"] == pytest.approx(-1.0)
-    assert "fail at <= -0.667 (P = 0.032)" in down["test"]
+    assert "fail at <= -0.667 (P = 0.0316)" in down["test"]
     assert "significant at <= 0.05 under a random order within groups" in down["test"]
     mixed = claims.group_rank(
         df.assign(v=np.where(df.d <= 2, df.w, -df.w + 0.5 * (df.w == 1))), "w", "v", "d", 0.6

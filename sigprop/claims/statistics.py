@@ -241,6 +241,45 @@ def significant_levels(
     return pass_at, p_pass, fail_at, p_fail
 
 
+def level_verdict(stat: float, pass_at: float, fail_at: float) -> str:
+    """The verdict of an ordering statistic against its thresholds (:func:`significant_levels`,
+    oriented so that the claim predicts a large value): ``pass`` at ``stat >= pass_at``,
+    ``fail`` at ``stat <= fail_at``, else ``inconclusive`` (also for a NaN statistic or
+    threshold)."""
+    if np.isfinite(stat) and np.isfinite(pass_at) and stat >= pass_at - TAU_TOL:
+        return "pass"
+    if np.isfinite(stat) and np.isfinite(fail_at) and stat <= fail_at + TAU_TOL:
+        return "fail"
+    return "inconclusive"
+
+
+def level_words(
+    pass_at: float,
+    p_pass: float,
+    fail_at: float,
+    p_fail: float,
+    min_tau: float,
+    sign: int = +1,
+    null: str = "random order",
+) -> str:
+    """The pass and fail thresholds of :func:`significant_levels` in words, each with its chance
+    under ``null``, in the statistic's own orientation (``sign`` -1: the claim predicts a
+    falling order, so the thresholds are read with their signs flipped)."""
+    up, down = (">=", "<=") if sign > 0 else ("<=", ">=")
+    passes = (
+        f"pass at {up} {sign * pass_at:+.3g} (P(pass | {null}) = {p_pass:.3g})"
+        if np.isfinite(pass_at)
+        else f"no attainable value both beyond {sign * min_tau:+g} and significant: no pass "
+        "possible"
+    )
+    fails = (
+        f"fail at {down} {sign * fail_at:+.3g} (P = {p_fail:.3g})"
+        if np.isfinite(fail_at)
+        else "no fail possible"
+    )
+    return f"{passes}; {fails}"
+
+
 def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS, reason: str = "") -> dict:
     """An ordering claim: Kendall's tau-b between ``x`` and ``y`` (finite pairs), tested against
     its null law over random orders with the ties kept (:func:`tau_null_law`).  It passes at
@@ -283,32 +322,16 @@ def rank_claim(x, y, min_tau: float, min_items: int = MIN_ORDERED_ITEMS, reason:
         if ties or int(ok.sum()) != n
         else ""
     )
-    sig = f"significant at <= {FALSE_PASS_MAX:g} under a random order"
-    passes = (
-        f"pass at tau >= {pass_at:.3g} (P(pass | random order) = {p_pass:.3g})"
-        if np.isfinite(pass_at)
-        else f"no attainable tau is both >= {min_tau:g} and significant: no pass possible"
-    )
-    fails = (
-        f"fail at tau <= {fail_at:.3g} (P = {p_fail:.3g})"
-        if np.isfinite(fail_at)
-        else "no fail possible"
-    )
     test = (
-        f"Kendall tau-b over {n} ordered items, >= {min_tau:g} and {sig} (attainable positive "
-        f"tau: {lv}): {passes}; {fails}; else inconclusive{tie_note}"
+        f"Kendall tau-b over {n} ordered items, >= {min_tau:g} and significant at <= "
+        f"{FALSE_PASS_MAX:g} under a random order (attainable positive tau: {lv}): "
+        f"{level_words(pass_at, p_pass, fail_at, p_fail, min_tau)}; else inconclusive{tie_note}"
     )
-    if not np.isfinite(tau):
-        verdict = "inconclusive"
-    elif n < min_items and not reason:
+    if n < min_items and not reason and np.isfinite(tau):
         verdict = "inconclusive"
         test += f"; fewer than {min_items} items: inconclusive"
-    elif np.isfinite(pass_at) and tau >= pass_at - TAU_TOL:
-        verdict = "pass"
-    elif np.isfinite(fail_at) and tau <= fail_at + TAU_TOL:
-        verdict = "fail"
     else:
-        verdict = "inconclusive"
+        verdict = level_verdict(tau, pass_at, fail_at)
     if reason:
         test += f"; {n} items because {reason}"
     return dict(

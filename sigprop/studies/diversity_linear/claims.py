@@ -34,9 +34,10 @@ import pandas as pd
 
 from ...claims import (
     FALSE_PASS_MAX,
-    TAU_TOL,
     coarse,
     kendall_tau,
+    level_verdict,
+    level_words,
     rank_claim,
     significant_levels,
     tau_null_law,
@@ -164,36 +165,20 @@ def group_rank(
     n_items = int(sum(sizes))
     ties = sum(len(g) - g[y].nunique() for g in groups)
     sampled = any(lw["method"] == "sampled" for lw in laws)
-    st = sign * tau
-    passes = (
-        f"pass at {'>=' if sign > 0 else '<='} {sign * pass_at:+.3g} "
-        f"(P(pass | random order within groups) = {p_pass:.3f})"
-        if np.isfinite(pass_at)
-        else f"no attainable mean both beyond {sign * tau_min:+g} and significant: no pass possible"
-    )
-    fails = (
-        f"fail at {'<=' if sign > 0 else '>='} {sign * fail_at:+.3g} (P = {p_fail:.3f})"
-        if np.isfinite(fail_at)
-        else "no fail possible"
-    )
     test = (
         f"mean over {len(groups)} group(s) ({by}) of Kendall tau-b({x}, {y}), "
         f"{'>=' if sign > 0 else '<='} {sign * tau_min:+g} and significant at <= "
         f"{FALSE_PASS_MAX:g} under a random order within groups; {n_items} ordered items in "
-        f"groups of {sizes}: {passes}; {fails}; else inconclusive"
+        f"groups of {sizes}: "
+        f"{level_words(pass_at, p_pass, fail_at, p_fail, tau_min, sign, 'random order within groups')}"
+        "; else inconclusive"
         f"{' (ties kept: ' + str(ties) + ' tied value(s) in ' + y + ')' if ties else ''}"
         f"{' (null law sampled)' if sampled else ''}; groups tied in {y} left out"
     )
-    if not np.isfinite(tau):
-        verdict = "inconclusive"
-    elif n_items < 4:
+    if n_items < 4 and np.isfinite(tau):
         verdict, test = "inconclusive", test + "; fewer than 4 items"
-    elif np.isfinite(pass_at) and st >= pass_at - TAU_TOL:
-        verdict = "pass"
-    elif np.isfinite(fail_at) and st <= fail_at + TAU_TOL:
-        verdict = "fail"
     else:
-        verdict = "inconclusive"
+        verdict = level_verdict(sign * tau, pass_at, fail_at)
     return dict(
         measured=tau,
         verdict=verdict,
