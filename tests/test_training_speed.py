@@ -369,6 +369,27 @@ def test_band_verdict_needs_the_mean_k_standard_errors_inside_the_band():
     assert band_verdict(-1.0, 0.05, 1, 3.0, lcr, 0.0) == "inconclusive"
     # seeds that agree exactly (SE 0) resolve nothing
     assert band_verdict(-1.0, 0.0, 3, 3.0, lcr, 0.0) == "inconclusive"
+    # the mirrored fail threshold (collapse_fail_ratio = collapse_ratio): a ratio resolved
+    # between 0.5 and 1 fails, which the threshold at a ratio of 1 leaves undecided
+    assert band_verdict(-0.04, 0.174, 6, 3.0, lcr, lcr) == "fail"  # -0.56 >= ln 0.5
+    assert band_verdict(-0.04, 0.174, 6, 3.0, lcr, 0.0) == "inconclusive"
+    assert band_verdict(-0.3, 0.174, 6, 3.0, lcr, lcr) == "inconclusive"  # -0.82 < ln 0.5
+
+
+def test_the_collapse_fail_ratio_is_read_from_the_config_and_checked():
+    from sigprop.params import ParamError
+
+    assert P.claims.collapse_fail_ratio == 0.5  # the default: the pass threshold mirrored
+    one = resolve(
+        "training_speed", {**CFG, "claims": {**CFG["claims"], "collapse_fail_ratio": 1}}, "quick"
+    )
+    assert one.claims.collapse_fail_ratio == 1.0
+    with pytest.raises(ParamError, match="claims.collapse_fail_ratio"):
+        resolve(
+            "training_speed",
+            {**CFG, "claims": {**CFG["claims"], "collapse_fail_ratio": 0.4}},
+            "quick",
+        )
 
 
 # ------------------------------------------------------------------ theory, figure, config

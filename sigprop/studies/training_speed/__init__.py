@@ -60,7 +60,7 @@ CLAIMS = {
         "rescaled by L: τ = f1(ηL)",
         expected="mean ln(D(ηL)/D(η)) ≤ ln {cr:g} = {lcr:.3f}",
         test="seed mean of r = ln(D(ηL)/D(η)) over {n} seeds: pass when mean + {k:g} SE ≤ ln "
-        "{cr:g}, fail when mean − {k:g} SE ≥ 0 (ln ratio of dispersions); " + _ZERO_SE,
+        "{cr:g}, fail when mean − {k:g} SE ≥ ln {fr:g} (ln ratio of dispersions); " + _ZERO_SE,
         detail=_CURVES + "; r = {m:.3g} ± {m_se:.3g} (geometric-mean ratio {ratio:.3g})",
     ),
     "collapse_eta": Claim(
@@ -70,7 +70,7 @@ CLAIMS = {
         expected="ln(D(η)/D(ηL)) ≤ ln {cr:g} and δ = ln-ratio of the ρ = 1 control minus that "
         "of ρ = {rho:g} > {k:g} SE",
         test="seed means over {n} seeds: r = ln(D(η)/D(ηL)) must satisfy mean + {k:g} SE ≤ ln "
-        "{cr:g} (fail at mean − {k:g} SE ≥ 0), and δ = r(ρ = 1 control, same depths) − r, "
+        "{cr:g} (fail at mean − {k:g} SE ≥ ln {fr:g}), and δ = r(ρ = 1 control, same depths) − r, "
         "paired by seed, must exceed {k:g} SE (fail below −{k:g} SE); measured and "
         "detectable: δ (ln ratio of dispersions); " + _ZERO_SE,
         detail=_CURVES + "; depth scale ξ2 = {xi2:.3g} (6ξ2 = {xi2_6:.3g}, 12ξ2 = "
@@ -139,7 +139,15 @@ class Claims:
         gt=0,
         le=1,
         doc="a collapse claim passes when D(predicted scaling) <= "
-        "this times D(other scaling); it fails at >= 1",
+        "this times D(other scaling), by the seed mean of the ln ratio plus k SE",
+    )
+    collapse_fail_ratio: float = param(
+        0.5,
+        gt=0,
+        le=1,
+        doc="a collapse claim fails when the seed mean of ln(D(predicted scaling) / D(other "
+        "scaling)) minus k SE is at or above ln of this: the ratio is resolved above it "
+        "(at least collapse_ratio; equal to it, the pass threshold mirrored)",
     )
     outlier_ratio: float = param(
         2.0,
@@ -166,6 +174,12 @@ class Claims:
     )
 
     def __post_init__(self):
+        if self.collapse_fail_ratio < self.collapse_ratio:
+            raise ParamError(
+                f"key 'claims.collapse_fail_ratio': {self.collapse_fail_ratio:g} is below "
+                f"claims.collapse_ratio {self.collapse_ratio:g}: a ratio between them would "
+                "both pass and fail"
+            )
         _check_keep_rates(self.paper_collapse_depth, "paper_collapse_depth")
         _check_keep_rates(self.paper_outlier_depth, "paper_outlier_depth")
 

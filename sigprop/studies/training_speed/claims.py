@@ -113,13 +113,14 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     :func:`sigprop.studies.training_speed.speed.dispersion`, x = η or ηL.  With k = ``seed_z``:
 
     * ``collapse_etaL[rho=1]``: r_s = ln(D_s(ηL) / D_s(η)) over the depths of ρ = 1 (not the
-      controls); pass when mean r + k SE ≤ ln ``collapse_ratio``, fail when mean r − k SE ≥ 0
-      (η collapses them at least as well), else inconclusive.
+      controls); pass when mean r + k SE ≤ ln ``collapse_ratio``, fail when mean r − k SE ≥
+      ln ``collapse_fail_ratio`` (the ratio is resolved above the one a collapse needs; the
+      pass threshold mirrored), else inconclusive.
     * ``collapse_eta[rho=ρ]`` (ρ < 1): r_s = ln(D_s(η) / D_s(ηL)) over the collapse set, and
       the same statistic r1_s of the ρ = 1 control at the same depths; the measured effect is
       δ = mean(r1_s − r_s) (how much better the dropout nets collapse in η than the control).
       Pass when ρ collapses in η (mean r + k SE ≤ ln ``collapse_ratio``) and δ > k SE(δ); fail
-      when ρ does not collapse in η (mean r − k SE ≥ 0) or the control collapses in η better
+      when ρ does not collapse in η (mean r − k SE ≥ ln ``collapse_fail_ratio``) or the control collapses in η better
       (δ < −k SE); otherwise inconclusive (also without a control at the same depths).
     * ``outlier_departs[rho=ρ]`` (ρ < 1): D_out and D_in of
       :func:`sigprop.studies.training_speed.speed.outlier_gap` per seed (a censored deep point counts as its
@@ -136,8 +137,8 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     """
     an, cl = p.analysis, p.claims
     min_ov, step = float(an.min_overlap_decades), float(an.grid_step_decades)
-    k, cr = float(cl.seed_z), float(cl.collapse_ratio)
-    lcr = float(np.log(cr))
+    k, cr, fr = float(cl.seed_z), float(cl.collapse_ratio), float(cl.collapse_fail_ratio)
+    lcr, lfr = float(np.log(cr)), float(np.log(fr))
     by_seed = per_seed_curves(runs)
     seeds = sorted(by_seed)
     c = speed.curves(speed.tau_table(runs))
@@ -170,7 +171,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         d_eta = mean_se([disp[s]["eta"] for s in seeds])
         d_etaL = mean_se([disp[s]["etaL"] for s in seeds])
         # the texts' fields shared by the rows of this keep rate
-        f = dict(rho=rho, k=k, cr=cr, T=T, target=target, seeds=len(seeds), n_points=len(cc))
+        f = dict(rho=rho, k=k, cr=cr, fr=fr, T=T, target=target, seeds=len(seeds), n_points=len(cc))
         f |= dict(d_eta=d_eta[0], d_eta_se=d_eta[1], d_etaL=d_etaL[0], d_etaL_se=d_etaL[1])
         f |= dict(depths="L ∈ {" + ", ".join(map(str, pan["collapse"])) + "}")
         f |= dict(n_cens=int((~cc.reached).sum()))
@@ -182,7 +183,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                     f"rho={rho:g}",
                     measured=m,
                     tolerance=cr,
-                    verdict=band_verdict(m, se, n, k, lcr, 0.0),
+                    verdict=band_verdict(m, se, n, k, lcr, lfr),
                     detectable=resolution(k, se),
                     se=se,
                     false_pass=false_pass_z(k, n - 1),
@@ -198,7 +199,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         paper_xi2 = "" if paper is None else f", the paper's L ≤ {paper} = {paper / xi2:.2g} ξ2"
         r = {s: _log_ratio(disp[s]["eta"], disp[s]["etaL"]) for s in seeds}
         m, se, n = mean_se(r.values())
-        own = band_verdict(m, se, n, k, lcr, 0.0)
+        own = band_verdict(m, se, n, k, lcr, lfr)
         has_ctrl = set(pan["collapse"]) <= rho1_depths
         dm = dse = m1 = se1 = float("nan")
         dn, ctrl = 0, "inconclusive"
@@ -212,7 +213,8 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
             if dn >= 2 and np.isfinite(dse) and dse > 0:
                 ctrl = z_above(dm, dse, k)[0]
         if own == "fail":
-            verdict, why = "fail", "the dropout curves do not collapse in η (r ≥ 0 beyond noise)"
+            verdict = "fail"
+            why = f"the dropout curves do not collapse in η by the ratio {fr:g} (r − k SE ≥ ln {fr:g})"
         elif not has_ctrl:
             verdict = "inconclusive"
             why = "no ρ = 1 control at the same depths, so a collapse in η cannot be attributed to "
