@@ -419,7 +419,7 @@ def test_figure_has_three_panels_per_row(theory):
     matplotlib.pyplot.close(fig)
 
 
-@pytest.mark.parametrize("scale", ["quick", "paper"])
+@pytest.mark.parametrize("scale", ["quick", "ladder5", "paper"])
 def test_shipped_config_expands_on_the_critical_line(scale):
     import jsonschema
     import yaml
@@ -439,18 +439,23 @@ def test_shipped_config_expands_on_the_critical_line(scale):
         assert len(sw) == 1
         assert float(meanfield.chi1(sw.pop(), 0.05, rho, "tanh")) == pytest.approx(1.0, abs=1e-8)
         depths = sorted({r.depth for r in st.runs if r.keep_rate == rho})
-        assert len(depths) >= 4
-        # every deep comparison depth of a keep rate < 1 has a dropout-free control
-        if rho < 1:
+        assert len(depths) >= 3
+        # where the scale compares, every deep comparison depth of a keep rate < 1 has a
+        # dropout-free control
+        if rho < 1 and resolve("training_speed", cfg, scale).analysis.compare_deepest:
             assert max(depths) in {r.depth for r in st.runs if r.keep_rate == 1.0}
     # >= 3 seeds at every (keep rate, depth, learning rate) point: a training claim needs an SE
     per_point = {}
     for r in st.runs:
         per_point.setdefault((r.keep_rate, r.depth, r.lr), set()).add(r.seed)
     assert all(len(v) >= 3 for v in per_point.values())
-    if scale == "quick":
-        assert set(resolve("training_speed", cfg, scale).analysis.control_depths) == {125, 170}
-        assert len(st.runs) == 270 and len(st.shards) == 6  # the seeds share their depth's shard
+    an = resolve("training_speed", cfg, scale).analysis
+    if scale == "quick":  # no comparison depth: every depth is a collapse depth
+        assert not an.compare_deepest and max(r.depth for r in st.runs) == 32
+        assert len(st.runs) == 198 and len(st.shards) == 4  # the seeds share their depth's shard
+    if scale == "ladder5":  # a rung compares again, with its controls
+        assert an.compare_deepest and set(an.control_depths) == {125, 170}
+        assert {r.depth for r in st.runs if r.keep_rate == 1.0} >= {125, 170}
     if scale == "paper":
         assert {r.dataset for r in st.runs} == {"cifar10"}
         assert {(r.width, r.batch_size, r.steps) for r in st.runs} == {(400, 1000, 1000)}
@@ -517,11 +522,42 @@ def test_a_keep_rate_with_one_depth_is_reported_inconclusive_not_skipped(theory)
     runs = _runs()
     one = runs[runs.depth.isin([6])]
     c = claims_table(one, theory, P).set_index("claim_id")
-    assert {"collapse_etaL[rho=1]", "collapse_eta[rho=0.98]"} <= set(c.index)
+    assert {"collapse_etaL[rho=1]", "collapse_eta[rho=0.98]", "outlier_departs[rho=0.98]"} <= set(
+        c.index
+    )
     assert (c.verdict == "inconclusive").all()
+    assert c.loc["outlier_departs[rho=0.98]", "test"].startswith("not computed")
     from sigprop.claims import check_table
 
     check_table(c.reset_index(), "test")
+
+
+def test_a_scale_without_comparison_depth_collapses_every_depth_and_says_so(theory):
+    """``analysis.compare_deepest`` off: the deepest ρ < 1 depth joins the collapse set, and each
+    outlier row is there, inconclusive, saying that nothing was computed."""
+    off = resolve(
+        "training_speed",
+        {**CFG, "analysis": {**CFG["analysis"], "compare_deepest": False}},
+        "quick",
+    )
+    assert off.analysis.compare_deepest is False and P.analysis.compare_deepest is True
+    runs = _runs()
+    on_c = claims_table(runs, theory, P).set_index("claim_id")
+    off_c = claims_table(runs, theory, off).set_index("claim_id")
+    assert set(on_c.index) == set(off_c.index)
+    rows = [i for i in off_c.index if i.startswith("outlier_departs")]
+    assert rows and (off_c.loc[rows, "verdict"] == "inconclusive").all()
+    assert off_c.loc[rows, "test"].str.startswith("not computed").all()
+    assert off_c.loc[rows, "measured"].isna().all()
+    assert not on_c.loc[rows, "test"].str.startswith("not computed").any()
+    # the comparison depth joins the collapse set: the collapse rows name it
+    deep = max(runs[runs.keep_rate < 1].depth)
+    eta = [i for i in off_c.index if i.startswith("collapse_eta[")]
+    assert all(str(deep) in off_c.loc[i, "detail"].split(":")[0] for i in eta)
+    assert not any(str(deep) in on_c.loc[i, "detail"].split(":")[0] for i in eta)
+    from sigprop.claims import check_table
+
+    check_table(off_c.reset_index(), "test")
 
 
 def test_rows_carry_the_standard_error_of_their_measured_effect(theory):

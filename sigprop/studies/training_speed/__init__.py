@@ -120,6 +120,12 @@ class Analysis:
         "for the ρ < 1 comparison depths (drawn, not "
         "in panel (a)'s collapse set)",
     )
+    compare_deepest: bool = param(
+        True,
+        doc="ρ < 1: the deepest of at least three depths is the comparison depth of "
+        "outlier_departs (false: a scale without a comparison depth, whose outlier rows say "
+        "so and are inconclusive)",
+    )
 
 
 def _check_keep_rates(mapping: dict, where: str) -> None:

@@ -13,14 +13,16 @@ def theory_value(theory: pd.DataFrame, keep_rate: float, quantity: str) -> float
     return float(t.value.iloc[0]) if len(t) else float("nan")
 
 
-def panels(c: pd.DataFrame, controls=()) -> list[dict]:
+def panels(c: pd.DataFrame, controls=(), compare_deepest: bool = True) -> list[dict]:
     """The figure's and claims' panels: per keep rate, the depths, the collapse set and the outlier.
 
     ρ = 1: every depth is in the collapse set (scaling ηL) except the
     ``controls`` (``analysis.control_depths``: dropout-free runs at the ρ < 1
     comparison depths, drawn but not part of the collapse test).  ρ < 1: the
     deepest depth is the comparison ("outlier") depth when there are at least
-    three depths, the others form the collapse set (scaling η).
+    three depths and ``compare_deepest`` (``analysis.compare_deepest``), the others
+    form the collapse set (scaling η); without it every depth is in the collapse set
+    and the panel has no comparison depth.
     """
     controls = {int(d) for d in controls}
     out = []
@@ -36,7 +38,7 @@ def panels(c: pd.DataFrame, controls=()) -> list[dict]:
                     "controls": [d for d in depths if d in controls],
                 }
             )
-        elif len(depths) < 3:
+        elif len(depths) < 3 or not compare_deepest:
             out.append({**base, "collapse": depths, "outlier": None, "controls": []})
         else:
             out.append({**base, "collapse": depths[:-1], "outlier": depths[-1], "controls": []})

@@ -31,6 +31,17 @@ NO_CURVES = {
 }
 """The texts of a collapse row at a keep rate with fewer than 2 depths: nothing to test."""
 
+NO_COMPARISON = {
+    "statement": "With dropout ρ = {rho:g} a deeper net (paper: L = {paper}) departs from the "
+    "collapsed τ(η) curve, which the dropout-free net at that depth does not",
+    "expected": "",
+    "test": "not computed: no comparison depth at this scale (a departure needs a net deeper "
+    "than the collapse set, and its dropout-free control)",
+    "detail": "depths at ρ = {rho:g}: {curves}",
+}
+"""The texts of an outlier row at a keep rate without a comparison depth (fewer than 3 depths,
+or ``analysis.compare_deepest`` off at this scale): nothing to test."""
+
 
 def departs(g: dict, ratio: float, min_gap: float) -> str:
     """'yes' when D_out ≥ ratio·D_in and D_out ≥ min_gap, 'no' when D_out ≤ D_in, else 'unclear'."""
@@ -145,7 +156,7 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
     target = float(c.target_acc.iloc[0]) if "target_acc" in c else float("nan")
     T = int(c.steps.max())
     results = []
-    pans = panels(c, an.control_depths)
+    pans = panels(c, an.control_depths, an.compare_deepest)
     rho1 = next((q for q in pans if q["by_depth"]), None)
     rho1_depths = set(rho1["depths"]) if rho1 else set()
     for pan in pans:
@@ -163,6 +174,8 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
                     curves=list(pan["collapse"]),
                 )
             )
+            if not pan["by_depth"]:
+                results.append(_no_comparison(pan, cl))
             continue
         cc = _select(c, rho, pan["collapse"])
         disp = {
@@ -250,7 +263,26 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
         )
         if pan["outlier"] is not None:
             results.append(_outlier(pan, by_seed, seeds, c, cl, k, xi2, f))
+        else:
+            results.append(_no_comparison(pan, cl))
     return build(p.study, CLAIMS, results, SOURCE)
+
+
+def _no_comparison(pan: dict, cl) -> dict:
+    """The ``outlier_departs`` row of a keep rate ρ < 1 without a comparison depth at this scale:
+    inconclusive, said rather than left out."""
+    rho = pan["keep_rate"]
+    return result(
+        "outlier_departs",
+        f"rho={rho:g}",
+        measured=np.nan,
+        tolerance=float(cl.outlier_ratio),
+        verdict="inconclusive",
+        texts=NO_COMPARISON,
+        rho=rho,
+        paper=_paper_depth(cl.paper_outlier_depth, rho),
+        curves=list(pan["depths"]),
+    )
 
 
 def _at_bound(c: pd.DataFrame, T: float) -> bool:

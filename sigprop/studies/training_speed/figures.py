@@ -102,7 +102,7 @@ def tau_curves(runs: pd.DataFrame, theory: pd.DataFrame, p):
     """Top row: τ against the paper's scaling per keep rate; bottom row (faint): the other one."""
     an = p.analysis
     c = speed.curves(speed.tau_table(runs))
-    pans = panels(c, an.control_depths)
+    pans = panels(c, an.control_depths, an.compare_deepest)
     n = len(pans)
     fig, axes = plt.subplots(
         2,
