@@ -131,8 +131,9 @@ def claims_table(runs: pd.DataFrame, theory: pd.DataFrame, p) -> pd.DataFrame:
       the same statistic r1_s of the ρ = 1 control at the same depths; the measured effect is
       δ = mean(r1_s − r_s) (how much better the dropout nets collapse in η than the control).
       Pass when ρ collapses in η (mean r + k SE ≤ ln ``collapse_ratio``) and δ > k SE(δ); fail
-      when ρ does not collapse in η (mean r − k SE ≥ ln ``collapse_fail_ratio``) or the control collapses in η better
-      (δ < −k SE); otherwise inconclusive (also without a control at the same depths).
+      when ρ does not collapse in η (mean r − k SE ≥ ln ``collapse_fail_ratio``) or the
+      control collapses in η better (δ < −k SE); otherwise inconclusive (also without a
+      control at the same depths).
     * ``outlier_departs[rho=ρ]`` (ρ < 1): D_out and D_in of
       :func:`sigprop.studies.training_speed.speed.outlier_gap` per seed (a censored deep point counts as its
       lower bound ln(T/τ_j)); the ρ = 1 control at the same depth gives D_ctrl against the same
