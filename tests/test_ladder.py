@@ -305,3 +305,37 @@ def test_trend_page_names_the_seeds_a_rung_left_out_because_they_did_not_train()
     )
     assert untrained_seeds(rows) == "seed 0, seed 2 (2 rows)"
     assert untrained_seeds(rows.iloc[[1]]) == ""
+
+
+def test_a_runs_provenance_names_the_commit_of_the_checkout_that_holds_its_results(tmp_path):
+    """A rung run in another clone is published from this one: its provenance names the clone's
+    commit, not this checkout's; results outside any git tree fall back to this checkout's."""
+    import subprocess
+
+    from sigprop.publish.evidence import git_output, run_record
+
+    clone = tmp_path / "clone"
+    (clone / "results" / "benchmarks" / "s").mkdir(parents=True)
+    (clone / "f.txt").write_text("x\n")
+
+    def git(*a):
+        subprocess.run(
+            ["git", "-c", "user.email=t@t", "-c", "user.name=t", *a],
+            cwd=clone,
+            check=True,
+            capture_output=True,
+        )
+
+    git("init", "-q")
+    git("add", "f.txt")
+    git("commit", "-qm", "c")
+    theirs = git_output("rev-parse", "HEAD", cwd=clone)
+    ours = git_output("rev-parse", "HEAD", cwd=REPO)
+    assert theirs and theirs != ours
+    rec = run_record(clone / "results", "s", 1.0, "cmd", "")
+    assert rec["commit"] == theirs and rec["uncommitted_changes"] is False
+    (clone / "f.txt").write_text("y\n")
+    assert run_record(clone / "results", "s", 1.0, "cmd", "")["uncommitted_changes"] is True
+    plain = tmp_path / "plain" / "results"
+    plain.mkdir(parents=True)
+    assert run_record(plain, "s", 1.0, "cmd", "")["commit"] == git_output("rev-parse", "HEAD")

@@ -104,13 +104,21 @@ def fits(plan_result: dict, studies: dict, limit_s: float = LIMIT_S) -> list[dic
     return out
 
 
-def git_output(*args: str) -> str:
+def git_output(*args: str, cwd: str | Path | None = None) -> str:
+    """``git args`` run in ``cwd`` (default: here), its output stripped; "" when git fails."""
     try:
         return subprocess.run(
-            ["git", *args], capture_output=True, text=True, check=True
+            ["git", *args], capture_output=True, text=True, check=True, cwd=cwd
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
+
+
+def run_checkout(results: Path) -> Path | None:
+    """The git work tree that holds ``results`` (the checkout whose code made the run, e.g. a
+    fresh clone a rung ran in), or None when ``results`` lies in none."""
+    top = git_output("rev-parse", "--show-toplevel", cwd=results) if results.is_dir() else ""
+    return Path(top) if top else None
 
 
 def machine() -> dict:
@@ -143,11 +151,16 @@ def machine() -> dict:
 
 def run_record(results: Path, study: str, wall_s, command: str, note: str) -> dict:
     """What every committed run's provenance says of the run itself: the commit and whether
-    the tree had uncommitted changes, the date, the machine, the wall time given, the summed
-    job time of the study's benchmark files, the command and a note."""
+    the tree had uncommitted changes (of the checkout that holds ``results``,
+    :func:`run_checkout`, so that a run made in another clone names that clone's commit; of
+    this checkout when ``results`` lies in none), the date, the machine, the wall time given,
+    the summed job time of the study's benchmark files, the command and a note."""
+    where = run_checkout(Path(results))
     return {
-        "commit": git_output("rev-parse", "HEAD"),
-        "uncommitted_changes": bool(git_output("status", "--porcelain", "--untracked-files=no")),
+        "commit": git_output("rev-parse", "HEAD", cwd=where),
+        "uncommitted_changes": bool(
+            git_output("status", "--porcelain", "--untracked-files=no", cwd=where)
+        ),
         "date": _dt.date.today().isoformat(),
         "machine": machine(),
         "wall_s": wall_s,
