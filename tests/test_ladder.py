@@ -246,7 +246,7 @@ def test_a_claim_is_decided_by_its_trend_or_its_top_rung_and_only_claims_count()
     assert decided(_trend_table()) == (1, 1)
 
 
-def test_ladder_figure_draws_one_panel_per_claim_with_the_papers_value():
+def test_ladder_figure_draws_one_panel_per_claim_with_its_reference_value():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -259,7 +259,31 @@ def test_ladder_figure_draws_one_panel_per_claim_with_the_papers_value():
     ax = drawn[0]
     assert "toward" in ax.get_title() and ax.get_xscale() == "log"
     ys = [tuple(line.get_ydata()) for line in ax.get_lines()]
-    assert (1.0, 1.0) in ys  # the paper's value
+    assert (1.0, 1.0) in ys  # the reference: here the claim's expected value
+    assert "claim's expected value" in ax.get_legend_handles_labels()[1]
+
+
+def test_ladder_figure_names_a_pass_threshold_as_such_and_leaves_minor_ticks_unlabelled():
+    """A trend whose reference is the claim's pass threshold is not drawn as the paper's value,
+    and the legend gathers the references of every panel."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sigprop.figures.ladder import ladder_figure
+
+    t = _trend_table()
+    two = pd.concat([t, t.assign(claim_id="other", reference="pass threshold")], ignore_index=True)
+    fig = ladder_figure(two, "s")
+    a, b = [ax for ax in fig.axes if ax.has_data()]
+    assert b.get_legend_handles_labels()[1] == ["pass threshold", "paper's budget"]
+    assert a.get_legend() is not None
+    assert [x.get_text() for x in a.get_legend().get_texts()] == [
+        "claim's expected value",
+        "paper's budget",
+        "pass threshold",
+    ]
+    assert all(lab.get_text() == "" for lab in a.xaxis.get_minorticklabels())
+    matplotlib.pyplot.close(fig)
 
 
 def test_committed_ladders_match_todays_config_and_give_every_claim_a_trend(in_repo):
